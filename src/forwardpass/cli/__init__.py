@@ -1,0 +1,41 @@
+"""`forwardpass` command line: one subcommand per job, each with --json for scripts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..errors import ForwardpassError
+from . import inspect_cmd
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    """Options of every command that runs the model."""
+    p.add_argument("--model", metavar="PATH",
+                   help="a .gguf file or safetensors checkpoint (default: the embedded SmolLM2-135M-Instruct)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N (default: cpu)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="forwardpass", description="A transformer inference engine you can read.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for module in (inspect_cmd,):
+        p = module.add_parser(sub)
+        add_model_options(p)
+        p.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args) or 0
+    except ForwardpassError as e:
+        if getattr(args, "json", False):
+            print(json.dumps({"error": str(e), "type": type(e).__name__}))
+        print(f"forwardpass: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

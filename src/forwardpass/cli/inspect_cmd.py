@@ -1,0 +1,84 @@
+"""`forwardpass inspect PROMPT`: the tokens (position, id, piece, embedding row) and the top-K next tokens."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import torch
+
+from ..pipeline import Pipeline, load
+from ..sampling import probabilities
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("inspect", help="tokens of a prompt and the model's top next tokens")
+    p.add_argument("prompt")
+    p.add_argument("--top", type=positive_int, default=10, metavar="K", help="next tokens to show (default 10)")
+    p.add_argument("--temperature", type=float, default=1.0, metavar="T", help="softmax temperature (0 = argmax)")
+    return p
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def inspect(fp: Pipeline, prompt: str, top: int, temperature: float) -> dict:
+    """The whole report as one dict (what --json prints)."""
+    ids = fp.encode(prompt)
+    rows = fp.model.tok_embeddings.weight
+    first_seen: dict[int, int] = {}
+    tokens = []
+    for position, token_id in enumerate(ids):
+        tokens.append({"position": position, "id": token_id, "piece": fp.tokenizer.piece(token_id),
+                       "embedding_row": token_id, "same_as_position": first_seen.get(token_id),
+                       "embedding_head": [round(v, 4) for v in rows[token_id, :4].tolist()]})
+        first_seen.setdefault(token_id, position)
+    report = {"model": fp.config.name, "prompt": prompt, "tokens": tokens, "temperature": temperature, "next": []}
+    if ids:
+        logits = fp.next_token_logits(ids)
+        probs = probabilities(logits, temperature)
+        ranked = torch.topk(probs if temperature == 0 else logits, min(top, logits.numel())).indices
+        for rank, i in enumerate(ranked.tolist()):
+            report["next"].append({"rank": rank + 1, "id": i, "piece": fp.tokenizer.piece(i),
+                                   "logit": float(logits[i]), "probability": float(probs[i])})
+    return report
+
+
+def run(args) -> int:
+    from ..sampling import probabilities as _check  # validates temperature before the model loads
+    _check(torch.zeros(1), args.temperature)
+    fp = load(args.model, device=args.device, progress=not args.json)
+    report = inspect(fp, args.prompt, args.top, args.temperature)
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False))
+        return 0
+    show(report)
+    return 0
+
+
+def show(report: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    t = Table(title=f"{len(report['tokens'])} tokens · {report['model']}")
+    for col in ("pos", "id", "piece", "embedding row (first 4 of d_model)"):
+        t.add_column(col, justify="right" if col in ("pos", "id") else "left")
+    for tok in report["tokens"]:
+        same = tok["same_as_position"]
+        note = f"  ← same id and row as position {same}" if same is not None else ""
+        t.add_row(str(tok["position"]), str(tok["id"]), repr(tok["piece"]), f"{tok['embedding_head']}{note}")
+    console.print(t)
+    if not report["next"]:
+        console.print("(empty prompt: no next-token distribution)")
+        return
+    n = Table(title=f"next token · T = {report['temperature']}")
+    for col in ("rank", "id", "piece", "logit", "probability"):
+        n.add_column(col, justify="left" if col == "piece" else "right")
+    for r in report["next"]:
+        n.add_row(str(r["rank"]), str(r["id"]), repr(r["piece"]), f"{r['logit']:.4f}", f"{r['probability']:.2%}")
+    console.print(n)

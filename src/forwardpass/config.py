@@ -1,0 +1,95 @@
+"""ModelConfig: one dataclass for every family, and the presets the seed talks about."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Literal
+
+from .errors import ForwardpassError
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The shape of a decoder-only transformer and the options that distinguish its family."""
+
+    name: str
+    vocab_size: int
+    context_length: int
+    d_model: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int | None = None  # None: multi-head attention (n_kv_heads = n_heads)
+    ffn_hidden: int | None = None  # None: 4 * d_model
+    norm: Literal["layernorm", "rmsnorm"] = "layernorm"
+    norm_position: Literal["pre", "post"] = "pre"
+    norm_eps: float = 1e-5
+    positions: Literal["learned", "rope"] = "learned"
+    rope_theta: float = 10000.0
+    ffn: Literal["gelu", "swiglu"] = "gelu"
+    gelu_approximate: Literal["none", "tanh"] = "tanh"
+    bias: bool = True  # biases on the attention and FFN projections
+    tied_embeddings: bool = True
+
+    def __post_init__(self) -> None:
+        for field in ("vocab_size", "context_length", "d_model", "n_layers", "n_heads"):
+            if getattr(self, field) <= 0:
+                raise ForwardpassError(f"config {self.name}: {field} must be positive")
+        if self.d_model % self.n_heads:
+            raise ForwardpassError(f"config {self.name}: d_model {self.d_model} not divisible by n_heads")
+        if self.n_heads % self.kv_heads:
+            raise ForwardpassError(f"config {self.name}: n_heads {self.n_heads} not divisible by n_kv_heads")
+        if self.positions == "rope" and self.head_dim % 2:
+            raise ForwardpassError(f"config {self.name}: RoPE needs an even head_dim")
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads or self.n_heads
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def hidden(self) -> int:
+        return self.ffn_hidden or 4 * self.d_model
+
+    @property
+    def has_final_norm(self) -> bool:
+        """Post-norm models already end every block on a norm; pre-norm ones need one before unembedding."""
+        return self.norm_position == "pre"
+
+    def with_(self, **changes) -> ModelConfig:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _gpt2(name: str, d_model: int, n_layers: int, n_heads: int) -> ModelConfig:
+    return ModelConfig(name, vocab_size=50257, context_length=1024, d_model=d_model, n_layers=n_layers,
+                       n_heads=n_heads)
+
+
+PRESETS: dict[str, ModelConfig] = {
+    "gpt2-small": _gpt2("gpt2-small", 768, 12, 12),
+    "gpt2-medium": _gpt2("gpt2-medium", 1024, 24, 16),
+    "gpt2-large": _gpt2("gpt2-large", 1280, 36, 20),
+    "gpt2-xl": _gpt2("gpt2-xl", 1600, 48, 25),
+    # GPT-3 175B (Brown et al. 2020, table 2.1): GPT-2's architecture at scale. Config only: no weights exist here.
+    "gpt3-175b": ModelConfig("gpt3-175b", vocab_size=50257, context_length=2048, d_model=12288, n_layers=96,
+                             n_heads=96),
+    "smollm2-135m": ModelConfig(
+        "smollm2-135m", vocab_size=49152, context_length=8192, d_model=576, n_layers=30, n_heads=9,
+        n_kv_heads=3, ffn_hidden=1536, norm="rmsnorm", positions="rope", rope_theta=100000.0, ffn="swiglu",
+        bias=False, tied_embeddings=True,
+    ),
+    # the seed's toy model (§04): 4 layers, d_model 64, GPT-2's vocabulary
+    "toy": ModelConfig("toy", vocab_size=50257, context_length=1024, d_model=64, n_layers=4, n_heads=4),
+}
+
+
+def preset(name: str) -> ModelConfig:
+    """The preset called `name`, or a clear error listing the known ones."""
+    if name not in PRESETS:
+        raise ForwardpassError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
+    return PRESETS[name]

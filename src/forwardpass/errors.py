@@ -1,0 +1,25 @@
+"""Errors that carry a one-line message for the user; the CLI prints them without a traceback."""
+
+
+class ForwardpassError(Exception):
+    """Base class: the message names the problem in one line."""
+
+
+class ModelFileError(ForwardpassError):
+    """A model file is missing, truncated, of the wrong kind, or holds the wrong tensors."""
+
+
+class UnsupportedModelError(ForwardpassError):
+    """The file is readable but describes an architecture forwardpass does not implement."""
+
+
+class ContextLengthError(ForwardpassError):
+    """A sequence would grow past the model's context length or the cache's capacity."""
+
+
+class TokenIdError(ForwardpassError):
+    """Token ids outside the vocabulary."""
+
+
+class InvariantError(ForwardpassError):
+    """Checked mode found one of the seed's invariants broken."""

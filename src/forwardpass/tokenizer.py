@@ -1,0 +1,134 @@
+"""Tokenize (stage 1 of the pipeline): byte-level BPE via Hugging Face `tokenizers`, built from the
+model file's own vocabulary and merges, plus special tokens and the chat template."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jinja2
+import jinja2.sandbox
+from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
+from tokenizers import Tokenizer as Backend
+
+from .errors import ModelFileError, TokenIdError, UnsupportedModelError
+
+# GPT-2's split, which the byte-level pre-tokenizer applies when use_regex=True
+_LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+                 r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+# How each GGUF `tokenizer.ggml.pre` splits text before merging (llama.cpp's table): extra splits first,
+# then the byte-level step; True means the byte-level step applies GPT-2's own regex.
+_PRE_SPLITS: dict[str, tuple[list[str], bool]] = {
+    "default": ([], True),
+    "gpt2": ([], True),
+    "smollm": ([r"\p{N}"], True),  # every digit on its own, then GPT-2's split
+    "starcoder": ([r"\p{N}"], True),
+    "refact": ([r"\p{N}"], True),
+    "llama-bpe": ([_LLAMA3_SPLIT], False),
+    "llama3": ([_LLAMA3_SPLIT], False),
+}
+
+_END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "</s>")
+
+
+class Tokenizer:
+    """Text ↔ token ids for one model; special tokens written in the text are matched whole."""
+
+    def __init__(self, backend: Backend, eos_ids: list[int], chat_template: str | None = None,
+                 bos_token: str = "", eos_token: str = ""):
+        self.backend = backend
+        self.eos_ids = sorted(set(eos_ids))
+        self.chat_template = chat_template
+        self.bos_token, self.eos_token = bos_token, eos_token
+
+    @property
+    def vocab_size(self) -> int:
+        return self.backend.get_vocab_size(with_added_tokens=True)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of `text`. Adds no BOS: the reference tokenizers of byte-level BPE models add none (the
+        SmolLM2 GGUF's add_bos_token flag disagrees with its own reference tokenizer, which is followed)."""
+        return self.backend.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids: list[int]) -> str:
+        self.check_ids(ids)
+        return self.backend.decode(list(ids), skip_special_tokens=False)
+
+    def piece(self, token_id: int) -> str:
+        """One token as text, e.g. ' cat' (a byte-level piece that is part of a UTF-8 character shows as '�')."""
+        return self.decode([token_id])
+
+    def check_ids(self, ids: list[int]) -> None:
+        for i in ids:
+            if not 0 <= i < self.vocab_size:
+                raise TokenIdError(f"token id {i} is outside the vocabulary [0, {self.vocab_size})")
+
+    def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True) -> str:
+        """The model's own chat template rendered over `messages` ({'role', 'content'} dicts)."""
+        if not self.chat_template:
+            raise UnsupportedModelError("this model has no chat template")
+        env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                                            extensions=["jinja2.ext.loopcontrols"])
+        env.globals["raise_exception"] = _raise_template_error
+        try:
+            template = env.from_string(self.chat_template)
+            return template.render(messages=messages, add_generation_prompt=add_generation_prompt,
+                                   bos_token=self.bos_token, eos_token=self.eos_token)
+        except jinja2.TemplateError as e:
+            raise UnsupportedModelError(f"the model's chat template failed: {e}") from None
+
+    @classmethod
+    def from_gguf_fields(cls, fields: dict) -> Tokenizer:
+        """Build from GGUF metadata (`tokenizer.ggml.*`, already decoded to Python values)."""
+        kind = fields.get("tokenizer.ggml.model")
+        if kind != "gpt2":
+            raise UnsupportedModelError(f"GGUF tokenizer {kind!r} is not supported (byte-level BPE 'gpt2' is)")
+        pre = fields.get("tokenizer.ggml.pre", "default")
+        if pre not in _PRE_SPLITS:
+            raise UnsupportedModelError(f"GGUF pre-tokenizer {pre!r} is not supported; known: {', '.join(_PRE_SPLITS)}")
+        tokens: list[str] = fields["tokenizer.ggml.tokens"]
+        merges = [tuple(m.split(" ", 1)) for m in fields["tokenizer.ggml.merges"]]
+        backend = Backend(models.BPE({t: i for i, t in enumerate(tokens)}, merges, fuse_unk=False))
+        splits, gpt2_regex = _PRE_SPLITS[pre]
+        backend.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.Split(Regex(s), behavior="isolated") for s in splits]
+            + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=gpt2_regex)])
+        backend.decoder = decoders.ByteLevel()
+        types = fields.get("tokenizer.ggml.token_type", [])
+        special = [tokens[i] for i, t in enumerate(types) if t == 3]  # 3: control token
+        backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in special])
+        eos = [i for i, t in enumerate(tokens) if t in _END_OF_TURN and i < len(types) and types[i] == 3]
+        if "tokenizer.ggml.eos_token_id" in fields and not eos:
+            eos = [fields["tokenizer.ggml.eos_token_id"]]
+        bos_id = fields.get("tokenizer.ggml.bos_token_id")
+        return cls(backend, eos, fields.get("tokenizer.chat_template"),
+                   bos_token=tokens[bos_id] if bos_id is not None else "",
+                   eos_token=tokens[eos[0]] if eos else "")
+
+    @classmethod
+    def from_directory(cls, directory: Path) -> Tokenizer | None:
+        """Build from a checkpoint directory's `tokenizer.json` (and `tokenizer_config.json`), if it has one."""
+        path = directory / "tokenizer.json"
+        if not path.exists():
+            return None
+        try:
+            backend = Backend.from_file(str(path))
+        except Exception as e:
+            raise ModelFileError(f"{path}: not a readable tokenizer.json ({e})") from None
+        config_path = directory / "tokenizer_config.json"
+        config = json.loads(config_path.read_text()) if config_path.exists() else {}
+        vocab = backend.get_vocab(with_added_tokens=True)
+        eos = [vocab[t] for t in _END_OF_TURN if t in vocab]
+        return cls(backend, eos, config.get("chat_template"), bos_token=_token_text(config.get("bos_token")),
+                   eos_token=_token_text(config.get("eos_token")))
+
+
+def _token_text(token) -> str:
+    if isinstance(token, dict):
+        return token.get("content", "")
+    return token or ""
+
+
+def _raise_template_error(message: str):
+    raise jinja2.TemplateError(message)

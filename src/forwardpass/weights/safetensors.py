@@ -1,0 +1,152 @@
+"""Hugging Face checkpoints: config.json + safetensors shards, for GPT-2, GPT-1 and Llama naming."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import torch
+from safetensors import safe_open
+
+from ..config import ModelConfig
+from ..errors import ModelFileError, UnsupportedModelError
+from ..tokenizer import Tokenizer
+from . import Checkpoint
+from .progress import track
+
+
+def _gpt_config(c: dict, name: str, post_norm: bool) -> ModelConfig:
+    act = c.get("activation_function", c.get("afn", "gelu_new"))
+    if act not in ("gelu", "gelu_new", "gelu_pytorch_tanh"):
+        raise UnsupportedModelError(f"activation {act!r} is not supported")
+    # GPT-1's "gelu" is the tanh approximation in its reference code; GPT-2 says "gelu_new" for it
+    exact = act == "gelu" and not post_norm
+    return ModelConfig(
+        name=name, vocab_size=c["vocab_size"], context_length=c["n_positions"], d_model=c["n_embd"],
+        n_layers=c["n_layer"], n_heads=c["n_head"], ffn_hidden=c.get("n_inner"), norm="layernorm",
+        norm_position="post" if post_norm else "pre", norm_eps=c.get("layer_norm_epsilon", 1e-5),
+        positions="learned", ffn="gelu", gelu_approximate="none" if exact else "tanh", bias=True,
+        tied_embeddings=c.get("tie_word_embeddings", True),
+    )
+
+
+def _llama_config(c: dict, name: str) -> ModelConfig:
+    if c.get("attention_bias") or c.get("mlp_bias"):
+        raise UnsupportedModelError("Llama checkpoints with projection biases are not supported")
+    rope = c.get("rope_parameters") or {}
+    scaling = (c.get("rope_scaling") or {}).get("rope_type", "default"), rope.get("rope_type", "default")
+    if scaling != ("default", "default"):
+        raise UnsupportedModelError("RoPE scaling is not supported")
+    if c.get("hidden_act", "silu") != "silu":
+        raise UnsupportedModelError(f"activation {c['hidden_act']!r} is not supported")
+    d_model, n_heads = c["hidden_size"], c["num_attention_heads"]
+    if c.get("head_dim", d_model // n_heads) != d_model // n_heads:
+        raise UnsupportedModelError("head_dim other than hidden_size / num_attention_heads is not supported")
+    return ModelConfig(
+        name=name, vocab_size=c["vocab_size"], context_length=c["max_position_embeddings"], d_model=d_model,
+        n_layers=c["num_hidden_layers"], n_heads=n_heads, n_kv_heads=c.get("num_key_value_heads", n_heads),
+        ffn_hidden=c["intermediate_size"], norm="rmsnorm", norm_eps=c.get("rms_norm_eps", 1e-6), positions="rope",
+        rope_theta=rope.get("rope_theta", c.get("rope_theta", 10000.0)), ffn="swiglu", bias=False,
+        tied_embeddings=c.get("tie_word_embeddings", False),
+    )
+
+
+def _gpt_names(prefix: str, n: dict) -> dict:
+    """GPT-1/GPT-2 names → ours. Their Conv1D weights are stored (in, out): transposed on the way in."""
+    names = {}
+    for i in range(n["n_layers"]):
+        h, b = f"h.{i}.", f"blocks.{i}."
+        names.update({
+            h + "ln_1.weight": b + "attn_norm.weight", h + "ln_1.bias": b + "attn_norm.bias",
+            h + "attn.c_attn.weight": b + "attn.qkv.weight", h + "attn.c_attn.bias": b + "attn.qkv.bias",
+            h + "attn.c_proj.weight": b + "attn.out.weight", h + "attn.c_proj.bias": b + "attn.out.bias",
+            h + "ln_2.weight": b + "ffn_norm.weight", h + "ln_2.bias": b + "ffn_norm.bias",
+            h + "mlp.c_fc.weight": b + "ffn.up.weight", h + "mlp.c_fc.bias": b + "ffn.up.bias",
+            h + "mlp.c_proj.weight": b + "ffn.down.weight", h + "mlp.c_proj.bias": b + "ffn.down.bias",
+        })
+    return names
+
+
+ARCHITECTURES = {"gpt2": "GPT-2", "openai-gpt": "GPT-1", "llama": "Llama", "mistral": "Mistral"}
+
+
+def read_safetensors(path: Path, progress: bool = False) -> Checkpoint:
+    directory = path if path.is_dir() else path.parent
+    config_path = directory / "config.json"
+    if not config_path.exists():
+        raise ModelFileError(f"{directory}: no config.json beside the safetensors weights")
+    try:
+        c = json.loads(config_path.read_text())
+        kind = c.get("model_type")
+        if kind not in ARCHITECTURES:
+            raise UnsupportedModelError(f"{config_path}: model_type {kind!r} is not supported "
+                                        f"(supported: {', '.join(ARCHITECTURES)})")
+        name = c.get("_name_or_path") or directory.name
+        if kind == "llama" or kind == "mistral":
+            if c.get("sliding_window"):
+                raise UnsupportedModelError(f"{config_path}: sliding-window attention is not supported")
+            config = _llama_config(c, name)
+        else:
+            config = _gpt_config(c, name, post_norm=kind == "openai-gpt")
+    except KeyError as e:
+        raise ModelFileError(f"{config_path}: lacks {e.args[0]}") from None
+    except (json.JSONDecodeError, TypeError) as e:
+        raise ModelFileError(f"{config_path}: not a valid config ({e})") from None
+
+    files = [path] if path.is_file() else sorted(directory.glob("*.safetensors"))
+    if not files:
+        raise ModelFileError(f"{directory}: no .safetensors files")
+    raw: dict[str, torch.Tensor] = {}
+    for f in track(files, "reading", progress):
+        try:
+            with safe_open(f, framework="pt") as st:
+                for key in st.keys():
+                    raw[key] = st.get_tensor(key)
+        except Exception as e:
+            raise ModelFileError(f"{f}: not a readable safetensors file ({e})") from None
+
+    try:
+        tensors = _llama_tensors(raw, config) if config.ffn == "swiglu" else _gpt_tensors(raw, config, kind)
+    except RuntimeError as e:  # projections whose shapes cannot be joined
+        raise ModelFileError(f"{path}: tensors of mismatched shapes ({e})") from None
+    tensors = {k: v.float() for k, v in tensors.items()}
+    return Checkpoint(config, tensors, Tokenizer.from_directory(directory), str(path),
+                      {"format": "safetensors", "model_type": kind})
+
+
+def _take(raw: dict, key: str) -> torch.Tensor:
+    if key not in raw:
+        raise ModelFileError(f"checkpoint is missing tensor {key}")
+    return raw[key]
+
+
+def _gpt_tensors(raw: dict, config: ModelConfig, kind: str) -> dict:
+    raw = {re.sub(r"^transformer\.", "", k): v for k, v in raw.items()}
+    emb, pos, final = ("wte", "wpe", "ln_f") if kind == "gpt2" else ("tokens_embed", "positions_embed", None)
+    out = {"tok_embeddings.weight": _take(raw, f"{emb}.weight"), "pos_embeddings.weight": _take(raw, f"{pos}.weight")}
+    if final:
+        out["norm_f.weight"], out["norm_f.bias"] = _take(raw, f"{final}.weight"), _take(raw, f"{final}.bias")
+    if not config.tied_embeddings:
+        out["lm_head.weight"] = _take(raw, "lm_head.weight")
+    for theirs, ours in _gpt_names("", {"n_layers": config.n_layers}).items():
+        t = _take(raw, theirs)
+        out[ours] = t.t() if theirs.endswith(".weight") and t.dim() == 2 else t
+    return out
+
+
+def _llama_tensors(raw: dict, config: ModelConfig) -> dict:
+    out = {"tok_embeddings.weight": _take(raw, "model.embed_tokens.weight"),
+           "norm_f.weight": _take(raw, "model.norm.weight")}
+    if not config.tied_embeddings:
+        out["lm_head.weight"] = _take(raw, "lm_head.weight")
+    for i in range(config.n_layers):
+        p, b = f"model.layers.{i}.", f"blocks.{i}."
+        out[b + "attn.qkv.weight"] = torch.cat([_take(raw, p + f"self_attn.{x}_proj.weight") for x in "qkv"])
+        out[b + "attn.out.weight"] = _take(raw, p + "self_attn.o_proj.weight")
+        out[b + "attn_norm.weight"] = _take(raw, p + "input_layernorm.weight")
+        out[b + "ffn_norm.weight"] = _take(raw, p + "post_attention_layernorm.weight")
+        gate, up = _take(raw, p + "mlp.gate_proj.weight"), _take(raw, p + "mlp.up_proj.weight")
+        out[b + "ffn.gate_up.weight"] = torch.cat([gate, up])
+        out[b + "ffn.down.weight"] = _take(raw, p + "mlp.down_proj.weight")
+    return out

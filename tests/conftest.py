@@ -1,0 +1,30 @@
+"""Shared fixtures: the real default model and transformers' reference, each loaded once per session."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+torch.manual_seed(0)
+
+
+@pytest.fixture(scope="session")
+def smollm():
+    """forwardpass's pipeline on the embedded SmolLM2-135M-Instruct GGUF."""
+    import forwardpass
+    return forwardpass.load()
+
+
+@pytest.fixture(scope="session")
+def hf_smollm():
+    """(tokenizer, model) from transformers loading the same GGUF: the independent reference."""
+    import forwardpass
+    transformers = pytest.importorskip("transformers")
+    path = forwardpass.default_model_path()
+    kwargs = {"gguf_file": path.name}
+    tok = transformers.AutoTokenizer.from_pretrained(path.parent, **kwargs)
+    model = transformers.AutoModelForCausalLM.from_pretrained(path.parent, dtype=torch.float32, **kwargs)
+    return tok, model.eval()

@@ -1,0 +1,111 @@
+"""Exact logits against Hugging Face transformers on the same random weights, for every architecture option."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import transformers
+
+import forwardpass
+
+VOCAB = 101
+
+
+def gpt2(tmp_path):
+    cfg = transformers.GPT2Config(vocab_size=VOCAB, n_positions=64, n_embd=48, n_layer=3, n_head=4)
+    return transformers.GPT2LMHeadModel(cfg)
+
+
+def gpt1(tmp_path):
+    cfg = transformers.OpenAIGPTConfig(vocab_size=VOCAB, n_positions=64, n_embd=48, n_layer=3, n_head=4)
+    return transformers.OpenAIGPTLMHeadModel(cfg)
+
+
+def llama_gqa(tmp_path):
+    cfg = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+                                   num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=64,
+                                   rope_theta=5000.0, rms_norm_eps=1e-5, tie_word_embeddings=False)
+    return transformers.LlamaForCausalLM(cfg)
+
+
+BUILDERS = {"gpt2": gpt2, "openai-gpt": gpt1, "llama-gqa-untied": llama_gqa}
+
+
+@pytest.fixture(params=list(BUILDERS), scope="module")
+def pair(request, tmp_path_factory):
+    """(transformers model, forwardpass model) sharing one set of random weights saved as safetensors."""
+    torch.manual_seed(1234)
+    tmp = tmp_path_factory.mktemp(request.param)
+    hf = BUILDERS[request.param](tmp).eval()
+    with torch.no_grad():  # make every weight count: random, not the init's zeros and ones
+        for p in hf.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    hf.save_pretrained(tmp, safe_serialization=True)
+    return hf, forwardpass.load(tmp).model
+
+
+def reference(hf, ids: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return hf(ids).logits
+
+
+@pytest.mark.parametrize("T", [1, 2, 7, 33])
+def test_full_forward_matches(pair, T):
+    hf, fp = pair
+    ids = torch.randint(0, VOCAB, (2, T))
+    with torch.inference_mode():
+        logits, cache = fp(ids)
+    assert cache.lengths == [T, T]
+    assert (logits - reference(hf, ids)).abs().max().item() <= 1e-4
+
+
+@pytest.mark.parametrize("prefill", [1, 5, 16])
+def test_prefill_then_steps_match_full_forward(pair, prefill):
+    hf, fp = pair
+    ids = torch.randint(0, VOCAB, (2, prefill + 6))
+    want = reference(hf, ids)
+    with torch.inference_mode():
+        cache = fp.new_cache(batch=2, capacity=ids.shape[1])
+        got = [fp(ids[:, :prefill], cache)[0]]
+        for t in range(prefill, ids.shape[1]):  # one token per step, each at the cache's length
+            got.append(fp(ids[:, t:t + 1], cache)[0])
+    got = torch.cat(got, dim=1)
+    assert cache.lengths == [ids.shape[1]] * 2
+    assert (got - want).abs().max().item() <= 1e-4
+
+
+def test_rows_at_their_own_positions(pair):
+    """A batch whose rows hold different lengths: each row's logits equal that sequence run alone."""
+    hf, fp = pair
+    a, b = torch.randint(0, VOCAB, (1, 9)), torch.randint(0, VOCAB, (1, 4))
+    with torch.inference_mode():
+        cache = fp.new_cache(batch=2, capacity=16)
+        # ragged prefill: row 1 is right-padded and keeps only its 4 real tokens
+        padded = torch.cat([a, torch.cat([b, torch.zeros(1, 5, dtype=torch.long)], 1)])
+        first, _ = fp(padded, cache, n_tokens=[9, 4])
+        assert cache.lengths == [9, 4]
+        nxt = torch.randint(0, VOCAB, (2, 3))
+        second, _ = fp(nxt, cache)  # row 0 continues at position 9, row 1 at position 4
+        assert cache.lengths == [12, 7]
+    want_a = reference(hf, torch.cat([a, nxt[:1]], 1))
+    want_b = reference(hf, torch.cat([b, nxt[1:]], 1))
+    assert (first[0] - want_a[0, :9]).abs().max() <= 1e-4
+    assert (first[1, :4] - want_b[0, :4]).abs().max() <= 1e-4
+    assert (second[0] - want_a[0, 9:]).abs().max() <= 1e-4
+    assert (second[1] - want_b[0, 4:]).abs().max() <= 1e-4
+
+
+def test_architecture_options_loaded(pair):
+    hf, fp = pair
+    c = fp.config
+    kind = hf.config.model_type
+    assert c.norm_position == ("post" if kind == "openai-gpt" else "pre")
+    assert c.norm == ("rmsnorm" if kind == "llama" else "layernorm")
+    assert c.positions == ("rope" if kind == "llama" else "learned")
+    assert c.ffn == ("swiglu" if kind == "llama" else "gelu")
+    assert c.tied_embeddings == (kind != "llama")
+    if kind == "llama":
+        assert (c.n_heads, c.kv_heads) == (8, 2)
+        assert fp.lm_head.weight.data_ptr() != fp.tok_embeddings.weight.data_ptr()
+    else:
+        assert fp.lm_head.weight.data_ptr() == fp.tok_embeddings.weight.data_ptr()

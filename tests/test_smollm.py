@@ -1,0 +1,70 @@
+"""The embedded SmolLM2-135M-Instruct GGUF against transformers loading the same file."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+PROMPTS = [
+    "the cat sat on the",
+    "The capital of France is",
+    "<|im_start|>user\nWrite a haiku about the sea.<|im_end|>\n<|im_start|>assistant\n",
+    "def fibonacci(n):\n    if n < 2:\n        return n\n",
+]
+
+TOKENIZER_STRINGS = ["", " leading spaces", "   three spaces", "\ttabs\tand\nnewlines\n\n", "emoji 😀🎉 done",
+                     "CJK 中文字 日本語 한국어", "mixed\r\nline endings", "<|im_start|>user\nhi<|im_end|>",
+                     "ünïcödé façade — “quotes”", "a" * 300]
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_last_position_logits_match_transformers(smollm, hf_smollm, prompt):
+    tok, hf = hf_smollm
+    ids = tok(prompt)["input_ids"]
+    assert smollm.encode(prompt) == ids
+    with torch.no_grad():
+        want = hf(torch.tensor([ids])).logits[0, -1]
+    got = smollm.next_token_logits(ids)
+    assert (got - want).abs().max().item() <= 1e-3
+    assert torch.equal(got.topk(20).indices, want.topk(20).indices)
+
+
+@pytest.mark.parametrize("text", TOKENIZER_STRINGS)
+def test_token_ids_match_transformers(smollm, hf_smollm, text):
+    tok, _ = hf_smollm
+    ids = smollm.tokenizer.encode(text)
+    assert ids == tok(text)["input_ids"]
+    assert smollm.tokenizer.decode(ids) == text
+
+
+def test_digits_split_one_by_one(smollm, hf_smollm):
+    """The file's pre-tokenizer is 'smollm': every digit is its own piece (llama.cpp's rule for it)."""
+    tok, _ = hf_smollm
+    ids = smollm.tokenizer.encode("in 2024, 1,000,000")
+    assert [smollm.tokenizer.piece(i) for i in ids][:6] == ["in", " ", "2", "0", "2", "4"]
+    assert ids == tok("in 2024, 1,000,000")["input_ids"]
+
+
+def test_chat_template_matches_transformers(smollm, hf_smollm):
+    tok, _ = hf_smollm
+    messages = [{"role": "user", "content": "Hi!"}, {"role": "assistant", "content": "Hello."},
+                {"role": "user", "content": "What is 2+2?"}]
+    ours = smollm.tokenizer.apply_chat_template(messages)
+    assert ours == tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert ours.endswith("<|im_start|>assistant\n")
+    assert smollm.tokenizer.encode("<|im_end|>") == [2]
+
+
+def test_end_of_turn_token(smollm):
+    assert 2 in smollm.tokenizer.eos_ids  # <|im_end|>
+    assert smollm.config.n_layers == 30 and smollm.config.kv_heads == 3 and smollm.config.tied_embeddings
+
+
+def test_cached_steps_equal_full_forward_on_real_model(smollm):
+    ids = torch.tensor([smollm.encode("One, two, three, four, five, six")])
+    model = smollm.model
+    with torch.inference_mode():
+        full, _ = model(ids)
+        cache = model.new_cache(1, ids.shape[1])
+        steps = [model(ids[:, :4], cache)[0]] + [model(ids[:, t:t + 1], cache)[0] for t in range(4, ids.shape[1])]
+    assert (torch.cat(steps, 1) - full).abs().max().item() <= 1e-4
