@@ -4,7 +4,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 RUN := OMP_WAIT_POLICY=PASSIVE
-PROMPT ?= The three primary colors are
+PROMPT ?= What are the three primary colors?
 
 .PHONY: install demo test lint clean
 install: $(VENV)/.installed
@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: install
-	$(RUN) $(VENV)/bin/forwardpass inspect "$(PROMPT)" --top 5
+	$(RUN) $(VENV)/bin/forwardpass generate --chat "$(PROMPT)" --max-tokens 96
 
 lint: install
 	$(PY) -m ruff check src tests bench

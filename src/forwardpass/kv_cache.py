@@ -1,33 +1,43 @@
 """The KV cache (seed §05): a fixed-capacity, append-only store of every layer's keys and values.
 
 One contiguous buffer per sequence row. After t tokens a row holds exactly t (K, V) pairs per layer;
-a new token's position is the row's current length; writing past capacity raises instead of wrapping.
+a new token's position is the row's current length; writing past capacity raises instead of wrapping,
+unless the caller chose the explicit "sliding" policy (drop the oldest pairs, positions keep counting).
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 import torch
 
 from .config import ModelConfig
 from .errors import ContextLengthError, InvariantError
 
+Policy = Literal["error", "sliding"]
+
 
 class KVCache:
     """Keys and values for `batch` sequences, `capacity` positions each, all layers.
 
-    k, v: (n_layers, batch, n_kv_heads, capacity, head_dim). `lengths[b]` counts the pairs row b holds.
+    k, v: (n_layers, batch, n_kv_heads, capacity, head_dim). Row b's slot j holds the pair of absolute
+    position start[b] + j; lengths[b] counts the pairs it holds (start stays 0 unless the policy slides).
     """
 
     def __init__(self, config: ModelConfig, batch: int, capacity: int, dtype: torch.dtype = torch.float32,
-                 device: torch.device | str = "cpu", checked: bool = False):
+                 device: torch.device | str = "cpu", checked: bool = False, policy: Policy = "error"):
         if batch <= 0 or capacity <= 0:
             raise ContextLengthError(f"a KV cache needs batch > 0 and capacity > 0, got {batch} and {capacity}")
+        if policy not in ("error", "sliding"):
+            raise ContextLengthError(f"unknown cache policy {policy!r}; choose 'error' or 'sliding'")
+        if policy == "sliding" and config.positions == "learned":
+            raise ContextLengthError("a sliding cache needs RoPE: learned positions end at the context length")
         shape = (config.n_layers, batch, config.kv_heads, capacity, config.head_dim)
         self.k = torch.empty(shape, dtype=dtype, device=device)
         self.v = torch.empty(shape, dtype=dtype, device=device)
-        self.capacity = capacity
+        self.capacity, self.policy, self.checked = capacity, policy, checked
         self.lengths = [0] * batch  # host-side: no device sync to learn where to write
-        self.checked = checked
+        self.start = [0] * batch  # absolute position of slot 0
         self._pending: list[int] | None = None
 
     @property
@@ -35,33 +45,58 @@ class KVCache:
         return len(self.lengths)
 
     def nbytes(self, tokens: int | None = None) -> int:
-        """Bytes of K and V for `tokens` positions of every row (default: the full capacity)."""
+        """Bytes of K and V for `tokens` positions of every row (default: the full capacity):
+        2 × n_layers × n_kv_heads × head_dim × tokens × bytes per element, per row."""
         n_layers, batch, n_kv_heads, capacity, head_dim = self.k.shape
         per_position = 2 * n_layers * n_kv_heads * head_dim * self.k.element_size()
         return per_position * batch * (capacity if tokens is None else tokens)
 
-    def begin(self, n_tokens: list[int], width: int) -> torch.Tensor:
-        """Reserve `width` new slots per row (row b keeps n_tokens[b] of them); return positions (batch, width).
+    def next_position(self, row: int = 0) -> int:
+        return self.start[row] + self.lengths[row]
 
-        Raises ContextLengthError before anything is written if a row would pass capacity.
-        """
+    def begin(self, n_tokens: list[int], width: int) -> torch.Tensor:
+        """Reserve `width` new slots per row (row b keeps n_tokens[b] of them); return their positions (batch, width).
+
+        Raises ContextLengthError before anything is written if a row would pass capacity (policy "error"),
+        or slides the oldest pairs out first (policy "sliding")."""
         if len(n_tokens) != self.batch:
             raise ContextLengthError(f"input has {len(n_tokens)} rows but the cache holds {self.batch}")
+        if width > self.capacity:
+            raise ContextLengthError(f"{width} new tokens do not fit a cache of capacity {self.capacity}")
         for b, length in enumerate(self.lengths):
             if length + width > self.capacity:
-                raise ContextLengthError(
-                    f"sequence {b} would hold {length + width} tokens but the cache has room for "
-                    f"{self.capacity} (the context length); it is never overwritten silently"
-                )
+                if self.policy == "error":
+                    raise ContextLengthError(
+                        f"sequence {b} would hold {length + width} tokens but the cache has room for "
+                        f"{self.capacity} (the context length); it is never overwritten silently")
+                self._slide(b, length + width - self.capacity)
         self._pending = list(n_tokens)
-        start = torch.tensor(self.lengths, device=self.k.device)
-        return start[:, None] + torch.arange(width, device=self.k.device)  # (batch, width)
+        first = torch.tensor([s + n for s, n in zip(self.start, self.lengths, strict=True)], device=self.k.device)
+        positions = first[:, None] + torch.arange(width, device=self.k.device)  # (batch, width)
+        return positions
+
+    def _slide(self, b: int, drop: int) -> None:
+        """Sliding policy: forget row b's `drop` oldest pairs; the rest keep their (already rotated) keys."""
+        keep = self.lengths[b] - drop
+        self.k[:, b, :, :keep] = self.k[:, b, :, drop:drop + keep].clone()
+        self.v[:, b, :, :keep] = self.v[:, b, :, drop:drop + keep].clone()
+        self.start[b] += drop
+        self.lengths[b] = keep
 
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Append this step's k, v (batch, n_kv_heads, width, head_dim) at each row's length.
 
-        Returns every layer-`layer` pair up to the longest row: (batch, n_kv_heads, max_len + width, head_dim).
-        """
+        Returns every layer-`layer` pair up to the longest row: (batch, n_kv_heads, max_len + width, head_dim)."""
+        width = k.shape[2]
+        held = max(self.lengths)
+        before = (self.k[layer, :, :, :held].clone(), self.v[layer, :, :, :held].clone()) if self.checked else None
+        self._store(layer, k, v)
+        if before is not None:
+            self._check_unchanged(layer, *before)
+        end = held + width
+        return self.k[layer, :, :, :end], self.v[layer, :, :, :end]
+
+    def _store(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
         width = k.shape[2]
         if len(set(self.lengths)) == 1:  # all rows aligned: one slice
             start = self.lengths[0]
@@ -71,8 +106,14 @@ class KVCache:
             for b, start in enumerate(self.lengths):
                 self.k[layer, b, :, start:start + width] = k[b]
                 self.v[layer, b, :, start:start + width] = v[b]
-        end = max(self.lengths) + width
-        return self.k[layer, :, :, :end], self.v[layer, :, :, :end]
+
+    def _check_unchanged(self, layer: int, k_before: torch.Tensor, v_before: torch.Tensor) -> None:
+        """Invariant 2: appending never rewrites a pair a row already holds."""
+        for b, length in enumerate(self.lengths):
+            same_k = torch.equal(self.k[layer, b, :, :length], k_before[b, :, :length])
+            if not same_k or not torch.equal(self.v[layer, b, :, :length], v_before[b, :, :length]):
+                raise InvariantError(f"layer {layer}: appending to sequence {b} rewrote a (K, V) pair it already "
+                                     f"held (the cache must be append-only)")
 
     def commit(self) -> None:
         """After every layer has written: each row now holds n_tokens[b] more pairs."""

@@ -15,7 +15,7 @@ from torch import nn
 
 from .config import ModelConfig
 from .errors import ContextLengthError, InvariantError, TokenIdError
-from .kv_cache import KVCache
+from .kv_cache import KVCache, Policy
 
 
 def make_norm(config: ModelConfig) -> nn.Module:
@@ -172,13 +172,13 @@ class Transformer(nn.Module):
     def dtype(self) -> torch.dtype:
         return self.tok_embeddings.weight.dtype
 
-    def new_cache(self, batch: int = 1, capacity: int | None = None) -> KVCache:
+    def new_cache(self, batch: int = 1, capacity: int | None = None, policy: Policy = "error") -> KVCache:
         """An empty cache for `batch` sequences of up to `capacity` tokens (default: the context length)."""
         capacity = self.config.context_length if capacity is None else capacity
         if capacity > self.config.context_length:
             raise ContextLengthError(f"cache capacity {capacity} exceeds the model's context length "
                                      f"{self.config.context_length}")
-        return KVCache(self.config, batch, capacity, self.dtype, self.device, checked=self.checked)
+        return KVCache(self.config, batch, capacity, self.dtype, self.device, checked=self.checked, policy=policy)
 
     def embed(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """Embedding + position: row x[b, t] of the table, plus the learned row for its position."""
@@ -200,13 +200,16 @@ class Transformer(nn.Module):
             bad = x[(x < 0) | (x >= self.config.vocab_size)][0].item()
             raise TokenIdError(f"token id {bad} is outside the vocabulary [0, {self.config.vocab_size})")
         cache = self.new_cache(batch) if cache is None else cache
-        longest = max(cache.lengths) + T
-        if longest > self.config.context_length:
+        longest = max(cache.next_position(b) for b in range(cache.batch)) + T
+        if longest > self.config.context_length and cache.policy == "error":
             raise ContextLengthError(f"{longest} tokens exceed the model's context length {self.config.context_length}")
+        expected = [cache.next_position(b) for b in range(cache.batch)]
         positions = cache.begin(n_tokens or [T] * batch, T)  # (batch, T): each row from its own length
+        if self.checked:
+            check_positions(positions, expected, cache)
         h = self.embed(x, positions)  # (batch, T, d_model)
         rope = self.rope(positions) if self.rope is not None else None
-        mask = attention_mask(cache.lengths, positions, T)
+        mask = attention_mask(cache.lengths, T, x.device)
         for block in self.blocks:  # N identical blocks; the stream keeps its shape throughout
             h = block(h, cache, rope, mask)
         cache.commit()
@@ -214,10 +217,20 @@ class Transformer(nn.Module):
         return self.lm_head(h), cache  # unembedding → logits (batch, T, vocab_size)
 
 
-def attention_mask(lengths: list[int], positions: torch.Tensor, T: int) -> torch.Tensor | None:
-    """Which cached slots each new query may read: slot j ≤ its own position. None when SDPA's own
+def attention_mask(lengths: list[int], T: int, device: torch.device) -> torch.Tensor | None:
+    """Which cache slots each new query may read: slot j ≤ the query's own slot. None when SDPA's own
     causal rule (fresh aligned rows) or no rule at all (one new token per aligned row) is exact."""
     if len(set(lengths)) == 1 and (lengths[0] == 0 or T == 1):
         return None
-    slots = torch.arange(max(lengths) + T, device=positions.device)
-    return (slots[None, None, :] <= positions[:, :, None])[:, None]  # (batch, 1, T, L)
+    query_slots = torch.tensor(lengths, device=device)[:, None] + torch.arange(T, device=device)  # (batch, T)
+    slots = torch.arange(max(lengths) + T, device=device)
+    return (slots[None, None, :] <= query_slots[:, :, None])[:, None]  # (batch, 1, T, L)
+
+
+def check_positions(positions: torch.Tensor, expected: list[int], cache: KVCache) -> None:
+    """Invariant 3: a new token's position is the cache's current length (its absolute count), never 0."""
+    first = positions[:, 0].tolist()
+    for b, (got, want) in enumerate(zip(first, expected, strict=True)):
+        if got != want:
+            raise InvariantError(f"sequence {b}: new token at position {got}, but the cache holds {want} tokens "
+                                 f"before it; its position must be {want}")

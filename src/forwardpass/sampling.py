@@ -1,17 +1,179 @@
-"""What comes out (seed §03): logits → probabilities → the next token."""
+"""What comes out (seed §03): logits → probabilities → the next token.
+
+The processors run in this order on the full vocabulary's logits (never a truncated top-N):
+penalties → temperature → top-k → top-p → min-p → sample (or argmax when temperature is 0).
+"""
 
 from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
 
 import torch
 
 from .errors import ForwardpassError
 
+# The seed's five candidates for "the cat sat on the ___" (§03). Only mat = 4.0 is in the text; the others
+# are one set that reproduces its two facts: mat holds 68.7% at T = 1, and top-p 0.9 keeps mat and rug.
+SEED_CANDIDATES = {"mat": 4.0, "rug": 2.9, "floor": 1.2, "sofa": 0.8, "roof": 0.1}
+
+
+@dataclass
+class SamplingParams:
+    """How to choose each next token, and when to stop; names as the OpenAI API names them."""
+
+    temperature: float = 1.0  # 0: greedy argmax
+    top_k: int = 0  # 0: off
+    top_p: float = 1.0  # 1: off
+    min_p: float = 0.0  # 0: off
+    repetition_penalty: float = 1.0  # 1: off; > 1 discourages every token already in prompt or output
+    presence_penalty: float = 0.0  # subtracted once from each token already generated
+    frequency_penalty: float = 0.0  # subtracted per occurrence in the generated text
+    seed: int | None = None  # fixes the random stream: same seed, same tokens
+    max_tokens: int = 128
+    stop: list[str] = field(default_factory=list)
+    logprobs: int | None = None  # report the chosen token's log-probability and this many alternatives
+    ignore_eos: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.stop, str):
+            self.stop = [self.stop]
+        check = _Checker()
+        check.number("temperature", self.temperature, low=0.0)
+        check.number("top_p", self.top_p, low=0.0, high=1.0, low_open=True)
+        check.number("min_p", self.min_p, low=0.0, high=1.0)
+        check.number("repetition_penalty", self.repetition_penalty, low=0.0, low_open=True)
+        check.number("presence_penalty", self.presence_penalty, low=-2.0, high=2.0)
+        check.number("frequency_penalty", self.frequency_penalty, low=-2.0, high=2.0)
+        check.integer("top_k", self.top_k, low=0)
+        check.integer("max_tokens", self.max_tokens, low=1)
+        if self.logprobs is not None:
+            check.integer("logprobs", self.logprobs, low=0, high=20)
+        if self.seed is not None:
+            check.integer("seed", self.seed, low=0, high=2**63 - 1)
+        if any(not isinstance(s, str) or not s for s in self.stop):
+            raise ForwardpassError("stop must be a list of non-empty strings")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+class _Checker:
+    def number(self, name, value, low=None, high=None, low_open=False) -> None:
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value) or math.isinf(value):
+            raise ForwardpassError(f"{name} must be a finite number, got {value!r}")
+        if low is not None and (value < low or (low_open and value == low)):
+            raise ForwardpassError(f"{name} must be {'>' if low_open else '≥'} {low}, got {value}")
+        if high is not None and value > high:
+            raise ForwardpassError(f"{name} must be ≤ {high}, got {value}")
+
+    def integer(self, name, value, low=None, high=None) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ForwardpassError(f"{name} must be an integer, got {value!r}")
+        self.number(name, value, low, high)
+
 
 def probabilities(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """softmax(logits / T) over the last axis in float32; T = 0 is the argmax limit (all mass on the top token)."""
-    if temperature != temperature or temperature < 0:
+    """softmax(logits / T) in float32; T = 0 puts all mass on the argmax. Never overflows: the max is
+    subtracted before dividing, so even T = 1e-30 gives finite probabilities."""
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not temperature >= 0:
         raise ForwardpassError(f"temperature must be a number ≥ 0, got {temperature}")
     logits = logits.float()
     if temperature == 0:
         return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).float()
-    return torch.softmax(logits / temperature, dim=-1)
+    shifted = logits - logits.max(dim=-1, keepdim=True).values
+    return torch.softmax(shifted / temperature, dim=-1)
+
+
+def apply_penalties(logits: torch.Tensor, prompt_ids: list[int], output_ids: list[int],
+                    params: SamplingParams) -> torch.Tensor:
+    """Repetition penalty (divide positive / multiply negative logits of every token seen in prompt or
+    output), then OpenAI's presence and frequency penalties (over the output only)."""
+    logits = logits.clone()
+    if params.repetition_penalty != 1.0:
+        seen = torch.tensor(sorted(set(prompt_ids) | set(output_ids)), dtype=torch.long, device=logits.device)
+        if seen.numel():
+            picked, r = logits[seen], params.repetition_penalty
+            logits[seen] = torch.where(picked > 0, picked / r, picked * r)
+    if output_ids and (params.presence_penalty or params.frequency_penalty):
+        counts = Counter(output_ids)
+        ids = torch.tensor(list(counts), dtype=torch.long, device=logits.device)
+        n = torch.tensor(list(counts.values()), dtype=logits.dtype, device=logits.device)
+        logits[ids] -= params.presence_penalty + params.frequency_penalty * n
+    return logits
+
+
+def top_k_mask(logits: torch.Tensor, k: int) -> torch.Tensor:
+    """Keep the k highest logits; k never adapts to the distribution's shape. k = 1 is argmax."""
+    if k <= 0 or k >= logits.shape[-1]:
+        return logits
+    kth = torch.topk(logits, k).values[..., -1:]
+    return logits.masked_fill(logits < kth, float("-inf"))
+
+
+def top_p_mask(logits: torch.Tensor, p: float) -> torch.Tensor:
+    """Keep the smallest set of tokens whose cumulative probability reaches p (sharper → fewer)."""
+    if p >= 1.0:
+        return logits
+    sorted_logits, order = torch.sort(logits, descending=True)
+    probs = torch.softmax(sorted_logits, dim=-1)
+    before = torch.cumsum(probs, dim=-1) - probs  # mass of the strictly better tokens
+    drop_sorted = before >= p  # already reached p without this token
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
+
+
+def min_p_mask(logits: torch.Tensor, min_p: float) -> torch.Tensor:
+    """Keep tokens whose probability is at least min_p × the top token's."""
+    if min_p <= 0:
+        return logits
+    probs = torch.softmax(logits, dim=-1)
+    return logits.masked_fill(probs < min_p * probs.max(dim=-1, keepdim=True).values, float("-inf"))
+
+
+def process(logits: torch.Tensor, params: SamplingParams, prompt_ids: list[int] = (),
+            output_ids: list[int] = ()) -> torch.Tensor:
+    """The logits the next token is drawn from: (vocab_size,) float32, -inf where a filter removed a token."""
+    logits = apply_penalties(logits.float(), list(prompt_ids), list(output_ids), params)
+    if params.greedy:
+        return logits
+    logits = (logits - logits.max()) / params.temperature
+    logits = top_k_mask(logits, params.top_k)
+    logits = top_p_mask(logits, params.top_p)
+    return min_p_mask(logits, params.min_p)
+
+
+def make_generator(params: SamplingParams, device: torch.device | str = "cpu") -> torch.Generator:
+    """The random stream for one request: seeded when the request names a seed."""
+    g = torch.Generator(device=device)
+    if params.seed is not None:
+        g.manual_seed(params.seed)
+    else:
+        g.seed()
+    return g
+
+
+def choose(processed: torch.Tensor, params: SamplingParams, generator: torch.Generator) -> int:
+    """The next token id: argmax when greedy, else one draw from softmax(processed)."""
+    if params.greedy:
+        return int(processed.argmax())
+    probs = torch.softmax(processed, dim=-1)
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+@dataclass
+class TokenLogprob:
+    """The chosen token's log-probability under the model's own distribution, and its top alternatives."""
+
+    token_id: int
+    logprob: float
+    top: list[tuple[int, float]]
+
+
+def logprob_of(logits: torch.Tensor, token_id: int, n_top: int) -> TokenLogprob:
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    top = torch.topk(logp, n_top) if n_top else None
+    alternatives = list(zip(top.indices.tolist(), top.values.tolist(), strict=True)) if top is not None else []
+    return TokenLogprob(token_id, float(logp[token_id]), alternatives)

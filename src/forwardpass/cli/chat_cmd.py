@@ -1,0 +1,54 @@
+"""`forwardpass chat`: a multi-turn conversation through the model's chat template, one line per turn."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..errors import ForwardpassError
+from ..generate import Generation
+from ..pipeline import load
+from .sampling_options import add_sampling_options, sampling_params
+
+
+def add_parser(sub):
+    p = sub.add_parser("chat", help="multi-turn chat on stdin (/reset clears, /quit or EOF ends)")
+    p.add_argument("--system", default=None, help="a system message for the conversation")
+    add_sampling_options(p, max_tokens=256)
+    return p
+
+
+def run(args) -> int:
+    params = sampling_params(args)
+    fp = load(args.model, device=args.device, progress=not args.json)
+    if fp.tokenizer is None or not fp.tokenizer.chat_template:
+        raise ForwardpassError("this model has no chat template; use `forwardpass generate`")
+    start = [{"role": "system", "content": args.system}] if args.system else []
+    messages = list(start)
+    interactive = sys.stdin.isatty() and not args.json
+    while True:
+        if interactive:
+            print("you> ", end="", flush=True)
+        line = sys.stdin.readline()
+        if not line or line.strip() == "/quit":
+            return 0
+        line = line.rstrip("\n")
+        if line.strip() == "/reset":
+            messages = list(start)
+            continue
+        if not line.strip():
+            continue
+        messages.append({"role": "user", "content": line})
+        g = Generation(fp, fp.tokenizer.apply_chat_template(messages), params)
+        if interactive:
+            print("model> ", end="", flush=True)
+        for delta in g:
+            if not args.json:
+                print(delta, end="", flush=True)
+        reply = g.result.text
+        messages.append({"role": "assistant", "content": reply})
+        if args.json:
+            print(json.dumps({"user": line, "assistant": reply, "stop_reason": g.result.stop_reason,
+                              "turn": len(messages) // 2}, ensure_ascii=False), flush=True)
+        else:
+            print(flush=True)

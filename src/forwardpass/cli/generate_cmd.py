@@ -1,0 +1,41 @@
+"""`forwardpass generate PROMPT`: stream a continuation (or, with --chat, an assistant reply)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..generate import Generation
+from ..pipeline import load
+from .sampling_options import add_sampling_options, sampling_params
+
+
+def add_parser(sub):
+    p = sub.add_parser("generate", help="generate text from a prompt, streamed")
+    p.add_argument("prompt")
+    p.add_argument("--chat", action="store_true", help="wrap the prompt as a user message in the chat template")
+    p.add_argument("--naive", action="store_true", help="no KV cache: re-run the whole prefix every step")
+    add_sampling_options(p)
+    return p
+
+
+def run(args) -> int:
+    params = sampling_params(args)
+    fp = load(args.model, device=args.device, progress=not args.json)
+    prompt = args.prompt
+    if args.chat:
+        prompt = fp.tokenizer.apply_chat_template([{"role": "user", "content": prompt}])
+    g = Generation(fp, prompt, params, naive=args.naive)
+    for delta in g:
+        if not args.json:
+            sys.stdout.write(delta)
+            sys.stdout.flush()
+    r = g.result
+    if args.json:
+        print(json.dumps(r.to_dict(), ensure_ascii=False))
+    else:
+        print()
+        loop = f", loops with period {r.loop.period} from token {r.loop.start}" if r.loop else ""
+        print(f"[{len(r.token_ids)} tokens, stop: {r.stop_reason}{loop}; prefill {r.prefill_tokens_per_s:.1f} tok/s, "
+              f"decode {r.decode_tokens_per_s:.1f} tok/s, {r.mode}]", file=sys.stderr)
+    return 0

@@ -1,0 +1,82 @@
+"""`forwardpass generate` and `forwardpass chat` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "forwardpass", *args], capture_output=True, text=True,
+                          input=stdin, timeout=300)
+
+
+def test_generate_json_matches_the_library(smollm):
+    from forwardpass.generate import generate
+    from forwardpass.sampling import SamplingParams
+
+    r = cli("generate", "The three primary colors are", "--max-tokens", "12", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    want = generate(smollm, "The three primary colors are", SamplingParams(temperature=0, max_tokens=12))
+    assert out["token_ids"] == want.token_ids and out["text"] == want.text and out["stop_reason"] == "length"
+    assert out["prefill_tokens_per_s"] > 0 and out["decode_tokens_per_s"] > 0
+
+
+def test_generate_streams_text_and_naive_agrees():
+    cached = cli("generate", "The three primary colors are", "--max-tokens", "8")
+    naive = cli("generate", "The three primary colors are", "--max-tokens", "8", "--naive")
+    assert cached.returncode == naive.returncode == 0
+    assert cached.stdout == naive.stdout and cached.stdout.startswith(" the primary colors")
+    assert "stop: length" in cached.stderr and "naive" in naive.stderr
+
+
+def test_generate_options_reach_the_sampler():
+    args = ["generate", "Tell me a story", "--max-tokens", "10", "--temperature", "0.9", "--top-k", "40",
+            "--top-p", "0.9", "--min-p", "0.01", "--seed", "5", "--repetition-penalty", "1.1",
+            "--presence-penalty", "0.2", "--frequency-penalty", "0.2", "--logprobs", "1", "--json"]
+    a, b = cli(*args), cli(*args)
+    assert a.returncode == 0, a.stderr
+    assert json.loads(a.stdout)["token_ids"] == json.loads(b.stdout)["token_ids"]
+    out = json.loads(a.stdout)
+    assert len(out["logprobs"]) == len(out["token_ids"]) + (out["stop_reason"] == "eos")  # EOS's own logprob too
+
+
+def test_generate_stop_and_chat_template():
+    r = cli("generate", "Name a fruit.", "--chat", "--max-tokens", "40", "--json")
+    out = json.loads(r.stdout)
+    assert out["stop_reason"] == "eos" and out["text"]
+    r = cli("generate", "The three primary colors are", "--stop", "RGB", "--json")
+    out = json.loads(r.stdout)
+    assert out["stop_reason"] == "stop" and "RGB" not in out["text"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["generate", "hi", "--temperature", "-1"], "temperature must be ≥ 0.0"),
+    (["generate", "hi", "--top-p", "0"], "top_p must be > 0.0"),
+    (["generate", "hi", "--top-k", "-3"], "top_k must be ≥ 0"),
+    (["generate", "hi", "--temperature", "nan"], "temperature must be a finite number"),
+    (["generate", "hi", "--max-tokens", "0"], "max_tokens must be ≥ 1"),
+    (["generate", ""], "the prompt is empty"),
+])
+def test_generate_errors(args, message):
+    r = cli(*args)
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_chat_is_multi_turn(smollm):
+    from forwardpass.generate import generate
+    from forwardpass.sampling import SamplingParams
+
+    r = cli("chat", "--max-tokens", "24", "--json", stdin="Remember the number 7.\n/reset\nHi\nWhich number?\n")
+    assert r.returncode == 0, r.stderr
+    turns = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [t["turn"] for t in turns] == [1, 1, 2]  # /reset started a new conversation
+    # the second turn was generated from the whole conversation so far, through the chat template
+    history = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": turns[1]["assistant"]},
+               {"role": "user", "content": "Which number?"}]
+    want = generate(smollm, smollm.tokenizer.apply_chat_template(history), SamplingParams(temperature=0, max_tokens=24))
+    assert turns[2]["assistant"] == want.text
