@@ -71,7 +71,8 @@ def _gpt_names(prefix: str, n: dict) -> dict:
 ARCHITECTURES = {"gpt2": "GPT-2", "openai-gpt": "GPT-1", "llama": "Llama", "mistral": "Mistral"}
 
 
-def read_safetensors(path: Path, progress: bool = False) -> Checkpoint:
+def safetensors_config(path: Path) -> tuple[ModelConfig, str]:
+    """The checkpoint's ModelConfig and model_type, from its config.json alone."""
     directory = path if path.is_dir() else path.parent
     config_path = directory / "config.json"
     if not config_path.exists():
@@ -93,6 +94,12 @@ def read_safetensors(path: Path, progress: bool = False) -> Checkpoint:
         raise ModelFileError(f"{config_path}: lacks {e.args[0]}") from None
     except (json.JSONDecodeError, TypeError) as e:
         raise ModelFileError(f"{config_path}: not a valid config ({e})") from None
+    return config, kind
+
+
+def read_safetensors(path: Path, progress: bool = False) -> Checkpoint:
+    config, kind = safetensors_config(path)
+    directory = path if path.is_dir() else path.parent
 
     files = [path] if path.is_file() else sorted(directory.glob("*.safetensors"))
     if not files:

@@ -1,0 +1,145 @@
+"""`forwardpass cost MODEL`: the seed's arithmetic for any model, as tables, JSON or a plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .. import cost
+from ..config import PRESETS, ModelConfig, preset
+from ..errors import ForwardpassError
+from ..weights import read_config
+
+DTYPES = list(cost.BYTES_PER_WEIGHT)
+
+
+def add_parser(sub):
+    p = sub.add_parser("cost", help="parameters, FLOPs, bytes, KV cache, intensity and concurrency of a model")
+    p.add_argument("target", nargs="?", default=None, metavar="MODEL",
+                   help=f"a preset ({', '.join(PRESETS)}) or a model file (default: the embedded model)")
+    p.add_argument("--context", type=int, default=None, help="tokens held per sequence (default: context length)")
+    p.add_argument("--prompt", type=int, default=16, help="prompt tokens P (default 16)")
+    p.add_argument("--new", type=int, default=100, help="generated tokens (default 100)")
+    p.add_argument("--dtype", default="fp16", choices=DTYPES, help="weight storage (default fp16)")
+    p.add_argument("--concurrency", type=int, default=1, help="concurrent sequences S (default 1)")
+    p.add_argument("--plot", metavar="FILE", help="write the seed's curves as a PNG")
+    p.add_argument("--measure", action="store_true",
+                   help="measure this machine's bandwidth and matmul rate, predict prefill and decode, run them")
+    return p
+
+
+def resolve_config(target: str | None) -> tuple[ModelConfig, str | None]:
+    """A preset's config, or a model file's (metadata only). Returns the file path too, if any."""
+    if target is None:
+        from ..pipeline import default_model_path
+        path = default_model_path()
+        return read_config(path), str(path)
+    if target in PRESETS:
+        return preset(target), None
+    if Path(target).exists():
+        return read_config(target), target
+    raise ForwardpassError(f"unknown model {target!r}: not a preset ({', '.join(PRESETS)}) and not a file")
+
+
+def report(c: ModelConfig, context: int, prompt: int, new: int, dtype: str, concurrency: int) -> dict:
+    """Every number `cost` prints, as one dict."""
+    for name, value in (("context", context), ("prompt", prompt), ("new", new), ("concurrency", concurrency)):
+        if value <= 0:
+            raise ForwardpassError(f"--{name} must be a positive integer, got {value}")
+    if context > c.context_length:
+        raise ForwardpassError(f"--context {context} exceeds the model's context length {c.context_length}")
+    kv_dtype = dtype if dtype in ("fp32", "fp16", "bf16") else "fp16"
+    weights = cost.weight_bytes(c, dtype)
+    cache = cost.kv_bytes(c, context, kv_dtype, concurrency)
+    return {
+        "model": c.name, "config": c.to_dict(),
+        "settings": {"context": context, "prompt": prompt, "new": new, "dtype": dtype, "kv_dtype": kv_dtype,
+                     "concurrency": concurrency},
+        "parameters": cost.parameters(c).to_dict(),
+        "flops": {"matmul_per_token": cost.matmul_flops(c, 1),
+                  "attention_per_token_at_context": cost.attention_flops(c, 1, context - 1),
+                  "prefill": cost.forward_flops(c, prompt),
+                  "decode_step_at_context": cost.forward_flops(c, 1, context - 1)},
+        "memory": {"weights_bytes": weights, "kv_bytes_per_token": cost.kv_bytes_per_token(c, kv_dtype),
+                   "kv_bytes_per_sequence": cost.kv_bytes(c, context, kv_dtype),
+                   "kv_bytes_all_sequences": cache, "total_bytes": weights + cache,
+                   "crossover_sequences": cost.crossover_sequences(c, context, kv_dtype)},
+        "intensity": {"prefill": cost.intensity(c, prompt, dtype), "decode": cost.intensity(c, 1, dtype)},
+        "loop": {"naive_work": cost.naive_work(prompt, new), "cached_work": cost.cached_work(prompt, new),
+                 "naive_over_cached": cost.naive_over_cached(prompt, new),
+                 "naive_over_cached_with_prefill": cost.naive_over_cached(prompt, new, count_prefill=True)},
+    }
+
+
+def run(args) -> int:
+    c, path = resolve_config(args.target)
+    context = c.context_length if args.context is None else args.context
+    data = report(c, context, args.prompt, args.new, args.dtype, args.concurrency)
+    if args.measure:
+        from ..measure import measure
+        data["measured"] = measure(c, path, args.prompt, args.new, args.device, progress=not args.json)
+    if args.plot:
+        from ..cost_plot import plot
+        plot(c, context, args.dtype, args.plot)
+        data["plot"] = args.plot
+    if args.json:
+        print(json.dumps(data))
+    else:
+        show(data)
+    return 0
+
+
+def _gib(n: float) -> str:
+    return f"{n / cost.GiB:,.2f} GiB" if n >= cost.GiB / 10 else f"{n / 2**20:,.2f} MiB"
+
+
+def show(d: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    s, p, m = d["settings"], d["parameters"], d["memory"]
+    console = Console()
+    t = Table(title=f"{d['model']} · weights {s['dtype']}, KV cache {s['kv_dtype']}", show_header=False)
+    t.add_column(style="bold")
+    t.add_column(justify="right")
+    rows = [
+        ("parameters", f"{p['total']:,}"),
+        ("  embeddings (V × d)", f"{p['embeddings']:,}"), ("  positions", f"{p['positions']:,}"),
+        ("  attention (all blocks)", f"{p['attention']:,}"), ("  FFN (all blocks)", f"{p['ffn']:,}"),
+        ("  norms", f"{p['norms']:,}"), ("  separate unembedding", f"{p['unembedding']:,}"),
+        ("per block", f"{p['per_block']:,}"), ("FFN share of a block", f"{p['ffn_share_of_block']:.1%}"),
+        ("share in the blocks", f"{p['blocks_share']:.1%}"),
+        ("matmul FLOPs per token", f"{d['flops']['matmul_per_token']:,}"),
+        (f"attention FLOPs per token at {s['context']:,} tokens", f"{d['flops']['attention_per_token_at_context']:,}"),
+        (f"prefill FLOPs, P = {s['prompt']}", f"{d['flops']['prefill']:,}"),
+        ("weights", _gib(m["weights_bytes"])), ("KV cache per token", f"{m['kv_bytes_per_token']:,} B"),
+        (f"KV cache per sequence ({s['context']:,} tokens)", _gib(m["kv_bytes_per_sequence"])),
+        (f"KV cache × {s['concurrency']} sequences", _gib(m["kv_bytes_all_sequences"])),
+        ("weights + caches", _gib(m["total_bytes"])),
+        ("caches outweigh weights from", f"{m['crossover_sequences']:,} sequences"),
+        (f"intensity, prefill P = {s['prompt']}", f"{d['intensity']['prefill']:.1f} FLOPs/byte"),
+        ("intensity, decode", f"{d['intensity']['decode']:.1f} FLOPs/byte"),
+        (f"naive / cached work, P = {s['prompt']}, {s['new']} new", f"{d['loop']['naive_over_cached']:.1f}×"),
+        ("  counting the cached prefill", f"{d['loop']['naive_over_cached_with_prefill']:.1f}×"),
+    ]
+    for row in rows:
+        t.add_row(*row)
+    console.print(t)
+    if "measured" in d:
+        show_measured(console, d["measured"])
+    if "plot" in d:
+        console.print(f"plot written to {d['plot']}")
+
+
+def show_measured(console, r: dict) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"this machine ({r['device']}, {r['dtype']} weights, load average {r['load_average']})")
+    for col in ("", "predicted", "measured", "measured / predicted"):
+        t.add_column(col, justify="right")
+    t.add_row("memory bandwidth", "", f"{r['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s", "")
+    t.add_row(f"matmul rate ({r['matmul_shape']})", "", f"{r['matmul_flops_per_s'] / 1e9:.1f} GFLOP/s", "")
+    for key in ("prefill", "decode"):
+        pred, got = r[f"predicted_{key}_tokens_per_s"], r[f"measured_{key}_tokens_per_s"]
+        t.add_row(f"{key} tokens/s", f"{pred:.1f}", f"{got:.1f}", f"{got / pred:.0%}")
+    console.print(t)

@@ -1,0 +1,67 @@
+"""`forwardpass cost`: tables, --json, --plot, --measure and its errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from forwardpass import cost, default_model_path, preset
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "forwardpass", "cost", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_gpt3_json():
+    r = cli("gpt3-175b", "--context", "2048", "--concurrency", "37", "--prompt", "16", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["memory"]["kv_bytes_per_sequence"] == 9 * cost.GiB
+    assert d["memory"]["crossover_sequences"] == 37
+    assert d["memory"]["kv_bytes_all_sequences"] > d["memory"]["weights_bytes"]
+    assert d["intensity"] == {"prefill": 16.0, "decode": 1.0}
+
+
+def test_table_and_plot(tmp_path):
+    png = tmp_path / "curves.png"
+    r = cli("gpt2-small", "--plot", str(png), "--dtype", "fp32")
+    assert r.returncode == 0, r.stderr
+    assert "124,439,808" in r.stdout and "7,087,872" in r.stdout and "68.3%" in r.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+
+
+def test_model_file_reads_metadata_only():
+    r = cli(str(default_model_path()), "--context", "1000", "--dtype", "q4", "--json")
+    d = json.loads(r.stdout)
+    assert d["parameters"]["total"] == 134_515_008 and d["config"]["n_kv_heads"] == 3
+    assert d["memory"]["kv_bytes_per_sequence"] == 1000 * cost.kv_bytes_per_token(preset("smollm2-135m"), "fp16")
+
+
+def test_measure_prints_prediction_beside_measurement():
+    r = cli("toy", "--measure", "--prompt", "32", "--new", "16", "--json")
+    assert r.returncode == 0, r.stderr
+    m = json.loads(r.stdout)["measured"]
+    c = preset("toy")
+    assert m["predicted_decode_tokens_per_s"] == pytest.approx(
+        cost.roofline_decode_tokens_per_s(c, m["bandwidth_bytes_per_s"], 40, "fp32", "fp32"))
+    assert m["predicted_prefill_tokens_per_s"] == pytest.approx(
+        cost.compute_bound_prefill_tokens_per_s(c, m["matmul_flops_per_s"], 32))
+    assert m["measured_decode_tokens_per_s"] > 0 and m["measured_prefill_tokens_per_s"] > 0
+
+
+@pytest.mark.parametrize("args,message", [
+    (["gpt2-small", "--context", "0"], "--context must be a positive integer, got 0"),
+    (["gpt2-small", "--prompt", "-4"], "--prompt must be a positive integer, got -4"),
+    (["gpt2-small", "--concurrency", "0"], "--concurrency must be a positive integer"),
+    (["gpt2-small", "--context", "5000"], "exceeds the model's context length 1024"),
+    (["gpt9"], "unknown model 'gpt9'"),
+    (["gpt3-175b", "--measure"], "too large to instantiate here"),
+    (["gpt2-small", "--dtype", "fp8"], "invalid choice: 'fp8'"),
+])
+def test_bad_options(args, message):
+    r = cli(*args)
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
