@@ -91,7 +91,7 @@ class Generation:
         while True:
             if self.naive:  # re-run every layer on every token so far
                 x, cache = prompt + result.token_ids, model.new_cache(1, len(prompt) + len(result.token_ids))
-            logits, cache = model(torch.tensor([x], device=model.device), cache)
+            logits, cache = model(torch.tensor([x], device=model.device), cache, last_only=True)
             result.work.append(len(x))
             last = logits[0, -1]
             next_id = choose(process(last, p, prompt, result.token_ids), p, generator)

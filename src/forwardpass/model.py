@@ -25,22 +25,37 @@ def make_norm(config: ModelConfig) -> nn.Module:
 
 
 class RotaryEmbedding(nn.Module):
-    """RoPE: rotate each (i, i + head_dim/2) pair of q and k by position × frequency_i."""
+    """RoPE: rotate each (i, i + head_dim/2) pair of q and k by position × frequency_i.
+
+    cos and sin are tabulated once for every position of the context (float32), then looked up."""
 
     def __init__(self, config: ModelConfig):
         super().__init__()
         exponents = torch.arange(0, config.head_dim, 2, dtype=torch.float32) / config.head_dim
         self.register_buffer("inv_freq", 1.0 / config.rope_theta ** exponents, persistent=False)
+        cos, sin = self.angles(torch.arange(config.context_length))
+        self.register_buffer("cos", cos, persistent=False)  # (context_length, head_dim)
+        self.register_buffer("sin", sin, persistent=False)
 
-    def forward(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        angles = positions[..., None].float() * self.inv_freq  # (batch, T, head_dim/2)
-        angles = torch.cat((angles, angles), dim=-1)[:, None]  # (batch, 1, T, head_dim)
+    def angles(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        angles = positions[..., None].float() * self.inv_freq  # (..., head_dim/2)
+        angles = torch.cat((angles, angles), dim=-1)  # (..., head_dim)
         return angles.cos(), angles.sin()
+
+    def forward(self, positions: torch.Tensor, longest: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin for (batch, T) positions, none of them ≥ longest: (batch, 1, T, head_dim)."""
+        if longest > self.cos.shape[0]:  # past the table (a sliding cache)
+            cos, sin = self.angles(positions)
+        else:
+            cos, sin = self.cos[positions], self.sin[positions]
+        return cos[:, None], sin[:, None]
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     half = x.shape[-1] // 2
     rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    if x.dtype == torch.float32:
+        return x * cos + rotated * sin
     return (x.float() * cos + rotated.float() * sin).to(x.dtype)
 
 
@@ -67,9 +82,23 @@ class Attention(nn.Module):
         if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
         k, v = cache.write(layer, k, v)  # (batch, n_kv_heads, L, head_dim): every pair so far
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None and T > 1,
-                                           enable_gqa=self.n_kv_heads != self.n_heads)
+        if T == 1 and mask is None:
+            y = decode_attention(q, k, v)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None and T > 1,
+                                               enable_gqa=self.n_kv_heads != self.n_heads)
         return self.out(y.transpose(1, 2).reshape(batch, T, -1))  # (batch, T, d_model)
+
+
+def decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """One new query per sequence against every cached key: softmax(q kᵀ / √head_dim) v as two small
+    matmuls, each K/V head serving its group of query heads. (SDPA's set-up costs more than the work here.)"""
+    batch, n_heads, _, head_dim = q.shape
+    n_kv_heads = k.shape[1]
+    q = q.view(batch, n_kv_heads, n_heads // n_kv_heads, head_dim)  # (batch, n_kv_heads, group, head_dim)
+    scores = (q @ k.transpose(-1, -2)) * head_dim**-0.5  # (batch, n_kv_heads, group, L)
+    weights = torch.softmax(scores.float(), dim=-1).to(v.dtype)
+    return (weights @ v).view(batch, n_heads, 1, head_dim)
 
 
 class MLP(nn.Module):
@@ -187,10 +216,11 @@ class Transformer(nn.Module):
             h = h + self.pos_embeddings(positions)
         return h
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None,
-                n_tokens: list[int] | None = None) -> tuple[torch.Tensor, KVCache]:
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None, n_tokens: list[int] | None = None,
+                last_only: bool = False) -> tuple[torch.Tensor, KVCache]:
         """x: (batch, T) token ids, appended after what `cache` holds; row b keeps n_tokens[b] of them
-        (the rest is right padding). Returns logits (batch, T, vocab_size) and the cache."""
+        (the rest is right padding). Returns logits (batch, T, vocab_size) — or (batch, 1, vocab_size) for
+        each row's last kept token when `last_only` — and the cache."""
         if x.dim() != 2:
             raise TokenIdError(f"x must be (batch, tokens) token ids, got shape {tuple(x.shape)}")
         batch, T = x.shape
@@ -204,15 +234,19 @@ class Transformer(nn.Module):
         if longest > self.config.context_length and cache.policy == "error":
             raise ContextLengthError(f"{longest} tokens exceed the model's context length {self.config.context_length}")
         expected = [cache.next_position(b) for b in range(cache.batch)]
-        positions = cache.begin(n_tokens or [T] * batch, T)  # (batch, T): each row from its own length
+        n_tokens = n_tokens or [T] * batch
+        positions = cache.begin(n_tokens, T)  # (batch, T): each row from its own length
         if self.checked:
             check_positions(positions, expected, cache)
         h = self.embed(x, positions)  # (batch, T, d_model)
-        rope = self.rope(positions) if self.rope is not None else None
+        rope = self.rope(positions, longest) if self.rope is not None else None
         mask = attention_mask(cache.lengths, T, x.device)
         for block in self.blocks:  # N identical blocks; the stream keeps its shape throughout
             h = block(h, cache, rope, mask)
         cache.commit()
+        if last_only:
+            rows = torch.arange(batch, device=h.device)
+            h = h[rows, torch.tensor(n_tokens, device=h.device) - 1][:, None]  # (batch, 1, d_model)
         h = self.norm_f(h)  # final norm
         return self.lm_head(h), cache  # unembedding → logits (batch, T, vocab_size)
 

@@ -114,12 +114,29 @@ class Pipeline:
         return logits[0, -1].float()
 
 
+# storage mode → (dtype of the tensors and the arithmetic, bits of the blocks' linear weights or None)
+STORAGE = {"fp32": ("fp32", None), "bf16": ("bf16", None), "fp16": ("fp16", None), "int8": ("fp16", 8),
+           "q4": ("fp16", 4)}
+
+
 def load(path: str | Path | None = None, device: str | torch.device | None = "cpu",
-         dtype: str | torch.dtype = torch.float32, checked: bool = False, progress: bool = False) -> Pipeline:
-    """Load a model file (default: the embedded SmolLM2-135M-Instruct GGUF) onto `device`."""
+         dtype: str | torch.dtype = torch.float32, checked: bool = False, progress: bool = False,
+         storage: str | None = None) -> Pipeline:
+    """Load a model file (default: the embedded SmolLM2-135M-Instruct GGUF) onto `device`.
+
+    `storage` picks a whole mode at once: fp32, bf16, fp16, or int8 / q4 (weight-only quantized linear
+    layers in blocks of 32, fp16 arithmetic); it overrides `dtype`."""
+    bits = None
+    if storage is not None:
+        if storage not in STORAGE:
+            raise ForwardpassError(f"unknown storage {storage!r}; choose from {', '.join(STORAGE)}")
+        dtype, bits = STORAGE[storage]
     path = default_model_path() if path is None else Path(path)
     dev, dt = resolve_device(device), resolve_dtype(dtype)
     checkpoint = read_checkpoint(path, progress)
     model = build_model(checkpoint, dev, dt)
+    if bits is not None:
+        from .quant import quantize_linears
+        quantize_linears(model, bits)
     model.checked = checked
-    return Pipeline(model, checkpoint.tokenizer, checkpoint.source, checkpoint.metadata)
+    return Pipeline(model, checkpoint.tokenizer, checkpoint.source, checkpoint.metadata | {"storage": storage})

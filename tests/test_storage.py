@@ -1,0 +1,72 @@
+"""Storage modes (fp32, bf16, fp16, int8, q4): each one's arithmetic is right, and its accuracy cost bounded."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import forwardpass
+from forwardpass.errors import ForwardpassError
+from forwardpass.quant import QuantizedLinear
+
+
+@pytest.mark.parametrize("bits,tol", [(8, 1 / 254), (4, 1 / 30)])
+def test_quantized_linear_error_within_half_a_step(bits, tol):
+    torch.manual_seed(0)
+    linear = nn.Linear(64, 48)
+    q = QuantizedLinear(linear, bits)
+    w = linear.weight.detach().view(48, 2, 32)
+    span = (w.abs().amax(-1) * 2 if bits == 8 else w.amax(-1) - w.amin(-1))[..., None]  # each block's range
+    err = (q.dequantize().view(48, 2, 32) - w).abs()
+    assert (err <= span * tol * 1.01 + 1e-3 * span).all()  # within half a quantization step (plus fp16 scale rounding)
+    x = torch.randn(5, 64)
+    assert torch.allclose(q(x), nn.functional.linear(x, q.dequantize(), linear.bias))
+
+
+def test_q4_storage_bytes():
+    q = QuantizedLinear(nn.Linear(64, 10, bias=False), 4)
+    assert q.nbytes() == 10 * 64 // 2 + 10 * 2 * 2 * 2  # nibbles + fp16 scale and minimum per block of 32
+    q8 = QuantizedLinear(nn.Linear(64, 10, bias=False), 8)
+    assert q8.nbytes() == 10 * 64 + 10 * 2 * 2  # 34 bytes per 32 weights, like Q8_0
+
+
+def test_q4_reproduces_the_files_own_q4_blocks(smollm):
+    """The default GGUF is Q4_1: requantizing its weights to 4 bits gives them back (up to fp16 rounding)."""
+    down = smollm.model.blocks[0].ffn.down
+    q = QuantizedLinear(down, 4)
+    assert (q.dequantize().float() - down.weight.float()).abs().max().item() < 2e-3
+
+
+def test_unknown_storage_and_width():
+    with pytest.raises(ForwardpassError, match="unknown storage 'int3'"):
+        forwardpass.load(storage="int3")
+    with pytest.raises(ForwardpassError, match="in_features divisible by 32"):
+        QuantizedLinear(nn.Linear(40, 8), 4)
+
+
+@pytest.fixture(scope="module")
+def reference_logits(smollm):
+    ids = smollm.encode("The history of the printing press begins in the fifteenth century, when")
+    with torch.inference_mode():
+        return ids, smollm.model(torch.tensor([ids]))[0][0].float()
+
+
+@pytest.mark.parametrize("storage,max_diff,agreement", [("bf16", 1.0, 0.9), ("fp16", 0.2, 0.9),
+                                                        ("int8", 1.0, 0.9), ("q4", 0.2, 0.9)])
+def test_storage_modes_track_fp32(reference_logits, storage, max_diff, agreement):
+    ids, want = reference_logits
+    fp = forwardpass.load(storage=storage)
+    with torch.inference_mode():
+        got = fp.model(torch.tensor([ids]))[0][0].float()
+    assert (got - want).abs().max().item() < max_diff
+    assert (got.argmax(-1) == want.argmax(-1)).float().mean().item() >= agreement
+
+
+def test_last_only_logits_equal_the_last_position(smollm):
+    ids = torch.tensor([smollm.encode("One two three")])
+    with torch.inference_mode():
+        full, _ = smollm.model(ids)
+        last, cache = smollm.model(ids, last_only=True)
+    assert last.shape == (1, 1, 49152) and cache.lengths == [ids.shape[1]]
+    assert (last[0, 0] - full[0, -1]).abs().max().item() <= 1e-4  # same numbers; a one-row matmul may round apart
