@@ -29,6 +29,21 @@ _PRE_SPLITS: dict[str, tuple[list[str], bool]] = {
     "llama3": ([_LLAMA3_SPLIT], False),
 }
 
+def _byte_level_alphabet() -> dict[str, int]:
+    """GPT-2's byte-level alphabet: each byte 0-255 is written as one printable character."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), 256))
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    return chars
+
+
+_UNICODE_TO_BYTE = _byte_level_alphabet()
+
 _END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "</s>")
 
 
@@ -58,6 +73,19 @@ class Tokenizer:
     def piece(self, token_id: int) -> str:
         """One token as text, e.g. ' cat' (a byte-level piece that is part of a UTF-8 character shows as '�')."""
         return self.decode([token_id])
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The raw bytes a token stands for (a byte-level piece may be part of a UTF-8 character)."""
+        token = self.backend.id_to_token(token_id)
+        if token is None:
+            raise TokenIdError(f"token id {token_id} is outside the vocabulary [0, {self.vocab_size})")
+        if all(ch in _UNICODE_TO_BYTE for ch in token) and token_id not in self.special_ids:
+            return bytes(_UNICODE_TO_BYTE[ch] for ch in token)
+        return token.encode()
+
+    @property
+    def special_ids(self) -> set[int]:
+        return {i for i, t in self.backend.get_added_tokens_decoder().items() if t.special}
 
     def check_ids(self, ids: list[int]) -> None:
         for i in ids:

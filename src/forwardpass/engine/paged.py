@@ -1,0 +1,157 @@
+"""The paged KV cache: one pool of fixed-size blocks per model, a block table per sequence, a free list,
+reference counts, and prefix caching (full blocks found again by the hash of everything up to them)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import torch
+
+from ..config import ModelConfig
+from ..errors import ContextLengthError, InvariantError
+
+
+class BlockPool:
+    """K and V for `num_blocks` blocks of `block_size` token slots, every layer.
+
+    k, v: (n_layers, num_blocks × block_size, n_kv_heads, head_dim): slot s of block b is row b × block_size + s."""
+
+    def __init__(self, config: ModelConfig, num_blocks: int, block_size: int = 16, dtype: torch.dtype = torch.float32,
+                 device: torch.device | str = "cpu", prefix_caching: bool = True):
+        if num_blocks <= 0 or block_size <= 0:
+            raise ContextLengthError(f"a block pool needs blocks > 0 and block_size > 0, got {num_blocks} and "
+                                     f"{block_size}")
+        shape = (config.n_layers, num_blocks * block_size, config.kv_heads, config.head_dim)
+        self.k = torch.zeros(shape, dtype=dtype, device=device)
+        self.v = torch.zeros(shape, dtype=dtype, device=device)
+        self.num_blocks, self.block_size, self.prefix_caching = num_blocks, block_size, prefix_caching
+        self.ref_count = [0] * num_blocks
+        self.free: OrderedDict[int, None] = OrderedDict((b, None) for b in range(num_blocks))  # oldest first
+        self.block_hash: dict[int, int] = {}  # block → hash of the tokens it (and its prefix) holds
+        self.cached: dict[int, int] = {}  # hash → block, for full blocks that may be shared
+        self.hits = self.queries = 0  # prefix-cache lookups, in tokens
+
+    @property
+    def used(self) -> int:
+        return self.num_blocks - len(self.free)
+
+    def usage(self) -> float:
+        return self.used / self.num_blocks
+
+    def nbytes(self) -> int:
+        return 2 * self.k.numel() * self.k.element_size()
+
+    def allocate(self) -> int:
+        """A free block with reference count 1 (the oldest freed first; its cached contents are forgotten)."""
+        if not self.free:
+            raise ContextLengthError("the KV block pool is exhausted")
+        block, _ = self.free.popitem(last=False)
+        old = self.block_hash.pop(block, None)
+        if old is not None and self.cached.get(old) == block:
+            del self.cached[old]
+        self.ref_count[block] = 1
+        return block
+
+    def share(self, block: int) -> None:
+        if self.ref_count[block] == 0:
+            self.free.pop(block)
+        self.ref_count[block] += 1
+
+    def release(self, blocks: list[int]) -> None:
+        """Drop one reference to each block; a block nobody uses returns to the free list (still findable
+        by its hash until it is handed out again)."""
+        for block in blocks:
+            if self.ref_count[block] <= 0:
+                raise InvariantError(f"block {block} released more often than it was taken")
+            self.ref_count[block] -= 1
+            if self.ref_count[block] == 0:
+                self.free[block] = None
+
+    def match_prefix(self, tokens: list[int]) -> list[int]:
+        """Blocks already holding the longest run of full blocks at the start of `tokens` (shared, ref +1).
+        At least one token is always left to compute, so the model has logits to sample from."""
+        found: list[int] = []
+        usable = (len(tokens) - 1) // self.block_size
+        self.queries += usable * self.block_size
+        if not self.prefix_caching:
+            return found
+        h = 0
+        for i in range(usable):
+            h = hash((h, tuple(tokens[i * self.block_size:(i + 1) * self.block_size])))
+            block = self.cached.get(h)
+            if block is None:
+                break
+            self.share(block)
+            found.append(block)
+        self.hits += len(found) * self.block_size
+        return found
+
+    def register(self, block: int, prefix_hash: int, tokens: list[int]) -> int:
+        """A block just filled: remember it under the hash of its prefix and tokens. Returns that hash."""
+        h = hash((prefix_hash, tuple(tokens)))
+        if self.prefix_caching and h not in self.cached:
+            self.cached[h] = block
+            self.block_hash[block] = h
+        return h
+
+    def check(self, tables: list[list[int]]) -> None:
+        """Invariants: each block's reference count equals the live sequences using it; free + used = pool."""
+        counts = [0] * self.num_blocks
+        for table in tables:
+            for block in table:
+                counts[block] += 1
+        if counts != self.ref_count:
+            bad = next(b for b in range(self.num_blocks) if counts[b] != self.ref_count[b])
+            raise InvariantError(f"block {bad} has reference count {self.ref_count[bad]} but {counts[bad]} "
+                                 f"live sequences use it")
+        in_use = sum(1 for c in counts if c)
+        if in_use + len(self.free) != self.num_blocks or any(counts[b] for b in self.free):
+            raise InvariantError(f"free ({len(self.free)}) + used ({in_use}) != pool ({self.num_blocks})")
+
+
+class PagedBatch:
+    """The cache interface the model calls (`begin`, `write`, `commit`), over a batch of block tables."""
+
+    def __init__(self, pool: BlockPool, tables: list[list[int]], lengths: list[int], checked: bool = False):
+        self.pool, self.tables, self.lengths, self.checked = pool, tables, list(lengths), checked
+        self.policy = "error"
+        self._pending: list[int] | None = None
+
+    @property
+    def batch(self) -> int:
+        return len(self.lengths)
+
+    def next_position(self, row: int = 0) -> int:
+        return self.lengths[row]
+
+    def _slot(self, row: int, position: int) -> int:
+        bs = self.pool.block_size
+        return self.tables[row][position // bs] * bs + position % bs
+
+    def begin(self, n_tokens: list[int], width: int) -> torch.Tensor:
+        device = self.pool.k.device
+        for b, (length, n) in enumerate(zip(self.lengths, n_tokens, strict=True)):
+            if length + n > len(self.tables[b]) * self.pool.block_size:
+                raise InvariantError(f"sequence {b} has {len(self.tables[b])} blocks, too few for {length + n} tokens")
+        self._pending = list(n_tokens)
+        # where each real new token goes, and which token of k (batch, n_kv_heads, width, head_dim) it is
+        self.rows = torch.tensor([b for b, n in enumerate(n_tokens) for _ in range(n)], device=device)
+        self.cols = torch.tensor([i for n in n_tokens for i in range(n)], device=device)
+        self.write_slots = torch.tensor([self._slot(b, self.lengths[b] + i) for b, n in enumerate(n_tokens)
+                                         for i in range(n)], device=device)
+        end = max(self.lengths) + width  # every row's pairs, padded to the longest
+        self.read_slots = torch.tensor([[self._slot(b, j) if j < length + n else 0 for j in range(end)]
+                                        for b, (length, n) in enumerate(zip(self.lengths, n_tokens, strict=True))],
+                                       device=device)  # (batch, end)
+        first = torch.tensor(self.lengths, device=device)
+        return first[:, None] + torch.arange(width, device=device)
+
+    def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store the real new pairs in their blocks; return each row's pairs (batch, n_kv_heads, end, head_dim)."""
+        self.pool.k[layer][self.write_slots] = k.transpose(1, 2)[self.rows, self.cols]  # (N, n_kv_heads, head_dim)
+        self.pool.v[layer][self.write_slots] = v.transpose(1, 2)[self.rows, self.cols]
+        return self.pool.k[layer][self.read_slots].transpose(1, 2), self.pool.v[layer][self.read_slots].transpose(1, 2)
+
+    def commit(self) -> None:
+        self.lengths = [length + n for length, n in zip(self.lengths, self._pending, strict=True)]
+        self._pending = None

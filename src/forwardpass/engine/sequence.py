@@ -1,0 +1,60 @@
+"""One request's state inside the engine: its tokens, its blocks, its sampler and its stop conditions."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from ..detokenize import TextStream
+from ..sampling import SamplingParams, TokenLogprob
+
+
+@dataclass
+class RequestOutput:
+    """What one step produced for one request (streamed to its caller)."""
+
+    request_id: str
+    token_id: int | None  # None for a finish without a new token (an end-of-turn token, an abort)
+    text: str  # new text that is safe to show
+    logprob: TokenLogprob | None = None
+    finish_reason: str | None = None  # "stop", "length", "abort", or None while running
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+
+@dataclass
+class Sequence:
+    request_id: str
+    prompt_ids: list[int]
+    params: SamplingParams
+    generator: torch.Generator
+    text: TextStream | None
+    on_output: Callable[[RequestOutput], None]
+    eos_ids: set[int]
+    output_ids: list[int] = field(default_factory=list)
+    blocks: list[int] = field(default_factory=list)
+    hashes: list[int] = field(default_factory=list)  # prefix hash of each full block, in order
+    num_computed: int = 0  # tokens whose (K, V) pairs are in the cache
+    cached_tokens: int = 0  # prompt tokens found in the prefix cache
+    arrival: float = field(default_factory=time.perf_counter)
+    first_token_at: float | None = None
+    last_token_at: float | None = None
+    finish_reason: str | None = None
+    preemptions: int = 0
+
+    @property
+    def token_ids(self) -> list[int]:
+        return self.prompt_ids + self.output_ids
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.prompt_ids) + len(self.output_ids)
+
+    @property
+    def to_compute(self) -> int:
+        """Tokens still to run through the model before the next token can be sampled."""
+        return self.num_tokens - self.num_computed

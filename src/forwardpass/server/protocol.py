@@ -1,0 +1,60 @@
+"""Request bodies of the OpenAI wire format (the fields forwardpass serves), validated by pydantic."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..sampling import SamplingParams
+
+
+class StreamOptions(BaseModel):
+    include_usage: bool = False
+
+
+class SamplingFields(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    model: str | None = None
+    max_tokens: int | None = None
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    min_p: float = 0.0
+    seed: int | None = None
+    stop: str | list[str] | None = None
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    ignore_eos: bool = False  # an extension (as in vLLM): keep generating past end-of-turn tokens
+    n: int = Field(1, ge=1, le=16)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+
+    def sampling(self, max_tokens: int, logprobs: int | None, seed_offset: int = 0) -> SamplingParams:
+        stop = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+        return SamplingParams(
+            temperature=self.temperature, top_p=self.top_p, top_k=self.top_k, min_p=self.min_p,
+            seed=None if self.seed is None else self.seed + seed_offset, stop=stop,
+            presence_penalty=self.presence_penalty, frequency_penalty=self.frequency_penalty,
+            repetition_penalty=self.repetition_penalty, max_tokens=max_tokens, logprobs=logprobs,
+            ignore_eos=self.ignore_eos)
+
+
+class CompletionRequest(SamplingFields):
+    prompt: str | list[int]
+    logprobs: int | None = Field(None, ge=0, le=20)
+    echo: Literal[False] = False
+
+
+class ChatMessage(BaseModel):
+    role: Literal["system", "user", "assistant", "developer", "tool"]
+    content: str
+
+
+class ChatCompletionRequest(SamplingFields):
+    messages: list[ChatMessage]
+    max_completion_tokens: int | None = None
+    logprobs: bool = False
+    top_logprobs: int | None = Field(None, ge=0, le=20)

@@ -1,0 +1,44 @@
+"""Starts the real server (uvicorn on a free loopback port) in a thread, for the tests."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+
+import uvicorn
+
+from forwardpass.engine import Engine, EngineConfig
+from forwardpass.server import ServerConfig, build_app
+
+MODEL = "smollm"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running_server(pipeline, engine_config: EngineConfig | None = None, api_key: str | None = None,
+                   max_body_bytes: int = 1 << 20):
+    engine = Engine(pipeline, engine_config or EngineConfig(kv_cache_bytes=256 * 2**20, checked=True))
+    app = build_app(engine, ServerConfig(MODEL, api_key, max_body_bytes))
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    engine.start()
+    thread.start()
+    deadline = time.time() + 30
+    while not server.started:
+        if time.time() > deadline:
+            raise RuntimeError("server did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}", engine
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        engine.stop()

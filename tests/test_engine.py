@@ -1,0 +1,152 @@
+"""The engine over the paged cache: batch-invariant greedy output, prefix caching, preemption, invariants."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from forwardpass import Transformer, preset
+from forwardpass.engine import BlockPool, Engine, EngineConfig
+from forwardpass.engine.paged import PagedBatch
+from forwardpass.errors import ContextLengthError, InvariantError
+from forwardpass.generate import generate
+from forwardpass.pipeline import Pipeline
+from forwardpass.sampling import SamplingParams
+
+SYSTEM = ("You are a careful assistant. Answer in one short sentence, in plain English, without lists, "
+          "and never mention that you are an assistant. ")
+
+
+def run(engine: Engine, prompts: list[list[int]], params: list[SamplingParams]) -> list[list]:
+    outs: dict[str, list] = {}
+    ids = [engine.submit(p, q, lambda o: outs.setdefault(o.request_id, []).append(o))
+           for p, q in zip(prompts, params, strict=True)]
+    engine.run_until_done()
+    return [outs[i] for i in ids]
+
+
+def tokens(outputs: list) -> list[int]:
+    return [o.token_id for o in outputs if o.token_id is not None]
+
+
+def test_paged_forward_equals_contiguous():
+    """Rows of different lengths over scattered blocks give the logits of each sequence run alone."""
+    torch.manual_seed(0)
+    config = preset("toy").with_(vocab_size=80, context_length=64, positions="rope", norm="rmsnorm", ffn="swiglu",
+                                 bias=False, n_kv_heads=2)
+    model = Transformer(config).eval()
+    pool = BlockPool(config, num_blocks=12, block_size=4)
+    a, b = torch.randint(0, 80, (1, 10)), torch.randint(0, 80, (1, 6))
+    tables = [[pool.allocate() for _ in range(3)], [pool.allocate() for _ in range(2)]]
+    tables[0].append(pool.allocate())  # blocks of a sequence need not be adjacent
+    with torch.inference_mode():
+        view = PagedBatch(pool, tables, [0, 0])
+        padded = torch.cat([a[:, :7], torch.cat([b[:, :5], torch.zeros(1, 2, dtype=torch.long)], 1)])
+        first, _ = model(padded, view, n_tokens=[7, 5])
+        view = PagedBatch(pool, tables, [7, 5])
+        second, _ = model(torch.cat([a[:, 7:8], b[:, 5:6]]), view)
+        want_a, _ = model(a[:, :8])
+        want_b, _ = model(b)
+    assert (first[0] - want_a[0, :7]).abs().max() < 1e-4 and (first[1, :5] - want_b[0, :5]).abs().max() < 1e-4
+    assert (second[0, 0] - want_a[0, 7]).abs().max() < 1e-4 and (second[1, 0] - want_b[0, 5]).abs().max() < 1e-4
+
+
+def test_batched_greedy_equals_alone(smollm):
+    engine = Engine(smollm, EngineConfig(kv_cache_bytes=64 * 2**20, checked=True))
+    prompts = ["The three primary colors are", "Once upon a time", "def add(a, b):\n", "The capital of France is",
+               "Water boils at", "My favourite book is"]
+    ids = [smollm.encode(p) for p in prompts]
+    greedy = [SamplingParams(temperature=0, max_tokens=12 + 3 * i) for i in range(len(prompts))]
+    batched = run(engine, ids, greedy)
+    for p, q, out in zip(ids, greedy, batched, strict=True):
+        alone = generate(smollm, p, q)
+        assert tokens(out) == alone.token_ids
+        assert "".join(o.text for o in out) == alone.text
+        assert out[-1].finish_reason == {"eos": "stop"}.get(alone.stop_reason, alone.stop_reason)  # OpenAI's names
+    assert engine.pool.used == 0 and not engine.scheduler.has_work()
+
+
+def test_prefix_cache_hit_gives_identical_output(smollm):
+    engine = Engine(smollm, EngineConfig(kv_cache_bytes=64 * 2**20, checked=True))
+    prompt = smollm.encode(SYSTEM + "What colour is the sky?")
+    greedy = SamplingParams(temperature=0, max_tokens=10)
+    first = run(engine, [prompt], [greedy])[0]
+    assert first[-1].cached_tokens == 0
+    second = run(engine, [prompt], [greedy])[0]
+    bs = engine.pool.block_size
+    assert second[-1].cached_tokens == (len(prompt) - 1) // bs * bs > 0  # the repeated prompt was not recomputed
+    assert tokens(second) == tokens(first) == generate(smollm, prompt, greedy).token_ids
+    other = run(engine, [smollm.encode(SYSTEM + "How tall is a giraffe?")], [greedy])[0]
+    assert other[-1].cached_tokens >= bs  # the shared system prompt's full blocks
+    assert engine.pool.hits > 0 and engine.pool.used == 0
+
+
+def test_pool_exhaustion_preempts_and_recomputes(smollm):
+    """More demand than blocks: requests wait or are preempted and recomputed — never corrupted or cut."""
+    engine = Engine(smollm, EngineConfig(kv_cache_bytes=0, block_size=16, checked=True))
+    engine.pool = BlockPool(smollm.config, num_blocks=10, block_size=16)  # 160 token slots in all
+    engine.scheduler.pool = engine.pool
+    prompts = [smollm.encode(SYSTEM + q) for q in ("Why is grass green?", "Why is snow white?",
+                                                   "Why is the sea salty?", "Why do cats purr?")]
+    greedy = SamplingParams(temperature=0, max_tokens=40, ignore_eos=True)  # 5 blocks each, 20 wanted, 10 exist
+    outs = run(engine, prompts, [greedy] * 4)
+    assert engine.scheduler.preemptions > 0
+    for p, out in zip(prompts, outs, strict=True):
+        assert tokens(out) == generate(smollm, p, greedy).token_ids and out[-1].finish_reason == "length"
+    assert engine.pool.used == 0 and len(engine.pool.free) == 10
+
+
+def test_request_larger_than_the_pool_is_refused(smollm):
+    engine = Engine(smollm, EngineConfig(kv_cache_bytes=4 * 16 * 46080))  # 4 blocks of 16 tokens
+    assert engine.pool.num_blocks == 4
+    with pytest.raises(ContextLengthError, match="needs 5 KV blocks but the pool holds 4"):
+        engine.submit(list(range(10, 60)), SamplingParams(max_tokens=20), print)
+    with pytest.raises(ContextLengthError, match="max_tokens 9000 does not fit"):
+        engine.submit([5, 6], SamplingParams(max_tokens=9000), print)
+
+
+def test_abort_frees_blocks(smollm):
+    engine = Engine(smollm, EngineConfig(kv_cache_bytes=64 * 2**20, checked=True))
+    seen = []
+    rid = engine.submit(smollm.encode("Count to one hundred: 1, 2, 3,"), SamplingParams(temperature=0, max_tokens=200),
+                        seen.append)
+    for _ in range(5):
+        engine.step()
+    assert engine.pool.used > 0
+    engine.abort(rid)
+    engine.step()
+    assert seen[-1].finish_reason == "abort" and engine.pool.used == 0 and not engine.scheduler.has_work()
+
+
+def test_pool_invariant_checks_catch_a_wrong_count(smollm):
+    pool = BlockPool(smollm.config, num_blocks=4, block_size=16)
+    a = pool.allocate()
+    pool.share(a)  # two references, one table
+    with pytest.raises(InvariantError, match="reference count 2 but 1 live sequences"):
+        pool.check([[a]])
+    pool.release([a])
+    pool.check([[a]])
+    pool.release([a])
+    with pytest.raises(InvariantError, match="released more often"):
+        pool.release([a])
+
+
+def test_mixed_sampling_parameters_each_kept(smollm):
+    engine = Engine(smollm, EngineConfig(kv_cache_bytes=64 * 2**20))
+    p = smollm.encode("Tell me a story about a dragon")
+    params = [SamplingParams(temperature=0.9, seed=1, max_tokens=12), SamplingParams(temperature=0, max_tokens=12),
+              SamplingParams(temperature=0.9, seed=1, max_tokens=12), SamplingParams(temperature=0, max_tokens=5,
+                                                                                   stop=["dragon"])]
+    outs = run(engine, [p] * 4, params)
+    assert tokens(outs[0]) == tokens(outs[2])  # the same seed, the same tokens, in one batch
+    assert tokens(outs[1]) == generate(smollm, p, params[1]).token_ids
+    assert outs[3][-1].finish_reason in ("stop", "length") and len(tokens(outs[3])) <= 5
+
+
+def test_tiny_random_model_without_tokenizer():
+    torch.manual_seed(0)
+    fp = Pipeline(Transformer(preset("toy")).eval(), None, "toy", {})
+    engine = Engine(fp, EngineConfig(kv_cache_bytes=8 * 2**20, checked=True))
+    outs = run(engine, [[1, 2, 3], [4, 5, 6, 7, 8]], [SamplingParams(temperature=0, max_tokens=7)] * 2)
+    assert [len(tokens(o)) for o in outs] == [7, 7]
+    assert tokens(outs[0]) == generate(fp, [1, 2, 3], SamplingParams(temperature=0, max_tokens=7)).token_ids

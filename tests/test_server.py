@@ -1,0 +1,200 @@
+"""The OpenAI-compatible server, driven by the official `openai` client over a real loopback socket."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+
+import httpx
+import openai
+import pytest
+from server_helpers import MODEL, running_server
+
+from forwardpass.engine import EngineConfig
+from forwardpass.generate import generate
+from forwardpass.sampling import SamplingParams
+
+KEY = "sk-test-key"
+
+
+@pytest.fixture(scope="module")
+def server(smollm):
+    with running_server(smollm, api_key=KEY) as (url, engine):
+        yield url, engine
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server[0] + "/v1", api_key=KEY, max_retries=0, timeout=120)
+
+
+def test_models(client):
+    assert [m.id for m in client.models.list()] == [MODEL]
+
+
+def test_completion_matches_the_library(client, smollm):
+    r = client.completions.create(model=MODEL, prompt="The three primary colors are", max_tokens=12, temperature=0)
+    want = generate(smollm, "The three primary colors are", SamplingParams(temperature=0, max_tokens=12))
+    assert r.choices[0].text == want.text and r.choices[0].finish_reason == "length"
+    assert (r.usage.prompt_tokens, r.usage.completion_tokens, r.usage.total_tokens) == (5, 12, 17)
+
+
+def test_completion_stream(client):
+    chunks = list(client.completions.create(model=MODEL, prompt="The three primary colors are", max_tokens=12,
+                                            temperature=0, stream=True, stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].text for c in chunks if c.choices)
+    whole = client.completions.create(model=MODEL, prompt="The three primary colors are", max_tokens=12,
+                                      temperature=0)
+    assert text == whole.choices[0].text and len([c for c in chunks if c.choices]) >= 10
+    assert chunks[-1].usage.completion_tokens == 12 and chunks[-1].choices == []
+
+
+def test_chat_completion_and_stream(client, smollm):
+    messages = [{"role": "user", "content": "Name a fruit."}]
+    r = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=40, temperature=0)
+    prompt = smollm.tokenizer.apply_chat_template(messages)
+    want = generate(smollm, prompt, SamplingParams(temperature=0, max_tokens=40))
+    assert r.choices[0].message.content == want.text and r.choices[0].finish_reason == "stop"
+    assert r.usage.prompt_tokens == len(smollm.encode(prompt))
+    stream = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=40, temperature=0, stream=True)
+    parts = list(stream)
+    assert parts[0].choices[0].delta.role == "assistant"
+    assert "".join(p.choices[0].delta.content or "" for p in parts) == want.text
+    assert parts[-1].choices[0].finish_reason == "stop"
+
+
+def test_sampling_fields_n_seed_stop(client):
+    kw = {"model": MODEL, "prompt": "Tell me a story", "max_tokens": 10, "temperature": 0.9, "top_p": 0.9,
+          "seed": 3, "n": 3, "extra_body": {"top_k": 40, "min_p": 0.02, "repetition_penalty": 1.1},
+          "presence_penalty": 0.3, "frequency_penalty": 0.3}
+    a, b = client.completions.create(**kw), client.completions.create(**kw)
+    assert [c.text for c in a.choices] == [c.text for c in b.choices]  # seeded: reproducible
+    assert sorted(c.index for c in a.choices) == [0, 1, 2]
+    r = client.completions.create(model=MODEL, prompt="The three primary colors are", max_tokens=24, temperature=0,
+                                  stop=["RGB"])
+    assert r.choices[0].finish_reason == "stop" and "RGB" not in r.choices[0].text
+
+
+def test_logprobs_openai_format(client):
+    r = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Hi"}], max_tokens=5,
+                                       temperature=0, logprobs=True, top_logprobs=2)
+    content = r.choices[0].logprobs.content
+    assert len(content) >= 1 and len(content[0].top_logprobs) == 2
+    assert content[0].token == content[0].top_logprobs[0].token and content[0].logprob <= 0
+    assert "".join(bytes(c.bytes).decode("utf-8", "replace") for c in content) == r.choices[0].message.content
+    c = client.completions.create(model=MODEL, prompt="The cat", max_tokens=4, temperature=0, logprobs=2)
+    lp = c.choices[0].logprobs
+    assert len(lp.tokens) == 4 and len(lp.top_logprobs[0]) == 2 and lp.text_offset[0] == 0
+    assert "".join(lp.tokens) == c.choices[0].text
+
+
+def test_health_and_metrics(server):
+    url, _ = server
+    assert httpx.get(url + "/health").json() == {"status": "ok"}
+    text = httpx.get(url + "/metrics").text
+    for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+                 "vllm:prefix_cache_hits_total", "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
+                 "vllm:time_to_first_token_seconds_bucket", "vllm:inter_token_latency_seconds_bucket",
+                 "vllm:e2e_request_latency_seconds_bucket"):
+        assert name in text
+
+
+def metric(url: str, name: str) -> float:
+    for line in httpx.get(url + "/metrics").text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise KeyError(name)
+
+
+def first_difference(a: list[int], b: list[int]) -> int | None:
+    differ = [i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y]
+    if differ:
+        return differ[0]
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def test_32_concurrent_mixed_requests(server, client):
+    """Greedy answers are the same batched as alone, or differ only after a shown near-tie."""
+    url, _ = server
+    questions = ["Why is the sky blue?", "Name three birds.", "What is 2+2?", "Write a haiku about rain.",
+                 "Who wrote Hamlet?", "Describe a cat.", "What is a prime number?", "How do plants grow?"]
+
+    def ask(i: int):
+        q = questions[i % len(questions)]
+        if i % 4 == 3:  # sampled, seeded: runs beside the greedy ones with its own parameters
+            return None, client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": q}],
+                                                        max_tokens=16 + i, temperature=0.8, top_p=0.9, seed=i)
+        if i % 2:
+            return "chat", client.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": q}], max_tokens=8 + i, temperature=0,
+                logprobs=True, top_logprobs=2)
+        return "completion", client.completions.create(model=MODEL, prompt=q, max_tokens=8 + i, temperature=0,
+                                                       logprobs=2)
+
+    with concurrent.futures.ThreadPoolExecutor(32) as pool:
+        batched = list(pool.map(ask, range(32)))
+    for i, (kind, got) in enumerate(batched):
+        if kind is None:
+            assert got.choices[0].message.content
+            continue
+        _, alone = ask(i)
+        if kind == "chat":
+            toks = [[c.token for c in r.choices[0].logprobs.content] for r in (got, alone)]
+            tops = [r.choices[0].logprobs.content for r in (got, alone)]
+            gap = lambda lp, k: lp[k].top_logprobs[0].logprob - lp[k].top_logprobs[1].logprob  # noqa: E731
+        else:
+            toks = [r.choices[0].logprobs.tokens for r in (got, alone)]
+            tops = [r.choices[0].logprobs.top_logprobs for r in (got, alone)]
+            gap = lambda lp, k: abs(list(lp[k].values())[0] - list(lp[k].values())[1])  # noqa: E731
+        k = first_difference(*toks)
+        if k is not None:  # a near-tie, shown: the top two candidates within 1e-3 of each other
+            assert min(gap(tops[0], k), gap(tops[1], k)) < 1e-3, (i, k, toks)
+    deadline = time.time() + 10
+    while metric(url, "forwardpass:kv_cache_blocks_used") and time.time() < deadline:
+        time.sleep(0.1)
+    assert metric(url, "forwardpass:kv_cache_blocks_used") == 0 and metric(url, "vllm:num_requests_running") == 0
+
+
+def test_prefix_hits_are_counted(server, client):
+    url, _ = server
+    system = "You are a helpful assistant who answers briefly and precisely, in one sentence. " * 2
+    before = metric(url, "vllm:prefix_cache_hits_total")
+    answers = [client.chat.completions.create(model=MODEL, max_tokens=6, temperature=0, messages=[
+        {"role": "system", "content": system}, {"role": "user", "content": "Say hello."}]) for _ in range(2)]
+    assert answers[0].choices[0].message.content == answers[1].choices[0].message.content
+    assert answers[1].usage.prompt_tokens_details.cached_tokens > 0
+    assert metric(url, "vllm:prefix_cache_hits_total") > before
+
+
+def test_client_disconnect_cancels_the_request(server):
+    url, engine = server
+    with httpx.stream("POST", url + "/v1/completions", headers={"Authorization": f"Bearer {KEY}"},
+                      json={"model": MODEL, "prompt": "Count: 1, 2, 3,", "max_tokens": 2000, "temperature": 0,
+                            "stream": True}, timeout=60) as r:
+        lines = r.iter_lines()
+        got = [next(lines) for _ in range(6)]
+        assert any(line.startswith("data: ") for line in got)
+    deadline = time.time() + 15
+    while (engine.pool.used or engine.scheduler.has_work()) and time.time() < deadline:
+        time.sleep(0.1)
+    assert engine.pool.used == 0 and not engine.scheduler.has_work()  # cancelled long before 2000 tokens
+
+
+def test_pool_exhaustion_over_http(smollm):
+    """More demand than blocks: every request completes correctly (equal to alone) or gets a clear error."""
+    config = EngineConfig(kv_cache_bytes=12 * 16 * 46080, block_size=16, checked=True)  # 12 blocks
+    with running_server(smollm, config) as (url, engine):
+        c = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=120)
+        prompts = [f"Story number {i}: once upon a time" for i in range(6)]
+
+        def go(p):
+            return c.completions.create(model=MODEL, prompt=p, max_tokens=40, temperature=0,
+                                        extra_body={"ignore_eos": True})
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            results = list(pool.map(go, prompts))
+        for p, r in zip(prompts, results, strict=True):
+            want = generate(smollm, p, SamplingParams(temperature=0, max_tokens=40, ignore_eos=True))
+            assert r.choices[0].text == want.text and r.usage.completion_tokens == 40
+        with pytest.raises(openai.BadRequestError, match="needs 13 KV blocks but the pool holds 12"):
+            c.completions.create(model=MODEL, prompt="hi", max_tokens=200)
+        assert engine.pool.used == 0 and engine.scheduler.preemptions > 0

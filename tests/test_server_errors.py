@@ -1,0 +1,66 @@
+"""Bad requests get OpenAI-style JSON errors with the right status, and the server keeps serving."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from server_helpers import MODEL, running_server
+
+KEY = "sk-secret"
+
+
+@pytest.fixture(scope="module")
+def url(smollm):
+    with running_server(smollm, api_key=KEY, max_body_bytes=4096) as (base, _):
+        yield base
+
+
+def post(url: str, path: str, body=None, raw: bytes | None = None, key: str | None = KEY) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    if raw is not None:
+        return httpx.post(url + path, content=raw, headers=headers | {"content-type": "application/json"}, timeout=60)
+    return httpx.post(url + path, json=body, headers=headers, timeout=60)
+
+
+CASES = [
+    ("malformed JSON", "/v1/completions", None, b'{"prompt": "hi",', KEY, 400, "not valid JSON"),
+    ("no API key", "/v1/completions", {"prompt": "hi"}, None, "", 401, "invalid or missing API key"),
+    ("wrong API key", "/v1/chat/completions", {"messages": []}, None, "sk-wrong", 401, "invalid or missing API key"),
+    ("unknown model", "/v1/completions", {"model": "gpt-9", "prompt": "hi"}, None, KEY, 404, "'gpt-9' does not exist"),
+    ("prompt past context", "/v1/completions", {"model": MODEL, "prompt": list(range(10, 8300))}, None, KEY, 413,
+     "exceeds the limit"),
+    ("max_tokens cannot fit", "/v1/completions", {"prompt": "hi", "max_tokens": 9000}, None, KEY, 400,
+     "max_tokens 9000 does not fit"),
+    ("negative temperature", "/v1/completions", {"prompt": "hi", "temperature": -1}, None, KEY, 400,
+     "temperature must be ≥ 0.0"),
+    ("top_p out of range", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "top_p": 2},
+     None, KEY, 400, "top_p must be ≤ 1.0"),
+    ("empty messages", "/v1/chat/completions", {"messages": []}, None, KEY, 400, "at least one message"),
+    ("wrong type", "/v1/completions", {"prompt": "hi", "max_tokens": "many"}, None, KEY, 422, "max_tokens"),
+    ("missing field", "/v1/chat/completions", {"model": MODEL}, None, KEY, 422, "messages: Field required"),
+    ("oversized body", "/v1/completions", {"prompt": "x" * 10000}, None, KEY, 413, "exceeds the limit of 4096"),
+    ("token id out of range", "/v1/completions", {"prompt": [1, 49152]}, None, KEY, 400, "token id 49152"),
+    ("bad n", "/v1/completions", {"prompt": "hi", "n": 0}, None, KEY, 422, "n: Input should be greater"),
+]
+
+
+@pytest.mark.parametrize("name,path,body,raw,key,status,message", CASES, ids=[c[0] for c in CASES])
+def test_error(url, name, path, body, raw, key, status, message):
+    r = post(url, path, body, raw, key)
+    assert r.status_code == status, r.text
+    error = r.json()["error"]
+    assert message in error["message"] and error["type"]
+
+
+def test_prompt_past_context_in_a_small_body(smollm):
+    with running_server(smollm) as (base, _):
+        r = httpx.post(base + "/v1/completions", json={"prompt": "word " * 8300, "max_tokens": 1}, timeout=60)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "context_length_exceeded"
+        assert "the context length is 8192" in r.json()["error"]["message"]
+
+
+def test_still_serving_after_errors(url):
+    for _, path, body, raw, key, *_ in CASES:
+        post(url, path, body, raw, key)
+    r = post(url, "/v1/completions", {"prompt": "The three primary colors are", "max_tokens": 3, "temperature": 0})
+    assert r.status_code == 200 and r.json()["choices"][0]["text"] == " the primary colors"
