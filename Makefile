@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 RUN := OMP_WAIT_POLICY=PASSIVE
 PROMPT ?= What are the three primary colors?
 
-.PHONY: install demo test lint clean
+.PHONY: install browser demo test lint clean
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -20,10 +20,14 @@ $(VENV)/.installed: pyproject.toml
 demo: install
 	$(RUN) $(VENV)/bin/forwardpass generate --chat "$(PROMPT)" --max-tokens 96
 
+# Debian's headless Chromium for the explorer's end-to-end tests (Playwright cannot download browsers here)
+browser:
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
 lint: install
 	$(PY) -m ruff check src tests bench
 
-test: lint
+test: lint browser
 	$(RUN) $(PY) -m pytest -q
 
 clean:

@@ -71,16 +71,31 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(config.d_model, qkv_out, bias=config.bias)  # Q, K, V in one matmul
         self.out = nn.Linear(config.n_heads * config.head_dim, config.d_model, bias=config.bias)
 
-    def forward(self, x: torch.Tensor, layer: int, cache: KVCache, rope: tuple | None,
-                mask: torch.Tensor | None) -> torch.Tensor:
+    def project(self, x: torch.Tensor, rope: tuple | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q (batch, n_heads, T, head_dim), k and v (batch, n_kv_heads, T, head_dim), rotated when RoPE."""
         batch, T, _ = x.shape
         q, k, v = self.qkv(x).split(
             [self.n_heads * self.head_dim, self.n_kv_heads * self.head_dim, self.n_kv_heads * self.head_dim], dim=-1)
-        q = q.view(batch, T, self.n_heads, self.head_dim).transpose(1, 2)  # (batch, n_heads, T, head_dim)
-        k = k.view(batch, T, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (batch, n_kv_heads, T, head_dim)
+        q = q.view(batch, T, self.n_heads, self.head_dim).transpose(1, 2)
+        k = k.view(batch, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
         v = v.view(batch, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
         if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        return q, k, v
+
+    def weights(self, x: torch.Tensor, rope: tuple | None) -> torch.Tensor:
+        """The causal attention weights of a fresh sequence: (batch, n_heads, T, T), rows sum to 1."""
+        q, k, _ = self.project(x, rope)
+        k = k.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
+        scores = (q @ k.transpose(-1, -2)).float() * self.head_dim**-0.5
+        T = x.shape[1]
+        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        return torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
+
+    def forward(self, x: torch.Tensor, layer: int, cache: KVCache, rope: tuple | None,
+                mask: torch.Tensor | None) -> torch.Tensor:
+        batch, T, _ = x.shape
+        q, k, v = self.project(x, rope)  # (batch, n_heads | n_kv_heads, T, head_dim)
         k, v = cache.write(layer, k, v)  # (batch, n_kv_heads, L, head_dim): every pair so far
         if T == 1 and mask is None:
             y = decode_attention(q, k, v)

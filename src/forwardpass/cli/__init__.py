@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..errors import ForwardpassError
-from . import chat_cmd, cost_cmd, generate_cmd, inspect_cmd, serve_cmd
+from . import chat_cmd, cost_cmd, explore_cmd, generate_cmd, inspect_cmd, serve_cmd
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
@@ -21,7 +21,7 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="forwardpass", description="A transformer inference engine you can read.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (generate_cmd, chat_cmd, inspect_cmd, cost_cmd, serve_cmd):
+    for module in (generate_cmd, chat_cmd, inspect_cmd, cost_cmd, serve_cmd, explore_cmd):
         p = module.add_parser(sub)
         add_model_options(p)
         p.set_defaults(run=module.run)

@@ -1,0 +1,35 @@
+"""`forwardpass explore`: the article's widgets in a local browser page, driven by the real model."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..errors import ForwardpassError
+from ..pipeline import load
+
+
+def add_parser(sub):
+    p = sub.add_parser("explore", help="the interactive explorer on http://127.0.0.1:8001 (no network needed)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8001)
+    return p
+
+
+def run(args) -> int:
+    import uvicorn
+
+    from ..explorer.app import build_explorer
+
+    if not 0 < args.port < 65536:
+        raise ForwardpassError(f"--port must be between 1 and 65535, got {args.port}")
+    fp = load(args.model, device=args.device, progress=not args.json)
+    if fp.tokenizer is None:
+        raise ForwardpassError("the explorer needs a model with a tokenizer")
+    address = f"http://{args.host}:{args.port}/"
+    if args.json:
+        print(json.dumps({"address": address, "model": fp.config.name}), flush=True)
+    else:
+        print(f"explorer for {fp.config.name} at {address}", file=sys.stderr, flush=True)
+    uvicorn.run(build_explorer(fp), host=args.host, port=args.port, log_level="warning")
+    return 0

@@ -1,0 +1,337 @@
+"""What each widget shows, computed by the engine and cost.py (the page draws; it holds no formula)."""
+
+from __future__ import annotations
+
+import torch
+
+from .. import cost
+from ..bugs import NaiveRingCache, StuckPositionCache
+from ..collapse import detect_loop
+from ..config import preset
+from ..errors import ContextLengthError, ForwardpassError
+from ..generate import generate
+from ..pipeline import Pipeline
+from ..sampling import (
+    SEED_CANDIDATES,
+    SamplingParams,
+    choose,
+    make_generator,
+    min_p_mask,
+    probabilities,
+    process,
+    top_k_mask,
+    top_p_mask,
+)
+
+GPT2, GPT3 = preset("gpt2-small"), preset("gpt3-175b")
+STAGES = ["tokenize", "embedding + position", "N identical blocks", "final norm", "unembedding", "logits"]
+LOOP = [  # the seed's §07 loop, each line with the section that puts a number on it
+    ("cache = None", "§05 the KV cache"),
+    ("while len(tokens) < max_len:", "§04 the loop"),
+    ("    x = tokens[-1:] if cache else tokens", "§04 naive vs cached"),
+    ("    logits, cache = model(x, cache)", "§00 the pipeline, §06 what it costs"),
+    ("    probs = softmax(logits[-1] / temperature)", "§03 temperature"),
+    ("    next_id = sample(probs, top_k, top_p)", "§03 top-k, top-p"),
+    ("    tokens.append(next_id)", "§04 the loop"),
+    ("    if next_id == EOS_ID: break", "§04 stop conditions"),
+]
+
+
+def _ids(fp: Pipeline, prompt: str) -> list[int]:
+    ids = fp.encode(prompt)
+    if not ids:
+        raise ForwardpassError("type a prompt: it holds no tokens")
+    return ids
+
+
+def _top(fp: Pipeline, logits: torch.Tensor, probs: torch.Tensor, k: int) -> list[dict]:
+    order = torch.topk(probs, k).indices.tolist()
+    return [{"id": i, "piece": fp.tokenizer.piece(i), "logit": float(logits[i]), "probability": float(probs[i])}
+            for i in order]
+
+
+def model_info(fp: Pipeline) -> dict:
+    c = fp.config
+    return {"name": c.name, "config": c.to_dict(), "stages": STAGES, "parameters": cost.parameters(c).to_dict(),
+            "norms_on_residual_path": {"post": c.n_layers, "pre": 0}, "loop": [list(x) for x in LOOP]}
+
+
+def lookup(fp: Pipeline, prompt: str) -> dict:
+    """W-lookup: each token is a row number of the embedding table; repeats share the row."""
+    rows = fp.model.tok_embeddings.weight.detach()
+    first: dict[int, int] = {}
+    tokens = []
+    for position, i in enumerate(_ids(fp, prompt)):
+        tokens.append({"position": position, "id": i, "piece": fp.tokenizer.piece(i), "same_as": first.get(i),
+                       "row": [round(float(v), 4) for v in rows[i, :8]]})
+        first.setdefault(i, position)
+    return {"tokens": tokens, "d_model": fp.config.d_model, "vocab_size": fp.config.vocab_size}
+
+
+def depth(n_layers: int) -> dict:
+    """W-depth: GPT-2 small's width, N blocks: a straight line in N."""
+    if not 1 <= n_layers <= 200:
+        raise ForwardpassError("N must be between 1 and 200")
+    p = cost.parameters(GPT2.with_(n_layers=n_layers))
+    base = cost.parameters(GPT2).total
+    return {"n_layers": n_layers, "d_model": GPT2.d_model, "total": p.total, "per_block": p.per_block,
+            "ratio_to_12": p.total / base,
+            "series": [[n, cost.parameters(GPT2.with_(n_layers=n)).total] for n in range(1, 97)]}
+
+
+def split(d_model: int) -> dict:
+    """W-split: 12 d² per block, the FFN's 8 d² is two thirds at any width."""
+    if not 8 <= d_model <= 65536:
+        raise ForwardpassError("d_model must be between 8 and 65536")
+    attention, ffn = cost.block_matrix_split(d_model)
+    return {"d_model": d_model, "attention": attention, "ffn": ffn, "block": attention + ffn,
+            "ffn_share": ffn / (attention + ffn)}
+
+
+def _next(fp: Pipeline, ids: list[int]) -> torch.Tensor:
+    with torch.inference_mode():
+        return fp.model(torch.tensor([ids], device=fp.device), last_only=True)[0][0, 0].float()
+
+
+def residual(fp: Pipeline, prompt: str, mode: str) -> dict:
+    """W-residual: every block adds into the stream, or (the counterfactual) replaces it."""
+    if mode not in ("add", "replace"):
+        raise ForwardpassError("mode must be 'add' or 'replace'")
+    ids = _ids(fp, prompt)
+    shapes: list[list[int]] = []
+    hooks = [b.register_forward_hook(lambda m, i, o: shapes.append(list(o.shape))) for b in fp.model.blocks]
+    for block in fp.model.blocks:
+        block.residual = mode
+    try:
+        logits = _next(fp, ids)
+    finally:
+        for block in fp.model.blocks:
+            block.residual = "add"
+        for h in hooks:
+            h.remove()
+    return {"mode": mode, "stream_shapes": shapes, "next": _top(fp, logits, torch.softmax(logits, -1), 5)}
+
+
+def block_steps(fp: Pipeline, prompt: str) -> dict:
+    """W-block-steps: the stream's size at every layer boundary and what each branch adds (last token)."""
+    ids = _ids(fp, prompt)
+    rows: list[dict] = []
+
+    def hook(block, inputs, output):
+        x = inputs[0][0, -1]
+        rows.append({"block": block.index, "stream_in": float(x.norm()), "stream_out": float(output[0, -1].norm())})
+
+    hooks = [b.register_forward_hook(hook) for b in fp.model.blocks]
+    try:
+        _next(fp, ids)
+    finally:
+        for h in hooks:
+            h.remove()
+    return {"steps": ["read the stream", "normalize a copy", "attention on the copy", "add it back",
+                      "normalize a copy", "FFN on the copy", "add it back"], "blocks": rows}
+
+
+def reach(fp: Pipeline, prompt: str, layer: int, head: int, token: int) -> dict:
+    """W-reach with real weights: what the picked token's query attends to, in one layer and head."""
+    c = fp.config
+    ids = _ids(fp, prompt)
+    if not (0 <= layer < c.n_layers and 0 <= head < c.n_heads and 0 <= token < len(ids)):
+        raise ForwardpassError(f"layer < {c.n_layers}, head < {c.n_heads} and token < {len(ids)} are required")
+    block = fp.model.blocks[layer]
+    captured = {}
+    h = block.register_forward_hook(lambda m, i, o: captured.setdefault("x", i[0]))
+    try:
+        _next(fp, ids)
+    finally:
+        h.remove()
+    with torch.inference_mode():
+        x = captured["x"]
+        normed = block.attn_norm(x) if c.norm_position == "pre" else x
+        positions = torch.arange(len(ids), device=fp.device)[None]
+        rope = fp.model.rope(positions, len(ids)) if fp.model.rope is not None else None
+        weights = block.attn.weights(normed, rope)[0, head]  # (T, T)
+    return {"layer": layer, "head": head, "token": token, "pieces": [fp.tokenizer.piece(i) for i in ids],
+            "attention": [round(float(w), 5) for w in weights[token, : token + 1]], "ffn_reads": [token]}
+
+
+def sampling_view(fp: Pipeline, prompt: str, temperature: float, top_k: int, top_p: float, min_p: float) -> dict:
+    """W-logits … W-top-p: the toy's five candidates and the real model's full vocabulary, same functions."""
+    SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p)  # validates
+    toy = torch.tensor(list(SEED_CANDIDATES.values()))
+    names = list(SEED_CANDIDATES)
+
+    def view(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        probs = probabilities(logits, temperature)
+        scaled = logits if temperature == 0 else logits / temperature
+        kept = torch.isfinite(min_p_mask(top_p_mask(top_k_mask(scaled, top_k), top_p), min_p))
+        return probs, kept
+
+    toy_probs, toy_kept = view(toy)
+    real_logits = _next(fp, _ids(fp, prompt))
+    real_probs, real_kept = view(real_logits)
+    return {
+        "temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
+        "toy": [{"piece": n, "logit": float(toy[i]), "probability": float(toy_probs[i]), "kept": bool(toy_kept[i])}
+                for i, n in enumerate(names)],
+        "real": [t | {"kept": bool(real_kept[t["id"]])} for t in _top(fp, real_logits, real_probs, 10)],
+        "real_kept_count": int(real_kept.sum()), "real_kept_mass": float(real_probs[real_kept].sum()),
+        "vocab_size": real_logits.numel(),
+    }
+
+
+def sample(fp: Pipeline, prompt: str, temperature: float, top_k: int, top_p: float, seed: int) -> dict:
+    """One draw from the full vocabulary with these settings."""
+    params = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+    token = choose(process(_next(fp, _ids(fp, prompt)), params), params, make_generator(params))
+    return {"id": token, "piece": fp.tokenizer.piece(token)}
+
+
+def greedy_loop(fp: Pipeline, prompt: str, steps: int, sample_at: int | None, seed: int) -> dict:
+    """W-greedy-loop: greedy decoding that loops forever, and one sampled token that breaks it."""
+    if not 1 <= steps <= 96:
+        raise ForwardpassError("steps must be between 1 and 96")
+    ids = _ids(fp, prompt)
+    greedy = generate(fp, ids, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True))
+    out = {"greedy": {"text": greedy.text, "loop": greedy.loop.to_dict() if greedy.loop else None}}
+    if sample_at is not None:
+        if not 0 <= sample_at < steps:
+            raise ForwardpassError("sample_at must be one of the generated steps")
+        head = greedy.token_ids[:sample_at]
+        draw = generate(fp, ids + head, SamplingParams(temperature=1.0, seed=seed, max_tokens=1, ignore_eos=True))
+        tokens = head + draw.token_ids
+        if steps - sample_at > 1:  # then greedy again
+            rest = SamplingParams(temperature=0, max_tokens=steps - sample_at - 1, ignore_eos=True)
+            tokens += generate(fp, ids + tokens, rest).token_ids
+        loop = detect_loop(tokens)
+        out["forced"] = {"text": fp.tokenizer.decode(tokens), "sample_at": sample_at, "sampled": draw.text,
+                         "loop": loop.to_dict() if loop else None}
+    return out
+
+
+def autoregress(fp: Pipeline, prompt: str, steps: int) -> dict:
+    """W-autoregress, W-cache-fill, W-naive-vs-cached: each step's token, position, cache and work."""
+    if not 1 <= steps <= 64:
+        raise ForwardpassError("steps must be between 1 and 64")
+    ids = _ids(fp, prompt)
+    model = fp.model
+    cache = model.new_cache(1, len(ids) + steps)
+    rows, x = [], ids
+    with torch.inference_mode():
+        for step in range(steps):
+            position = cache.next_position()
+            logits, cache = model(torch.tensor([x], device=fp.device), cache, last_only=True)
+            token = int(logits[0, 0].argmax())
+            rows.append({"step": step, "input_tokens": len(x), "position": position + len(x) - 1, "id": token,
+                         "piece": fp.tokenizer.piece(token), "cache_pairs_per_layer": cache.lengths[0],
+                         "naive_work": len(ids) + step, "cached_work": len(x)})
+            x = [token]
+    return {"prompt": [{"id": i, "piece": fp.tokenizer.piece(i)} for i in ids], "steps": rows,
+            "n_layers": fp.config.n_layers, "kv_bytes_per_token": cache.nbytes(1)}
+
+
+def work(prompt_tokens: int, new: int) -> dict:
+    """W-cost-toy / W-cost-gpt2: naive vs cached token-work, cumulative."""
+    if not (1 <= prompt_tokens <= 4096 and 1 <= new <= 4096):
+        raise ForwardpassError("prompt and new tokens must be between 1 and 4096")
+    return {"prompt": prompt_tokens, "new": new, "ratio": cost.naive_over_cached(prompt_tokens, new),
+            "ratio_with_prefill": cost.naive_over_cached(prompt_tokens, new, count_prefill=True),
+            "series": [[n, cost.naive_work(prompt_tokens, n), cost.cached_work(prompt_tokens, n)]
+                       for n in range(1, new + 1)]}
+
+
+def cache_memory(context: int) -> dict:
+    """W-cache-memory: GPT-3's cache for one sequence, fp16: linear in context."""
+    if not 1 <= context <= GPT3.context_length:
+        raise ForwardpassError(f"context must be between 1 and {GPT3.context_length}")
+    b = cost.kv_bytes(GPT3, context, "fp16")
+    return {"context": context, "bytes": b, "gib": b / cost.GiB, "per_token": cost.kv_bytes_per_token(GPT3, "fp16"),
+            "n_layers": GPT3.n_layers, "d_model": GPT3.d_model}
+
+
+def concurrency(sequences: int, context: int = 2048) -> dict:
+    """W-weights-vs-cache, W-concurrency: weights paid once, one cache per sequence."""
+    if not 1 <= sequences <= 1000:
+        raise ForwardpassError("sequences must be between 1 and 1000")
+    weights = cost.weight_bytes(GPT3, "fp16")
+    caches = cost.kv_bytes(GPT3, context, "fp16", sequences)
+    return {"sequences": sequences, "context": context, "weights_gib": weights / cost.GiB,
+            "caches_gib": caches / cost.GiB,
+            "one_cache_gib": cost.kv_bytes(GPT3, context, "fp16") / cost.GiB, "caches_outweigh": caches > weights,
+            "crossover": cost.crossover_sequences(GPT3, context, "fp16")}
+
+
+def intensity(prompt_tokens: int) -> dict:
+    """W-intensity: FLOPs per byte of fp16 weights, prefill of P tokens vs decode."""
+    if not 1 <= prompt_tokens <= 4096:
+        raise ForwardpassError("P must be between 1 and 4096")
+    return {"prompt": prompt_tokens, "prefill": cost.intensity(GPT3, prompt_tokens, "fp16"),
+            "decode": cost.intensity(GPT3, 1, "fp16")}
+
+
+def param_split() -> dict:
+    """W-param-split: where GPT-2 small's 124M parameters live."""
+    p = cost.parameters(GPT2)
+    return p.to_dict()
+
+
+def loop_cost(fp: Pipeline, prompt_tokens: int, new: int) -> dict:
+    """W-loop-cost: what each line of the loop costs, for the loaded model."""
+    c = fp.config
+    if not (1 <= prompt_tokens and 1 <= new and prompt_tokens + new <= c.context_length):
+        raise ForwardpassError("prompt + new tokens must fit the context")
+    context = prompt_tokens + new
+    return {"prompt": prompt_tokens, "new": new, "rows": [
+        {"line": LOOP[3][0].strip(), "what": "prefill (first call)", "flops": cost.forward_flops(c, prompt_tokens)},
+        {"line": LOOP[3][0].strip(), "what": "each later call (one token)",
+         "flops": cost.forward_flops(c, 1, context - 1)},
+        {"line": LOOP[3][0].strip(), "what": "KV cache after the loop (fp32)",
+         "bytes": cost.kv_bytes(c, context, "fp32")},
+        {"line": LOOP[4][0].strip(), "what": "softmax over the vocabulary", "flops": 3 * c.vocab_size},
+        {"line": LOOP[2][0].strip(), "what": "naive / cached token-work",
+         "ratio": cost.naive_over_cached(prompt_tokens, new)},
+    ]}
+
+
+def ring_overflow(fp: Pipeline, prompt: str, capacity: int, steps: int) -> dict:
+    """W-ring-overflow, run for real: a naive ring buffer wraps and overwrites; the guarded cache refuses."""
+    ids = _ids(fp, prompt)
+    if not (1 <= len(ids) <= capacity <= 64 and 1 <= steps <= 32):
+        raise ForwardpassError("the prompt must fit the capacity (at most 64); steps at most 32")
+    model = fp.model
+    right = generate(fp, ids, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True))
+    ring = NaiveRingCache(fp.config, 1, capacity, model.dtype, model.device)
+    wrong, x = [], ids
+    with torch.inference_mode():
+        for _ in range(steps):
+            logits, _ = model(torch.tensor([x], device=fp.device), ring, last_only=True)
+            x = [int(logits[0, 0].argmax())]
+            wrong.append(x[0])
+    guard, cache, x = None, model.new_cache(1, capacity), ids
+    with torch.inference_mode():
+        for token in right.token_ids:  # the guarded cache, token by token, until it refuses
+            try:
+                model(torch.tensor([x], device=fp.device), cache)
+            except ContextLengthError as e:
+                guard = str(e)
+                break
+            x = [token]
+    return {"capacity": capacity, "prompt_tokens": len(ids), "overwritten_positions": ring.overwritten(),
+            "correct": right.text, "ring": fp.tokenizer.decode(wrong), "guard": guard}
+
+
+def position_bug(fp: Pipeline, prompt: str, steps: int) -> dict:
+    """W-position-bug, run for real: every new token written at position 0, beside the correct engine."""
+    ids = _ids(fp, prompt)
+    if not 1 <= steps <= 32:
+        raise ForwardpassError("steps must be between 1 and 32")
+    model = fp.model
+    right = generate(fp, ids, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True))
+    stuck = StuckPositionCache(fp.config, 1, len(ids) + steps, model.dtype, model.device)
+    wrong, x = [], ids
+    with torch.inference_mode():
+        for _ in range(steps):
+            logits, _ = model(torch.tensor([x], device=fp.device), stuck, last_only=True)
+            x = [int(logits[0, 0].argmax())]
+            wrong.append(x[0])
+    return {"correct": right.text, "buggy": fp.tokenizer.decode(wrong),
+            "correct_positions": list(range(len(ids), len(ids) + steps)), "buggy_positions": [0] * steps}

@@ -1,0 +1,94 @@
+"""The explorer's JSON endpoints: the numbers are the engine's, and bad input is a clear 400."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+import torch
+from fastapi.testclient import TestClient
+from server_helpers import free_port
+
+from forwardpass import cost, preset
+from forwardpass.explorer.app import build_explorer
+from forwardpass.sampling import SEED_CANDIDATES, probabilities
+
+
+@pytest.fixture(scope="module")
+def client(smollm):
+    return TestClient(build_explorer(smollm))
+
+
+def test_sampling_numbers_are_the_engines(client, smollm):
+    d = client.post("/api/sampling", json={"prompt": "the cat sat on the", "temperature": 0.7}).json()
+    want = probabilities(torch.tensor(list(SEED_CANDIDATES.values())), 0.7)
+    assert [t["probability"] for t in d["toy"]] == pytest.approx(want.tolist())
+    real = probabilities(smollm.next_token_logits(smollm.encode("the cat sat on the")), 0.7)
+    assert d["real"][0]["id"] == int(real.argmax()) and d["real"][0]["probability"] == pytest.approx(float(real.max()))
+    assert d["vocab_size"] == 49152 and d["real_kept_count"] == 49152  # no filter: the full vocabulary
+
+
+def test_temperature_zero_on_the_full_vocabulary(client):
+    d = client.post("/api/sampling", json={"prompt": "the cat sat on the", "temperature": 0}).json()
+    assert d["real"][0]["probability"] == 1.0 and d["toy"][0]["probability"] == 1.0
+
+
+def test_reach_rows_are_distributions(client):
+    d = client.post("/api/reach", json={"prompt": "the cat sat on the mat", "layer": 5, "head": 4, "token": 5}).json()
+    assert len(d["attention"]) == 6 and sum(d["attention"]) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_cost_endpoints_match_cost_py(client):
+    deep = preset("gpt2-small").with_(n_layers=48)
+    assert client.get("/api/depth?n=48").json()["total"] == cost.parameters(deep).total
+    assert client.get("/api/cache-memory?context=512").json()["gib"] == 2.25
+    assert client.get("/api/concurrency?sequences=37").json()["caches_outweigh"] is True
+    assert client.get("/api/intensity?prompt=16").json()["prefill"] == 16.0
+    assert client.get("/api/work?prompt=20&new=100").json()["ratio"] == 69.5
+
+
+def test_autoregress_cache_fill(client):
+    d = client.post("/api/autoregress", json={"prompt": "the cat sat on the", "steps": 4}).json()
+    assert [s["cache_pairs_per_layer"] for s in d["steps"]] == [5, 6, 7, 8]  # t pairs after t tokens
+    assert [s["cached_work"] for s in d["steps"]] == [5, 1, 1, 1]
+    assert [s["naive_work"] for s in d["steps"]] == [5, 6, 7, 8]
+
+
+@pytest.mark.parametrize("method,path,body,message", [
+    ("get", "/api/depth?n=0", None, "N must be between 1 and 200"),
+    ("get", "/api/depth?n=abc", None, "bad query parameters"),
+    ("get", "/api/concurrency?sequences=-3", None, "sequences must be between"),
+    ("post", "/api/lookup", {"prompt": ""}, "type a prompt"),
+    ("post", "/api/sampling", {"prompt": "hi", "top_p": 5}, "top_p must be ≤ 1.0"),
+    ("post", "/api/reach", {"prompt": "hi", "layer": 99}, "layer < 30"),
+    ("post", "/api/ring-overflow", {"prompt": "one two three four five six seven eight nine ten", "capacity": 6},
+     "the prompt must fit the capacity"),
+])
+def test_bad_input_is_a_clear_400(client, method, path, body, message):
+    r = getattr(client, method)(path, **({"json": body} if body is not None else {}))
+    assert r.status_code == 400 and message in r.json()["error"]
+
+
+def test_explore_command_serves_the_page():
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "forwardpass", "explore", "--port", str(port), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert json.loads(proc.stdout.readline())["address"] == f"http://127.0.0.1:{port}/"
+        deadline = time.time() + 60
+        while True:
+            try:
+                page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10)
+                break
+            except httpx.ConnectError:
+                assert time.time() < deadline
+                time.sleep(0.2)
+        assert page.status_code == 200 and 'data-widget="W-loop-cost"' in page.text
+        assert "http" not in page.text.split("<body>")[0].replace('href="/static', "")  # no CDN, no outside fonts
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
