@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from forwardpass.errors import TokenizerError
 
 PROMPTS = [
     "the cat sat on the",
@@ -68,3 +72,24 @@ def test_cached_steps_equal_full_forward_on_real_model(smollm):
         cache = model.new_cache(1, ids.shape[1])
         steps = [model(ids[:, :4], cache)[0]] + [model(ids[:, t:t + 1], cache)[0] for t in range(4, ids.shape[1])]
     assert (torch.cat(steps, 1) - full).abs().max().item() <= 1e-4
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text())
+def test_any_text_round_trips(smollm, text):
+    """Any UTF-8 text round-trips, or is refused by name: SmolLM2's vocabulary lacks 21 of the 256 byte
+    tokens (0x04, 0xf1, …), and silently dropping those bytes would change the text."""
+    tok = smollm.tokenizer
+    if tok.missing_bytes.isdisjoint(text.encode()):
+        assert tok.decode(tok.encode(text)) == text
+    else:
+        with pytest.raises(TokenizerError, match="cannot represent"):
+            tok.encode(text)
+
+
+def test_unrepresentable_text_is_refused(smollm, hf_smollm):
+    tok, _ = hf_smollm
+    assert len(smollm.tokenizer.missing_bytes) == 21
+    assert tok.decode(tok("a\U00040000b")["input_ids"]) != "a\U00040000b"  # the reference drops bytes silently
+    with pytest.raises(TokenizerError, match=r"'\\U00040000' \(U\+40000\)"):
+        smollm.encode("a\U00040000b")

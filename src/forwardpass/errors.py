@@ -21,5 +21,9 @@ class TokenIdError(ForwardpassError):
     """Token ids outside the vocabulary."""
 
 
+class TokenizerError(ForwardpassError):
+    """Text the model's vocabulary cannot represent."""
+
+
 class InvariantError(ForwardpassError):
     """Checked mode found one of the seed's invariants broken."""

@@ -11,7 +11,7 @@ import jinja2.sandbox
 from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
 from tokenizers import Tokenizer as Backend
 
-from .errors import ModelFileError, TokenIdError, UnsupportedModelError
+from .errors import ModelFileError, TokenIdError, TokenizerError, UnsupportedModelError
 
 # GPT-2's split, which the byte-level pre-tokenizer applies when use_regex=True
 _LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
@@ -56,6 +56,11 @@ class Tokenizer:
         self.eos_ids = sorted(set(eos_ids))
         self.chat_template = chat_template
         self.bos_token, self.eos_token = bos_token, eos_token
+        vocab = backend.get_vocab(with_added_tokens=False)
+        byte_level = sum(ch in vocab for ch in _UNICODE_TO_BYTE) > 128
+        # bytes a byte-level vocabulary has no token for: BPE would drop them without a word
+        self.missing_bytes = frozenset(b for ch, b in _UNICODE_TO_BYTE.items() if ch not in vocab) if byte_level \
+            else frozenset()
 
     @property
     def vocab_size(self) -> int:
@@ -63,7 +68,13 @@ class Tokenizer:
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text`. Adds no BOS: the reference tokenizers of byte-level BPE models add none (the
-        SmolLM2 GGUF's add_bos_token flag disagrees with its own reference tokenizer, which is followed)."""
+        SmolLM2 GGUF's add_bos_token flag disagrees with its own reference tokenizer, which is followed).
+        Text holding a byte the vocabulary has no token for is refused rather than silently cut."""
+        if self.missing_bytes and not self.missing_bytes.isdisjoint(text.encode()):
+            bad = next(ch for ch in text if not self.missing_bytes.isdisjoint(ch.encode()))
+            byte = min(self.missing_bytes & set(bad.encode()))
+            raise TokenizerError(f"the text holds {bad!r} (U+{ord(bad):04X}), which this model's vocabulary "
+                                 f"cannot represent (it has no token for byte 0x{byte:02x})")
         return self.backend.encode(text, add_special_tokens=False).ids
 
     def decode(self, ids: list[int]) -> str:

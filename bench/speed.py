@@ -1,0 +1,267 @@
+"""Speed, side by side in one run: forwardpass (each storage mode), Hugging Face transformers and llama.cpp
+on the same GGUF, the same prompts, the same machine.
+
+    OMP_WAIT_POLICY=PASSIVE .venv/bin/python bench/speed.py [--runs 3] [--json] [--only forwardpass:fp16,...]
+
+Each engine runs in its own process (so peak memory is its own): prefill tokens/s of a 128-token prompt,
+time to first token, decode tokens/s (batch 1, 128 new tokens), throughput of 16 sequences × 128 new
+tokens, peak resident memory — medians of --runs runs, and each as a ratio to forwardpass fp32. Then the
+decode roofline (bytes each mode reads per token over this machine's measured bandwidth) and each storage
+mode's accuracy cost against fp32 over bench/text.txt (600 tokens): top-1 agreement and perplexity.
+llama.cpp comes from `llama-cpp-python` (see the README); without it that row is skipped with a message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+from common import machine, median
+
+HERE = Path(__file__).parent
+TEXT = (HERE / "text.txt").read_text()
+PROMPT, NEW, BATCH = 128, 128, 16
+STORAGES = ["fp32", "bf16", "fp16", "int8", "q4"]
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def windows(tokenize) -> list[list[int]]:
+    """BATCH different 128-token prompts cut from the same text (the first is the batch-1 prompt)."""
+    ids = tokenize(TEXT)
+    return [ids[i * 20:i * 20 + PROMPT] for i in range(BATCH)]
+
+
+# ---- workers: one engine each, in its own process ---------------------------------------------------
+def worker_forwardpass(storage: str, runs: int) -> dict:
+    import forwardpass
+    from forwardpass.engine import Engine, EngineConfig
+    from forwardpass.generate import generate
+    from forwardpass.sampling import SamplingParams
+
+    start = time.perf_counter()
+    fp = forwardpass.load(storage=storage)
+    load_s = time.perf_counter() - start
+    prompts = windows(fp.encode)
+    params = SamplingParams(temperature=0, max_tokens=NEW, ignore_eos=True)
+    generate(fp, prompts[0][:16], SamplingParams(temperature=0, max_tokens=4))  # warm up
+    prefill, ttft, decode = [], [], []
+    for _ in range(runs):
+        with torch.inference_mode():
+            t = time.perf_counter()
+            fp.model(torch.tensor([prompts[0]]), fp.model.new_cache(1, PROMPT), last_only=True)
+            prefill.append(PROMPT / (time.perf_counter() - t))
+        r = generate(fp, prompts[0], params)
+        ttft.append(r.prefill_seconds)
+        decode.append(r.decode_tokens_per_s)
+    engine = Engine(fp, EngineConfig(kv_cache_bytes=2**30, max_num_seqs=BATCH))
+    done = []
+    t = time.perf_counter()
+    for p in prompts:
+        engine.submit(p, params, lambda o: done.append(o) if o.token_id is not None else None)
+    engine.run_until_done()
+    batch_tps = len(done) / (time.perf_counter() - t)
+    tensors = {id(x): x for x in list(fp.model.parameters()) + list(fp.model.buffers())}  # tied ones once
+    model_bytes = sum(x.numel() * x.element_size() for x in tensors.values())
+    return {"engine": f"forwardpass {storage}", "load_s": load_s, "prefill_tps": median(prefill),
+            "ttft_s": median(ttft), "decode_tps": median(decode), "batch16_tps": batch_tps,
+            "peak_rss_mb": peak_rss_mb(), "model_bytes": model_bytes,
+            "kv_bytes_per_token": fp.model.new_cache(1, 1).nbytes(1)}
+
+
+def worker_transformers(runs: int) -> dict:
+    import transformers
+
+    import forwardpass
+    path = forwardpass.default_model_path()
+    start = time.perf_counter()
+    tok = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    model = transformers.AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+    load_s = time.perf_counter() - start
+    prompts = windows(lambda s: tok(s)["input_ids"])
+    ids = torch.tensor([prompts[0]])
+    kw = {"do_sample": False, "pad_token_id": 2}
+    with torch.inference_mode():
+        model.generate(ids[:, :16], max_new_tokens=4, **kw)
+        prefill, ttft, decode = [], [], []
+        for _ in range(runs):
+            t = time.perf_counter()
+            model(ids)
+            prefill.append(PROMPT / (time.perf_counter() - t))
+            t = time.perf_counter()
+            model.generate(ids, max_new_tokens=1, min_new_tokens=1, **kw)
+            first = time.perf_counter() - t
+            t = time.perf_counter()
+            model.generate(ids, max_new_tokens=NEW, min_new_tokens=NEW, **kw)
+            ttft.append(first)
+            decode.append((NEW - 1) / (time.perf_counter() - t - first))
+        t = time.perf_counter()
+        out = model.generate(torch.tensor(prompts), max_new_tokens=NEW, min_new_tokens=NEW, **kw)
+        batch_tps = (out.shape[1] - PROMPT) * BATCH / (time.perf_counter() - t)
+    return {"engine": "transformers fp32", "load_s": load_s, "prefill_tps": median(prefill), "ttft_s": median(ttft),
+            "decode_tps": median(decode), "batch16_tps": batch_tps, "peak_rss_mb": peak_rss_mb()}
+
+
+def worker_llama_cpp(runs: int) -> dict:
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        return {"engine": "llama.cpp", "skipped": "llama-cpp-python is not installed (see the README)"}
+    import forwardpass
+    threads = torch.get_num_threads()
+    start = time.perf_counter()
+    llm = Llama(str(forwardpass.default_model_path()), n_ctx=1024, n_threads=threads, n_threads_batch=threads,
+                n_batch=512, verbose=False)
+    load_s = time.perf_counter() - start
+    prompts = windows(lambda s: llm.tokenize(s.encode(), add_bos=False, special=False))
+
+    def run(ids: list[int], n: int) -> tuple[float, float]:
+        llm.reset()
+        t = time.perf_counter()
+        first, count = 0.0, 0
+        for _ in llm.generate(ids, temp=0.0, reset=True):
+            count += 1
+            if count == 1:
+                first = time.perf_counter() - t
+            if count == n:
+                break
+        return first, time.perf_counter() - t
+
+    run(prompts[0][:16], 4)  # warm up
+    prefill, ttft, decode = [], [], []
+    for _ in range(runs):
+        llm.reset()
+        t = time.perf_counter()
+        llm.eval(prompts[0])
+        prefill.append(PROMPT / (time.perf_counter() - t))
+        first, total = run(prompts[0], NEW)
+        ttft.append(first)
+        decode.append((NEW - 1) / (total - first))
+    t = time.perf_counter()
+    for p in prompts:
+        run(p, NEW)
+    batch_tps = BATCH * NEW / (time.perf_counter() - t)
+    return {"engine": "llama.cpp (Q4_1 GGUF)", "load_s": load_s, "prefill_tps": median(prefill),
+            "ttft_s": median(ttft), "decode_tps": median(decode), "batch16_tps": batch_tps,
+            "batch16_note": "sequential: llama-cpp-python serves one sequence at a time", "peak_rss_mb": peak_rss_mb()}
+
+
+def worker_accuracy() -> dict:
+    """Top-1 agreement with fp32 and perplexity over the fixed text, for each storage mode."""
+    import forwardpass
+
+    def run(storage: str):
+        fp = forwardpass.load(storage=storage)
+        ids = fp.encode(TEXT)
+        with torch.inference_mode():
+            logits = fp.model(torch.tensor([ids]))[0][0].float()
+        nll = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:]))
+        return logits.argmax(-1), math.exp(nll.item()), len(ids)
+
+    reference, ppl32, n = run("fp32")
+    out = {"tokens": n, "fp32": {"top1_agreement": 1.0, "perplexity": ppl32, "perplexity_delta": 0.0}}
+    for s in STORAGES[1:]:
+        top1, ppl, _ = run(s)
+        out[s] = {"top1_agreement": (top1 == reference).float().mean().item(), "perplexity": ppl,
+                  "perplexity_delta": ppl - ppl32}
+    return out
+
+
+# ---- the driver -------------------------------------------------------------------------------------
+def spawn(spec: str, runs: int) -> dict:
+    print(f"  {spec} …", file=sys.stderr, flush=True)
+    env = os.environ | {"OMP_WAIT_POLICY": "PASSIVE"}
+    r = subprocess.run([sys.executable, __file__, "--worker", spec, "--runs", str(runs)], capture_output=True,
+                       text=True, env=env)
+    if r.returncode:
+        last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+        return {"engine": spec, "skipped": f"failed: {last}"}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--only", default=None,
+                    help="comma-separated: forwardpass:STORAGE, transformers, llama.cpp, accuracy")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    torch.set_num_threads(os.cpu_count())
+    if args.worker:
+        kind, _, storage = args.worker.partition(":")
+        result = {"forwardpass": lambda: worker_forwardpass(storage, args.runs),
+                  "transformers": lambda: worker_transformers(args.runs),
+                  "llama.cpp": lambda: worker_llama_cpp(args.runs), "accuracy": worker_accuracy}[kind]()
+        print(json.dumps(result))
+        return
+    specs = args.only.split(",") if args.only else [f"forwardpass:{s}" for s in STORAGES] + [
+        "transformers", "llama.cpp", "accuracy"]
+    from forwardpass import cost, preset
+    from forwardpass.machine import memory_bandwidth
+    bandwidth = memory_bandwidth()
+    before = machine()
+    rows = [spawn(s, args.runs) for s in specs]
+    accuracy = next((r for r in rows if "tokens" in r), None)
+    rows = [r for r in rows if "engine" in r]
+    base = next((r for r in rows if r["engine"] == "forwardpass fp32" and "skipped" not in r), None)
+    for r in rows:
+        if "model_bytes" in r:  # roofline: bytes one decode step reads (weights + the cache at mid-generation)
+            per_token = r["model_bytes"] + r["kv_bytes_per_token"] * (PROMPT + NEW // 2)
+            r["roofline_decode_tps"] = bandwidth / per_token
+            r["roofline_share"] = r["decode_tps"] / r["roofline_decode_tps"]
+    report = {"benchmark": "speed", "bandwidth_gb_s": bandwidth / 1e9, "machine": before, "after": machine(),
+              "rows": rows, "accuracy": accuracy,
+              "smollm_params": cost.parameters(preset("smollm2-135m")).total}
+    if args.json:
+        print(json.dumps(report))
+        return
+    show(report, base)
+
+
+def show(report: dict, base: dict | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    t = Table(title=f"decode batch 1, {PROMPT}-token prompt, {NEW} new tokens · {report['machine']['date']} · "
+                    f"load average {report['machine']['load_average'][0]} → {report['after']['load_average'][0]}")
+    for col in ("engine", "prefill tok/s", "TTFT s", "decode tok/s", f"{BATCH}×{NEW} tok/s", "peak RSS MB",
+                "decode vs roofline"):
+        t.add_column(col, justify="left" if col == "engine" else "right")
+    for r in report["rows"]:
+        if "skipped" in r:
+            t.add_row(r["engine"], f"skipped: {r['skipped']}", "", "", "", "", "")
+            continue
+
+        def ratio(key, r=r):
+            return f" ({r[key] / base[key]:.2f}×)" if base is not None and base.get(key) else ""
+        roof = f"{r['roofline_share']:.0%} of {r['roofline_decode_tps']:.0f}" if "roofline_share" in r else ""
+        t.add_row(r["engine"], f"{r['prefill_tps']:.1f}{ratio('prefill_tps')}", f"{r['ttft_s']:.3f}",
+                  f"{r['decode_tps']:.1f}{ratio('decode_tps')}", f"{r['batch16_tps']:.1f}{ratio('batch16_tps')}"
+                  + (" seq." if "batch16_note" in r else ""), f"{r['peak_rss_mb']:.0f}", roof)
+    console.print(t)
+    console.print(f"memory bandwidth (read, measured): {report['bandwidth_gb_s']:.1f} GB/s")
+    if report["accuracy"]:
+        a = Table(title=f"accuracy cost vs fp32 over bench/text.txt ({report['accuracy']['tokens']} tokens)")
+        for col in ("storage", "top-1 agreement", "perplexity", "Δ perplexity"):
+            a.add_column(col, justify="right")
+        for s in STORAGES:
+            if s in report["accuracy"]:
+                x = report["accuracy"][s]
+                a.add_row(s, f"{x['top1_agreement']:.2%}", f"{x['perplexity']:.3f}", f"{x['perplexity_delta']:+.3f}")
+        console.print(a)
+
+
+if __name__ == "__main__":
+    main()
