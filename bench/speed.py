@@ -1,7 +1,7 @@
 """Speed, side by side in one run: forwardpass (each storage mode), Hugging Face transformers and llama.cpp
 on the same GGUF, the same prompts, the same machine.
 
-    OMP_WAIT_POLICY=PASSIVE .venv/bin/python bench/speed.py [--runs 3] [--json] [--only forwardpass:fp16,...]
+    .venv/bin/python bench/speed.py [--runs 3] [--json] [--only forwardpass:fp16,...] [--omp-wait-policy P]
 
 Each engine runs in its own process (so peak memory is its own): prefill tokens/s of a 128-token prompt,
 time to first token, decode tokens/s (batch 1, 128 new tokens), throughput of 16 sequences × 128 new
@@ -42,6 +42,21 @@ def windows(tokenize) -> list[list[int]]:
     return [ids[i * 20:i * 20 + PROMPT] for i in range(BATCH)]
 
 
+def decode_bytes(model) -> int:
+    """Bytes of weights one decode step reads: every tensor once, except lookup tables (the embedding table
+    when the unembedding has its own copy, the RoPE tables), of which one row is read."""
+    tied = getattr(model.lm_head, "weight", None) is model.tok_embeddings.weight
+    seen, total = set(), 0
+    for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        row = t[0].numel() * t.element_size()
+        lookup = name.startswith("rope.") or (name == "tok_embeddings.weight" and not tied)
+        total += row if lookup else t.numel() * t.element_size()
+    return total
+
+
 # ---- workers: one engine each, in its own process ---------------------------------------------------
 def worker_forwardpass(storage: str, runs: int) -> dict:
     import forwardpass
@@ -71,8 +86,7 @@ def worker_forwardpass(storage: str, runs: int) -> dict:
         engine.submit(p, params, lambda o: done.append(o) if o.token_id is not None else None)
     engine.run_until_done()
     batch_tps = len(done) / (time.perf_counter() - t)
-    tensors = {id(x): x for x in list(fp.model.parameters()) + list(fp.model.buffers())}  # tied ones once
-    model_bytes = sum(x.numel() * x.element_size() for x in tensors.values())
+    model_bytes = decode_bytes(fp.model)
     return {"engine": f"forwardpass {storage}", "load_s": load_s, "prefill_tps": median(prefill),
             "ttft_s": median(ttft), "decode_tps": median(decode), "batch16_tps": batch_tps,
             "peak_rss_mb": peak_rss_mb(), "model_bytes": model_bytes,
@@ -160,27 +174,36 @@ def worker_accuracy() -> dict:
     """Top-1 agreement with fp32 and perplexity over the fixed text, for each storage mode."""
     import forwardpass
 
-    def run(storage: str):
+    def run(storage: str, one_by_one: bool = False):
+        """Logits at every position of the text: in one forward (the prefill path), or token by token
+        through the cache (the decode path, where int8 and q4 run their native kernels)."""
         fp = forwardpass.load(storage=storage)
         ids = fp.encode(TEXT)
         with torch.inference_mode():
-            logits = fp.model(torch.tensor([ids]))[0][0].float()
+            if one_by_one:
+                cache = fp.model.new_cache(1, len(ids))
+                logits = torch.cat([fp.model(torch.tensor([[i]]), cache)[0][0].float() for i in ids])
+            else:
+                logits = fp.model(torch.tensor([ids]))[0][0].float()
         nll = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:]))
         return logits.argmax(-1), math.exp(nll.item()), len(ids)
 
     reference, ppl32, n = run("fp32")
     out = {"tokens": n, "fp32": {"top1_agreement": 1.0, "perplexity": ppl32, "perplexity_delta": 0.0}}
     for s in STORAGES[1:]:
-        top1, ppl, _ = run(s)
-        out[s] = {"top1_agreement": (top1 == reference).float().mean().item(), "perplexity": ppl,
-                  "perplexity_delta": ppl - ppl32}
+        for path, one_by_one in (("", False), (" decode path", True)) if s in ("int8", "q4") else (("", False),):
+            top1, ppl, _ = run(s, one_by_one)
+            out[s + path] = {"top1_agreement": (top1 == reference).float().mean().item(), "perplexity": ppl,
+                             "perplexity_delta": ppl - ppl32}
     return out
 
 
 # ---- the driver -------------------------------------------------------------------------------------
-def spawn(spec: str, runs: int) -> dict:
+def spawn(spec: str, runs: int, wait_policy: str) -> dict:
     print(f"  {spec} …", file=sys.stderr, flush=True)
-    env = os.environ | {"OMP_WAIT_POLICY": "PASSIVE"}
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if wait_policy != "default":
+        env["OMP_WAIT_POLICY"] = wait_policy
     r = subprocess.run([sys.executable, __file__, "--worker", spec, "--runs", str(runs)], capture_output=True,
                        text=True, env=env)
     if r.returncode:
@@ -194,6 +217,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--only", default=None,
                     help="comma-separated: forwardpass:STORAGE, transformers, llama.cpp, accuracy")
+    ap.add_argument("--omp-wait-policy", default="default", choices=["default", "PASSIVE", "ACTIVE"],
+                    help="OpenMP wait policy of every engine's process (default: the runtime's own)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -211,7 +236,7 @@ def main() -> None:
     from forwardpass.machine import memory_bandwidth
     bandwidth = memory_bandwidth()
     before = machine()
-    rows = [spawn(s, args.runs) for s in specs]
+    rows = [spawn(s, args.runs, args.omp_wait_policy) for s in specs]
     accuracy = next((r for r in rows if "tokens" in r), None)
     rows = [r for r in rows if "engine" in r]
     base = next((r for r in rows if r["engine"] == "forwardpass fp32" and "skipped" not in r), None)
@@ -220,7 +245,8 @@ def main() -> None:
             per_token = r["model_bytes"] + r["kv_bytes_per_token"] * (PROMPT + NEW // 2)
             r["roofline_decode_tps"] = bandwidth / per_token
             r["roofline_share"] = r["decode_tps"] / r["roofline_decode_tps"]
-    report = {"benchmark": "speed", "bandwidth_gb_s": bandwidth / 1e9, "machine": before, "after": machine(),
+    report = {"benchmark": "speed", "omp_wait_policy": args.omp_wait_policy, "bandwidth_gb_s": bandwidth / 1e9,
+              "machine": before, "after": machine(),
               "rows": rows, "accuracy": accuracy,
               "smollm_params": cost.parameters(preset("smollm2-135m")).total}
     if args.json:
@@ -234,8 +260,9 @@ def show(report: dict, base: dict | None) -> None:
     from rich.table import Table
 
     console = Console()
-    t = Table(title=f"decode batch 1, {PROMPT}-token prompt, {NEW} new tokens · {report['machine']['date']} · "
-                    f"load average {report['machine']['load_average'][0]} → {report['after']['load_average'][0]}")
+    t = Table(title=f"{PROMPT}-token prompt, {NEW} new tokens · {report['machine']['date']} · OMP_WAIT_POLICY "
+                    f"{report['omp_wait_policy']} · load average {report['machine']['load_average'][0]} → "
+                    f"{report['after']['load_average'][0]}")
     for col in ("engine", "prefill tok/s", "TTFT s", "decode tok/s", f"{BATCH}×{NEW} tok/s", "peak RSS MB",
                 "decode vs roofline"):
         t.add_column(col, justify="left" if col == "engine" else "right")
@@ -256,9 +283,8 @@ def show(report: dict, base: dict | None) -> None:
         a = Table(title=f"accuracy cost vs fp32 over bench/text.txt ({report['accuracy']['tokens']} tokens)")
         for col in ("storage", "top-1 agreement", "perplexity", "Δ perplexity"):
             a.add_column(col, justify="right")
-        for s in STORAGES:
-            if s in report["accuracy"]:
-                x = report["accuracy"][s]
+        for s, x in report["accuracy"].items():
+            if s != "tokens":
                 a.add_row(s, f"{x['top1_agreement']:.2%}", f"{x['perplexity']:.3f}", f"{x['perplexity_delta']:+.3f}")
         console.print(a)
 

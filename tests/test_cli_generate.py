@@ -80,3 +80,15 @@ def test_chat_is_multi_turn(smollm):
                {"role": "user", "content": "Which number?"}]
     want = generate(smollm, smollm.tokenizer.apply_chat_template(history), SamplingParams(temperature=0, max_tokens=24))
     assert turns[2]["assistant"] == want.text
+
+
+@pytest.mark.parametrize("storage", ["bf16", "int8", "q4"])
+def test_generate_with_a_storage_mode(storage):
+    r = cli("generate", "The capital of France is", "--max-tokens", "4", "--storage", storage, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["text"].startswith(" Paris")
+
+
+def test_unknown_storage_is_refused():
+    r = cli("generate", "hi", "--storage", "int3")
+    assert r.returncode == 2 and "invalid choice: 'int3'" in r.stderr

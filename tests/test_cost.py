@@ -89,7 +89,7 @@ def test_naive_over_cached_ratios():
 def test_weight_bytes_by_storage_type():
     n = cost.parameters(GPT2).total
     assert cost.weight_bytes(GPT2, "fp32") == 4 * n and cost.weight_bytes(GPT2, "bf16") == 2 * n
-    assert cost.weight_bytes(GPT2, "int8") == n * 34 / 32 and cost.weight_bytes(GPT2, "q4") == n * 20 / 32
+    assert cost.weight_bytes(GPT2, "int8") == n * 40 / 32 and cost.weight_bytes(GPT2, "q4") == n * 24 / 32
 
 
 def test_gqa_shrinks_the_cache():

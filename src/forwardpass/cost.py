@@ -10,9 +10,9 @@ from .errors import ForwardpassError
 
 GiB = 2**30
 
-# Bytes per weight for each storage type. int8 and q4 carry their scales: llama.cpp's Q8_0 (32 int8 + one
-# fp16 scale per block of 32) and Q4_1 (32 4-bit values + fp16 scale and minimum per block of 32).
-BYTES_PER_WEIGHT = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 34 / 32, "q4": 20 / 32}
+# Bytes per weight for each storage type, scales included, as forwardpass stores them: 32 8-bit (int8) or
+# 4-bit (q4) values per block, with an fp32 scale and minimum per block.
+BYTES_PER_WEIGHT = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 40 / 32, "q4": 24 / 32}
 
 
 def bytes_per_weight(dtype: str) -> float:

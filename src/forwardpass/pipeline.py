@@ -115,8 +115,8 @@ class Pipeline:
 
 
 # storage mode → (dtype of the tensors and the arithmetic, bits of the blocks' linear weights or None)
-STORAGE = {"fp32": ("fp32", None), "bf16": ("bf16", None), "fp16": ("fp16", None), "int8": ("fp16", 8),
-           "q4": ("fp16", 4)}
+STORAGE = {"fp32": ("fp32", None), "bf16": ("bf16", None), "fp16": ("fp16", None), "int8": ("fp32", 8),
+           "q4": ("fp32", 4)}
 
 
 def load(path: str | Path | None = None, device: str | torch.device | None = "cpu",
@@ -124,8 +124,8 @@ def load(path: str | Path | None = None, device: str | torch.device | None = "cp
          storage: str | None = None) -> Pipeline:
     """Load a model file (default: the embedded SmolLM2-135M-Instruct GGUF) onto `device`.
 
-    `storage` picks a whole mode at once: fp32, bf16, fp16, or int8 / q4 (weight-only quantized linear
-    layers in blocks of 32, fp16 arithmetic); it overrides `dtype`."""
+    `storage` picks a whole mode at once: fp32, bf16, fp16, int8 (8-bit linear weights in blocks of 32,
+    float32 activations, a native decode kernel) or q4 (the same with 4-bit blocks); it overrides `dtype`."""
     bits = None
     if storage is not None:
         if storage not in STORAGE:

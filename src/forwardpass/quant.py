@@ -1,6 +1,7 @@
-"""Weight-only quantized storage for the linear layers: int8 (blocks of 32, one scale each, like Q8_0) and
-4-bit (blocks of 32, a scale and a minimum each, like the default GGUF's own Q4_1). Activations stay in
-the model's dtype; each matmul dequantizes its weight on the fly."""
+"""Weight-only quantized storage for the linear layers: int8 (blocks of 32, one fp32 scale each) and
+4-bit (blocks of 32, a scale and a minimum each, like the default GGUF's own Q4_1). Decode steps run native
+kernels on the packed weights (`kernels/`); prefill, and machines without those kernels, dequantize each
+weight on the fly and multiply in the model's dtype."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import kernels
 from .errors import ForwardpassError
 
 BLOCK = 32
+DECODE_ROWS = 16  # up to this many rows per call, the native matrix-vector kernels run
 
 
 class QuantizedLinear(nn.Module):
@@ -24,43 +27,75 @@ class QuantizedLinear(nn.Module):
         self.bits, self.in_features, self.out_features = bits, in_features, out_features
         self.dtype = linear.weight.dtype
         w = linear.weight.detach().float().view(out_features, in_features // BLOCK, BLOCK)
-        if bits == 8:  # symmetric: q in [-127, 127], w ≈ scale × q
-            scale = w.abs().amax(-1, keepdim=True).clamp(min=1e-12) / 127
-            self.register_buffer("q", torch.round(w / scale).to(torch.int8))
-            self.register_buffer("scale", scale.to(torch.float16))
-            self.register_buffer("minimum", None)
-        elif bits == 4:  # asymmetric: q in [0, 15], w ≈ minimum + scale × q; two values per byte
-            lo, hi = w.amin(-1, keepdim=True), w.amax(-1, keepdim=True)
-            scale = (hi - lo).clamp(min=1e-12) / 15
-            q = torch.round((w - lo) / scale).clamp(0, 15).to(torch.uint8)
-            self.register_buffer("q", q[..., : BLOCK // 2] | (q[..., BLOCK // 2:] << 4))
-            self.register_buffer("scale", scale.to(torch.float16))
-            self.register_buffer("minimum", lo.to(torch.float16))
-        else:
+        if bits not in (8, 4):
             raise ForwardpassError(f"unsupported weight storage: {bits} bits (8 and 4 are)")
+        q, scale, minimum = quantize_blocks(w, bits)  # w ≈ minimum + scale × q, q unsigned
+        if bits == 4:  # two values per byte: weight i in the low nibble, weight i + 16 in the high one
+            q = q[..., : BLOCK // 2] | (q[..., BLOCK // 2:] << 4)
+        self.register_buffer("q", q)
+        self.register_buffer("scale", scale)
+        self.register_buffer("minimum", minimum)
         self.bias = linear.bias
 
     def dequantize(self) -> torch.Tensor:
         """The weight as the model's dtype, (out_features, in_features)."""
-        if self.bits == 8:
-            w = self.q.to(self.dtype) * self.scale.to(self.dtype)
-        else:
-            q = torch.cat([self.q & 15, self.q >> 4], dim=-1).to(self.dtype)  # (out, blocks, 32)
-            w = q * self.scale.to(self.dtype) + self.minimum.to(self.dtype)
+        q = self.q if self.bits == 8 else torch.cat([self.q & 15, self.q >> 4], dim=-1)  # (out, blocks, 32)
+        w = q.to(self.dtype) * self.scale.to(self.dtype) + self.minimum.to(self.dtype)
         return w.view(self.out_features, self.in_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.dequantize(), self.bias)
+        rows = x.numel() // self.in_features
+        if rows <= DECODE_ROWS and self.fast:  # decode: stream the packed weights once, never dequantized
+            flat, n = x.reshape(rows, self.in_features), self.out_features
+            gemv = kernels.q8_gemv if self.bits == 8 else kernels.q4_gemv
+            y = gemv(flat, self.q.view(n, -1), self.scale.view(n, -1), self.minimum.view(n, -1))
+            y = y.view(*x.shape[:-1], n)
+            return y if self.bias is None else y + self.bias
+        return F.linear(x, self.dequantize(), self.bias)  # prefill: compute-bound, dequantize once per call
+
+    @property
+    def fast(self) -> bool:
+        """The native kernel applies: CPU, float32 activations, a built kernel."""
+        return self.q.device.type == "cpu" and self.dtype == torch.float32 and kernels.available()
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in (self.q, self.scale, self.minimum) if t is not None)
 
 
+def quantize_blocks(w: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Blocks (..., 32) → unsigned q, fp32 scale and minimum per block with w ≈ minimum + scale × q.
+
+    Each block gets the better (smaller worst-case error) of two grids: the asymmetric one spanning
+    [min, max], and the symmetric one centred on 0 (minimum = -half × scale). A file's own Q4_1 blocks
+    fall exactly on the first, its Q8_0 blocks exactly on the second, so requantizing them loses nothing."""
+    levels = 2**bits - 1
+    lo, hi = w.amin(-1, keepdim=True), w.amax(-1, keepdim=True)
+    grids = [((hi - lo).clamp(min=1e-12) / levels, lo)]
+    half = 2 ** (bits - 1)
+    sym = w.abs().amax(-1, keepdim=True).clamp(min=1e-12) / (half - 1)
+    grids.append((sym, -half * sym))
+    best = None
+    for scale, minimum in grids:
+        q = torch.round((w - minimum) / scale).clamp(0, levels)
+        err = (q * scale + minimum - w).abs().amax(-1, keepdim=True)
+        if best is None:
+            best = [q, scale, minimum, err]
+            continue
+        better = err < best[3]
+        best = [torch.where(better, q, best[0]), torch.where(better, scale, best[1]),
+                torch.where(better, minimum, best[2]), torch.minimum(err, best[3])]
+    q, scale, minimum, _ = best
+    return q.to(torch.uint8), scale.float(), minimum.float()
+
+
 def quantize_linears(model: nn.Module, bits: int) -> nn.Module:
-    """Replace every block's linear layers by `bits`-bit storage (the embedding and unembedding stay as they are)."""
+    """Replace every block's linear layers by `bits`-bit storage, and the unembedding by 8-bit storage (as the
+    default GGUF keeps its output table in Q8_0: 4 bits there costs far more accuracy than anywhere else).
+    The embedding table stays as it is: a lookup reads one row per token (a tied table keeps its float copy)."""
     for block in model.blocks:
         for parent in (block.attn, block.ffn):
             for name, child in list(parent.named_children()):
                 if isinstance(child, nn.Linear):
                     setattr(parent, name, QuantizedLinear(child, bits))
+    model.lm_head = QuantizedLinear(model.lm_head, 8)
     return model

@@ -18,12 +18,20 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
 
 
+def add_storage_option(p: argparse.ArgumentParser) -> None:
+    from ..pipeline import STORAGE
+    p.add_argument("--storage", default="fp32", choices=list(STORAGE),
+                   help="weights: fp32, bf16, fp16, int8 or q4 (8- or 4-bit blocks, native decode kernels)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="forwardpass", description="A transformer inference engine you can read.")
     sub = parser.add_subparsers(dest="command", required=True)
     for module in (generate_cmd, chat_cmd, inspect_cmd, cost_cmd, serve_cmd, explore_cmd):
         p = module.add_parser(sub)
         add_model_options(p)
+        if module is not cost_cmd:
+            add_storage_option(p)
         p.set_defaults(run=module.run)
     return parser
 

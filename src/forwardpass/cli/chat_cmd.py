@@ -20,7 +20,7 @@ def add_parser(sub):
 
 def run(args) -> int:
     params = sampling_params(args)
-    fp = load(args.model, device=args.device, progress=not args.json)
+    fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage)
     if fp.tokenizer is None or not fp.tokenizer.chat_template:
         raise ForwardpassError("this model has no chat template; use `forwardpass generate`")
     start = [{"role": "system", "content": args.system}] if args.system else []

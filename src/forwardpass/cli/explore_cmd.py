@@ -23,7 +23,7 @@ def run(args) -> int:
 
     if not 0 < args.port < 65536:
         raise ForwardpassError(f"--port must be between 1 and 65535, got {args.port}")
-    fp = load(args.model, device=args.device, progress=not args.json)
+    fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage)
     if fp.tokenizer is None:
         raise ForwardpassError("the explorer needs a model with a tokenizer")
     address = f"http://{args.host}:{args.port}/"

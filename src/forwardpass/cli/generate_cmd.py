@@ -21,7 +21,7 @@ def add_parser(sub):
 
 def run(args) -> int:
     params = sampling_params(args)
-    fp = load(args.model, device=args.device, progress=not args.json)
+    fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage)
     prompt = args.prompt
     if args.chat:
         prompt = fp.tokenizer.apply_chat_template([{"role": "user", "content": prompt}])

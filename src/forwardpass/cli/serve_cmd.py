@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..engine import Engine, EngineConfig
 from ..errors import ForwardpassError
-from ..pipeline import STORAGE, load
+from ..pipeline import load
 
 
 def add_parser(sub):
@@ -17,7 +17,6 @@ def add_parser(sub):
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY'")
     p.add_argument("--served-model-name", default=None, help="the model id clients send (default: the file's name)")
-    p.add_argument("--storage", default="fp32", choices=list(STORAGE), help="weight storage (default fp32)")
     p.add_argument("--kv-cache-gib", type=float, default=1.0, help="KV block pool size (default 1 GiB)")
     p.add_argument("--block-size", type=int, default=16, help="tokens per KV block (default 16)")
     p.add_argument("--max-num-seqs", type=int, default=32, help="requests running at once (default 32)")

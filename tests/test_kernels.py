@@ -1,0 +1,55 @@
+"""The native decode kernels (8-bit and 4-bit weights) against the plain PyTorch path they replace."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from forwardpass import kernels
+from forwardpass.quant import QuantizedLinear
+
+pytestmark = pytest.mark.skipif(not kernels.available(), reason="no C compiler or no AVX-512 VNNI here")
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("rows", [1, 3, 16])
+@pytest.mark.parametrize("shape", [(576, 960), (1536, 576), (128, 64)])
+def test_kernel_matches_dequantized_matmul(bits, rows, shape):
+    torch.manual_seed(rows * 7 + bits)
+    k, n = shape
+    layer = QuantizedLinear(nn.Linear(k, n, bias=True), bits)
+    x = torch.randn(rows, k)
+    assert layer.fast
+    got = layer(x)
+    want = nn.functional.linear(x, layer.dequantize(), layer.bias)
+    # the kernel also quantizes x to int16 per block of 32: an error near 1/32767 of each block's range
+    assert got.shape == (rows, n)
+    assert ((got - want).abs().max() / want.abs().max()).item() < 1e-4
+
+
+def test_kernel_keeps_batch_shape():
+    layer = QuantizedLinear(nn.Linear(64, 32, bias=False), 8)
+    x = torch.randn(2, 1, 64)
+    assert layer(x).shape == (2, 1, 32)
+    assert torch.allclose(layer(x)[1, 0], layer(x[1, 0][None])[0])
+
+
+def test_prefill_rows_take_the_dequantized_path():
+    layer = QuantizedLinear(nn.Linear(64, 32), 4)
+    x = torch.randn(40, 64)  # more rows than a decode step
+    assert torch.equal(layer(x), nn.functional.linear(x, layer.dequantize(), layer.bias))
+
+
+@pytest.mark.parametrize("storage", ["int8", "q4"])
+def test_decode_steps_track_fp32_on_the_real_model(smollm, storage):
+    import forwardpass
+    from forwardpass.generate import generate
+    from forwardpass.sampling import SamplingParams
+
+    fp = forwardpass.load(storage=storage)
+    assert fp.model.blocks[0].ffn.down.fast and fp.model.lm_head.fast
+    ids = smollm.encode("The capital of France is Paris. The capital of Germany is")
+    quantized = generate(fp, ids, SamplingParams(temperature=0, max_tokens=8, logprobs=5))
+    reference = generate(smollm, ids, SamplingParams(temperature=0, max_tokens=8))
+    assert quantized.token_ids[:3] == reference.token_ids[:3]  # " Berlin." …
