@@ -220,6 +220,7 @@ def main() -> None:
     ap.add_argument("--omp-wait-policy", default="default", choices=["default", "PASSIVE", "ACTIVE"],
                     help="OpenMP wait policy of every engine's process (default: the runtime's own)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--save", metavar="FILE", help="also write the report as JSON to FILE")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(os.cpu_count())
@@ -249,6 +250,8 @@ def main() -> None:
               "machine": before, "after": machine(),
               "rows": rows, "accuracy": accuracy,
               "smollm_params": cost.parameters(preset("smollm2-135m")).total}
+    if args.save:
+        Path(args.save).write_text(json.dumps(report, indent=1))
     if args.json:
         print(json.dumps(report))
         return
@@ -259,7 +262,7 @@ def show(report: dict, base: dict | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = Console(width=max(Console().width, 130))
     t = Table(title=f"{PROMPT}-token prompt, {NEW} new tokens · {report['machine']['date']} · OMP_WAIT_POLICY "
                     f"{report['omp_wait_policy']} · load average {report['machine']['load_average'][0]} → "
                     f"{report['after']['load_average'][0]}")

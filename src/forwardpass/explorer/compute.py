@@ -292,6 +292,17 @@ def loop_cost(fp: Pipeline, prompt_tokens: int, new: int) -> dict:
     ]}
 
 
+def _greedy_through(fp: Pipeline, cache, ids: list[int], steps: int) -> list[int]:
+    """Greedy decoding through a given (deliberately broken) cache: the tokens it produces."""
+    out, x = [], ids
+    with torch.inference_mode():
+        for _ in range(steps):
+            logits, _ = fp.model(torch.tensor([x], device=fp.device), cache, last_only=True)
+            x = [int(logits[0, 0].argmax())]
+            out.append(x[0])
+    return out
+
+
 def ring_overflow(fp: Pipeline, prompt: str, capacity: int, steps: int) -> dict:
     """W-ring-overflow, run for real: a naive ring buffer wraps and overwrites; the guarded cache refuses."""
     ids = _ids(fp, prompt)
@@ -300,12 +311,7 @@ def ring_overflow(fp: Pipeline, prompt: str, capacity: int, steps: int) -> dict:
     model = fp.model
     right = generate(fp, ids, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True))
     ring = NaiveRingCache(fp.config, 1, capacity, model.dtype, model.device)
-    wrong, x = [], ids
-    with torch.inference_mode():
-        for _ in range(steps):
-            logits, _ = model(torch.tensor([x], device=fp.device), ring, last_only=True)
-            x = [int(logits[0, 0].argmax())]
-            wrong.append(x[0])
+    wrong = _greedy_through(fp, ring, ids, steps)
     guard, cache, x = None, model.new_cache(1, capacity), ids
     with torch.inference_mode():
         for token in right.token_ids:  # the guarded cache, token by token, until it refuses
@@ -324,14 +330,8 @@ def position_bug(fp: Pipeline, prompt: str, steps: int) -> dict:
     ids = _ids(fp, prompt)
     if not 1 <= steps <= 32:
         raise ForwardpassError("steps must be between 1 and 32")
-    model = fp.model
     right = generate(fp, ids, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True))
-    stuck = StuckPositionCache(fp.config, 1, len(ids) + steps, model.dtype, model.device)
-    wrong, x = [], ids
-    with torch.inference_mode():
-        for _ in range(steps):
-            logits, _ = model(torch.tensor([x], device=fp.device), stuck, last_only=True)
-            x = [int(logits[0, 0].argmax())]
-            wrong.append(x[0])
+    stuck = StuckPositionCache(fp.config, 1, len(ids) + steps, fp.model.dtype, fp.device)
+    wrong = _greedy_through(fp, stuck, ids, steps)
     return {"correct": right.text, "buggy": fp.tokenizer.decode(wrong),
             "correct_positions": list(range(len(ids), len(ids) + steps)), "buggy_positions": [0] * steps}
