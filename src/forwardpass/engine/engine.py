@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from ..detokenize import TextStream
-from ..errors import ContextLengthError, ForwardpassError
+from ..errors import ContextLengthError, ForwardpassError, InvariantError
 from ..pipeline import Pipeline
 from ..sampling import SamplingParams, choose, logprob_of, make_generator, process
 from .metrics import EngineMetrics
@@ -114,10 +114,9 @@ class Engine:
         if self.config.checked:
             live = self.scheduler.running + list(self.scheduler.waiting)
             self.pool.check([s.blocks for s in live])
-            for s in self.scheduler.running:
-                blocks = -(-s.num_computed // self.pool.block_size)
-                if len(s.blocks) < blocks or len(s.blocks) > blocks + 1 + s.to_compute // self.pool.block_size:
-                    raise AssertionError(f"{s.request_id}: {len(s.blocks)} blocks for {s.num_computed} pairs")
+            for s in self.scheduler.running:  # t pairs in exactly ceil(t / block_size) blocks: < 1 block wasted
+                if len(s.blocks) != -(-s.num_computed // self.pool.block_size):
+                    raise InvariantError(f"{s.request_id}: {len(s.blocks)} blocks for {s.num_computed} pairs")
 
     def _run(self, batch: list[tuple[Sequence, int]]) -> None:
         model, device = self.pipeline.model, self.pipeline.device
