@@ -49,8 +49,7 @@ def inspect(fp: Pipeline, prompt: str, top: int, temperature: float) -> dict:
 
 
 def run(args) -> int:
-    from ..sampling import probabilities as _check  # validates temperature before the model loads
-    _check(torch.zeros(1), args.temperature)
+    probabilities(torch.zeros(1), args.temperature)  # a bad temperature fails before the model loads
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage)
     report = inspect(fp, args.prompt, args.top, args.temperature)
     if args.json:

@@ -52,10 +52,10 @@ def _llama_config(c: dict, name: str) -> ModelConfig:
     )
 
 
-def _gpt_names(prefix: str, n: dict) -> dict:
-    """GPT-1/GPT-2 names → ours. Their Conv1D weights are stored (in, out): transposed on the way in."""
+def _gpt_names(n_layers: int) -> dict:
+    """GPT-1/GPT-2 block tensor names → ours. Their Conv1D weights are stored (in, out): transposed on the way in."""
     names = {}
-    for i in range(n["n_layers"]):
+    for i in range(n_layers):
         h, b = f"h.{i}.", f"blocks.{i}."
         names.update({
             h + "ln_1.weight": b + "attn_norm.weight", h + "ln_1.bias": b + "attn_norm.bias",
@@ -136,7 +136,7 @@ def _gpt_tensors(raw: dict, config: ModelConfig, kind: str) -> dict:
         out["norm_f.weight"], out["norm_f.bias"] = _take(raw, f"{final}.weight"), _take(raw, f"{final}.bias")
     if not config.tied_embeddings:
         out["lm_head.weight"] = _take(raw, "lm_head.weight")
-    for theirs, ours in _gpt_names("", {"n_layers": config.n_layers}).items():
+    for theirs, ours in _gpt_names(config.n_layers).items():
         t = _take(raw, theirs)
         out[ours] = t.t() if theirs.endswith(".weight") and t.dim() == 2 else t
     return out
