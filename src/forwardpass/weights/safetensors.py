@@ -68,7 +68,7 @@ def _gpt_names(n_layers: int) -> dict:
     return names
 
 
-ARCHITECTURES = {"gpt2": "GPT-2", "openai-gpt": "GPT-1", "llama": "Llama", "mistral": "Mistral"}
+ARCHITECTURES = ("gpt2", "openai-gpt", "llama", "mistral")  # model_type values (Mistral without a sliding window)
 
 
 def safetensors_config(path: Path) -> tuple[ModelConfig, str]:
@@ -84,7 +84,7 @@ def safetensors_config(path: Path) -> tuple[ModelConfig, str]:
             raise UnsupportedModelError(f"{config_path}: model_type {kind!r} is not supported "
                                         f"(supported: {', '.join(ARCHITECTURES)})")
         name = c.get("_name_or_path") or directory.name
-        if kind == "llama" or kind == "mistral":
+        if kind in ("llama", "mistral"):
             if c.get("sliding_window"):
                 raise UnsupportedModelError(f"{config_path}: sliding-window attention is not supported")
             config = _llama_config(c, name)
