@@ -19,9 +19,8 @@ import torch
 
 from .collapse import Loop, detect_loop
 from .detokenize import TextStream
-from .errors import ContextLengthError, ForwardpassError
 from .pipeline import Pipeline
-from .sampling import SamplingParams, TokenLogprob, choose, logprob_of, make_generator, process
+from .sampling import SamplingParams, TokenLogprob, make_generator, next_token
 
 
 @dataclass
@@ -65,13 +64,7 @@ class Generation:
                  naive: bool = False):
         self.pipeline, self.params, self.naive = pipeline, params or SamplingParams(), naive
         self.prompt_ids = pipeline.encode(prompt) if isinstance(prompt, str) else list(prompt)
-        if not self.prompt_ids:
-            raise ForwardpassError("the prompt is empty: generation needs at least one token to start from")
-        if pipeline.tokenizer is not None:
-            pipeline.tokenizer.check_ids(self.prompt_ids)
-        if len(self.prompt_ids) >= pipeline.config.context_length:
-            raise ContextLengthError(f"the prompt is {len(self.prompt_ids)} tokens, leaving no room to generate "
-                                     f"in a context of {pipeline.config.context_length}")
+        pipeline.check_prompt(self.prompt_ids)
         self.result: GenerationResult | None = None
 
     def __iter__(self) -> Iterator[str]:
@@ -94,9 +87,9 @@ class Generation:
             logits, cache = model(torch.tensor([x], device=model.device), cache, last_only=True)
             result.work.append(len(x))
             last = logits[0, -1]
-            next_id = choose(process(last, p, prompt, result.token_ids), p, generator)
-            if p.logprobs is not None:
-                result.logprobs.append(logprob_of(last, next_id, p.logprobs))
+            next_id, logprob = next_token(last, p, generator, prompt, result.token_ids)
+            if logprob is not None:
+                result.logprobs.append(logprob)
             now = time.perf_counter()
             if len(result.work) == 1:
                 result.prefill_seconds, started = now - started, now

@@ -106,6 +106,17 @@ class Pipeline:
                                      f"{self.config.context_length}")
         return ids
 
+    def check_prompt(self, ids: list[int]) -> None:
+        """A prompt to generate from: at least one token, every id in the vocabulary, room left to generate."""
+        context = self.config.context_length
+        if not ids:
+            raise ForwardpassError("the prompt is empty: generation needs at least one token to start from")
+        if self.tokenizer is not None:
+            self.tokenizer.check_ids(ids)
+        if len(ids) >= context:
+            raise ContextLengthError(f"the prompt is {len(ids)} tokens, leaving no room to generate: "
+                                     f"the context length is {context}")
+
     @torch.inference_mode()
     def next_token_logits(self, ids: list[int]) -> torch.Tensor:
         """Logits (vocab_size,) for the token after `ids`, in float32."""

@@ -163,6 +163,13 @@ def choose(processed: torch.Tensor, params: SamplingParams, generator: torch.Gen
     return int(torch.multinomial(probs, 1, generator=generator))
 
 
+def next_token(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator, prompt_ids: list[int],
+               output_ids: list[int]) -> tuple[int, TokenLogprob | None]:
+    """One step of sampling: the chosen id, and its log-probability when the params ask for them."""
+    token = choose(process(logits, params, prompt_ids, output_ids), params, generator)
+    return token, (logprob_of(logits, token, params.logprobs) if params.logprobs is not None else None)
+
+
 @dataclass
 class TokenLogprob:
     """The chosen token's log-probability under the model's own distribution, and its top alternatives."""

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import torch
 
 from ..detokenize import TextStream
-from ..errors import ContextLengthError, ForwardpassError, InvariantError
+from ..errors import ContextLengthError, InvariantError
 from ..pipeline import Pipeline
-from ..sampling import SamplingParams, choose, logprob_of, make_generator, process
+from ..sampling import SamplingParams, make_generator, next_token
 from .metrics import EngineMetrics
 from .paged import BlockPool, PagedBatch
 from .scheduler import Scheduler
@@ -53,12 +53,7 @@ class Engine:
     def check_request(self, prompt_ids: list[int], params: SamplingParams) -> None:
         """Raise a clear error, before anything is queued, for a request that can never be served."""
         context = self.pipeline.config.context_length
-        if not prompt_ids:
-            raise ForwardpassError("the prompt is empty: generation needs at least one token to start from")
-        if self.pipeline.tokenizer is not None:
-            self.pipeline.tokenizer.check_ids(prompt_ids)
-        if len(prompt_ids) >= context:
-            raise ContextLengthError(f"the prompt is {len(prompt_ids)} tokens; the context length is {context}")
+        self.pipeline.check_prompt(prompt_ids)
         if len(prompt_ids) + params.max_tokens > context:
             raise ContextLengthError(f"max_tokens {params.max_tokens} does not fit: the prompt is {len(prompt_ids)} "
                                      f"tokens and the context length is {context}")
@@ -139,8 +134,7 @@ class Engine:
 
     def _sample(self, seq: Sequence, logits: torch.Tensor) -> None:
         p = seq.params
-        token = choose(process(logits, p, seq.prompt_ids, seq.output_ids), p, seq.generator)
-        logprob = logprob_of(logits, token, p.logprobs) if p.logprobs is not None else None
+        token, logprob = next_token(logits, p, seq.generator, seq.prompt_ids, seq.output_ids)
         now = time.perf_counter()
         if seq.first_token_at is None:
             seq.first_token_at = now

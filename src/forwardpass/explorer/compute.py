@@ -14,11 +14,10 @@ from ..pipeline import Pipeline
 from ..sampling import (
     SEED_CANDIDATES,
     SamplingParams,
-    choose,
     make_generator,
     min_p_mask,
+    next_token,
     probabilities,
-    process,
     top_k_mask,
     top_p_mask,
 )
@@ -182,7 +181,7 @@ def sampling_view(fp: Pipeline, prompt: str, temperature: float, top_k: int, top
 def sample(fp: Pipeline, prompt: str, temperature: float, top_k: int, top_p: float, seed: int) -> dict:
     """One draw from the full vocabulary with these settings."""
     params = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
-    token = choose(process(_next(fp, _ids(fp, prompt)), params), params, make_generator(params))
+    token, _ = next_token(_next(fp, _ids(fp, prompt)), params, make_generator(params), [], [])
     return {"id": token, "piece": fp.tokenizer.piece(token)}
 
 
