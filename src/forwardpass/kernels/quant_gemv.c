@@ -54,13 +54,22 @@ static inline __m512 block_dot(__m512i w16, const int16_t *xq, float scale, __m5
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(scale), acc);
 }
 
-void q8_gemv(const float *x, int M, int K, const uint8_t *w, const float *w_scale, const float *w_min, int N,
-             float *y) {
+// one block's 32 weights as 16-bit lanes. 8-bit: 32 bytes. 4-bit: 16 bytes, byte i holding weight i in
+// its low nibble and weight i + 16 in its high one.
+static inline __m512i load_block(const uint8_t *row, int b, int bits) {
+    if (bits == 8) return _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(row + b * BLOCK)));
+    const __m128i packed = _mm_loadu_si128((const __m128i *)(row + b * BLOCK / 2)), nibble = _mm_set1_epi8(0x0F);
+    const __m128i lo = _mm_and_si128(packed, nibble), hi = _mm_and_si128(_mm_srli_epi16(packed, 4), nibble);
+    return _mm512_cvtepu8_epi16(_mm256_set_m128i(hi, lo));  // weights 0-15, then 16-31
+}
+
+static void gemv(const float *x, int M, int K, const uint8_t *w, const float *w_scale, const float *w_min, int N,
+                 float *y, int bits) {
     const int nb = K / BLOCK;
     const QuantizedX qx = quantize_x(x, M, K);
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
-        const uint8_t *wr = w + (size_t)n * K;
+        const uint8_t *wr = w + (size_t)n * K * bits / 8;
         const float *sr = w_scale + (size_t)n * nb, *mr = w_min + (size_t)n * nb;
         for (int m = 0; m < M; m++) {
             const float *sx = qx.scale + m * nb, *cx = qx.sum + m * nb;
@@ -68,8 +77,7 @@ void q8_gemv(const float *x, int M, int K, const uint8_t *w, const float *w_scal
             __m512 acc = _mm512_setzero_ps();
             float corr = 0.f;
             for (int b = 0; b < nb; b++) {
-                const __m512i w16 = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(wr + b * BLOCK)));
-                acc = block_dot(w16, xr + b * BLOCK, sr[b] * sx[b], acc);
+                acc = block_dot(load_block(wr, b, bits), xr + b * BLOCK, sr[b] * sx[b], acc);
                 corr += mr[b] * cx[b];
             }
             y[(size_t)m * N + n] = _mm512_reduce_add_ps(acc) + corr;
@@ -78,30 +86,12 @@ void q8_gemv(const float *x, int M, int K, const uint8_t *w, const float *w_scal
     release(qx);
 }
 
-// 4-bit: byte i of a block's 16 holds weight i (low nibble) and weight i + 16 (high nibble)
+void q8_gemv(const float *x, int M, int K, const uint8_t *w, const float *w_scale, const float *w_min, int N,
+             float *y) {
+    gemv(x, M, K, w, w_scale, w_min, N, y, 8);
+}
+
 void q4_gemv(const float *x, int M, int K, const uint8_t *w, const float *w_scale, const float *w_min, int N,
              float *y) {
-    const int nb = K / BLOCK;
-    const QuantizedX qx = quantize_x(x, M, K);
-    const __m128i nibble = _mm_set1_epi8(0x0F);
-    #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) {
-        const uint8_t *wr = w + (size_t)n * K / 2;
-        const float *sr = w_scale + (size_t)n * nb, *mr = w_min + (size_t)n * nb;
-        for (int m = 0; m < M; m++) {
-            const float *sx = qx.scale + m * nb, *cx = qx.sum + m * nb;
-            const int16_t *xr = qx.q + (size_t)m * K;
-            __m512 acc = _mm512_setzero_ps();
-            float corr = 0.f;
-            for (int b = 0; b < nb; b++) {
-                const __m128i packed = _mm_loadu_si128((const __m128i *)(wr + b * BLOCK / 2));
-                const __m128i lo = _mm_and_si128(packed, nibble), hi = _mm_and_si128(_mm_srli_epi16(packed, 4), nibble);
-                const __m512i w16 = _mm512_cvtepu8_epi16(_mm256_set_m128i(hi, lo));  // weights 0-15, then 16-31
-                acc = block_dot(w16, xr + b * BLOCK, sr[b] * sx[b], acc);
-                corr += mr[b] * cx[b];
-            }
-            y[(size_t)m * N + n] = _mm512_reduce_add_ps(acc) + corr;
-        }
-    }
-    release(qx);
+    gemv(x, M, K, w, w_scale, w_min, N, y, 4);
 }
