@@ -124,27 +124,25 @@ class PagedBatch:
     def next_position(self, row: int = 0) -> int:
         return self.lengths[row]
 
-    def _slot(self, row: int, position: int) -> int:
-        bs = self.pool.block_size
-        return self.tables[row][position // bs] * bs + position % bs
-
     def begin(self, n_tokens: list[int], width: int) -> torch.Tensor:
-        device = self.pool.k.device
+        device, bs = self.pool.k.device, self.pool.block_size
         for b, (length, n) in enumerate(zip(self.lengths, n_tokens, strict=True)):
-            if length + n > len(self.tables[b]) * self.pool.block_size:
+            if length + n > len(self.tables[b]) * bs:
                 raise InvariantError(f"sequence {b} has {len(self.tables[b])} blocks, too few for {length + n} tokens")
         self._pending = list(n_tokens)
-        # where each real new token goes, and which token of k (batch, n_kv_heads, width, head_dim) it is
-        self.rows = torch.tensor([b for b, n in enumerate(n_tokens) for _ in range(n)], device=device)
-        self.cols = torch.tensor([i for n in n_tokens for i in range(n)], device=device)
-        self.write_slots = torch.tensor([self._slot(b, self.lengths[b] + i) for b, n in enumerate(n_tokens)
-                                         for i in range(n)], device=device)
+        most = max(len(t) for t in self.tables)
+        table = torch.tensor([t + [0] * (most - len(t)) for t in self.tables], device=device)  # (batch, blocks)
         end = max(self.lengths) + width  # every row's pairs, padded to the longest
-        self.read_slots = torch.tensor([[self._slot(b, j) if j < length + n else 0 for j in range(end)]
-                                        for b, (length, n) in enumerate(zip(self.lengths, n_tokens, strict=True))],
-                                       device=device)  # (batch, end)
-        first = torch.tensor(self.lengths, device=device)
-        return first[:, None] + torch.arange(width, device=device)
+        j = torch.arange(end, device=device)
+        slots = table[:, (j // bs).clamp(max=most - 1)] * bs + j % bs  # (batch, end): pool row of each position
+        lengths, kept_n = torch.tensor(self.lengths, device=device), torch.tensor(n_tokens, device=device)
+        self.read_slots = torch.where(j[None] < (lengths + kept_n)[:, None], slots, 0)  # padding reads row 0
+        positions = lengths[:, None] + torch.arange(width, device=device)  # (batch, width)
+        kept = torch.arange(width, device=device)[None] < kept_n[:, None]  # the real (not padding) new tokens
+        # which token of k (batch, n_kv_heads, width, head_dim) each real new pair is, and where it goes
+        self.rows, self.cols = kept.nonzero(as_tuple=True)
+        self.write_slots = slots.gather(1, positions)[kept]
+        return positions
 
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Store the real new pairs in their blocks; return each row's pairs (batch, n_kv_heads, end, head_dim)."""
