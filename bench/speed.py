@@ -176,7 +176,7 @@ def worker_accuracy() -> dict:
 
     def run(storage: str, one_by_one: bool = False):
         """Logits at every position of the text: in one forward (the prefill path), or token by token
-        through the cache (the decode path, where int8 and q4 run their native kernels)."""
+        through the cache (the decode path: the fused native step where it applies)."""
         fp = forwardpass.load(storage=storage)
         ids = fp.encode(TEXT)
         with torch.inference_mode():
@@ -190,8 +190,10 @@ def worker_accuracy() -> dict:
 
     reference, ppl32, n = run("fp32")
     out = {"tokens": n, "fp32": {"top1_agreement": 1.0, "perplexity": ppl32, "perplexity_delta": 0.0}}
-    for s in STORAGES[1:]:
-        for path, one_by_one in (("", False), (" decode path", True)) if s in ("int8", "q4") else (("", False),):
+    for s in STORAGES:
+        for path, one_by_one in (("", False), (" decode path", True)):
+            if s == "fp32" and not one_by_one:
+                continue
             top1, ppl, _ = run(s, one_by_one)
             out[s + path] = {"top1_agreement": (top1 == reference).float().mean().item(), "perplexity": ppl,
                              "perplexity_delta": ppl - ppl32}

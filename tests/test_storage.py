@@ -54,7 +54,7 @@ def reference_logits(smollm):
         return ids, smollm.model(torch.tensor([ids]))[0][0].float()
 
 
-# int8 and q4 run short inputs through the native kernels (activations as int16 per block of 32)
+# int8 and q4 run short inputs through the native kernels (activations as 15-bit integers per block of 32)
 @pytest.mark.parametrize("storage,max_diff,agreement", [("bf16", 1.0, 0.9), ("fp16", 0.2, 0.9),
                                                         ("int8", 0.2, 0.9), ("q4", 0.2, 0.9)])
 def test_storage_modes_track_fp32(reference_logits, storage, max_diff, agreement):

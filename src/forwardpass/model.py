@@ -198,6 +198,7 @@ class Transformer(nn.Module):
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tied_embeddings:
             self.lm_head.weight = self.tok_embeddings.weight
+        self.fused = None  # a FusedDecode (fused_decode.py) takes single-token steps where it applies
 
     @property
     def checked(self) -> bool:
@@ -248,6 +249,8 @@ class Transformer(nn.Module):
         longest = max(cache.next_position(b) for b in range(cache.batch)) + T
         if longest > self.config.context_length and cache.policy == "error":
             raise ContextLengthError(f"{longest} tokens exceed the model's context length {self.config.context_length}")
+        if self.fused is not None and self.fused.applies(x, cache):
+            return self.fused(x, cache), cache  # the same step in one native call
         expected = [cache.next_position(b) for b in range(cache.batch)]
         n_tokens = n_tokens or [T] * batch
         positions = cache.begin(n_tokens, T)  # (batch, T): each row from its own length

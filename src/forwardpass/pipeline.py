@@ -10,7 +10,9 @@ import torch
 
 from .config import ModelConfig
 from .errors import ContextLengthError, ForwardpassError, ModelFileError
+from .fused_decode import FusedDecode
 from .model import RotaryEmbedding, Transformer
+from .quant import store_linears
 from .tokenizer import Tokenizer
 from .weights import Checkpoint, read_checkpoint
 
@@ -125,9 +127,8 @@ class Pipeline:
         return logits[0, -1].float()
 
 
-# storage mode → (dtype of the tensors and the arithmetic, bits of the blocks' linear weights or None)
-STORAGE = {"fp32": ("fp32", None), "bf16": ("bf16", None), "fp16": ("fp16", None), "int8": ("fp32", 8),
-           "q4": ("fp32", 4)}
+# storage mode → how the linear layers' weights are stored (quant.py); the arithmetic between them is float32
+STORAGE = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16, "int8": 8, "q4": 4}
 
 
 def load(path: str | Path | None = None, device: str | torch.device | None = "cpu",
@@ -135,19 +136,17 @@ def load(path: str | Path | None = None, device: str | torch.device | None = "cp
          storage: str | None = None) -> Pipeline:
     """Load a model file (default: the embedded SmolLM2-135M-Instruct GGUF) onto `device`.
 
-    `storage` picks a whole mode at once: fp32, bf16, fp16, int8 (8-bit linear weights in blocks of 32,
-    float32 activations, a native decode kernel) or q4 (the same with 4-bit blocks); it overrides `dtype`."""
-    bits = None
-    if storage is not None:
-        if storage not in STORAGE:
-            raise ForwardpassError(f"unknown storage {storage!r}; choose from {', '.join(STORAGE)}")
-        dtype, bits = STORAGE[storage]
+    `dtype` is every tensor's and all arithmetic's. `storage` instead keeps float32 arithmetic and stores only
+    the linear layers' weights as fp32, bf16, fp16, int8 (blocks of 32) or q4 (4-bit blocks); it overrides `dtype`.
+    On the CPU a float32 model decodes through the fused native step (fused_decode.py) where it applies."""
+    if storage is not None and storage not in STORAGE:
+        raise ForwardpassError(f"unknown storage {storage!r}; choose from {', '.join(STORAGE)}")
     path = default_model_path() if path is None else Path(path)
-    dev, dt = resolve_device(device), resolve_dtype(dtype)
+    dev, dt = resolve_device(device), torch.float32 if storage is not None else resolve_dtype(dtype)
     checkpoint = read_checkpoint(path, progress)
     model = build_model(checkpoint, dev, dt)
-    if bits is not None:
-        from .quant import quantize_linears
-        quantize_linears(model, bits)
+    if STORAGE.get(storage) is not None:
+        store_linears(model, STORAGE[storage])
     model.checked = checked
+    model.fused = FusedDecode.build(model)
     return Pipeline(model, checkpoint.tokenizer, checkpoint.source, checkpoint.metadata | {"storage": storage})

@@ -1,7 +1,7 @@
-"""Weight-only quantized storage for the linear layers: int8 (blocks of 32, one fp32 scale each) and
-4-bit (blocks of 32, a scale and a minimum each, like the default GGUF's own Q4_1). Decode steps run native
-kernels on the packed weights (`kernels/`); prefill, and machines without those kernels, dequantize each
-weight on the fly and multiply in the model's dtype."""
+"""Storage of the linear layers' weights: 16-bit floats (bf16, fp16) or integer blocks (int8: blocks of 32,
+a scale and a minimum each; q4: the same with 4 bits, like the default GGUF's own Q4_1). Only the weights
+change: activations, norms, attention and the residual stream stay float32. Decode steps run native kernels
+on the stored weights (`kernels/`); prefill, and machines without those kernels, use PyTorch."""
 
 from __future__ import annotations
 
@@ -88,14 +88,38 @@ def quantize_blocks(w: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Ten
     return q.to(torch.uint8), scale.float(), minimum.float()
 
 
-def quantize_linears(model: nn.Module, bits: int) -> nn.Module:
-    """Replace every block's linear layers by `bits`-bit storage, and the unembedding by 8-bit storage (as the
-    default GGUF keeps its output table in Q8_0: 4 bits there costs far more accuracy than anywhere else).
-    The embedding table stays as it is: a lookup reads one row per token (a tied table keeps its float copy)."""
+class HalfLinear(nn.Module):
+    """y = x Wᵀ + b with W stored as bf16 or fp16 and x, y float32. bf16 multiplies in bf16 (float32
+    accumulation; the CPU's bf16 dot-product instructions): prefill at twice the float32 rate. fp16, which
+    CPUs cannot multiply natively, widens the weight to float32 for each call (on a GPU it multiplies in fp16)."""
+
+    def __init__(self, linear: nn.Linear, dtype: torch.dtype):
+        super().__init__()
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.weight = nn.Parameter(linear.weight.detach().to(dtype), requires_grad=False)
+        self.bias = linear.bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.weight.dtype == torch.bfloat16 or x.device.type != "cpu":
+            y = F.linear(x.to(self.weight.dtype), self.weight).to(x.dtype)
+            return y if self.bias is None else y + self.bias
+        return F.linear(x, self.weight.to(x.dtype), self.bias)
+
+
+def store_linears(model: nn.Module, storage: torch.dtype | int) -> nn.Module:
+    """Store every linear layer's weight as `storage`: a 16-bit float dtype, or 8 or 4 bits. The unembedding
+    gets 16 bits in the 16-bit modes and 8 bits in both integer ones (as the default GGUF keeps its output
+    table in Q8_0: 4 bits there costs far more accuracy than anywhere else). The embedding table stays float32:
+    a lookup reads one row per token (the unembedding, if tied to it, gets its own copy)."""
+    def stored(linear: nn.Linear, head: bool = False) -> nn.Module:
+        if isinstance(storage, torch.dtype):
+            return HalfLinear(linear, storage)
+        return QuantizedLinear(linear, 8 if head else storage)
+
     for block in model.blocks:
         for parent in (block.attn, block.ffn):
             for name, child in list(parent.named_children()):
                 if isinstance(child, nn.Linear):
-                    setattr(parent, name, QuantizedLinear(child, bits))
-    model.lm_head = QuantizedLinear(model.lm_head, 8)
+                    setattr(parent, name, stored(child))
+    model.lm_head = stored(model.lm_head, head=True)
     return model

@@ -1,7 +1,10 @@
 """Native kernels, compiled on first use with the machine's C compiler and loaded with ctypes.
 
-The 8-bit and 4-bit weight matrix-vector products behind int8 and q4 decode (`quant_gemv.c`). Where no
-compiler or no AVX-512 (F and BW) is present, `available()` is False and callers use the plain PyTorch path."""
+The 8-bit and 4-bit weight matrix-vector products behind int8 and q4 decode (`gemv.h`, `quant_gemv.c`), and
+a whole Llama decode step in one call (`decode_step.c`, driven by `forwardpass.fused_decode`), and a read
+of memory in concurrent streams (`stream_read.c`, the bandwidth roof of `forwardpass.machine`). Where no
+compiler or no AVX-512 (F, BW, VL, VNNI) is present, `available()` is False and callers use the PyTorch path.
+FORWARDPASS_NO_KERNELS=1 turns them off."""
 
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ from pathlib import Path
 
 import torch
 
-SOURCE = Path(__file__).parent / "quant_gemv.c"
+SOURCES = [Path(__file__).parent / n for n in ("quant_gemv.c", "decode_step.c", "stream_read.c")]
+HEADERS = [Path(__file__).parent / "gemv.h"]
 
 
 def _cache_dir() -> Path:
@@ -26,15 +30,15 @@ def _build() -> ctypes.CDLL | None:
     if os.environ.get("FORWARDPASS_NO_KERNELS") or not shutil.which("cc"):
         return None
     cpu = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    if "avx512f" not in cpu or "avx512bw" not in cpu:
+    if any(flag not in cpu for flag in ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")):
         return None
-    code = SOURCE.read_bytes()
-    target = _cache_dir() / f"quant_gemv-{hashlib.sha256(code).hexdigest()[:16]}.so"
+    code = b"".join(p.read_bytes() for p in SOURCES + HEADERS)
+    target = _cache_dir() / f"kernels-{hashlib.sha256(code).hexdigest()[:16]}.so"
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(f".{os.getpid()}.tmp")
         flags = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c11"]
-        r = subprocess.run(["cc", *flags, str(SOURCE), "-o", str(tmp)], capture_output=True, text=True)
+        r = subprocess.run(["cc", *flags, *map(str, SOURCES), "-o", str(tmp)], capture_output=True, text=True)
         if r.returncode:
             return None
         tmp.replace(target)
@@ -43,6 +47,10 @@ def _build() -> ctypes.CDLL | None:
     lib.q8_gemv.restype = lib.q4_gemv.restype = None
     lib.q8_gemv.argtypes = [p, i, i, p, p, p, i, p]
     lib.q4_gemv.argtypes = [p, i, i, p, p, p, i, p]
+    lib.decode_step.restype = ctypes.c_int
+    lib.decode_step.argtypes = [p, i, i, i, p]
+    lib.stream_read.restype = ctypes.c_float
+    lib.stream_read.argtypes = [p, ctypes.c_size_t]
     return lib
 
 
@@ -54,6 +62,11 @@ def available() -> bool:
     if _LIB is False:
         _LIB = _build()
     return _LIB is not None
+
+
+def library() -> ctypes.CDLL:
+    """The loaded kernels; call only where available()."""
+    return _LIB
 
 
 def q8_gemv(x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor) -> torch.Tensor:
@@ -73,3 +86,10 @@ def q4_gemv(x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor, minimum: torc
     y = torch.empty(M, q.shape[0], dtype=torch.float32)
     _LIB.q4_gemv(x.data_ptr(), M, K, q.data_ptr(), scale.data_ptr(), minimum.data_ptr(), q.shape[0], y.data_ptr())
     return y
+
+
+def stream_read(x: torch.Tensor) -> float:
+    """Sum of a float32 CPU tensor, read in 4 concurrent streams per thread (machine.memory_bandwidth)."""
+    x = x.contiguous().view(-1)
+    usable = x.numel() - x.numel() % (64 * 64)  # whole 16-float vectors for every stream of every thread
+    return _LIB.stream_read(x.data_ptr(), usable)

@@ -1,0 +1,127 @@
+"""The fused decode step: one native call runs a whole Llama-family decode step for one sequence.
+
+A decode step of a small model is ~20 framework ops per layer, each doing microseconds of work; their
+dispatch costs as much as reading the weights. `kernels/decode_step.c` does the same arithmetic as the
+blocks in one call: RMSNorm, Q/K/V, RoPE, the cache append, grouped-query attention, the output projection,
+SwiGLU, the residual adds, the final norm and the unembedding. It reads the model's own tensors (float32,
+or int8/q4 blocks) and writes into the model's own KVCache, so prefill (PyTorch) and decode (fused) share
+one cache. It applies to batch-1 decode on CPU in float32 arithmetic; everything else takes the PyTorch path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import torch
+from torch import nn
+
+from . import kernels
+from .errors import InvariantError
+from .kv_cache import KVCache
+from .quant import HalfLinear, QuantizedLinear
+
+_p, _i = ctypes.c_void_p, ctypes.c_int
+_FLOAT_KINDS = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # gemv.h's F32, F16, BF16
+
+
+class _Linear(ctypes.Structure):
+    _fields_ = [("kind", _i), ("N", _i), ("K", _i), ("w", _p), ("scale", _p), ("minimum", _p), ("bias", _p)]
+
+
+class _Layer(ctypes.Structure):
+    _fields_ = [("attn_norm", _p), ("ffn_norm", _p), ("qkv", _Linear), ("out", _Linear), ("gate_up", _Linear),
+                ("down", _Linear)]
+
+
+class _Model(ctypes.Structure):
+    _fields_ = [(name, _i) for name in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "hidden",
+                                        "vocab_size", "context_length", "capacity")] + [
+        ("norm_eps", ctypes.c_float), ("embeddings", _p), ("layers", ctypes.POINTER(_Layer)), ("norm_f", _p),
+        ("lm_head", _Linear), ("cos", _p), ("sin", _p), ("k_cache", _p), ("v_cache", _p)]
+
+
+def _ptr(t: torch.Tensor | None) -> int | None:
+    return None if t is None else t.data_ptr()
+
+
+def _linear(layer: nn.Module) -> _Linear | None:
+    """A linear layer as the kernel reads it, or None for a storage it does not read."""
+    bias = layer.bias.detach() if layer.bias is not None else None
+    if bias is not None and (bias.dtype != torch.float32 or not bias.is_contiguous()):
+        return None
+    if isinstance(layer, QuantizedLinear):
+        if layer.dtype != torch.float32:
+            return None
+        return _Linear(layer.bits, layer.out_features, layer.in_features, _ptr(layer.q), _ptr(layer.scale),
+                       _ptr(layer.minimum), _ptr(bias))
+    float_weight = isinstance(layer, (nn.Linear, HalfLinear)) and layer.weight.is_contiguous()
+    if float_weight and layer.weight.dtype in _FLOAT_KINDS:
+        n, k = layer.weight.shape
+        return _Linear(_FLOAT_KINDS[layer.weight.dtype], n, k, _ptr(layer.weight), None, None, _ptr(bias))
+    return None
+
+
+class FusedDecode:
+    """The native decode step bound to one model's tensors. `build` returns None where it cannot apply."""
+
+    def __init__(self, model: nn.Module, layers: list[_Layer], lm_head: _Linear):
+        c = model.config
+        self.model = model
+        self.layers = (_Layer * len(layers))(*layers)
+        self.spec = _Model(c.n_layers, c.d_model, c.n_heads, c.kv_heads, c.head_dim, c.hidden, c.vocab_size,
+                           c.context_length, 0,
+                           model.blocks[0].attn_norm.eps or torch.finfo(torch.float32).eps,
+                           _ptr(model.tok_embeddings.weight), self.layers, _ptr(model.norm_f.weight), lm_head,
+                           _ptr(model.rope.cos), _ptr(model.rope.sin), None, None)
+        self.fingerprint = self._fingerprint()
+
+    @classmethod
+    def build(cls, model: nn.Module) -> FusedDecode | None:
+        c = model.config
+        if not (kernels.available() and model.device.type == "cpu" and model.dtype == torch.float32
+                and c.norm == "rmsnorm" and c.norm_position == "pre" and c.positions == "rope" and c.ffn == "swiglu"):
+            return None
+        layers = []
+        for block in model.blocks:
+            linears = [_linear(m) for m in (block.attn.qkv, block.attn.out, block.ffn.gate_up, block.ffn.down)]
+            norms = (block.attn_norm.weight, block.ffn_norm.weight)
+            if None in linears or any(w is None or w.dtype != torch.float32 for w in norms):
+                return None
+            layers.append(_Layer(_ptr(norms[0]), _ptr(norms[1]), *linears))
+        lm_head = _linear(model.lm_head)
+        if lm_head is None or model.norm_f.weight is None:
+            return None
+        return cls(model, layers, lm_head)
+
+    def _fingerprint(self) -> tuple:
+        """Where the model's tensors live: if any is replaced (a reload, a dtype or device move), this changes."""
+        m = self.model
+        first, last = m.blocks[0], m.blocks[-1]
+        return tuple(t.data_ptr() for t in (m.tok_embeddings.weight, first.attn_norm.weight, last.ffn_norm.weight,
+                                            m.norm_f.weight, m.rope.cos)) + tuple(
+            id(layer) for layer in (first.attn.qkv, last.ffn.down, m.lm_head))
+
+    def applies(self, x: torch.Tensor, cache: KVCache) -> bool:
+        """One token of one sequence, a plain float32 KVCache on the CPU (not a subclass: the deliberately
+        broken caches of bugs.py must run their own bookkeeping), a position inside the RoPE table, no checked
+        mode, the model as it was bound."""
+        m = self.model
+        return (type(cache) is KVCache and x.shape == (1, 1) and x.device.type == "cpu" and cache.batch == 1
+                and cache.next_position(0) < m.config.context_length
+                and cache.k.dtype == torch.float32 and cache.k.device.type == "cpu"
+                and not m.checked and all(block.residual == "add" for block in m.blocks)
+                and self._fingerprint() == self.fingerprint)
+
+    def __call__(self, x: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """Logits (1, 1, vocab_size) for token x (1, 1), its K and V appended to `cache`."""
+        position = int(cache.begin([1], 1)[0, 0])  # checks capacity first (or slides, by the cache's policy)
+        slot = cache.lengths[0]
+        spec = _Model.from_buffer_copy(self.spec)  # this call's own: threads may decode other caches at once
+        spec.capacity, spec.k_cache, spec.v_cache = cache.capacity, cache.k.data_ptr(), cache.v.data_ptr()
+        logits = torch.empty(1, 1, spec.vocab_size)
+        if kernels.library().decode_step(ctypes.byref(spec), int(x[0, 0]), position, slot, logits.data_ptr()):
+            cache._pending = None
+            raise InvariantError(f"decode step refused: token {int(x[0, 0])}, position {position}, slot {slot} "
+                                 f"of {cache.capacity}")
+        cache.commit()
+        return logits

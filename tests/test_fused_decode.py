@@ -1,0 +1,199 @@
+"""The fused native decode step against the PyTorch blocks it replaces: same logits, same cache, same
+bookkeeping, and the PyTorch path wherever it does not apply."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import forwardpass
+from forwardpass import KVCache, Transformer, kernels
+from forwardpass.bugs import NaiveRingCache, StuckPositionCache
+from forwardpass.config import ModelConfig
+from forwardpass.errors import ContextLengthError
+from forwardpass.fused_decode import FusedDecode
+from forwardpass.generate import generate
+from forwardpass.quant import HalfLinear, store_linears
+from forwardpass.sampling import SamplingParams
+
+pytestmark = pytest.mark.skipif(not kernels.available(), reason="no C compiler or no AVX-512 VNNI here")
+
+
+def steps(model, ids: list[int], decode: list[int], capacity: int = 64, policy: str = "error", fused: bool = True):
+    """Prefill `ids`, then decode `decode` one token at a time: (logits of each step, the cache)."""
+    saved = model.fused
+    model.fused = saved if fused else None
+    try:
+        with torch.inference_mode():
+            cache = model.new_cache(1, capacity, policy=policy)
+            model(torch.tensor([ids]), cache)
+            logits = torch.cat([model(torch.tensor([[t]]), cache)[0][0] for t in decode])
+        return logits, cache
+    finally:
+        model.fused = saved
+
+
+def widened(model: Transformer) -> Transformer:
+    """The same weights as float32 nn.Linear layers: the PyTorch path with the fused step's arithmetic."""
+    def plain(layer: HalfLinear) -> torch.nn.Linear:
+        linear = torch.nn.Linear(layer.in_features, layer.out_features, bias=layer.bias is not None)
+        linear.weight.data, linear.bias = layer.weight.detach().float(), layer.bias
+        return linear
+    for block in model.blocks:
+        block.attn.qkv, block.attn.out = plain(block.attn.qkv), plain(block.attn.out)
+        block.ffn.gate_up, block.ffn.down = plain(block.ffn.gate_up), plain(block.ffn.down)
+    model.lm_head, model.fused = plain(model.lm_head), None
+    return model
+
+
+# The integer modes' kernels quantize activations to 15 bits per block of 32, in both paths. bf16's PyTorch
+# path rounds activations to bf16 too; the fused step keeps them float32, so it meets a widened copy exactly
+# (every token through the fused step then, the first one too: a one-token prompt takes it).
+@pytest.mark.parametrize("storage,tol", [("fp32", 1e-4), ("fp16", 1e-4), ("bf16", 1e-4), ("int8", 0.05), ("q4", 0.05)])
+def test_fused_step_equals_the_blocks_on_the_real_model(smollm, storage, tol):
+    fp = smollm if storage == "fp32" else forwardpass.load(storage=storage)
+    assert fp.model.fused is not None
+    ids = smollm.encode("The capital of France is Paris. The capital of Germany is")
+    prompt = 1 if storage == "bf16" else len(ids) - 4
+    got, cache = steps(fp.model, ids[:prompt], ids[prompt:])
+    plain = widened(forwardpass.load(storage=storage).model) if storage == "bf16" else fp.model
+    want, reference = steps(plain, ids[:prompt], ids[prompt:], fused=False)
+    assert got.shape == want.shape == (len(ids) - prompt, 49152)
+    assert (got - want).abs().max().item() < tol
+    assert torch.equal(got.argmax(-1), want.argmax(-1))
+    assert cache.lengths == reference.lengths == [len(ids)]
+    n = len(ids)
+    for held, ref in ((cache.k, reference.k), (cache.v, reference.v)):
+        assert (held[:, :, :, :n] - ref[:, :, :, :n]).abs().max().item() < tol / 10 + 1e-5
+
+
+def test_greedy_generation_is_unchanged_in_fp32(smollm):
+    ids = smollm.encode("Three facts about the moon:")
+    params = SamplingParams(temperature=0, max_tokens=16, logprobs=2)
+    fused = generate(smollm, ids, params)
+    saved, smollm.model.fused = smollm.model.fused, None
+    try:
+        plain = generate(smollm, ids, params)
+    finally:
+        smollm.model.fused = saved
+    for i, (a, b) in enumerate(zip(fused.token_ids, plain.token_ids, strict=True)):
+        if a != b:  # a different token only at a near-tie of the reference
+            top = plain.logprobs[i].top
+            assert abs(top[0][1] - top[1][1]) < 1e-3
+            break
+
+
+def tiny_llama(bias: bool) -> Transformer:
+    """Random Llama-family weights whose widths leave a lone block of 32 at the end of every row (96, 160)."""
+    torch.manual_seed(3)
+    config = ModelConfig("tiny", vocab_size=300, context_length=48, d_model=96, n_layers=2, n_heads=3, n_kv_heads=1,
+                         ffn_hidden=160, norm="rmsnorm", positions="rope", ffn="swiglu", bias=bias,
+                         tied_embeddings=not bias)
+    model = Transformer(config).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn_like(p) * 0.3)
+    return model
+
+
+@pytest.mark.parametrize("storage", [None, torch.float16, torch.bfloat16, 8, 4])
+@pytest.mark.parametrize("bias", [False, True])
+def test_fused_step_on_odd_widths_and_biases(storage, bias):
+    model = tiny_llama(bias)
+    if storage is not None:
+        store_linears(model, storage)
+    model.fused = FusedDecode.build(model)
+    assert model.fused is not None
+    got, cache = steps(model, [1], [2, 3, 4, 5, 299, 0], capacity=16)  # every token through the fused step
+    plain = widened(model) if storage == torch.bfloat16 else model
+    want, _ = steps(plain, [1], [2, 3, 4, 5, 299, 0], capacity=16, fused=False)
+    tol = 1e-3 * want.abs().max().item()
+    assert (got - want).abs().max().item() < tol
+    assert cache.lengths == [7]
+
+
+def test_sliding_cache_keeps_positions_past_its_capacity():
+    """Slot and position part ways once the oldest pairs slide out; the fused step follows both."""
+    model = tiny_llama(False)
+    model.fused = FusedDecode.build(model)
+    decode = list(range(10, 30))
+    got, cache = steps(model, [1, 2, 3], decode, capacity=8, policy="sliding")
+    want, reference = steps(model, [1, 2, 3], decode, capacity=8, policy="sliding", fused=False)
+    assert (got - want).abs().max().item() < 1e-3 * want.abs().max().item()
+    assert cache.start == reference.start == [15] and cache.lengths == [8]
+
+
+def test_full_cache_raises_before_anything_is_written(smollm):
+    model = smollm.model
+    with torch.inference_mode():
+        cache = model.new_cache(1, 4)
+        model(torch.tensor([[1, 2, 3, 4]]), cache)
+        held = cache.k.clone()
+        with pytest.raises(ContextLengthError, match="room for 4"):
+            model(torch.tensor([[5]]), cache)
+    assert cache.lengths == [4] and torch.equal(cache.k, held)
+
+
+def test_the_blocks_run_where_the_fused_step_does_not_apply(smollm):
+    model, fused = smollm.model, smollm.model.fused
+    ids = torch.tensor([[1, 2]])
+    with torch.inference_mode():
+        cache = model.new_cache(1, 8)
+        model(ids, cache)
+        assert fused.applies(torch.tensor([[3]]), cache)
+        assert not fused.applies(torch.tensor([[3, 4]]), cache)  # more than one token
+        assert not fused.applies(torch.tensor([[3], [4]]), model.new_cache(2, 8))  # more than one sequence
+        assert not fused.applies(torch.tensor([[3]]), KVCache(model.config, 1, 8, torch.float64))  # not float32
+        model.checked = True
+        try:
+            assert not fused.applies(torch.tensor([[3]]), cache)  # checked mode proves the PyTorch path's writes
+        finally:
+            model.checked = False
+        model.blocks[3].residual = "replace"
+        try:
+            assert not fused.applies(torch.tensor([[3]]), cache)  # the W-residual counterfactual
+        finally:
+            model.blocks[3].residual = "add"
+        assert fused.applies(torch.tensor([[3]]), cache)
+
+
+def test_replacing_a_weight_unbinds_the_fused_step():
+    fp = forwardpass.load(storage="q4")
+    cache = fp.model.new_cache(1, 8)
+    assert fp.model.fused.applies(torch.tensor([[3]]), cache)
+    fp.model.blocks[0].attn.qkv = torch.nn.Linear(576, 960, bias=False)
+    assert not fp.model.fused.applies(torch.tensor([[3]]), cache)
+
+
+def test_no_kernels_means_the_pytorch_path():
+    code = ("import forwardpass; fp = forwardpass.load(storage='int8');"
+            "print(fp.model.fused is None, fp.model.lm_head.fast)")
+    env = os.environ | {"FORWARDPASS_NO_KERNELS": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split() == ["True", "False"]
+
+
+def test_broken_caches_keep_their_own_bookkeeping(smollm):
+    """The deliberate bugs of bugs.py subclass KVCache; the fused step leaves them to the blocks."""
+    model = smollm.model
+    for broken in (NaiveRingCache(model.config, 1, 4), StuckPositionCache(model.config, 1, 8)):
+        assert not model.fused.applies(torch.tensor([[3]]), broken)
+
+
+def test_the_kernel_refuses_slots_outside_the_cache(smollm):
+    import ctypes
+
+    from forwardpass.fused_decode import _Model
+    spec = _Model.from_buffer_copy(smollm.model.fused.spec)
+    cache = smollm.model.new_cache(1, 4)
+    spec.capacity, spec.k_cache, spec.v_cache = 4, cache.k.data_ptr(), cache.v.data_ptr()
+    logits = torch.zeros(49152)
+    run = kernels.library().decode_step
+    for token, position, slot in ((3, 4, 4), (3, 0, -1), (49152, 0, 0), (-1, 0, 0), (3, 8192, 0)):
+        assert run(ctypes.byref(spec), token, position, slot, logits.data_ptr()) == -1
+    assert not logits.any()
+    assert run(ctypes.byref(spec), 3, 0, 0, logits.data_ptr()) == 0 and logits.any()
