@@ -14,7 +14,7 @@ import forwardpass
 from forwardpass import KVCache, Transformer, kernels
 from forwardpass.bugs import NaiveRingCache, StuckPositionCache
 from forwardpass.config import ModelConfig
-from forwardpass.errors import ContextLengthError
+from forwardpass.errors import ContextLengthError, TokenIdError
 from forwardpass.fused_decode import FusedDecode
 from forwardpass.generate import generate
 from forwardpass.quant import HalfLinear, store_linears
@@ -197,3 +197,11 @@ def test_the_kernel_refuses_slots_outside_the_cache(smollm):
         assert run(ctypes.byref(spec), token, position, slot, logits.data_ptr()) == -1
     assert not logits.any()
     assert run(ctypes.byref(spec), 3, 0, 0, logits.data_ptr()) == 0 and logits.any()
+
+
+def test_a_token_outside_the_vocabulary_is_refused_before_the_cache_moves(smollm):
+    cache = smollm.model.new_cache(1, 8)
+    for bad in (49152, -1):
+        with pytest.raises(TokenIdError, match=f"token id {bad} is outside the vocabulary"):
+            smollm.model(torch.tensor([[bad]]), cache)
+    assert cache.lengths == [0]

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from . import kernels
-from .errors import InvariantError
+from .errors import InvariantError, TokenIdError
 from .kv_cache import KVCache
 from .quant import HalfLinear, QuantizedLinear
 
@@ -78,8 +78,9 @@ class FusedDecode:
     @classmethod
     def build(cls, model: nn.Module) -> FusedDecode | None:
         c = model.config
-        if not (kernels.available() and model.device.type == "cpu" and model.dtype == torch.float32
-                and c.norm == "rmsnorm" and c.norm_position == "pre" and c.positions == "rope" and c.ffn == "swiglu"):
+        llama = c.norm == "rmsnorm" and c.norm_position == "pre" and c.positions == "rope" and c.ffn == "swiglu"
+        if not (kernels.available() and model.device.type == "cpu" and model.dtype == torch.float32 and llama
+                and c.head_dim % 16 == 0 and c.head_dim <= 256):  # attention keeps a head in registers
             return None
         layers = []
         for block in model.blocks:
@@ -114,14 +115,17 @@ class FusedDecode:
 
     def __call__(self, x: torch.Tensor, cache: KVCache) -> torch.Tensor:
         """Logits (1, 1, vocab_size) for token x (1, 1), its K and V appended to `cache`."""
+        token = int(x[0, 0])
+        if not 0 <= token < self.spec.vocab_size:
+            raise TokenIdError(f"token id {token} is outside the vocabulary [0, {self.spec.vocab_size})")
         position = int(cache.begin([1], 1)[0, 0])  # checks capacity first (or slides, by the cache's policy)
         slot = cache.lengths[0]
         spec = _Model.from_buffer_copy(self.spec)  # this call's own: threads may decode other caches at once
         spec.capacity, spec.k_cache, spec.v_cache = cache.capacity, cache.k.data_ptr(), cache.v.data_ptr()
         logits = torch.empty(1, 1, spec.vocab_size)
-        if kernels.library().decode_step(ctypes.byref(spec), int(x[0, 0]), position, slot, logits.data_ptr()):
+        if kernels.library().decode_step(ctypes.byref(spec), token, position, slot, logits.data_ptr()):
             cache._pending = None
-            raise InvariantError(f"decode step refused: token {int(x[0, 0])}, position {position}, slot {slot} "
+            raise InvariantError(f"decode step refused: token {token}, position {position}, slot {slot} "
                                  f"of {cache.capacity}")
         cache.commit()
         return logits

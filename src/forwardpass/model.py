@@ -242,6 +242,8 @@ class Transformer(nn.Module):
         batch, T = x.shape
         if T == 0:
             raise TokenIdError("x holds no tokens: a forward pass needs at least one")
+        if self.fused is not None and cache is not None and self.fused.applies(x, cache):
+            return self.fused(x, cache), cache  # the same step in one native call (it checks the token itself)
         if int(x.min()) < 0 or int(x.max()) >= self.config.vocab_size:
             bad = x[(x < 0) | (x >= self.config.vocab_size)][0].item()
             raise TokenIdError(f"token id {bad} is outside the vocabulary [0, {self.config.vocab_size})")
@@ -249,8 +251,6 @@ class Transformer(nn.Module):
         longest = max(cache.next_position(b) for b in range(cache.batch)) + T
         if longest > self.config.context_length and cache.policy == "error":
             raise ContextLengthError(f"{longest} tokens exceed the model's context length {self.config.context_length}")
-        if self.fused is not None and self.fused.applies(x, cache):
-            return self.fused(x, cache), cache  # the same step in one native call
         expected = [cache.next_position(b) for b in range(cache.batch)]
         n_tokens = n_tokens or [T] * batch
         positions = cache.begin(n_tokens, T)  # (batch, T): each row from its own length

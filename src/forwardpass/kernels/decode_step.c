@@ -2,9 +2,10 @@
 // one sequence, in one call: the token's embedding row in, logits out, its K and V appended to the cache.
 // The same arithmetic as the PyTorch blocks, without ~20 framework ops per layer and their dispatch.
 //
-// Threads: one OpenMP team for the whole step. Matrix-vector products split their rows across it and
-// attention its heads; the small per-token work between them (norms, quantizing a row, RoPE) runs on one
-// thread while the rest wait at the barrier.
+// Threads: one OpenMP team for the whole step, five barriers per layer. Matrix-vector products split their
+// rows across it and attention its heads; RoPE and the cache append run on one thread.
+#include <omp.h>
+
 #include "gemv.h"
 
 typedef struct {
@@ -44,29 +45,72 @@ static void rope(float *x, const float *cos, const float *sin, int head_dim) {
     }
 }
 
-// one query head against the `len` cached positions of its K/V head: softmax(q kᵀ / √head_dim) v
+// e^x for x ≤ 0 (softmax scores less their maximum), 16 at a time: 2^n × a degree-6 polynomial in the rest
+static inline __m512 exp_ps(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.f));  // below this e^x is 0 in float32
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // x - n ln 2, in two parts for precision
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.f)));
+    return _mm512_scalef_ps(p, n);
+}
+
+// one query head against the `len` cached positions of its K/V head: softmax(q kᵀ / √head_dim) v.
+// head_dim is a multiple of 16, at most 256: q and each output slice stay in registers.
 static void attend(const float *q, const float *k, const float *v, int len, int head_dim, float *scores, float *out) {
-    const float scale = 1.f / sqrtf((float)head_dim);
+    const int nv = head_dim / 16;
+    __m512 qs[16];
+    for (int c = 0; c < nv; c++) qs[c] = _mm512_mul_ps(_mm512_loadu_ps(q + 16 * c), _mm512_set1_ps(1.f / sqrtf((float)head_dim)));
     float top = -INFINITY;
     for (int j = 0; j < len; j++) {
         const float *kj = k + (size_t)j * head_dim;
-        float s = 0.f;
-        #pragma omp simd reduction(+ : s)
-        for (int d = 0; d < head_dim; d++) s += q[d] * kj[d];
-        scores[j] = s * scale;
-        top = fmaxf(top, scores[j]);
+        __m512 acc = _mm512_mul_ps(qs[0], _mm512_loadu_ps(kj));
+        for (int c = 1; c < nv; c++) acc = _mm512_fmadd_ps(qs[c], _mm512_loadu_ps(kj + 16 * c), acc);
+        scores[j] = _mm512_reduce_add_ps(acc);
+        top = scores[j] > top ? scores[j] : top;
     }
-    float total = 0.f;
-    for (int j = 0; j < len; j++) total += scores[j] = expf(scores[j] - top);
-    for (int d = 0; d < head_dim; d++) out[d] = 0.f;
-    for (int j = 0; j < len; j++) {
-        const float w = scores[j] / total, *vj = v + (size_t)j * head_dim;
-        #pragma omp simd
-        for (int d = 0; d < head_dim; d++) out[d] += w * vj[d];
+    __m512 total = _mm512_setzero_ps();
+    for (int j = 0; j < len; j += 16) {
+        const __mmask16 m = len - j >= 16 ? 0xFFFF : (__mmask16)((1u << (len - j)) - 1);
+        const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + j), _mm512_set1_ps(top)));
+        _mm512_mask_storeu_ps(scores + j, m, e);
+        total = _mm512_add_ps(total, _mm512_maskz_mov_ps(m, e));
+    }
+    const __m512 inv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(total));
+    for (int c0 = 0; c0 < nv; c0 += 4) {  // 64 output values at a time, summed over every position
+        const int width = nv - c0 < 4 ? nv - c0 : 4;
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        for (int j = 0; j < len; j++) {
+            const __m512 w = _mm512_set1_ps(scores[j]);
+            const float *vj = v + (size_t)j * head_dim + 16 * c0;
+            for (int c = 0; c < width; c++) acc[c] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vj + 16 * c), acc[c]);
+        }
+        for (int c = 0; c < width; c++) _mm512_storeu_ps(out + 16 * (c0 + c), _mm512_mul_ps(acc[c], inv));
     }
 }
 
-static inline float silu(float g) { return g / (1.f + expf(-g)); }
+// h = silu(gate) × up, 16 at a time: gate / (1 + e^-gate)
+static void swiglu(const float *gate, const float *up, int n, float *h) {
+    for (int i = 0; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? 0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+        const __m512 e = exp_ps(_mm512_min_ps(_mm512_sub_ps(_mm512_setzero_ps(), g), _mm512_set1_ps(88.f)));
+        const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.f), e));
+        _mm512_mask_storeu_ps(h + i, m, _mm512_mul_ps(silu, _mm512_maskz_loadu_ps(m, up + i)));
+    }
+}
+
+// this thread's share [lo, hi) of n rows
+static void share(int n, int *lo, int *hi) {
+    const int t = omp_get_thread_num(), T = omp_get_num_threads();
+    *lo = (int)((long)n * t / T), *hi = (int)((long)n * (t + 1) / T);
+}
 
 // logits (vocab_size) for `token` at `position`; its K and V go to cache slot `slot`, after slots 0 … slot - 1.
 // Returns 0, or -1 (touching nothing) for a token, position or slot outside the model's tables or the cache.
@@ -75,62 +119,67 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
         slot >= m->capacity)
         return -1;
     const int d = m->d_model, hd = m->head_dim, H = m->n_heads, KV = m->n_kv_heads, group = H / KV;
-    const int len = slot + 1, qkv_n = (H + 2 * KV) * hd;
-    float *x = malloc(sizeof(float) * d), *xn = malloc(sizeof(float) * d);
-    float *qkv = malloc(sizeof(float) * qkv_n), *attn = malloc(sizeof(float) * H * hd);
-    float *h = malloc(sizeof(float) * m->hidden), *scores = malloc(sizeof(float) * H * len);
-    const int widest = m->hidden > H * hd ? (m->hidden > d ? m->hidden : d) : (H * hd > d ? H * hd : d);
-    Activation a = activation_alloc(widest);
+    const int len = slot + 1, qkv_n = (H + 2 * KV) * hd, F = m->hidden;
+    float *x = malloc(sizeof(float) * d), *qkv = malloc(sizeof(float) * qkv_n), *attn = malloc(sizeof(float) * H * hd);
+    float *gate_up = malloc(sizeof(float) * 2 * F), *scores = malloc(sizeof(float) * H * len);
+    const int widest = F > H * hd ? (F > d ? F : d) : (H * hd > d ? H * hd : d);
     memcpy(x, m->embeddings + (size_t)token * d, sizeof(float) * d);
     const float *cos = m->cos + (size_t)position * hd, *sin = m->sin + (size_t)position * hd;
 
     #pragma omp parallel
-    for (int l = 0; l < m->n_layers; l++) {
-        const Layer *L = m->layers + l;
-        float *kc = m->k_cache + (size_t)l * KV * m->capacity * hd, *vc = m->v_cache + (size_t)l * KV * m->capacity * hd;
-        // attention: x += out(attend(rope(q), cache + rope(k), cache + v)) over norm(x)
-        #pragma omp single
-        {
+    {
+        // Each thread prepares its own copy of a matrix-vector product's input (a norm, quantizing a row: a few
+        // microseconds), which saves a barrier per product; the products split rows, attention splits heads.
+        float *xn = malloc(sizeof(float) * widest);
+        Activation a = activation_alloc(widest);
+        for (int l = 0; l < m->n_layers; l++) {
+            const Layer *L = m->layers + l;
+            const size_t layer = (size_t)l * KV * m->capacity * hd;
+            float *kc = m->k_cache + layer, *vc = m->v_cache + layer;
+            int lo, hi;
+            // attention: x += out(attend(rope(q), cache + rope(k), cache + v)) over norm(x)
             rmsnorm(x, L->attn_norm, d, m->norm_eps, xn);
             quantize_row(xn, d, L->qkv.kind, &a);
-        }
-        #pragma omp for schedule(static)
-        for (int n = 0; n < qkv_n; n++) qkv[n] = row_dot(&L->qkv, &a, n);
-        #pragma omp single
-        {
-            for (int i = 0; i < H + KV; i++) rope(qkv + i * hd, cos, sin, hd);  // the query heads, then the key heads
-            for (int g = 0; g < KV; g++) {
-                memcpy(kc + ((size_t)g * m->capacity + slot) * hd, qkv + (H + g) * hd, sizeof(float) * hd);
-                memcpy(vc + ((size_t)g * m->capacity + slot) * hd, qkv + (H + KV + g) * hd, sizeof(float) * hd);
+            share(qkv_n, &lo, &hi);
+            gemv_rows(&L->qkv, &a, lo, hi, qkv, 0);
+            #pragma omp barrier
+            #pragma omp single
+            {
+                for (int i = 0; i < H + KV; i++) rope(qkv + i * hd, cos, sin, hd);  // query heads, then key heads
+                for (int g = 0; g < KV; g++) {
+                    memcpy(kc + ((size_t)g * m->capacity + slot) * hd, qkv + (H + g) * hd, sizeof(float) * hd);
+                    memcpy(vc + ((size_t)g * m->capacity + slot) * hd, qkv + (H + KV + g) * hd, sizeof(float) * hd);
+                }
             }
-        }
-        #pragma omp for schedule(static)
-        for (int i = 0; i < H; i++) {
-            const size_t head = (size_t)(i / group) * m->capacity * hd;
-            attend(qkv + i * hd, kc + head, vc + head, len, hd, scores + (size_t)i * len, attn + i * hd);
-        }
-        #pragma omp single
-        quantize_row(attn, H * hd, L->out.kind, &a);
-        #pragma omp for schedule(static)
-        for (int n = 0; n < d; n++) x[n] += row_dot(&L->out, &a, n);
-        // feed-forward: x += down(silu(gate) × up) over norm(x)
-        #pragma omp single
-        {
+            #pragma omp for schedule(static)
+            for (int i = 0; i < H; i++) {
+                const size_t head = (size_t)(i / group) * m->capacity * hd;
+                attend(qkv + i * hd, kc + head, vc + head, len, hd, scores + (size_t)i * len, attn + i * hd);
+            }
+            quantize_row(attn, H * hd, L->out.kind, &a);
+            share(d, &lo, &hi);
+            gemv_rows(&L->out, &a, lo, hi, x, 1);
+            #pragma omp barrier
+            // feed-forward: x += down(silu(gate) × up) over norm(x)
             rmsnorm(x, L->ffn_norm, d, m->norm_eps, xn);
             quantize_row(xn, d, L->gate_up.kind, &a);
+            share(2 * F, &lo, &hi);
+            gemv_rows(&L->gate_up, &a, lo, hi, gate_up, 0);
+            #pragma omp barrier
+            swiglu(gate_up, gate_up + F, F, xn);
+            quantize_row(xn, F, L->down.kind, &a);
+            share(d, &lo, &hi);
+            gemv_rows(&L->down, &a, lo, hi, x, 1);
+            #pragma omp barrier
         }
-        #pragma omp for schedule(static)
-        for (int n = 0; n < m->hidden; n++) h[n] = silu(row_dot(&L->gate_up, &a, n)) * row_dot(&L->gate_up, &a, m->hidden + n);
-        #pragma omp single
-        quantize_row(h, m->hidden, L->down.kind, &a);
-        #pragma omp for schedule(static)
-        for (int n = 0; n < d; n++) x[n] += row_dot(&L->down, &a, n);
+        rmsnorm(x, m->norm_f, d, m->norm_eps, xn);  // final norm, then unembedding
+        quantize_row(xn, d, m->lm_head.kind, &a);
+        int lo, hi;
+        share(m->vocab_size, &lo, &hi);
+        gemv_rows(&m->lm_head, &a, lo, hi, logits, 0);
+        activation_free(a);
+        free(xn);
     }
-    rmsnorm(x, m->norm_f, d, m->norm_eps, xn);  // final norm, then unembedding
-    quantize_row(xn, d, m->lm_head.kind, &a);
-    #pragma omp parallel for schedule(static)
-    for (int n = 0; n < m->vocab_size; n++) logits[n] = row_dot(&m->lm_head, &a, n);
-    activation_free(a);
-    free(x), free(xn), free(qkv), free(attn), free(h), free(scores);
+    free(x), free(qkv), free(attn), free(gate_up), free(scores);
     return 0;
 }

@@ -111,15 +111,6 @@ static inline __m512i load_pair(const uint8_t *row, int p, int bits, int whole) 
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
-static inline float hsum_blocks(const float *a, const float *b, int n) {  // Σ a[i] b[i], n small
-    __m512 acc = _mm512_setzero_ps();
-    for (int i = 0; i < n; i += 16) {
-        const __mmask16 m = n - i >= 16 ? 0xFFFF : (__mmask16)((1u << (n - i)) - 1);
-        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc);
-    }
-    return _mm512_reduce_add_ps(acc);
-}
-
 // 16 weights from element k of a float row (those `m` selects), as float32
 static inline __m512 load_floats(const void *w, size_t k, int kind, __mmask16 m) {
     if (kind == F32) return m == 0xFFFF ? _mm512_loadu_ps((const float *)w + k) : _mm512_maskz_loadu_ps(m, (const float *)w + k);
@@ -129,48 +120,67 @@ static inline __m512 load_floats(const void *w, size_t k, int kind, __mmask16 m)
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));  // bf16: the high half of a float
 }
 
-static inline __attribute__((always_inline)) float float_dot(const void *w, const float *x, int K, int kind) {
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    int k = 0;
-    for (; k + 32 <= K; k += 32) {
-        acc0 = _mm512_fmadd_ps(load_floats(w, k, kind, 0xFFFF), _mm512_loadu_ps(x + k), acc0);
-        acc1 = _mm512_fmadd_ps(load_floats(w, k + 16, kind, 0xFFFF), _mm512_loadu_ps(x + k + 16), acc1);
-    }
-    for (; k < K; k += 16) {
-        const __mmask16 m = K - k >= 16 ? 0xFFFF : (__mmask16)((1u << (K - k)) - 1);
-        acc0 = _mm512_fmadd_ps(load_floats(w, k, kind, m), _mm512_maskz_loadu_ps(m, x + k), acc0);
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-}
-
-static inline float float_row_dot(const void *w, const float *x, int K, int kind) {  // one loop per kind
-    return kind == F32 ? float_dot(w, x, K, F32) : kind == F16 ? float_dot(w, x, K, F16) : float_dot(w, x, K, BF16);
-}
-
-// y = row n of W · x (+ bias)
-static inline float row_dot(const Linear *L, const Activation *a, int n) {
+// Rows n0, n0 + stride, … (R of them, R ≤ 4) of W · x into y[0 … R-1], bias included. Several rows at once
+// share each activation load and keep several streams of weights in flight: one sequential stream per
+// core reads memory at about half the rate several do.
+static inline __attribute__((always_inline)) void rows_dot(const Linear *L, const Activation *a, int n0, int stride,
+                                                           int R, float *y) {
     const int K = L->K, kind = L->kind;
-    float y;
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     if (!quantized(kind)) {
-        const size_t row = (size_t)n * K * (kind == F32 ? 4 : 2);
-        y = float_row_dot((const uint8_t *)L->w + row, a->x, K, kind);
+        const size_t row = (size_t)K * (kind == F32 ? 4 : 2);
+        const uint8_t *w[4];
+        for (int r = 0; r < R; r++) w[r] = (const uint8_t *)L->w + (size_t)(n0 + r * stride) * row;
+        for (int k = 0; k < K; k += 16) {
+            const __mmask16 m = K - k >= 16 ? 0xFFFF : (__mmask16)((1u << (K - k)) - 1);
+            const __m512 x = _mm512_maskz_loadu_ps(m, a->x + k);
+            for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(load_floats(w[r], k, kind, m), x, acc[r]);
+        }
     } else {
         const int nb = K / BLOCK, full = nb / 2, bits = kind;
-        const uint8_t *w = (const uint8_t *)L->w + (size_t)n * K * bits / 8;
-        const float *ws = L->scale + (size_t)n * nb;
-        const __m512i lanes = lane_blocks(bits);
-        __m512 acc = _mm512_setzero_ps();
-        for (int p = 0; p < pairs_of(K); p++) {
-            const __m512i q = load_pair(w, p, bits, p < full);
-            __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, _mm512_load_si512((const void *)(a->hi + p * 64)));
-            dot = _mm512_dpbusd_epi32(_mm512_slli_epi32(dot, 7), q, _mm512_load_si512((const void *)(a->lo + p * 64)));
-            const __m128 two = p < full ? _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(ws + 2 * p))
-                                        : _mm_load_ss(ws + 2 * p);
-            const __m512 scale = _mm512_mul_ps(_mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(two)),
-                                               a->scale[p]);
-            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc);
+        const uint8_t *w[4];
+        const float *ws[4], *wm[4];
+        for (int r = 0; r < R; r++) {
+            const size_t n = (size_t)(n0 + r * stride);
+            w[r] = (const uint8_t *)L->w + n * K * bits / 8, ws[r] = L->scale + n * nb, wm[r] = L->minimum + n * nb;
         }
-        y = _mm512_reduce_add_ps(acc) + hsum_blocks(L->minimum + (size_t)n * nb, a->sum, nb);
+        const __m512i lanes = lane_blocks(bits);
+        for (int p = 0; p < pairs_of(K); p++) {
+            const __m512i hi = _mm512_load_si512((const void *)(a->hi + p * 64));
+            const __m512i lo = _mm512_load_si512((const void *)(a->lo + p * 64));
+            for (int r = 0; r < R; r++) {
+                const __m512i q = load_pair(w[r], p, bits, p < full);
+                __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, hi);
+                dot = _mm512_dpbusd_epi32(_mm512_slli_epi32(dot, 7), q, lo);
+                const __m128 two = p < full ? _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(ws[r] + 2 * p))
+                                            : _mm_load_ss(ws[r] + 2 * p);
+                const __m512 scale = _mm512_mul_ps(_mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(two)),
+                                                   a->scale[p]);
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[r]);
+            }
+        }
+        for (int b = 0; b < nb; b += 16) {  // the minimum term: Σ_b min_b × scale_x Σ X over the row's blocks
+            const __mmask16 m = nb - b >= 16 ? 0xFFFF : (__mmask16)((1u << (nb - b)) - 1);
+            const __m512 sums = _mm512_maskz_loadu_ps(m, a->sum + b);
+            for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, wm[r] + b), sums, acc[r]);
+        }
     }
-    return L->bias ? y + L->bias[n] : y;
+    for (int r = 0; r < R; r++) y[r] = _mm512_reduce_add_ps(acc[r]) + (L->bias ? L->bias[n0 + r * stride] : 0.f);
+}
+
+static inline float row_dot(const Linear *L, const Activation *a, int n) {
+    float y;
+    rows_dot(L, a, n, 0, 1, &y);
+    return y;
+}
+
+// y[n] = (row n of W) · x for rows [lo, hi), in four concurrent streams (accumulate: y[n] += instead)
+static void gemv_rows(const Linear *L, const Activation *a, int lo, int hi, float *y, int accumulate) {
+    const int quarter = (hi - lo) / 4;
+    for (int i = 0; i < quarter; i++) {
+        float r[4];
+        rows_dot(L, a, lo + i, quarter, 4, r);
+        for (int s = 0; s < 4; s++) y[lo + i + s * quarter] = (accumulate ? y[lo + i + s * quarter] : 0.f) + r[s];
+    }
+    for (int n = lo + 4 * quarter; n < hi; n++) y[n] = (accumulate ? y[n] : 0.f) + row_dot(L, a, n);
 }
