@@ -39,6 +39,7 @@ typedef struct {
     __m512 *scale;     // (pairs): each lane the scale of the block its int32 lane sums
     float *sum;        // (blocks): scale × Σ xq, for the minimum term
     const float *x;    // float weights read the row itself
+    float *unpacked;   // bf16 weights: the row reordered as bf16 pairs unpack (see bf16_order)
 } Activation;
 
 static inline int pairs_of(int K) { return (K / BLOCK + 1) / 2; }
@@ -51,7 +52,8 @@ static inline __m512i lane_blocks(int bits) {  // which of a pair's two blocks e
 static Activation activation_alloc(int K) {
     const int pairs = pairs_of(K);
     Activation a = {aligned_alloc(64, (size_t)pairs * 64), aligned_alloc(64, (size_t)pairs * 64),
-                    aligned_alloc(64, (size_t)pairs * 64), malloc(sizeof(float) * 2 * pairs), NULL};
+                    aligned_alloc(64, (size_t)pairs * 64), malloc(sizeof(float) * 2 * pairs), NULL,
+                    aligned_alloc(64, (size_t)pairs * 64 * sizeof(float))};
     return a;
 }
 
@@ -60,10 +62,18 @@ static void activation_free(Activation a) {
     free(a.lo);
     free(a.scale);
     free(a.sum);
+    free(a.unpacked);
 }
+
+// bf16 weights widen to float32 by placing each 16-bit value in the high half of a 32-bit lane: interleaving
+// 32 of them with zeros (two unpack instructions) yields them in the order [0-3, 8-11, 16-19, 24-27] then
+// [4-7, 12-15, 20-23, 28-31]. The activation row is put in the same order once, instead of every weight row.
+static inline int bf16_order(int i) { return (i / 32) * 32 + (i % 8 < 4 ? 0 : 16) + (i % 32) / 8 * 4 + i % 4; }
 
 static void quantize_row(const float *x, int K, int bits, Activation *a) {
     a->x = x;
+    if (bits == BF16)
+        for (int i = 0; i < K - K % 32; i++) a->unpacked[bf16_order(i)] = x[i];
     if (!quantized(bits)) return;
     const int nb = K / BLOCK, pairs = pairs_of(K);
     float scales[2 * pairs];
@@ -131,7 +141,18 @@ static inline __attribute__((always_inline)) void rows_dot(const Linear *L, cons
         const size_t row = (size_t)K * (kind == F32 ? 4 : 2);
         const uint8_t *w[4];
         for (int r = 0; r < R; r++) w[r] = (const uint8_t *)L->w + (size_t)(n0 + r * stride) * row;
-        for (int k = 0; k < K; k += 16) {
+        int k = 0;
+        if (kind == BF16)
+            for (; k + 32 <= K; k += 32) {
+                const __m512 x0 = _mm512_load_ps(a->unpacked + k), x1 = _mm512_load_ps(a->unpacked + k + 16);
+                for (int r = 0; r < R; r++) {
+                    const __m512i h = _mm512_loadu_si512((const void *)((const uint16_t *)w[r] + k));
+                    const __m512i zero = _mm512_setzero_si512();
+                    acc[r] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, h)), x0, acc[r]);
+                    acc[r] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, h)), x1, acc[r]);
+                }
+            }
+        for (; k < K; k += 16) {
             const __mmask16 m = K - k >= 16 ? 0xFFFF : (__mmask16)((1u << (K - k)) - 1);
             const __m512 x = _mm512_maskz_loadu_ps(m, a->x + k);
             for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(load_floats(w[r], k, kind, m), x, acc[r]);
