@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from forwardpass import kernels
-from forwardpass.quant import QuantizedLinear
+from forwardpass.quant import HalfLinear, QuantizedLinear
 
 pytestmark = pytest.mark.skipif(not kernels.available(), reason="no C compiler or no AVX-512 VNNI here")
 
@@ -64,3 +64,20 @@ def test_decode_steps_track_fp32_on_the_real_model(smollm, storage):
     quantized = generate(fp, ids, SamplingParams(temperature=0, max_tokens=8, logprobs=5))
     reference = generate(smollm, ids, SamplingParams(temperature=0, max_tokens=8))
     assert quantized.token_ids[:3] == reference.token_ids[:3]  # " Berlin." …
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("rows", [1, 5, 40])
+def test_half_linear_sums_in_float32_where_it_must(dtype, rows):
+    """Few rows: the native kernel, float32 sums of the stored weights. Many rows: bf16 multiplies in bf16
+    (a bf16-rounded result) unless `exact`, which (like fp16) widens the weight to float32."""
+    torch.manual_seed(rows)
+    linear = nn.Linear(96, 70)
+    x = torch.randn(rows, 96)
+    with torch.no_grad():
+        for exact in (False, True):
+            layer = HalfLinear(linear, dtype, exact=exact)
+            widened = nn.functional.linear(x, layer.weight.float(), linear.bias)
+            err = ((layer(x) - widened).abs().max() / widened.abs().max()).item()
+            rounded = rows > 16 and dtype == torch.bfloat16 and not exact
+            assert (1e-4 < err < 1e-2) if rounded else err < 1e-5

@@ -46,9 +46,8 @@ class QuantizedLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.numel() // self.in_features
         if rows <= DECODE_ROWS and self.fast:  # decode: stream the packed weights once, never dequantized
-            flat, n = x.reshape(rows, self.in_features), self.out_features
-            gemv = kernels.q8_gemv if self.bits == 8 else kernels.q4_gemv
-            y = gemv(flat, self.q.view(n, -1), self.scale.view(n, -1), self.minimum.view(n, -1))
+            n = self.out_features
+            y = kernels.gemv(x.reshape(rows, self.in_features), self.bits, self.q, n, self.scale, self.minimum)
             y = y.view(*x.shape[:-1], n)
             return y if self.bias is None else y + self.bias
         return F.linear(x, self.dequantize(), self.bias)  # prefill: compute-bound, dequantize once per call
@@ -89,31 +88,40 @@ def quantize_blocks(w: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Ten
 
 
 class HalfLinear(nn.Module):
-    """y = x Wᵀ + b with W stored as bf16 or fp16 and x, y float32. bf16 multiplies in bf16 (float32
-    accumulation; the CPU's bf16 dot-product instructions): prefill at twice the float32 rate. fp16, which
-    CPUs cannot multiply natively, widens the weight to float32 for each call (on a GPU it multiplies in fp16)."""
+    """y = x Wᵀ + b with W stored as bf16 or fp16 and x, y float32.
 
-    def __init__(self, linear: nn.Linear, dtype: torch.dtype):
+    A decode step's few rows run the native kernel (float32 activations and sums). Many rows in bf16 multiply
+    in bf16 (the CPU's bf16 dot-product instructions, float32 accumulation, a bf16-rounded result): prefill at
+    twice the float32 rate. `exact` (the unembedding: rounding logits to bf16 flips near-tied tokens) and
+    fp16 (which CPUs cannot multiply natively) widen the weight to float32 instead. On a GPU: the dtype's matmul."""
+
+    def __init__(self, linear: nn.Linear, dtype: torch.dtype, exact: bool = False):
         super().__init__()
-        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.in_features, self.out_features, self.exact = linear.in_features, linear.out_features, exact
         self.weight = nn.Parameter(linear.weight.detach().to(dtype), requires_grad=False)
         self.bias = linear.bias
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.weight.dtype == torch.bfloat16 or x.device.type != "cpu":
+        rows = x.numel() // self.in_features
+        if x.device.type == "cpu" and rows <= DECODE_ROWS and x.dtype == torch.float32 and kernels.available():
+            n = self.out_features
+            y = kernels.gemv(x.reshape(rows, self.in_features), self.weight.dtype, self.weight, n)
+            y = y.view(*x.shape[:-1], n)
+        elif x.device.type == "cpu" and (self.exact or self.weight.dtype == torch.float16):
+            return F.linear(x, self.weight.to(x.dtype), self.bias)
+        else:
             y = F.linear(x.to(self.weight.dtype), self.weight).to(x.dtype)
-            return y if self.bias is None else y + self.bias
-        return F.linear(x, self.weight.to(x.dtype), self.bias)
+        return y if self.bias is None else y + self.bias
 
 
 def store_linears(model: nn.Module, storage: torch.dtype | int) -> nn.Module:
     """Store every linear layer's weight as `storage`: a 16-bit float dtype, or 8 or 4 bits. The unembedding
-    gets 16 bits in the 16-bit modes and 8 bits in both integer ones (as the default GGUF keeps its output
-    table in Q8_0: 4 bits there costs far more accuracy than anywhere else). The embedding table stays float32:
+    gets 16 bits in the 16-bit modes, always summed in float32 (`exact`), and 8 bits in both integer ones (as
+    the default GGUF keeps its output table in Q8_0: 4 bits there costs far more accuracy than anywhere else). The embedding table stays float32:
     a lookup reads one row per token (the unembedding, if tied to it, gets its own copy)."""
     def stored(linear: nn.Linear, head: bool = False) -> nn.Module:
         if isinstance(storage, torch.dtype):
-            return HalfLinear(linear, storage)
+            return HalfLinear(linear, storage, exact=head)
         return QuantizedLinear(linear, 8 if head else storage)
 
     for block in model.blocks:

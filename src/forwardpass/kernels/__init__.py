@@ -1,6 +1,7 @@
 """Native kernels, compiled on first use with the machine's C compiler and loaded with ctypes.
 
-The 8-bit and 4-bit weight matrix-vector products behind int8 and q4 decode (`gemv.h`, `quant_gemv.c`), and
+Matrix-vector products over weights as they are stored — fp32, fp16, bf16, 8- and 4-bit blocks (`gemv.h`,
+`gemv.c`: a decode step's few rows at a time), and
 a whole Llama decode step in one call (`decode_step.c`, driven by `forwardpass.fused_decode`), and a read
 of memory in concurrent streams (`stream_read.c`, the bandwidth roof of `forwardpass.machine`). Where no
 compiler or no AVX-512 (F, BW, VL, VNNI) is present, `available()` is False and callers use the PyTorch path.
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-SOURCES = [Path(__file__).parent / n for n in ("quant_gemv.c", "decode_step.c", "stream_read.c")]
+SOURCES = [Path(__file__).parent / n for n in ("gemv.c", "decode_step.c", "stream_read.c")]
 HEADERS = [Path(__file__).parent / "gemv.h"]
 
 
@@ -44,9 +45,8 @@ def _build() -> ctypes.CDLL | None:
         tmp.replace(target)
     lib = ctypes.CDLL(str(target))
     p, i = ctypes.c_void_p, ctypes.c_int
-    lib.q8_gemv.restype = lib.q4_gemv.restype = None
-    lib.q8_gemv.argtypes = [p, i, i, p, p, p, i, p]
-    lib.q4_gemv.argtypes = [p, i, i, p, p, p, i, p]
+    lib.gemv.restype = None
+    lib.gemv.argtypes = [p, i, i, i, p, p, p, i, p]
     lib.decode_step.restype = ctypes.c_int
     lib.decode_step.argtypes = [p, i, i, i, p]
     lib.stream_read.restype = ctypes.c_float
@@ -69,22 +69,19 @@ def library() -> ctypes.CDLL:
     return _LIB
 
 
-def q8_gemv(x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor) -> torch.Tensor:
-    """x (M, K) float32 @ Wᵀ, W = minimum + scale × q with q (N, K) uint8, scale and minimum (N, K/32) float32.
-    Call only where available(); K must be a multiple of 32."""
-    M, K = x.shape
-    x = x.contiguous()
-    y = torch.empty(M, q.shape[0], dtype=torch.float32)
-    _LIB.q8_gemv(x.data_ptr(), M, K, q.data_ptr(), scale.data_ptr(), minimum.data_ptr(), q.shape[0], y.data_ptr())
-    return y
+KINDS = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, 4: 4, 8: 8}  # gemv.h: F32, F16, BF16, Q4, Q8
 
 
-def q4_gemv(x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor) -> torch.Tensor:
-    """x (M, K) float32 @ Wᵀ, W given as q (N, K/2) packed nibbles, scale and minimum (N, K/32) float32."""
+def gemv(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, n: int, scale: torch.Tensor | None = None,
+         minimum: torch.Tensor | None = None) -> torch.Tensor:
+    """x (M, K) float32 @ Wᵀ → (M, n) float32, W stored as `kind`: a float dtype (w (n, K)), or 8 or 4 bits
+    (w (n, K) bytes or (n, K/2) nibbles, scale and minimum (n, K/32) float32). Call only where available();
+    quantized K a multiple of 32. Every tensor contiguous and on the CPU."""
     M, K = x.shape
     x = x.contiguous()
-    y = torch.empty(M, q.shape[0], dtype=torch.float32)
-    _LIB.q4_gemv(x.data_ptr(), M, K, q.data_ptr(), scale.data_ptr(), minimum.data_ptr(), q.shape[0], y.data_ptr())
+    y = torch.empty(M, n, dtype=torch.float32)
+    scales = [None if t is None else t.data_ptr() for t in (scale, minimum)]
+    _LIB.gemv(x.data_ptr(), M, KINDS[kind], K, w.data_ptr(), *scales, n, y.data_ptr())
     return y
 
 

@@ -1,0 +1,17 @@
+// y = x Wᵀ for a few rows of x (a batch of decode steps), W in any stored kind (gemv.h): each weight row is
+// read once for every row of x.
+#include "gemv.h"
+
+void gemv(const float *x, int M, int kind, int K, const void *w, const float *w_scale, const float *w_min, int N,
+          float *y) {
+    const Linear L = {kind, N, K, w, w_scale, w_min, NULL};
+    Activation a[M];
+    for (int m = 0; m < M; m++) {
+        a[m] = activation_alloc(K);
+        quantize_row(x + (size_t)m * K, K, kind, &a[m]);
+    }
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++)
+        for (int m = 0; m < M; m++) y[(size_t)m * N + n] = row_dot(&L, &a[m], n);
+    for (int m = 0; m < M; m++) activation_free(a[m]);
+}
