@@ -6,7 +6,8 @@ on the same GGUF, the same prompts, the same machine.
 Each engine runs in its own process (so peak memory is its own): prefill tokens/s of a 128-token prompt,
 time to first token, decode tokens/s (batch 1, 128 new tokens), throughput of 16 sequences × 128 new
 tokens, peak resident memory — medians of --runs runs, and each as a ratio to forwardpass fp32. Then the
-decode roofline (bytes each mode reads per token over this machine's measured bandwidth) and each storage
+decode roofline (bytes each mode reads per token over this machine's read bandwidth, the better of samples
+taken just before and after each decode run: it drifts between about 33 and 63 GB/s here) and each storage
 mode's accuracy cost against fp32 over bench/text.txt (600 tokens): top-1 agreement and perplexity.
 llama.cpp comes from `llama-cpp-python` (see the README); without it that row is skipped with a message.
 """
@@ -62,6 +63,7 @@ def worker_forwardpass(storage: str, runs: int) -> dict:
     import forwardpass
     from forwardpass.engine import Engine, EngineConfig
     from forwardpass.generate import generate
+    from forwardpass.machine import memory_bandwidth
     from forwardpass.sampling import SamplingParams
 
     start = time.perf_counter()
@@ -70,15 +72,21 @@ def worker_forwardpass(storage: str, runs: int) -> dict:
     prompts = windows(fp.encode)
     params = SamplingParams(temperature=0, max_tokens=NEW, ignore_eos=True)
     generate(fp, prompts[0][:16], SamplingParams(temperature=0, max_tokens=4))  # warm up
-    prefill, ttft, decode = [], [], []
+    # the roofline: bytes one decode step reads (the weights, the cache at mid-generation) over the bandwidth
+    per_token = decode_bytes(fp.model) + fp.model.new_cache(1, 1).nbytes(1) * (PROMPT + NEW // 2)
+    prefill, ttft, decode, shares, roofs = [], [], [], [], []
     for _ in range(runs):
         with torch.inference_mode():
             t = time.perf_counter()
             fp.model(torch.tensor([prompts[0]]), fp.model.new_cache(1, PROMPT), last_only=True)
             prefill.append(PROMPT / (time.perf_counter() - t))
+        before = memory_bandwidth(256, 3)
         r = generate(fp, prompts[0], params)
+        roof = max(before, memory_bandwidth(256, 3)) / per_token  # this machine's bandwidth drifts: sample it
         ttft.append(r.prefill_seconds)
         decode.append(r.decode_tokens_per_s)
+        shares.append(r.decode_tokens_per_s / roof)
+        roofs.append(roof)
     engine = Engine(fp, EngineConfig(kv_cache_bytes=2**30, max_num_seqs=BATCH))
     done = []
     t = time.perf_counter()
@@ -86,11 +94,10 @@ def worker_forwardpass(storage: str, runs: int) -> dict:
         engine.submit(p, params, lambda o: done.append(o) if o.token_id is not None else None)
     engine.run_until_done()
     batch_tps = len(done) / (time.perf_counter() - t)
-    model_bytes = decode_bytes(fp.model)
     return {"engine": f"forwardpass {storage}", "load_s": load_s, "prefill_tps": median(prefill),
             "ttft_s": median(ttft), "decode_tps": median(decode), "batch16_tps": batch_tps,
-            "peak_rss_mb": peak_rss_mb(), "model_bytes": model_bytes,
-            "kv_bytes_per_token": fp.model.new_cache(1, 1).nbytes(1)}
+            "peak_rss_mb": peak_rss_mb(), "bytes_per_decode_token": per_token,
+            "roofline_decode_tps": median(roofs), "roofline_share": median(shares)}
 
 
 def worker_transformers(runs: int) -> dict:
@@ -243,11 +250,6 @@ def main() -> None:
     accuracy = next((r for r in rows if "tokens" in r), None)
     rows = [r for r in rows if "engine" in r]
     base = next((r for r in rows if r["engine"] == "forwardpass fp32" and "skipped" not in r), None)
-    for r in rows:
-        if "model_bytes" in r:  # roofline: bytes one decode step reads (weights + the cache at mid-generation)
-            per_token = r["model_bytes"] + r["kv_bytes_per_token"] * (PROMPT + NEW // 2)
-            r["roofline_decode_tps"] = bandwidth / per_token
-            r["roofline_share"] = r["decode_tps"] / r["roofline_decode_tps"]
     report = {"benchmark": "speed", "omp_wait_policy": args.omp_wait_policy, "bandwidth_gb_s": bandwidth / 1e9,
               "machine": before, "after": machine(),
               "rows": rows, "accuracy": accuracy,
@@ -283,7 +285,8 @@ def show(report: dict, base: dict | None) -> None:
                   f"{r['decode_tps']:.1f}{ratio('decode_tps')}", f"{r['batch16_tps']:.1f}{ratio('batch16_tps')}"
                   + (" seq." if "batch16_note" in r else ""), f"{r['peak_rss_mb']:.0f}", roof)
     console.print(t)
-    console.print(f"memory bandwidth (read, measured): {report['bandwidth_gb_s']:.1f} GB/s")
+    console.print(f"memory bandwidth (read, measured at the start): {report['bandwidth_gb_s']:.1f} GB/s; each "
+                  "roofline uses the bandwidth sampled just before and after that engine's decode runs")
     if report["accuracy"]:
         a = Table(title=f"accuracy cost vs fp32 over bench/text.txt ({report['accuracy']['tokens']} tokens)")
         for col in ("storage", "top-1 agreement", "perplexity", "Δ perplexity"):
