@@ -117,8 +117,9 @@ class HalfLinear(nn.Module):
 def store_linears(model: nn.Module, storage: torch.dtype | int) -> nn.Module:
     """Store every linear layer's weight as `storage`: a 16-bit float dtype, or 8 or 4 bits. The unembedding
     gets 16 bits in the 16-bit modes, always summed in float32 (`exact`), and 8 bits in both integer ones (as
-    the default GGUF keeps its output table in Q8_0: 4 bits there costs far more accuracy than anywhere else). The embedding table stays float32:
-    a lookup reads one row per token (the unembedding, if tied to it, gets its own copy)."""
+    the default GGUF keeps its output table in Q8_0: 4 bits there costs far more accuracy than anywhere else).
+    The embedding table stays float32: a lookup reads one row per token (the unembedding, if tied to it, gets
+    its own copy)."""
     def stored(linear: nn.Linear, head: bool = False) -> nn.Module:
         if isinstance(storage, torch.dtype):
             return HalfLinear(linear, storage, exact=head)
