@@ -3,7 +3,6 @@
 #   make test   install everything, then lint and run the whole test suite
 VENV ?= .venv
 PY := $(VENV)/bin/python
-RUN := OMP_WAIT_POLICY=PASSIVE
 PROMPT ?= What are the three primary colors?
 
 .PHONY: install browser demo test lint clean
@@ -18,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: install
-	$(RUN) $(VENV)/bin/forwardpass generate --chat "$(PROMPT)" --max-tokens 96
+	$(VENV)/bin/forwardpass generate --chat "$(PROMPT)" --max-tokens 96
 
 # Debian's headless Chromium for the explorer's end-to-end tests (Playwright cannot download browsers here)
 browser:
@@ -27,8 +26,9 @@ browser:
 lint: install
 	$(PY) -m ruff check src tests bench
 
+# the suite shares two cores with its own servers and browser: OpenMP threads sleep rather than spin
 test: lint browser
-	$(RUN) $(PY) -m pytest -q
+	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
