@@ -16,6 +16,19 @@ BLOCK = 32
 DECODE_ROWS = 16  # up to this many rows per call, the native matrix-vector kernels run
 
 
+def native_linear(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, out_features: int,
+                  bias: torch.Tensor | None, scale: torch.Tensor | None = None,
+                  minimum: torch.Tensor | None = None) -> torch.Tensor | None:
+    """x Wᵀ + b through the native kernel (W stored as `kind`, kernels.gemv) when x is a decode step's few
+    float32 rows on the CPU and the kernels are built; None otherwise (the caller's PyTorch path)."""
+    rows = x.numel() // x.shape[-1]
+    if rows > DECODE_ROWS or x.device.type != "cpu" or x.dtype != torch.float32 or not kernels.available():
+        return None
+    y = kernels.gemv(x.reshape(rows, x.shape[-1]), kind, w, out_features, scale, minimum)
+    y = y.view(*x.shape[:-1], out_features)
+    return y if bias is None else y + bias
+
+
 class QuantizedLinear(nn.Module):
     """y = x Wᵀ + b with W stored as `bits`-bit integers in blocks of 32 along the input dimension."""
 
@@ -44,12 +57,10 @@ class QuantizedLinear(nn.Module):
         return w.view(self.out_features, self.in_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rows = x.numel() // self.in_features
-        if rows <= DECODE_ROWS and self.fast:  # decode: stream the packed weights once, never dequantized
-            n = self.out_features
-            y = kernels.gemv(x.reshape(rows, self.in_features), self.bits, self.q, n, self.scale, self.minimum)
-            y = y.view(*x.shape[:-1], n)
-            return y if self.bias is None else y + self.bias
+        if self.fast:  # decode: stream the packed weights once, never dequantized
+            y = native_linear(x, self.bits, self.q, self.out_features, self.bias, self.scale, self.minimum)
+            if y is not None:
+                return y
         return F.linear(x, self.dequantize(), self.bias)  # prefill: compute-bound, dequantize once per call
 
     @property
@@ -102,15 +113,12 @@ class HalfLinear(nn.Module):
         self.bias = linear.bias
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rows = x.numel() // self.in_features
-        if x.device.type == "cpu" and rows <= DECODE_ROWS and x.dtype == torch.float32 and kernels.available():
-            n = self.out_features
-            y = kernels.gemv(x.reshape(rows, self.in_features), self.weight.dtype, self.weight, n)
-            y = y.view(*x.shape[:-1], n)
-        elif x.device.type == "cpu" and (self.exact or self.weight.dtype == torch.float16):
+        y = native_linear(x, self.weight.dtype, self.weight, self.out_features, self.bias)
+        if y is not None:
+            return y
+        if x.device.type == "cpu" and (self.exact or self.weight.dtype == torch.float16):
             return F.linear(x, self.weight.to(x.dtype), self.bias)
-        else:
-            y = F.linear(x.to(self.weight.dtype), self.weight).to(x.dtype)
+        y = F.linear(x.to(self.weight.dtype), self.weight).to(x.dtype)
         return y if self.bias is None else y + self.bias
 
 
