@@ -21,7 +21,6 @@ from .kv_cache import KVCache
 from .quant import HalfLinear, QuantizedLinear
 
 _p, _i = ctypes.c_void_p, ctypes.c_int
-_FLOAT_KINDS = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # gemv.h's F32, F16, BF16
 
 
 class _Linear(ctypes.Structure):
@@ -52,12 +51,12 @@ def _linear(layer: nn.Module) -> _Linear | None:
     if isinstance(layer, QuantizedLinear):
         if layer.dtype != torch.float32:
             return None
-        return _Linear(layer.bits, layer.out_features, layer.in_features, _ptr(layer.q), _ptr(layer.scale),
-                       _ptr(layer.minimum), _ptr(bias))
+        return _Linear(kernels.KINDS[layer.bits], layer.out_features, layer.in_features, _ptr(layer.q),
+                       _ptr(layer.scale), _ptr(layer.minimum), _ptr(bias))
     float_weight = isinstance(layer, (nn.Linear, HalfLinear)) and layer.weight.is_contiguous()
-    if float_weight and layer.weight.dtype in _FLOAT_KINDS:
+    if float_weight and layer.weight.dtype in kernels.KINDS:
         n, k = layer.weight.shape
-        return _Linear(_FLOAT_KINDS[layer.weight.dtype], n, k, _ptr(layer.weight), None, None, _ptr(bias))
+        return _Linear(kernels.KINDS[layer.weight.dtype], n, k, _ptr(layer.weight), None, None, _ptr(bias))
     return None
 
 

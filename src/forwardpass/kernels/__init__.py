@@ -1,9 +1,9 @@
 """Native kernels, compiled on first use with the machine's C compiler and loaded with ctypes.
 
-Matrix-vector products over weights as they are stored — fp32, fp16, bf16, 8- and 4-bit blocks (`gemv.h`,
-`gemv.c`: a decode step's few rows at a time), and
-a whole Llama decode step in one call (`decode_step.c`, driven by `forwardpass.fused_decode`), and a read
-of memory in concurrent streams (`stream_read.c`, the bandwidth roof of `forwardpass.machine`). Where no
+Matrix-vector products over weights as they are stored — fp32, fp16, bf16, 8- and 4-bit blocks (`gemv.h`;
+`gemv.c` runs a decode step's few rows at a time), a whole Llama decode step in one call (`decode_step.c`,
+driven by `forwardpass.fused_decode`), and a read of memory in concurrent streams (`stream_read.c`, the
+bandwidth roof of `forwardpass.machine`). Where no
 compiler or no AVX-512 (F, BW, VL, VNNI) is present, `available()` is False and callers use the PyTorch path.
 FORWARDPASS_NO_KERNELS=1 turns them off."""
 

@@ -77,7 +77,7 @@ static void attend(const float *q, const float *k, const float *v, int len, int 
     }
     __m512 total = _mm512_setzero_ps();
     for (int j = 0; j < len; j += 16) {
-        const __mmask16 m = len - j >= 16 ? 0xFFFF : (__mmask16)((1u << (len - j)) - 1);
+        const __mmask16 m = first_n(len - j);
         const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + j), _mm512_set1_ps(top)));
         _mm512_mask_storeu_ps(scores + j, m, e);
         total = _mm512_add_ps(total, _mm512_maskz_mov_ps(m, e));
@@ -98,7 +98,7 @@ static void attend(const float *q, const float *k, const float *v, int len, int 
 // h = silu(gate) × up, 16 at a time: gate / (1 + e^-gate)
 static void swiglu(const float *gate, const float *up, int n, float *h) {
     for (int i = 0; i < n; i += 16) {
-        const __mmask16 m = n - i >= 16 ? 0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        const __mmask16 m = first_n(n - i);
         const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
         const __m512 e = exp_ps(_mm512_min_ps(_mm512_sub_ps(_mm512_setzero_ps(), g), _mm512_set1_ps(88.f)));
         const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.f), e));

@@ -22,6 +22,8 @@ enum { F32 = 0, F16 = 1, BF16 = 2, Q4 = 4, Q8 = 8 };  // how a weight matrix is 
 
 static inline int quantized(int kind) { return kind == Q4 || kind == Q8; }
 
+static inline __mmask16 first_n(int n) { return n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1); }  // lanes < n
+
 // A linear layer's weight as the kernels read it: (N, K), row-major. Float kinds are read as they are
 // (16-bit ones widened to float32 in registers) against the float32 activation row.
 typedef struct {
@@ -153,7 +155,7 @@ static inline __attribute__((always_inline)) void rows_dot(const Linear *L, cons
                 }
             }
         for (; k < K; k += 16) {
-            const __mmask16 m = K - k >= 16 ? 0xFFFF : (__mmask16)((1u << (K - k)) - 1);
+            const __mmask16 m = first_n(K - k);
             const __m512 x = _mm512_maskz_loadu_ps(m, a->x + k);
             for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(load_floats(w[r], k, kind, m), x, acc[r]);
         }
@@ -181,7 +183,7 @@ static inline __attribute__((always_inline)) void rows_dot(const Linear *L, cons
             }
         }
         for (int b = 0; b < nb; b += 16) {  // the minimum term: Σ_b min_b × scale_x Σ X over the row's blocks
-            const __mmask16 m = nb - b >= 16 ? 0xFFFF : (__mmask16)((1u << (nb - b)) - 1);
+            const __mmask16 m = first_n(nb - b);
             const __m512 sums = _mm512_maskz_loadu_ps(m, a->sum + b);
             for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, wm[r] + b), sums, acc[r]);
         }
