@@ -24,11 +24,15 @@ def test_quantized_linear_error_within_half_a_step(bits, tol):
     assert torch.allclose(q(x), nn.functional.linear(x, q.dequantize(), linear.bias))
 
 
-def test_q4_storage_bytes():
-    q = QuantizedLinear(nn.Linear(64, 10, bias=False), 4)
-    assert q.nbytes() == 10 * 64 // 2 + 10 * 2 * 2 * 4  # nibbles + an fp32 scale and minimum per block of 32
-    q8 = QuantizedLinear(nn.Linear(64, 10, bias=False), 8)
-    assert q8.nbytes() == 10 * 64 + 10 * 2 * 2 * 4  # 40 bytes per 32 weights: an fp32 scale and minimum
+def test_quantized_storage_bytes():
+    """Nibbles (q4) or bytes (int8) plus an fp32 scale and minimum per block of 32, for out_features padded to a
+    multiple of 16 (the kernels' tile height) with zero rows that dequantize() leaves out."""
+    for n, rows in ((32, 32), (10, 16)):
+        q = QuantizedLinear(nn.Linear(64, n, bias=False), 4)
+        assert q.nbytes() == rows * 64 // 2 + rows * 2 * 2 * 4
+        q8 = QuantizedLinear(nn.Linear(64, n, bias=False), 8)
+        assert q8.nbytes() == rows * 64 + rows * 2 * 2 * 4  # 40 bytes per 32 weights
+        assert q.dequantize().shape == q8.dequantize().shape == (n, 64)
 
 
 def test_q4_reproduces_the_files_own_q4_blocks(smollm):

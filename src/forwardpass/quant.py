@@ -13,6 +13,7 @@ from . import kernels
 from .errors import ForwardpassError
 
 BLOCK = 32
+GROUP = 16  # rows per quantized tile (kernels/gemv.h)
 DECODE_ROWS = 16  # up to this many rows per call, the native matrix-vector kernels run
 
 
@@ -30,31 +31,36 @@ def native_linear(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, out
 
 
 class QuantizedLinear(nn.Module):
-    """y = x Wᵀ + b with W stored as `bits`-bit integers in blocks of 32 along the input dimension."""
+    """y = x Wᵀ + b with W stored as `bits`-bit integers in blocks of 32 along the input dimension.
+
+    Stored tiled, as the native kernels read it (`kernels/gemv.h`): rows in groups of 16 (out_features padded
+    to a multiple of 16 with zero rows), each group's blocks as 64-byte tiles of 16 rows × 4 inputs, so one
+    integer dot-product instruction serves 16 rows. q: (groups, blocks, 512 or 256) bytes; scale and minimum:
+    (groups, blocks, 16)."""
 
     def __init__(self, linear: nn.Linear, bits: int):
         super().__init__()
         out_features, in_features = linear.weight.shape
         if in_features % BLOCK:
             raise ForwardpassError(f"{bits}-bit storage needs in_features divisible by {BLOCK}, got {in_features}")
-        self.bits, self.in_features, self.out_features = bits, in_features, out_features
-        self.dtype = linear.weight.dtype
-        w = linear.weight.detach().float().view(out_features, in_features // BLOCK, BLOCK)
         if bits not in (8, 4):
             raise ForwardpassError(f"unsupported weight storage: {bits} bits (8 and 4 are)")
-        q, scale, minimum = quantize_blocks(w, bits)  # w ≈ minimum + scale × q, q unsigned
-        if bits == 4:  # two values per byte: weight i in the low nibble, weight i + 16 in the high one
-            q = q[..., : BLOCK // 2] | (q[..., BLOCK // 2:] << 4)
-        self.register_buffer("q", q)
-        self.register_buffer("scale", scale)
-        self.register_buffer("minimum", minimum)
+        self.bits, self.in_features, self.out_features = bits, in_features, out_features
+        self.dtype = linear.weight.dtype
+        w = linear.weight.detach().float()
+        w = torch.cat([w, w.new_zeros(-out_features % GROUP, in_features)])  # (rows, in_features), rows % 16 == 0
+        q, scale, minimum = quantize_blocks(w.view(len(w), in_features // BLOCK, BLOCK), bits)  # w ≈ min + scale × q
+        self.register_buffer("q", tile(q, bits))
+        self.register_buffer("scale", tile_scales(scale))
+        self.register_buffer("minimum", tile_scales(minimum))
         self.bias = linear.bias
 
     def dequantize(self) -> torch.Tensor:
         """The weight as the model's dtype, (out_features, in_features)."""
-        q = self.q if self.bits == 8 else torch.cat([self.q & 15, self.q >> 4], dim=-1)  # (out, blocks, 32)
-        w = q.to(self.dtype) * self.scale.to(self.dtype) + self.minimum.to(self.dtype)
-        return w.view(self.out_features, self.in_features)
+        q = untile(self.q, self.bits)  # (rows, blocks, 32)
+        scale, minimum = untile_scales(self.scale), untile_scales(self.minimum)
+        w = q.to(self.dtype) * scale.to(self.dtype) + minimum.to(self.dtype)
+        return w.view(-1, self.in_features)[: self.out_features]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.fast:  # decode: stream the packed weights once, never dequantized
@@ -69,7 +75,40 @@ class QuantizedLinear(nn.Module):
         return self.q.device.type == "cpu" and self.dtype == torch.float32 and kernels.available()
 
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.q, self.scale, self.minimum) if t is not None)
+        return sum(t.numel() * t.element_size() for t in (self.q, self.scale, self.minimum))
+
+
+def tile(q: torch.Tensor, bits: int) -> torch.Tensor:
+    """q (rows, blocks, 32) → (groups, blocks, tile bytes): per group and block, 64-byte tiles of 16 rows × 4
+    inputs (byte 4 r + j). 8 bits: tile t holds inputs 4t + j. 4 bits: tile u holds inputs 8u + j in its low
+    nibbles and 8u + 4 + j in its high ones."""
+    rows, blocks, _ = q.shape
+    if bits == 4:
+        q = q.view(rows, blocks, 4, 2, 4)  # (row, block, u, nibble, j)
+        q = q[..., 0, :] | (q[..., 1, :] << 4)  # (row, block, u, j)
+    g = q.reshape(rows // GROUP, GROUP, blocks, -1, 4)  # (group, r, block, tile, j)
+    return g.permute(0, 2, 3, 1, 4).reshape(rows // GROUP, blocks, -1).contiguous()
+
+
+def untile(q: torch.Tensor, bits: int) -> torch.Tensor:
+    """The inverse of `tile`: (rows, blocks, 32) values."""
+    groups, blocks, _ = q.shape
+    t = q.view(groups, blocks, -1, GROUP, 4).permute(0, 3, 1, 2, 4)  # (group, r, block, tile, j)
+    if bits == 4:
+        t = torch.stack([t & 15, t >> 4], dim=-2)  # (group, r, block, u, nibble, j)
+    return t.reshape(groups * GROUP, blocks, BLOCK)
+
+
+def tile_scales(s: torch.Tensor) -> torch.Tensor:
+    """(rows, blocks, 1) → (groups, blocks, 16): a group's 16 rows side by side, as its tiles sum them."""
+    rows, blocks = s.shape[:2]
+    return s.view(rows // GROUP, GROUP, blocks).transpose(1, 2).contiguous()
+
+
+def untile_scales(s: torch.Tensor) -> torch.Tensor:
+    """The inverse of `tile_scales`: (rows, blocks, 1)."""
+    groups, blocks, _ = s.shape
+    return s.transpose(1, 2).reshape(groups * GROUP, blocks, 1)
 
 
 def quantize_blocks(w: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

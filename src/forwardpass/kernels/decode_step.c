@@ -106,10 +106,9 @@ static void swiglu(const float *gate, const float *up, int n, float *h) {
     }
 }
 
-// this thread's share [lo, hi) of n rows
-static void share(int n, int *lo, int *hi) {
-    const int t = omp_get_thread_num(), T = omp_get_num_threads();
-    *lo = (int)((long)n * t / T), *hi = (int)((long)n * (t + 1) / T);
+// this thread's share of y = W x (accumulate: y += W x)
+static void gemv_share(const Linear *L, const Activation *a, float *y, int accumulate) {
+    gemv_part(L, a, omp_get_thread_num(), omp_get_num_threads(), y, accumulate);
 }
 
 // logits (vocab_size) for `token` at `position`; its K and V go to cache slot `slot`, after slots 0 … slot - 1.
@@ -136,12 +135,10 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
             const Layer *L = m->layers + l;
             const size_t layer = (size_t)l * KV * m->capacity * hd;
             float *kc = m->k_cache + layer, *vc = m->v_cache + layer;
-            int lo, hi;
             // attention: x += out(attend(rope(q), cache + rope(k), cache + v)) over norm(x)
             rmsnorm(x, L->attn_norm, d, m->norm_eps, xn);
             quantize_row(xn, d, L->qkv.kind, &a);
-            share(qkv_n, &lo, &hi);
-            gemv_rows(&L->qkv, &a, lo, hi, qkv, 0);
+            gemv_share(&L->qkv, &a, qkv, 0);
             #pragma omp barrier
             #pragma omp single
             {
@@ -157,26 +154,21 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
                 attend(qkv + i * hd, kc + head, vc + head, len, hd, scores + (size_t)i * len, attn + i * hd);
             }
             quantize_row(attn, H * hd, L->out.kind, &a);
-            share(d, &lo, &hi);
-            gemv_rows(&L->out, &a, lo, hi, x, 1);
+            gemv_share(&L->out, &a, x, 1);
             #pragma omp barrier
             // feed-forward: x += down(silu(gate) × up) over norm(x)
             rmsnorm(x, L->ffn_norm, d, m->norm_eps, xn);
             quantize_row(xn, d, L->gate_up.kind, &a);
-            share(2 * F, &lo, &hi);
-            gemv_rows(&L->gate_up, &a, lo, hi, gate_up, 0);
+            gemv_share(&L->gate_up, &a, gate_up, 0);
             #pragma omp barrier
             swiglu(gate_up, gate_up + F, F, xn);
             quantize_row(xn, F, L->down.kind, &a);
-            share(d, &lo, &hi);
-            gemv_rows(&L->down, &a, lo, hi, x, 1);
+            gemv_share(&L->down, &a, x, 1);
             #pragma omp barrier
         }
         rmsnorm(x, m->norm_f, d, m->norm_eps, xn);  // final norm, then unembedding
         quantize_row(xn, d, m->lm_head.kind, &a);
-        int lo, hi;
-        share(m->vocab_size, &lo, &hi);
-        gemv_rows(&m->lm_head, &a, lo, hi, logits, 0);
+        gemv_share(&m->lm_head, &a, logits, 0);
         activation_free(a);
         free(xn);
     }

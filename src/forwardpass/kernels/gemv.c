@@ -1,5 +1,5 @@
-// y = x Wᵀ for a few rows of x (a batch of decode steps), W in any stored kind (gemv.h): each weight row is
-// read once for every row of x.
+// y = x Wᵀ for a few rows of x (a batch of decode steps), W in any stored kind (gemv.h): each unit of W (a
+// row, or a quantized group of rows) is read from memory once for every row of x.
 #include "gemv.h"
 
 void gemv(const float *x, int M, int kind, int K, const void *w, const float *w_scale, const float *w_min, int N,
@@ -11,7 +11,11 @@ void gemv(const float *x, int M, int kind, int K, const void *w, const float *w_
         quantize_row(x + (size_t)m * K, K, kind, &a[m]);
     }
     #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++)
-        for (int m = 0; m < M; m++) y[(size_t)m * N + n] = row_dot(&L, &a[m], n);
+    for (int u = 0; u < units_of(&L); u++)
+        for (int m = 0; m < M; m++) {
+            float out[GROUP];
+            units_dot(&L, &a[m], u, 0, 1, out);
+            put(&L, u * unit_rows(&L), out, unit_rows(&L), y + (size_t)m * N, 0);
+        }
     for (int m = 0; m < M; m++) activation_free(a[m]);
 }
