@@ -99,6 +99,27 @@ def test_stop_string_hold_back_unit():
     assert out == ["a", "b", "c", "", "", "ENx", "", "", ""] and s.stopped == "END" and s.text == "abcENx"
 
 
+def test_streamed_text_is_the_whole_decode(smollm):
+    """Decoding only the ids since the last settled character gives, piece by piece, exactly the text of all of
+    them: accents, emoji, CJK, a byte split across tokens."""
+    text = "Voilà: naïve café ☕, 東京 😀😀 — done.\n  indented\tand tabbed ⚽!"
+    ids = smollm.encode(text)
+    s = TextStream(smollm.tokenizer)
+    shown = [s.add(i) for i in ids]
+    assert "".join(shown) + s.flush() == smollm.tokenizer.decode(ids) == text
+    assert not any("\ufffd" in d for d in shown)
+
+
+def test_streamed_text_keeps_spaces_a_tokenizer_strips_at_the_start():
+    class Metaspace:  # like SentencePiece: the decoded text loses its leading space
+        def decode(self, ids):
+            return "".join(chr(i) for i in ids).lstrip(" ")
+
+    s = TextStream(Metaspace())
+    shown = [s.add(ord(c)) for c in " a b  c"]
+    assert "".join(shown) + s.flush() == "a b  c"
+
+
 def test_logprobs_in_result(smollm):
     r = generate(smollm, "The cat", SamplingParams(temperature=0, max_tokens=3, logprobs=2))
     assert len(r.logprobs) == 3

@@ -12,6 +12,7 @@ from forwardpass.sampling import (
     SEED_CANDIDATES,
     SamplingParams,
     apply_penalties,
+    argmax,
     choose,
     logprob_of,
     make_generator,
@@ -139,3 +140,12 @@ def test_logprobs():
 def test_invalid_parameters(kwargs, message):
     with pytest.raises(ForwardpassError, match=message):
         SamplingParams(**kwargs)
+
+
+@pytest.mark.parametrize("values", [[1.0, 3.0, 3.0, 2.0], [1.0, float("nan"), 5.0, float("nan")], [float("-inf")] * 3,
+                                    [-2.5], [0.0, -0.0]])
+def test_greedy_argmax_is_torchs(values):
+    """The first largest index, a NaN counting as the largest: exactly what torch.argmax returns."""
+    t = torch.tensor(values)
+    assert argmax(t) == int(t.argmax())
+    assert argmax(t.to(torch.bfloat16)) == int(t.to(torch.bfloat16).argmax())

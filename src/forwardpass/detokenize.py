@@ -11,6 +11,9 @@ class TextStream:
     def __init__(self, tokenizer: Tokenizer, stop: list[str] = ()):
         self.tokenizer, self.stop = tokenizer, list(stop)
         self.ids: list[int] = []
+        self.settled, self.read = "", 0  # the text of ids[:read], every character complete
+        self.window = 0  # where decoding restarts: before `read`, at text that starts with no space, so a
+        # tokenizer's start-of-text rule (a stripped leading space) never touches new text
         self.emitted = 0  # characters already handed out
         self.text = ""  # the final text, once `stopped` or flushed
         self.stopped: str | None = None  # the stop string that ended the text
@@ -18,7 +21,7 @@ class TextStream:
     def add(self, token_id: int) -> str:
         """Append a token; return the new text that can be shown (may be empty)."""
         self.ids.append(token_id)
-        full = self.tokenizer.decode(self.ids)
+        full = self._decoded()
         hits = [(full.find(s), s) for s in self.stop if s in full]
         if hits:
             at, self.stopped = min(hits)
@@ -28,6 +31,21 @@ class TextStream:
         held = max([incomplete] + [_overlap(full, s) for s in self.stop])
         self.text = full
         return self._emit(len(full) - held)
+
+    def _decoded(self) -> str:
+        """The text of every id so far, decoding only the few since the last settled one (not all: that grows
+        with every token)."""
+        window = self.tokenizer.decode(self.ids[self.window:])
+        known = self.tokenizer.decode(self.ids[self.window:self.read])
+        if not window.startswith(known):  # a tokenizer whose windows do not extend each other: decode it all
+            return self.tokenizer.decode(self.ids)
+        new = window[len(known):]
+        full = self.settled + new
+        if not full.endswith("\ufffd"):  # no character pending: settle here
+            if new[:1] and not new[:1].isspace():  # restart the window at text that starts with no space
+                self.window = self.read
+            self.read, self.settled = len(self.ids), full
+        return full
 
     def flush(self) -> str:
         """The generation ended without a stop string: hand out whatever was held back."""

@@ -102,26 +102,32 @@ class FusedDecode:
             id(layer) for layer in (first.attn.qkv, last.ffn.down, m.lm_head))
 
     def applies(self, x: torch.Tensor, cache: KVCache) -> bool:
-        """One token of one sequence, a plain float32 KVCache on the CPU (not a subclass: the deliberately
-        broken caches of bugs.py must run their own bookkeeping), a position inside the RoPE table, no checked
-        mode, the model as it was bound."""
+        """One token of one sequence on the CPU, and a cache and model the step binds to (`binds`)."""
+        return x.shape == (1, 1) and x.device.type == "cpu" and self.binds(cache)
+
+    def binds(self, cache: KVCache) -> bool:
+        """A plain float32 KVCache of one row on the CPU (not a subclass: the deliberately broken caches of bugs.py
+        must run their own bookkeeping) whose next position is inside the RoPE table, no checked mode, every
+        residual an add, the model as it was bound. A generation checks it once, then calls `step` per token."""
         m = self.model
-        return (type(cache) is KVCache and x.shape == (1, 1) and x.device.type == "cpu" and cache.batch == 1
-                and cache.next_position(0) < m.config.context_length
+        return (type(cache) is KVCache and cache.batch == 1 and cache.next_position(0) < m.config.context_length
                 and cache.k.dtype == torch.float32 and cache.k.device.type == "cpu"
                 and not m.checked and all(block.residual == "add" for block in m.blocks)
                 and self._fingerprint() == self.fingerprint)
 
     def __call__(self, x: torch.Tensor, cache: KVCache) -> torch.Tensor:
         """Logits (1, 1, vocab_size) for token x (1, 1), its K and V appended to `cache`."""
-        token = int(x[0, 0])
+        return self.step(int(x[0, 0]), cache).view(1, 1, -1)
+
+    def step(self, token: int, cache: KVCache) -> torch.Tensor:
+        """Logits (vocab_size,) for `token` at the cache's next position, its K and V appended to `cache`."""
         if not 0 <= token < self.spec.vocab_size:
             raise TokenIdError(f"token id {token} is outside the vocabulary [0, {self.spec.vocab_size})")
-        position = int(cache.begin([1], 1)[0, 0])  # checks capacity first (or slides, by the cache's policy)
-        slot = cache.lengths[0]
+        cache.reserve([1], 1)  # checks capacity first (or slides, by the cache's policy)
+        position, slot = cache.next_position(0), cache.lengths[0]
         spec = _Model.from_buffer_copy(self.spec)  # this call's own: threads may decode other caches at once
         spec.capacity, spec.k_cache, spec.v_cache = cache.capacity, cache.k.data_ptr(), cache.v.data_ptr()
-        logits = torch.empty(1, 1, spec.vocab_size)
+        logits = torch.empty(spec.vocab_size)
         if kernels.library().decode_step(ctypes.byref(spec), token, position, slot, logits.data_ptr()):
             cache._pending = None
             raise InvariantError(f"decode step refused: token {token}, position {position}, slot {slot} "

