@@ -3,7 +3,7 @@
 // The same arithmetic as the PyTorch blocks, without ~20 framework ops per layer and their dispatch.
 //
 // Threads: one OpenMP team for the whole step, five barriers per layer. Matrix-vector products split their
-// rows across it and attention its heads; RoPE and the cache append run on one thread.
+// rows (or groups of rows) across it and attention its heads, each thread rotating the queries and keys it reads.
 #include <omp.h>
 
 #include "gemv.h"
@@ -61,15 +61,17 @@ static inline __m512 exp_ps(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
-// one query head against the `len` cached positions of its K/V head: softmax(q kᵀ / √head_dim) v.
-// head_dim is a multiple of 16, at most 256: q and each output slice stay in registers.
-static void attend(const float *q, const float *k, const float *v, int len, int head_dim, float *scores, float *out) {
-    const int nv = head_dim / 16;
+// one query head against its K/V head: the `past` cached positions, then this token's own k and v (the cache gets
+// them once every head has read it): softmax(q kᵀ / √head_dim) v. head_dim is a multiple of 16, at most 256: q and
+// each output slice stay in registers.
+static void attend(const float *q, const float *k, const float *v, int past, const float *k_new, const float *v_new,
+                   int head_dim, float *scores, float *out) {
+    const int nv = head_dim / 16, len = past + 1;
     __m512 qs[16];
     for (int c = 0; c < nv; c++) qs[c] = _mm512_mul_ps(_mm512_loadu_ps(q + 16 * c), _mm512_set1_ps(1.f / sqrtf((float)head_dim)));
     float top = -INFINITY;
     for (int j = 0; j < len; j++) {
-        const float *kj = k + (size_t)j * head_dim;
+        const float *kj = j < past ? k + (size_t)j * head_dim : k_new;
         __m512 acc = _mm512_mul_ps(qs[0], _mm512_loadu_ps(kj));
         for (int c = 1; c < nv; c++) acc = _mm512_fmadd_ps(qs[c], _mm512_loadu_ps(kj + 16 * c), acc);
         scores[j] = _mm512_reduce_add_ps(acc);
@@ -88,7 +90,7 @@ static void attend(const float *q, const float *k, const float *v, int len, int 
         __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
         for (int j = 0; j < len; j++) {
             const __m512 w = _mm512_set1_ps(scores[j]);
-            const float *vj = v + (size_t)j * head_dim + 16 * c0;
+            const float *vj = (j < past ? v + (size_t)j * head_dim : v_new) + 16 * c0;
             for (int c = 0; c < width; c++) acc[c] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vj + 16 * c), acc[c]);
         }
         for (int c = 0; c < width; c++) _mm512_storeu_ps(out + 16 * (c0 + c), _mm512_mul_ps(acc[c], inv));
@@ -129,7 +131,7 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
     {
         // Each thread prepares its own copy of a matrix-vector product's input (a norm, quantizing a row: a few
         // microseconds), which saves a barrier per product; the products split rows, attention splits heads.
-        float *xn = malloc(sizeof(float) * widest);
+        float *xn = malloc(sizeof(float) * widest), *rotated = malloc(sizeof(float) * 2 * hd);
         Activation a = activation_alloc(widest);
         for (int l = 0; l < m->n_layers; l++) {
             const Layer *L = m->layers + l;
@@ -140,18 +142,23 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
             quantize_row(xn, d, L->qkv.kind, &a);
             gemv_share(&L->qkv, &a, qkv, 0);
             #pragma omp barrier
-            #pragma omp single
-            {
-                for (int i = 0; i < H + KV; i++) rope(qkv + i * hd, cos, sin, hd);  // query heads, then key heads
-                for (int g = 0; g < KV; g++) {
-                    memcpy(kc + ((size_t)g * m->capacity + slot) * hd, qkv + (H + g) * hd, sizeof(float) * hd);
-                    memcpy(vc + ((size_t)g * m->capacity + slot) * hd, qkv + (H + KV + g) * hd, sizeof(float) * hd);
-                }
-            }
+            // Each thread rotates its query heads and their group's key itself (cheaper than a barrier); the thread
+            // of a group's first head appends the group's K and V to the cache, past every slot attention reads.
             #pragma omp for schedule(static)
             for (int i = 0; i < H; i++) {
-                const size_t head = (size_t)(i / group) * m->capacity * hd;
-                attend(qkv + i * hd, kc + head, vc + head, len, hd, scores + (size_t)i * len, attn + i * hd);
+                const int g = i / group;
+                const size_t head = (size_t)g * m->capacity * hd;
+                float *q = rotated, *k = rotated + hd;
+                const float *v = qkv + (H + KV + g) * hd;
+                memcpy(q, qkv + i * hd, sizeof(float) * hd);
+                memcpy(k, qkv + (H + g) * hd, sizeof(float) * hd);
+                rope(q, cos, sin, hd);
+                rope(k, cos, sin, hd);
+                attend(q, kc + head, vc + head, slot, k, v, hd, scores + (size_t)i * len, attn + i * hd);
+                if (i % group == 0) {
+                    memcpy(kc + head + (size_t)slot * hd, k, sizeof(float) * hd);
+                    memcpy(vc + head + (size_t)slot * hd, v, sizeof(float) * hd);
+                }
             }
             quantize_row(attn, H * hd, L->out.kind, &a);
             gemv_share(&L->out, &a, x, 1);
@@ -170,7 +177,7 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
         quantize_row(xn, d, m->lm_head.kind, &a);
         gemv_share(&m->lm_head, &a, logits, 0);
         activation_free(a);
-        free(xn);
+        free(xn), free(rotated);
     }
     free(x), free(qkv), free(attn), free(gate_up), free(scores);
     return 0;
