@@ -3,7 +3,7 @@
 // The same arithmetic as the PyTorch blocks, without ~20 framework ops per layer and their dispatch.
 //
 // Threads: one OpenMP team for the whole step, five barriers per layer. Matrix-vector products split their
-// rows (or groups of rows) across it and attention its heads, each thread rotating the queries and keys it reads.
+// rows (or groups of rows) across it, attention its positions (each part merged by every thread).
 #include <omp.h>
 
 #include "gemv.h"
@@ -61,39 +61,59 @@ static inline __m512 exp_ps(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
-// one query head against its K/V head: the `past` cached positions, then this token's own k and v (the cache gets
-// them once every head has read it): softmax(q kᵀ / √head_dim) v. head_dim is a multiple of 16, at most 256: q and
-// each output slice stay in registers.
-static void attend(const float *q, const float *k, const float *v, int past, const float *k_new, const float *v_new,
-                   int head_dim, float *scores, float *out) {
-    const int nv = head_dim / 16, len = past + 1;
+// One query head against positions [lo, hi) of its K/V head: below `past` the cache, at `past` this token's own k
+// and v (the cache gets them after every thread has read it). Leaves the scores' maximum, the sum of their
+// exponentials and the exponential-weighted sum of values, to be merged with the other threads' positions
+// (`merge_heads`); an empty range leaves -inf, 0, 0. head_dim is a multiple of 16, at most 256: q and each output
+// slice stay in registers.
+static void attend_part(const float *q, const float *k, const float *v, int past, const float *k_new,
+                        const float *v_new, int head_dim, int lo, int hi, float *scores, float *out, float *top_out,
+                        float *total_out) {
+    const int nv = head_dim / 16, n = hi - lo;
     __m512 qs[16];
     for (int c = 0; c < nv; c++) qs[c] = _mm512_mul_ps(_mm512_loadu_ps(q + 16 * c), _mm512_set1_ps(1.f / sqrtf((float)head_dim)));
     float top = -INFINITY;
-    for (int j = 0; j < len; j++) {
+    for (int j = lo; j < hi; j++) {  // scores q·k / √head_dim
         const float *kj = j < past ? k + (size_t)j * head_dim : k_new;
         __m512 acc = _mm512_mul_ps(qs[0], _mm512_loadu_ps(kj));
         for (int c = 1; c < nv; c++) acc = _mm512_fmadd_ps(qs[c], _mm512_loadu_ps(kj + 16 * c), acc);
-        scores[j] = _mm512_reduce_add_ps(acc);
-        top = scores[j] > top ? scores[j] : top;
+        scores[j - lo] = _mm512_reduce_add_ps(acc);
+        top = scores[j - lo] > top ? scores[j - lo] : top;
     }
     __m512 total = _mm512_setzero_ps();
-    for (int j = 0; j < len; j += 16) {
-        const __mmask16 m = first_n(len - j);
+    for (int j = 0; j < n; j += 16) {  // e^(score - max)
+        const __mmask16 m = first_n(n - j);
         const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + j), _mm512_set1_ps(top)));
         _mm512_mask_storeu_ps(scores + j, m, e);
         total = _mm512_add_ps(total, _mm512_maskz_mov_ps(m, e));
     }
-    const __m512 inv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(total));
-    for (int c0 = 0; c0 < nv; c0 += 4) {  // 64 output values at a time, summed over every position
+    for (int c0 = 0; c0 < nv; c0 += 4) {  // 64 output values at a time, summed over the range's positions
         const int width = nv - c0 < 4 ? nv - c0 : 4;
         __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-        for (int j = 0; j < len; j++) {
-            const __m512 w = _mm512_set1_ps(scores[j]);
+        for (int j = lo; j < hi; j++) {
+            const __m512 w = _mm512_set1_ps(scores[j - lo]);
             const float *vj = (j < past ? v + (size_t)j * head_dim : v_new) + 16 * c0;
             for (int c = 0; c < width; c++) acc[c] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vj + 16 * c), acc[c]);
         }
-        for (int c = 0; c < width; c++) _mm512_storeu_ps(out + 16 * (c0 + c), _mm512_mul_ps(acc[c], inv));
+        for (int c = 0; c < width; c++) _mm512_storeu_ps(out + 16 * (c0 + c), acc[c]);
+    }
+    *top_out = top, *total_out = n > 0 ? _mm512_reduce_add_ps(total) : 0.f;
+}
+
+// softmax(q kᵀ / √head_dim) v over every position, from the T threads' parts (out, top, total: (T, H × head_dim),
+// (T, H), (T, H)): Σ_t e^(top_t - M) out_t / Σ_t e^(top_t - M) total_t, with M the largest top_t
+static void merge_heads(const float *out, const float *top, const float *total, int T, int H, int head_dim,
+                        float *attn) {
+    for (int i = 0; i < H; i++) {
+        float M = -INFINITY, sum = 0.f;
+        for (int t = 0; t < T; t++) M = top[t * H + i] > M ? top[t * H + i] : M;
+        for (int e = 0; e < head_dim; e++) attn[i * head_dim + e] = 0.f;
+        for (int t = 0; t < T; t++) {
+            const float w = total[t * H + i] > 0.f ? expf(top[t * H + i] - M) : 0.f;
+            sum += w * total[t * H + i];
+            for (int e = 0; e < head_dim; e++) attn[i * head_dim + e] += w * out[((size_t)t * H + i) * head_dim + e];
+        }
+        for (int e = 0; e < head_dim; e++) attn[i * head_dim + e] /= sum;
     }
 }
 
@@ -121,8 +141,10 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
         return -1;
     const int d = m->d_model, hd = m->head_dim, H = m->n_heads, KV = m->n_kv_heads, group = H / KV;
     const int len = slot + 1, qkv_n = (H + 2 * KV) * hd, F = m->hidden;
-    float *x = malloc(sizeof(float) * d), *qkv = malloc(sizeof(float) * qkv_n), *attn = malloc(sizeof(float) * H * hd);
-    float *gate_up = malloc(sizeof(float) * 2 * F), *scores = malloc(sizeof(float) * H * len);
+    const int most = omp_get_max_threads();
+    float *x = malloc(sizeof(float) * d), *qkv = malloc(sizeof(float) * qkv_n), *gate_up = malloc(sizeof(float) * 2 * F);
+    float *part_out = malloc(sizeof(float) * most * H * hd), *part_top = malloc(sizeof(float) * most * H);
+    float *part_total = malloc(sizeof(float) * most * H);
     const int widest = F > H * hd ? (F > d ? F : d) : (H * hd > d ? H * hd : d);
     memcpy(x, m->embeddings + (size_t)token * d, sizeof(float) * d);
     const float *cos = m->cos + (size_t)position * hd, *sin = m->sin + (size_t)position * hd;
@@ -130,8 +152,9 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
     #pragma omp parallel
     {
         // Each thread prepares its own copy of a matrix-vector product's input (a norm, quantizing a row: a few
-        // microseconds), which saves a barrier per product; the products split rows, attention splits heads.
-        float *xn = malloc(sizeof(float) * widest), *rotated = malloc(sizeof(float) * 2 * hd);
+        // microseconds), which saves a barrier per product.
+        float *xn = malloc(sizeof(float) * widest), *rotated = malloc(sizeof(float) * (H + KV) * hd);
+        float *scores = malloc(sizeof(float) * len), *attn = malloc(sizeof(float) * H * hd);
         Activation a = activation_alloc(widest);
         for (int l = 0; l < m->n_layers; l++) {
             const Layer *L = m->layers + l;
@@ -142,24 +165,27 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
             quantize_row(xn, d, L->qkv.kind, &a);
             gemv_share(&L->qkv, &a, qkv, 0);
             #pragma omp barrier
-            // Each thread rotates its query heads and their group's key itself (cheaper than a barrier); the thread
-            // of a group's first head appends the group's K and V to the cache, past every slot attention reads.
-            #pragma omp for schedule(static)
+            // Attention splits positions: each thread reads its share of every K/V head once, for all the group's
+            // query heads, after rotating every query and new key itself (cheaper than a barrier).
+            const int t = omp_get_thread_num(), T = omp_get_num_threads(), lo = len * t / T, hi = len * (t + 1) / T;
+            for (int i = 0; i < H + KV; i++) {
+                memcpy(rotated + i * hd, qkv + i * hd, sizeof(float) * hd);
+                rope(rotated + i * hd, cos, sin, hd);
+            }
             for (int i = 0; i < H; i++) {
                 const int g = i / group;
                 const size_t head = (size_t)g * m->capacity * hd;
-                float *q = rotated, *k = rotated + hd;
-                const float *v = qkv + (H + KV + g) * hd;
-                memcpy(q, qkv + i * hd, sizeof(float) * hd);
-                memcpy(k, qkv + (H + g) * hd, sizeof(float) * hd);
-                rope(q, cos, sin, hd);
-                rope(k, cos, sin, hd);
-                attend(q, kc + head, vc + head, slot, k, v, hd, scores + (size_t)i * len, attn + i * hd);
-                if (i % group == 0) {
-                    memcpy(kc + head + (size_t)slot * hd, k, sizeof(float) * hd);
-                    memcpy(vc + head + (size_t)slot * hd, v, sizeof(float) * hd);
-                }
+                attend_part(rotated + i * hd, kc + head, vc + head, slot, rotated + (H + g) * hd, qkv + (H + KV + g) * hd,
+                            hd, lo, hi, scores, part_out + ((size_t)t * H + i) * hd, part_top + t * H + i,
+                            part_total + t * H + i);
             }
+            #pragma omp barrier
+            if (t == 0)  // the new K and V go in after every thread has read the cache's first `slot` positions
+                for (int g = 0; g < KV; g++) {
+                    memcpy(kc + ((size_t)g * m->capacity + slot) * hd, rotated + (H + g) * hd, sizeof(float) * hd);
+                    memcpy(vc + ((size_t)g * m->capacity + slot) * hd, qkv + (H + KV + g) * hd, sizeof(float) * hd);
+                }
+            merge_heads(part_out, part_top, part_total, T, H, hd, attn);
             quantize_row(attn, H * hd, L->out.kind, &a);
             gemv_share(&L->out, &a, x, 1);
             #pragma omp barrier
@@ -177,8 +203,8 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
         quantize_row(xn, d, m->lm_head.kind, &a);
         gemv_share(&m->lm_head, &a, logits, 0);
         activation_free(a);
-        free(xn), free(rotated);
+        free(xn), free(rotated), free(scores), free(attn);
     }
-    free(x), free(qkv), free(attn), free(gate_up), free(scores);
+    free(x), free(qkv), free(gate_up), free(part_out), free(part_top), free(part_total);
     return 0;
 }
