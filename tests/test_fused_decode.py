@@ -14,7 +14,7 @@ import forwardpass
 from forwardpass import KVCache, Transformer, kernels
 from forwardpass.bugs import NaiveRingCache, StuckPositionCache
 from forwardpass.config import ModelConfig
-from forwardpass.errors import ContextLengthError, TokenIdError
+from forwardpass.errors import ContextLengthError, InvariantError, TokenIdError
 from forwardpass.fused_decode import FusedDecode
 from forwardpass.generate import generate
 from forwardpass.quant import HalfLinear, store_linears
@@ -116,6 +116,30 @@ def test_fused_step_on_odd_widths_and_biases(storage, bias):
     assert cache.lengths == [7]
 
 
+@pytest.mark.parametrize("storage", [None, 4])
+def test_the_step_finds_the_greedy_token_as_torch_argmax_does(storage):
+    """The argmax the step returns with its logits: the first of equal maxima, a NaN before anything, across the
+    threads' shares of the vocabulary (rows 7 and 200 tie; then a NaN at 250 beats them)."""
+    model = tiny_llama(True)
+    with torch.no_grad():
+        model.lm_head.weight[[7, 200]] = 0.0
+        model.lm_head.bias = torch.nn.Parameter(torch.zeros(300), requires_grad=False)
+        model.lm_head.bias[[7, 200]] = 1e4
+    if storage is not None:
+        store_linears(model, storage)
+    model.fused = FusedDecode.build(model)
+    for nan in (False, True):
+        if nan:
+            model.lm_head.bias.data[[250, 290]] = float("nan")
+        with torch.inference_mode():
+            cache = model.new_cache(1, 8)
+            out = torch.empty(300)
+            logits, greedy = model.fused.step(5, cache, out)
+        assert logits.data_ptr() == out.data_ptr() and greedy == int(logits.argmax()) == (250 if nan else 7)
+    with pytest.raises(InvariantError, match=r"must be \(300,\) contiguous float32"):
+        model.fused.step(5, cache, torch.empty(299))
+
+
 def test_sliding_cache_keeps_positions_past_its_capacity():
     """Slot and position part ways once the oldest pairs slide out; the fused step follows both."""
     model = tiny_llama(False)
@@ -191,12 +215,13 @@ def test_the_kernel_refuses_slots_outside_the_cache(smollm):
     spec = _Model.from_buffer_copy(smollm.model.fused.spec)
     cache = smollm.model.new_cache(1, 4)
     spec.capacity, spec.k_cache, spec.v_cache = 4, cache.k.data_ptr(), cache.v.data_ptr()
-    logits = torch.zeros(49152)
+    logits, greedy = torch.zeros(49152), ctypes.c_int(-7)
     run = kernels.library().decode_step
     for token, position, slot in ((3, 4, 4), (3, 0, -1), (49152, 0, 0), (-1, 0, 0), (3, 8192, 0)):
-        assert run(ctypes.byref(spec), token, position, slot, logits.data_ptr()) == -1
-    assert not logits.any()
-    assert run(ctypes.byref(spec), 3, 0, 0, logits.data_ptr()) == 0 and logits.any()
+        assert run(ctypes.byref(spec), token, position, slot, logits.data_ptr(), ctypes.byref(greedy)) == -1
+    assert not logits.any() and greedy.value == -7
+    assert run(ctypes.byref(spec), 3, 0, 0, logits.data_ptr(), ctypes.byref(greedy)) == 0 and logits.any()
+    assert greedy.value == int(logits.argmax())
 
 
 def test_a_token_outside_the_vocabulary_is_refused_before_the_cache_moves(smollm):

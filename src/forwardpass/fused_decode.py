@@ -117,20 +117,26 @@ class FusedDecode:
 
     def __call__(self, x: torch.Tensor, cache: KVCache) -> torch.Tensor:
         """Logits (1, 1, vocab_size) for token x (1, 1), its K and V appended to `cache`."""
-        return self.step(int(x[0, 0]), cache).view(1, 1, -1)
+        return self.step(int(x[0, 0]), cache)[0].view(1, 1, -1)
 
-    def step(self, token: int, cache: KVCache) -> torch.Tensor:
-        """Logits (vocab_size,) for `token` at the cache's next position, its K and V appended to `cache`."""
+    def step(self, token: int, cache: KVCache, out: torch.Tensor | None = None) -> tuple[torch.Tensor, int]:
+        """Logits (vocab_size,) for `token` at the cache's next position — into `out` if given, a float32 CPU
+        tensor a generation reuses — and their argmax (the greedy token, found as they are written); its K and
+        V appended to `cache`."""
         if not 0 <= token < self.spec.vocab_size:
             raise TokenIdError(f"token id {token} is outside the vocabulary [0, {self.spec.vocab_size})")
+        logits = torch.empty(self.spec.vocab_size) if out is None else out
+        if logits.shape != (self.spec.vocab_size,) or logits.dtype != torch.float32 or not logits.is_contiguous():
+            raise InvariantError(f"decode step output must be ({self.spec.vocab_size},) contiguous float32")
         cache.reserve([1], 1)  # checks capacity first (or slides, by the cache's policy)
         position, slot = cache.next_position(0), cache.lengths[0]
         spec = _Model.from_buffer_copy(self.spec)  # this call's own: threads may decode other caches at once
         spec.capacity, spec.k_cache, spec.v_cache = cache.capacity, cache.k.data_ptr(), cache.v.data_ptr()
-        logits = torch.empty(spec.vocab_size)
-        if kernels.library().decode_step(ctypes.byref(spec), token, position, slot, logits.data_ptr()):
+        greedy = ctypes.c_int()
+        if kernels.library().decode_step(ctypes.byref(spec), token, position, slot, logits.data_ptr(),
+                                         ctypes.byref(greedy)):
             cache._pending = None
             raise InvariantError(f"decode step refused: token {token}, position {position}, slot {slot} "
                                  f"of {cache.capacity}")
         cache.commit()
-        return logits
+        return logits, greedy.value

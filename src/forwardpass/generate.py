@@ -81,17 +81,19 @@ class Generation:
         cache = None if self.naive else model.new_cache(1, min(context, len(prompt) + p.max_tokens))
         x = prompt
         step = None  # the fused native decode step, bound once the prompt is in, where it applies (fused_decode)
+        last = None  # the newest logits (vocab_size,)
         started = time.perf_counter()
         while True:
             if self.naive:  # re-run every layer on every token so far
                 x, cache = prompt + result.token_ids, model.new_cache(1, len(prompt) + len(result.token_ids))
+            greedy = None
             if step is not None:
-                last = step(x[0], cache)
+                last, greedy = step(x[0], cache, last)  # the previous step's logits are spent: reuse their memory
             else:
                 logits, cache = model(torch.tensor([x], device=model.device), cache, last_only=True)
                 last = logits[0, -1]
             result.work.append(len(x))
-            next_id, logprob = next_token(last, p, generator, prompt, result.token_ids)
+            next_id, logprob = next_token(last, p, generator, prompt, result.token_ids, greedy)
             if logprob is not None:
                 result.logprobs.append(logprob)
             now = time.perf_counter()

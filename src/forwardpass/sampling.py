@@ -180,9 +180,13 @@ def argmax(logits: torch.Tensor) -> int:
 
 
 def next_token(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator, prompt_ids: list[int],
-               output_ids: list[int]) -> tuple[int, TokenLogprob | None]:
-    """One step of sampling: the chosen id, and its log-probability when the params ask for them."""
-    token = choose(process(logits, params, prompt_ids, output_ids), params, generator)
+               output_ids: list[int], greedy: int | None = None) -> tuple[int, TokenLogprob | None]:
+    """One step of sampling: the chosen id, and its log-probability when the params ask for them. `greedy`: the
+    logits' argmax where the caller already has it (the fused decode step finds it as it writes them)."""
+    if greedy is not None and params.greedy and not params.penalized:
+        token = greedy
+    else:
+        token = choose(process(logits, params, prompt_ids, output_ids), params, generator)
     return token, (logprob_of(logits, token, params.logprobs) if params.logprobs is not None else None)
 
 

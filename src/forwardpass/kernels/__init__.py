@@ -48,7 +48,7 @@ def _build() -> ctypes.CDLL | None:
     lib.gemv.restype = None
     lib.gemv.argtypes = [p, i, i, i, p, p, p, i, p]
     lib.decode_step.restype = ctypes.c_int
-    lib.decode_step.argtypes = [p, i, i, i, p]
+    lib.decode_step.argtypes = [p, i, i, i, p, p]
     lib.stream_read.restype = ctypes.c_float
     lib.stream_read.argtypes = [p, ctypes.c_size_t]
     return lib

@@ -128,14 +128,30 @@ static void swiglu(const float *gate, const float *up, int n, float *h) {
     }
 }
 
+// The first index of the largest of v[0 … n-1] (n ≥ 1), a NaN counting as the largest, as torch.argmax has it
+static int argmax(const float *v, int n) {
+    __m512 top = _mm512_set1_ps(-INFINITY);
+    for (int i = 0; i < n; i += 16) {
+        const __m512 x = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), first_n(n - i), v + i);
+        if (_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q))  // a NaN: the first one is the answer
+            for (int j = i;; j++)
+                if (isnan(v[j])) return j;
+        top = _mm512_max_ps(top, x);
+    }
+    const float best = _mm512_reduce_max_ps(top);
+    for (int i = 0;; i++)
+        if (v[i] == best) return i;
+}
+
 // this thread's share of y = W x (accumulate: y += W x)
 static void gemv_share(const Linear *L, const Activation *a, float *y, int accumulate) {
     gemv_part(L, a, omp_get_thread_num(), omp_get_num_threads(), y, accumulate);
 }
 
-// logits (vocab_size) for `token` at `position`; its K and V go to cache slot `slot`, after slots 0 … slot - 1.
-// Returns 0, or -1 (touching nothing) for a token, position or slot outside the model's tables or the cache.
-int decode_step(const Model *m, int token, int position, int slot, float *logits) {
+// logits (vocab_size) for `token` at `position`, and in *greedy their argmax; its K and V go to cache slot `slot`,
+// after slots 0 … slot - 1. Returns 0, or -1 (touching nothing) for a token, position or slot outside the model's
+// tables or the cache.
+int decode_step(const Model *m, int token, int position, int slot, float *logits, int *greedy) {
     if (token < 0 || token >= m->vocab_size || position < 0 || position >= m->context_length || slot < 0 ||
         slot >= m->capacity)
         return -1;
@@ -145,6 +161,7 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
     float *x = malloc(sizeof(float) * d), *qkv = malloc(sizeof(float) * qkv_n), *gate_up = malloc(sizeof(float) * 2 * F);
     float *part_out = malloc(sizeof(float) * most * H * hd), *part_top = malloc(sizeof(float) * most * H);
     float *part_total = malloc(sizeof(float) * most * H);
+    int *best = malloc(sizeof(int) * most), teams = 1;  // each thread's argmax over its logits
     const int widest = F > H * hd ? (F > d ? F : d) : (H * hd > d ? H * hd : d);
     memcpy(x, m->embeddings + (size_t)token * d, sizeof(float) * d);
     const float *cos = m->cos + (size_t)position * hd, *sin = m->sin + (size_t)position * hd;
@@ -202,9 +219,19 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
         rmsnorm(x, m->norm_f, d, m->norm_eps, xn);  // final norm, then unembedding
         quantize_row(xn, d, m->lm_head.kind, &a);
         gemv_share(&m->lm_head, &a, logits, 0);
+        int lo, hi;
+        part_units(&m->lm_head, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        lo *= unit_rows(&m->lm_head), hi = hi * unit_rows(&m->lm_head) < m->vocab_size ? hi * unit_rows(&m->lm_head) : m->vocab_size;
+        best[omp_get_thread_num()] = hi > lo ? lo + argmax(logits + lo, hi - lo) : -1;
+        if (omp_get_thread_num() == 0) teams = omp_get_num_threads();
         activation_free(a);
         free(xn), free(rotated), free(scores), free(attn);
     }
-    free(x), free(qkv), free(gate_up), free(part_out), free(part_top), free(part_total);
+    *greedy = -1;  // the threads' shares in order: the first of the largest, or the first NaN, of all of them
+    for (int t = 0; t < teams; t++)
+        if (best[t] >= 0 && (*greedy < 0 || isnan(logits[best[t]]) > isnan(logits[*greedy]) ||
+                             (!isnan(logits[*greedy]) && logits[best[t]] > logits[*greedy])))
+            *greedy = best[t];
+    free(x), free(qkv), free(gate_up), free(part_out), free(part_top), free(part_total), free(best);
     return 0;
 }

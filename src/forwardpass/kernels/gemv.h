@@ -205,10 +205,17 @@ static inline void put(const Linear *L, int n0, const float *v, int count, float
         y[n0 + i] = (accumulate ? y[n0 + i] : 0.f) + v[i] + (L->bias ? L->bias[n0 + i] : 0.f);
 }
 
+// Thread t of T's share of W's units: [*lo, *hi)
+static inline void part_units(const Linear *L, int t, int T, int *lo, int *hi) {
+    *lo = (int)((long)units_of(L) * t / T), *hi = (int)((long)units_of(L) * (t + 1) / T);
+}
+
 // Thread t of T: its share of y = W x (accumulate: y += W x), bias included, in four concurrent weight streams
 static inline void gemv_part(const Linear *L, const Activation *a, int t, int T, float *y, int accumulate) {
-    const int units = units_of(L), per = unit_rows(L);
-    const int lo = (int)((long)units * t / T), hi = (int)((long)units * (t + 1) / T), quarter = (hi - lo) / 4;
+    const int per = unit_rows(L);
+    int lo, hi;
+    part_units(L, t, T, &lo, &hi);
+    const int quarter = (hi - lo) / 4;
     float out[4 * GROUP];
     for (int i = 0; i < quarter; i++) {
         units_dot(L, a, lo + i, quarter, 4, out);
