@@ -61,6 +61,18 @@ static inline __m512 exp_ps(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
+// the sums of a, b, c and d's lanes: a tree of in-lane shuffles instead of four horizontal sums
+static inline __m128 sums4(__m512 a, __m512 b, __m512 c, __m512 d) {
+    const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));  // [a0+a2 b0+b2 a1+a3 b1+b3]
+    const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));  // per 128-bit lane
+    const __m512d abd = _mm512_castps_pd(ab), cdd = _mm512_castps_pd(cd);
+    const __m512 all = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(abd, cdd)),
+                                     _mm512_castpd_ps(_mm512_unpackhi_pd(abd, cdd)));  // [a b c d] per 128-bit lane
+    const __m256 half = _mm256_add_ps(_mm512_castps512_ps256(all),
+                                      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(all), 1)));
+    return _mm_add_ps(_mm256_castps256_ps128(half), _mm256_extractf128_ps(half, 1));
+}
+
 // One query head against positions [lo, hi) of its K/V head: below `past` the cache, at `past` this token's own k
 // and v (the cache gets them after every thread has read it). Leaves the scores' maximum, the sum of their
 // exponentials and the exponential-weighted sum of values, to be merged with the other threads' positions
@@ -72,14 +84,21 @@ static void attend_part(const float *q, const float *k, const float *v, int past
     const int nv = head_dim / 16, n = hi - lo;
     __m512 qs[16];
     for (int c = 0; c < nv; c++) qs[c] = _mm512_mul_ps(_mm512_loadu_ps(q + 16 * c), _mm512_set1_ps(1.f / sqrtf((float)head_dim)));
-    float top = -INFINITY;
-    for (int j = lo; j < hi; j++) {  // scores q·k / √head_dim
-        const float *kj = j < past ? k + (size_t)j * head_dim : k_new;
-        __m512 acc = _mm512_mul_ps(qs[0], _mm512_loadu_ps(kj));
-        for (int c = 1; c < nv; c++) acc = _mm512_fmadd_ps(qs[c], _mm512_loadu_ps(kj + 16 * c), acc);
-        scores[j - lo] = _mm512_reduce_add_ps(acc);
-        top = scores[j - lo] > top ? scores[j - lo] : top;
+    for (int j = lo; j < hi; j += 4) {  // scores q·k / √head_dim, four positions at a time
+        __m512 acc[4];
+        for (int r = 0; r < 4; r++) {
+            const int at = j + r < hi ? j + r : j;  // past the range: a repeat, not stored
+            const float *kj = at < past ? k + (size_t)at * head_dim : k_new;
+            acc[r] = _mm512_mul_ps(qs[0], _mm512_loadu_ps(kj));
+            for (int c = 1; c < nv; c++) acc[r] = _mm512_fmadd_ps(qs[c], _mm512_loadu_ps(kj + 16 * c), acc[r]);
+        }
+        _mm_mask_storeu_ps(scores + j - lo, (__mmask8)((1u << (hi - j < 4 ? hi - j : 4)) - 1),
+                           sums4(acc[0], acc[1], acc[2], acc[3]));
     }
+    __m512 most = _mm512_set1_ps(-INFINITY);
+    for (int j = 0; j < n; j += 16)
+        most = _mm512_max_ps(most, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), first_n(n - j), scores + j));
+    const float top = _mm512_reduce_max_ps(most);
     __m512 total = _mm512_setzero_ps();
     for (int j = 0; j < n; j += 16) {  // e^(score - max)
         const __mmask16 m = first_n(n - j);
