@@ -87,12 +87,12 @@ def test_greedy_generation_is_unchanged_in_fp32(smollm):
             break
 
 
-def tiny_llama(bias: bool) -> Transformer:
+def tiny_llama(bias: bool, n_heads: int = 3, n_kv_heads: int = 1) -> Transformer:
     """Random Llama-family weights whose widths leave a lone block of 32 at the end of every row (96, 160)."""
     torch.manual_seed(3)
-    config = ModelConfig("tiny", vocab_size=300, context_length=48, d_model=96, n_layers=2, n_heads=3, n_kv_heads=1,
-                         ffn_hidden=160, norm="rmsnorm", positions="rope", ffn="swiglu", bias=bias,
-                         tied_embeddings=not bias)
+    config = ModelConfig("tiny", vocab_size=300, context_length=48, d_model=96, n_layers=2, n_heads=n_heads,
+                         n_kv_heads=n_kv_heads, ffn_hidden=160, norm="rmsnorm", positions="rope", ffn="swiglu",
+                         bias=bias, tied_embeddings=not bias)
     model = Transformer(config).eval()
     with torch.no_grad():
         for p in model.parameters():
@@ -138,6 +138,19 @@ def test_the_step_finds_the_greedy_token_as_torch_argmax_does(storage):
         assert logits.data_ptr() == out.data_ptr() and greedy == int(logits.argmax()) == (250 if nan else 7)
     with pytest.raises(InvariantError, match=r"must be \(300,\) contiguous float32"):
         model.fused.step(5, cache, torch.empty(299))
+
+
+@pytest.mark.parametrize("n_heads,n_kv_heads", [(6, 1), (6, 2), (6, 6)])
+def test_fused_attention_over_any_grouping(n_heads, n_kv_heads):
+    """Query heads go through attention up to four of a group at a time: groups of 6 (a pass of 4, one of 2),
+    3 and 1, at head_dim 16."""
+    model = tiny_llama(False, n_heads, n_kv_heads)
+    model.fused = FusedDecode.build(model)
+    decode = list(range(10, 40))
+    got, cache = steps(model, [1, 2, 3], decode, capacity=40)
+    want, _ = steps(model, [1, 2, 3], decode, capacity=40, fused=False)
+    assert (got - want).abs().max().item() < 1e-3 * want.abs().max().item()
+    assert torch.equal(got.argmax(-1), want.argmax(-1))
 
 
 def test_sliding_cache_keeps_positions_past_its_capacity():

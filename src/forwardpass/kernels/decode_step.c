@@ -73,50 +73,80 @@ static inline __m128 sums4(__m512 a, __m512 b, __m512 c, __m512 d) {
     return _mm_add_ps(_mm256_castps256_ps128(half), _mm256_extractf128_ps(half, 1));
 }
 
-// One query head against positions [lo, hi) of its K/V head: below `past` the cache, at `past` this token's own k
-// and v (the cache gets them after every thread has read it). Leaves the scores' maximum, the sum of their
-// exponentials and the exponential-weighted sum of values, to be merged with the other threads' positions
-// (`merge_heads`); an empty range leaves -inf, 0, 0. head_dim is a multiple of 16, at most 256: q and each output
-// slice stay in registers.
-static void attend_part(const float *q, const float *k, const float *v, int past, const float *k_new,
-                        const float *v_new, int head_dim, int lo, int hi, float *scores, float *out, float *top_out,
-                        float *total_out) {
-    const int nv = head_dim / 16, n = hi - lo;
-    __m512 qs[16];
-    for (int c = 0; c < nv; c++) qs[c] = _mm512_mul_ps(_mm512_loadu_ps(q + 16 * c), _mm512_set1_ps(1.f / sqrtf((float)head_dim)));
-    for (int j = lo; j < hi; j += 4) {  // scores q·k / √head_dim, four positions at a time
-        __m512 acc[4];
+// Query heads q[0 … n-1] (n ≤ 4, consecutive rows of head_dim) of one K/V head against positions [lo, hi): below
+// `past` the cache, at `past` this token's own k and v (the cache gets them after every thread has read it). One
+// pass over the keys and one over the values serve all n heads. Leaves per head the scores' maximum, the sum of
+// their exponentials and the exponential-weighted sum of values, to be merged with the other threads' positions
+// (`merge_heads`); an empty range leaves -inf, 0, 0. head_dim is a multiple of 16, at most 256.
+static inline __attribute__((always_inline)) void attend_heads(const float *q, const int n, const float *k,
+                                                               const float *v, int past, const float *k_new,
+                                                               const float *v_new, int head_dim, int lo, int hi,
+                                                               float *scores, float *out, float *top, float *total) {
+    const int nv = head_dim / 16, len = hi - lo;
+    const __m512 scale = _mm512_set1_ps(1.f / sqrtf((float)head_dim));
+    for (int j = lo; j < hi; j += 4) {  // scores q·k / √head_dim: four positions, every head
+        const float *row[4];
         for (int r = 0; r < 4; r++) {
             const int at = j + r < hi ? j + r : j;  // past the range: a repeat, not stored
-            const float *kj = at < past ? k + (size_t)at * head_dim : k_new;
-            acc[r] = _mm512_mul_ps(qs[0], _mm512_loadu_ps(kj));
-            for (int c = 1; c < nv; c++) acc[r] = _mm512_fmadd_ps(qs[c], _mm512_loadu_ps(kj + 16 * c), acc[r]);
+            row[r] = at < past ? k + (size_t)at * head_dim : k_new;
         }
-        _mm_mask_storeu_ps(scores + j - lo, (__mmask8)((1u << (hi - j < 4 ? hi - j : 4)) - 1),
-                           sums4(acc[0], acc[1], acc[2], acc[3]));
+        __m512 acc[4][4];  // [head][position]
+        for (int h = 0; h < n; h++)
+            for (int r = 0; r < 4; r++) acc[h][r] = _mm512_setzero_ps();
+        for (int c = 0; c < nv; c++)
+            for (int r = 0; r < 4; r++) {
+                const __m512 kv = _mm512_loadu_ps(row[r] + 16 * c);
+                for (int h = 0; h < n; h++)
+                    acc[h][r] = _mm512_fmadd_ps(_mm512_loadu_ps(q + h * head_dim + 16 * c), kv, acc[h][r]);
+            }
+        const __mmask8 kept = (__mmask8)((1u << (hi - j < 4 ? hi - j : 4)) - 1);
+        for (int h = 0; h < n; h++)
+            _mm_mask_storeu_ps(scores + h * len + j - lo, kept,
+                               _mm512_castps512_ps128(_mm512_mul_ps(_mm512_castps128_ps512(
+                                   sums4(acc[h][0], acc[h][1], acc[h][2], acc[h][3])), scale)));
     }
-    __m512 most = _mm512_set1_ps(-INFINITY);
-    for (int j = 0; j < n; j += 16)
-        most = _mm512_max_ps(most, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), first_n(n - j), scores + j));
-    const float top = _mm512_reduce_max_ps(most);
-    __m512 total = _mm512_setzero_ps();
-    for (int j = 0; j < n; j += 16) {  // e^(score - max)
-        const __mmask16 m = first_n(n - j);
-        const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + j), _mm512_set1_ps(top)));
-        _mm512_mask_storeu_ps(scores + j, m, e);
-        total = _mm512_add_ps(total, _mm512_maskz_mov_ps(m, e));
+    for (int h = 0; h < n; h++) {  // e^(score - max)
+        float *s = scores + h * len;
+        __m512 most = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
+        for (int j = 0; j < len; j += 16)
+            most = _mm512_max_ps(most, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), first_n(len - j), s + j));
+        top[h] = _mm512_reduce_max_ps(most);
+        for (int j = 0; j < len; j += 16) {
+            const __mmask16 m = first_n(len - j);
+            const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), _mm512_set1_ps(top[h])));
+            _mm512_mask_storeu_ps(s + j, m, e);
+            sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, e));
+        }
+        total[h] = len > 0 ? _mm512_reduce_add_ps(sum) : 0.f;
     }
-    for (int c0 = 0; c0 < nv; c0 += 4) {  // 64 output values at a time, summed over the range's positions
-        const int width = nv - c0 < 4 ? nv - c0 : 4;
-        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int c0 = 0; c0 < nv; c0 += 4) {  // 64 output values of every head at a time, over the range's positions
+        __m512 acc[4][4];  // [head][vector]
+        for (int h = 0; h < n; h++)
+            for (int c = 0; c < 4; c++) acc[h][c] = _mm512_setzero_ps();
         for (int j = lo; j < hi; j++) {
-            const __m512 w = _mm512_set1_ps(scores[j - lo]);
             const float *vj = (j < past ? v + (size_t)j * head_dim : v_new) + 16 * c0;
-            for (int c = 0; c < width; c++) acc[c] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vj + 16 * c), acc[c]);
+            for (int c = 0; c < 4; c++)
+                if (c0 + c < nv) {
+                    const __m512 vv = _mm512_loadu_ps(vj + 16 * c);
+                    for (int h = 0; h < n; h++)
+                        acc[h][c] = _mm512_fmadd_ps(_mm512_set1_ps(scores[h * len + j - lo]), vv, acc[h][c]);
+                }
         }
-        for (int c = 0; c < width; c++) _mm512_storeu_ps(out + 16 * (c0 + c), acc[c]);
+        for (int h = 0; h < n; h++)
+            for (int c = 0; c < 4 && c0 + c < nv; c++) _mm512_storeu_ps(out + h * head_dim + 16 * (c0 + c), acc[h][c]);
     }
-    *top_out = top, *total_out = n > 0 ? _mm512_reduce_add_ps(total) : 0.f;
+}
+
+// attend_heads for any n ≤ 4, each count compiled on its own (its accumulators stay in registers)
+static void attend_group(const float *q, int n, const float *k, const float *v, int past, const float *k_new,
+                         const float *v_new, int head_dim, int lo, int hi, float *scores, float *out, float *top,
+                         float *total) {
+    switch (n) {
+    case 1: attend_heads(q, 1, k, v, past, k_new, v_new, head_dim, lo, hi, scores, out, top, total); break;
+    case 2: attend_heads(q, 2, k, v, past, k_new, v_new, head_dim, lo, hi, scores, out, top, total); break;
+    case 3: attend_heads(q, 3, k, v, past, k_new, v_new, head_dim, lo, hi, scores, out, top, total); break;
+    default: attend_heads(q, 4, k, v, past, k_new, v_new, head_dim, lo, hi, scores, out, top, total);
+    }
 }
 
 // softmax(q kᵀ / √head_dim) v over every position, from the T threads' parts (out, top, total: (T, H × head_dim),
@@ -190,7 +220,7 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
         // Each thread prepares its own copy of a matrix-vector product's input (a norm, quantizing a row: a few
         // microseconds), which saves a barrier per product.
         float *xn = malloc(sizeof(float) * widest), *rotated = malloc(sizeof(float) * (H + KV) * hd);
-        float *scores = malloc(sizeof(float) * len), *attn = malloc(sizeof(float) * H * hd);
+        float *scores = malloc(sizeof(float) * 4 * len), *attn = malloc(sizeof(float) * H * hd);
         Activation a = activation_alloc(widest);
         for (int l = 0; l < m->n_layers; l++) {
             const Layer *L = m->layers + l;
@@ -208,12 +238,13 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
                 memcpy(rotated + i * hd, qkv + i * hd, sizeof(float) * hd);
                 rope(rotated + i * hd, cos, sin, hd);
             }
-            for (int i = 0; i < H; i++) {
+            for (int i = 0, n; i < H; i += n) {  // up to four query heads of one group at a time
                 const int g = i / group;
+                n = (g + 1) * group - i < 4 ? (g + 1) * group - i : 4;
                 const size_t head = (size_t)g * m->capacity * hd;
-                attend_part(rotated + i * hd, kc + head, vc + head, slot, rotated + (H + g) * hd, qkv + (H + KV + g) * hd,
-                            hd, lo, hi, scores, part_out + ((size_t)t * H + i) * hd, part_top + t * H + i,
-                            part_total + t * H + i);
+                attend_group(rotated + i * hd, n, kc + head, vc + head, slot, rotated + (H + g) * hd,
+                             qkv + (H + KV + g) * hd, hd, lo, hi, scores, part_out + ((size_t)t * H + i) * hd,
+                             part_top + t * H + i, part_total + t * H + i);
             }
             #pragma omp barrier
             if (t == 0)  // the new K and V go in after every thread has read the cache's first `slot` positions
