@@ -75,8 +75,9 @@ KINDS = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, 4: 4, 8: 8}  # g
 def gemv(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, n: int, scale: torch.Tensor | None = None,
          minimum: torch.Tensor | None = None) -> torch.Tensor:
     """x (M, K) float32 @ Wᵀ → (M, n) float32, W stored as `kind`: a float dtype (w (n, K)), or 8 or 4 bits
-    (w (n, K) bytes or (n, K/2) nibbles, scale and minimum (n, K/32) float32). Call only where available();
-    quantized K a multiple of 32. Every tensor contiguous and on the CPU."""
+    tiled as quant.QuantizedLinear stores them (w (groups, K/32, 512 or 256) bytes, scale and minimum
+    (groups, K/32, 16) float32, groups = n/16 rounded up). Call only where available(); quantized K a multiple
+    of 32. Every tensor contiguous and on the CPU."""
     M, K = x.shape
     x = x.contiguous()
     y = torch.empty(M, n, dtype=torch.float32)

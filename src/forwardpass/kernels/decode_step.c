@@ -210,7 +210,8 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
     float *x = malloc(sizeof(float) * d), *qkv = malloc(sizeof(float) * qkv_n), *gate_up = malloc(sizeof(float) * 2 * F);
     float *part_out = malloc(sizeof(float) * most * H * hd), *part_top = malloc(sizeof(float) * most * H);
     float *part_total = malloc(sizeof(float) * most * H);
-    int *best = malloc(sizeof(int) * most), teams = 1;  // each thread's argmax over its logits
+    int *best = malloc(sizeof(int) * most), teams = 1;  // each thread's argmax over its share of the logits
+    float *best_logit = malloc(sizeof(float) * most);
     const int widest = F > H * hd ? (F > d ? F : d) : (H * hd > d ? H * hd : d);
     memcpy(x, m->embeddings + (size_t)token * d, sizeof(float) * d);
     const float *cos = m->cos + (size_t)position * hd, *sin = m->sin + (size_t)position * hd;
@@ -219,6 +220,7 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
     {
         // Each thread prepares its own copy of a matrix-vector product's input (a norm, quantizing a row: a few
         // microseconds), which saves a barrier per product.
+        const int t = omp_get_thread_num(), T = omp_get_num_threads();
         float *xn = malloc(sizeof(float) * widest), *rotated = malloc(sizeof(float) * (H + KV) * hd);
         float *scores = malloc(sizeof(float) * 4 * len), *attn = malloc(sizeof(float) * H * hd);
         Activation a = activation_alloc(widest);
@@ -233,7 +235,7 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
             #pragma omp barrier
             // Attention splits positions: each thread reads its share of every K/V head once, for all the group's
             // query heads, after rotating every query and new key itself (cheaper than a barrier).
-            const int t = omp_get_thread_num(), T = omp_get_num_threads(), lo = len * t / T, hi = len * (t + 1) / T;
+            const int lo = len * t / T, hi = len * (t + 1) / T;
             for (int i = 0; i < H + KV; i++) {
                 memcpy(rotated + i * hd, qkv + i * hd, sizeof(float) * hd);
                 rope(rotated + i * hd, cos, sin, hd);
@@ -269,19 +271,19 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
         rmsnorm(x, m->norm_f, d, m->norm_eps, xn);  // final norm, then unembedding
         quantize_row(xn, d, m->lm_head.kind, &a);
         gemv_share(&m->lm_head, &a, logits, 0);
-        int lo, hi;
-        part_units(&m->lm_head, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-        lo *= unit_rows(&m->lm_head), hi = hi * unit_rows(&m->lm_head) < m->vocab_size ? hi * unit_rows(&m->lm_head) : m->vocab_size;
-        best[omp_get_thread_num()] = hi > lo ? lo + argmax(logits + lo, hi - lo) : -1;
-        if (omp_get_thread_num() == 0) teams = omp_get_num_threads();
+        int lo, hi;  // this thread's rows of logits: its units', less the padding past vocab_size
+        part_units(&m->lm_head, t, T, &lo, &hi);
+        lo *= unit_rows(&m->lm_head), hi *= unit_rows(&m->lm_head);
+        hi = hi < m->vocab_size ? hi : m->vocab_size;
+        best[t] = hi > lo ? lo + argmax(logits + lo, hi - lo) : -1;
+        if (t == 0) teams = T;
         activation_free(a);
         free(xn), free(rotated), free(scores), free(attn);
     }
-    *greedy = -1;  // the threads' shares in order: the first of the largest, or the first NaN, of all of them
+    int shares = 0;  // the argmax of the shares' argmaxes, in order: the first of the largest, or the first NaN
     for (int t = 0; t < teams; t++)
-        if (best[t] >= 0 && (*greedy < 0 || isnan(logits[best[t]]) > isnan(logits[*greedy]) ||
-                             (!isnan(logits[*greedy]) && logits[best[t]] > logits[*greedy])))
-            *greedy = best[t];
-    free(x), free(qkv), free(gate_up), free(part_out), free(part_top), free(part_total), free(best);
+        if (best[t] >= 0) best[shares] = best[t], best_logit[shares++] = logits[best[t]];
+    *greedy = best[argmax(best_logit, shares)];
+    free(x), free(qkv), free(gate_up), free(part_out), free(part_top), free(part_total), free(best), free(best_logit);
     return 0;
 }
