@@ -230,6 +230,10 @@ def test_the_kernel_refuses_slots_outside_the_cache(smollm):
     spec.capacity, spec.k_cache, spec.v_cache = 4, cache.k.data_ptr(), cache.v.data_ptr()
     logits, greedy = torch.zeros(49152), ctypes.c_int(-7)
     run = kernels.library().decode_step
+    assert run(ctypes.byref(spec), 3, 0, 0, logits.data_ptr(), ctypes.byref(greedy)) == -1  # no workspace
+    spec.threads = kernels.library().decode_threads()
+    work = torch.empty(kernels.library().decode_workspace(ctypes.byref(spec)))
+    spec.work = work.data_ptr()
     for token, position, slot in ((3, 4, 4), (3, 0, -1), (49152, 0, 0), (-1, 0, 0), (3, 8192, 0)):
         assert run(ctypes.byref(spec), token, position, slot, logits.data_ptr(), ctypes.byref(greedy)) == -1
     assert not logits.any() and greedy.value == -7
@@ -243,3 +247,51 @@ def test_a_token_outside_the_vocabulary_is_refused_before_the_cache_moves(smollm
         with pytest.raises(TokenIdError, match=f"token id {bad} is outside the vocabulary"):
             smollm.model(torch.tensor([[bad]]), cache)
     assert cache.lengths == [0]
+
+
+def test_the_step_reuses_one_workspace_per_thread():
+    """A step allocates nothing: a thread's workspace is made on its first step and kept, made again only for a
+    larger cache; two threads decoding at once each use their own and get the logits each gets alone."""
+    import threading
+
+    model = tiny_llama(False)
+    model.fused = FusedDecode.build(model)
+    decode = [7, 8, 9, 10]
+    alone, _ = steps(model, [1, 2], decode, capacity=16)
+    work = model.fused._work
+    first = work.memory.data_ptr()
+    steps(model, [1, 2], decode, capacity=8)  # a smaller cache: the same memory
+    assert work.memory.data_ptr() == first and work.room == 16
+    steps(model, [1, 2], decode, capacity=32)  # a larger one: a workspace to fit it
+    assert work.room == 32
+    results = {}
+
+    def decode_in_thread(name: str) -> None:
+        results[name] = steps(model, [1, 2], decode, capacity=16)[0]
+
+    threads = [threading.Thread(target=decode_in_thread, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert torch.equal(results["a"], alone) and torch.equal(results["b"], alone)
+
+
+def test_the_step_on_other_thread_counts():
+    """The team a step runs with: one thread, and more threads than a short context has positions (empty shares); the
+    workspace follows the count."""
+    model = tiny_llama(False)
+    model.fused = FusedDecode.build(model)
+    decode = list(range(3, 20))
+    want, _ = steps(model, [1, 2], decode, capacity=32, fused=False)
+    lib = kernels.library()
+    before = lib.decode_threads()
+    try:
+        for threads in (1, 5):
+            lib.omp_set_num_threads(threads)  # the OpenMP runtime the kernels run on
+            assert lib.decode_threads() == threads
+            got, _ = steps(model, [1, 2], decode, capacity=32)
+            assert model.fused._work.spec.threads == threads
+            assert (got - want).abs().max().item() < 1e-3 * want.abs().max().item()
+    finally:
+        lib.omp_set_num_threads(before)

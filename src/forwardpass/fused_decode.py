@@ -11,6 +11,7 @@ one cache. It applies to batch-1 decode on CPU in float32 arithmetic; everything
 from __future__ import annotations
 
 import ctypes
+import threading
 
 import torch
 from torch import nn
@@ -36,7 +37,19 @@ class _Model(ctypes.Structure):
     _fields_ = [(name, _i) for name in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "hidden",
                                         "vocab_size", "context_length", "capacity")] + [
         ("norm_eps", ctypes.c_float), ("embeddings", _p), ("layers", ctypes.POINTER(_Layer)), ("norm_f", _p),
-        ("lm_head", _Linear), ("cos", _p), ("sin", _p), ("k_cache", _p), ("v_cache", _p)]
+        ("lm_head", _Linear), ("cos", _p), ("sin", _p), ("k_cache", _p), ("v_cache", _p), ("work", _p),
+        ("threads", _i)]
+
+
+class _Workspace(threading.local):
+    """One Python thread's buffers for the step, made when it first decodes (or meets a larger cache) and reused
+    for every token after: a step allocates nothing. Each thread its own, so threads may decode at once."""
+
+    def __init__(self):
+        self.spec: _Model | None = None
+        self.memory: torch.Tensor | None = None
+        self.room = 0  # the cache capacity `memory` is sized for
+        self.greedy = ctypes.c_int()
 
 
 def _ptr(t: torch.Tensor | None) -> int | None:
@@ -71,8 +84,9 @@ class FusedDecode:
                            c.context_length, 0,
                            model.blocks[0].attn_norm.eps or torch.finfo(torch.float32).eps,
                            _ptr(model.tok_embeddings.weight), self.layers, _ptr(model.norm_f.weight), lm_head,
-                           _ptr(model.rope.cos), _ptr(model.rope.sin), None, None)
+                           _ptr(model.rope.cos), _ptr(model.rope.sin), None, None, None, 0)
         self.fingerprint = self._fingerprint()
+        self._work = _Workspace()
 
     @classmethod
     def build(cls, model: nn.Module) -> FusedDecode | None:
@@ -130,9 +144,9 @@ class FusedDecode:
             raise InvariantError(f"decode step output must be ({self.spec.vocab_size},) contiguous float32")
         cache.reserve([1], 1)  # checks capacity first (or slides, by the cache's policy)
         position, slot = cache.next_position(0), cache.lengths[0]
-        spec = _Model.from_buffer_copy(self.spec)  # this call's own: threads may decode other caches at once
-        spec.capacity, spec.k_cache, spec.v_cache = cache.capacity, cache.k.data_ptr(), cache.v.data_ptr()
-        greedy = ctypes.c_int()
+        spec = self._spec_for(cache)
+        spec.k_cache, spec.v_cache = cache.k.data_ptr(), cache.v.data_ptr()
+        greedy = self._work.greedy
         if kernels.library().decode_step(ctypes.byref(spec), token, position, slot, logits.data_ptr(),
                                          ctypes.byref(greedy)):
             cache._pending = None
@@ -140,3 +154,15 @@ class FusedDecode:
                                  f"of {cache.capacity}")
         cache.commit()
         return logits, greedy.value
+
+    def _spec_for(self, cache: KVCache) -> _Model:
+        """This thread's copy of the model's description with a workspace for `cache`'s capacity and the kernels'
+        thread count, made on its first step and again only for a larger cache or more threads."""
+        work, threads = self._work, kernels.library().decode_threads()
+        if work.spec is None or work.room < cache.capacity or work.spec.threads != threads:
+            spec = _Model.from_buffer_copy(self.spec)
+            spec.capacity, spec.threads = cache.capacity, threads
+            work.memory = torch.empty(kernels.library().decode_workspace(ctypes.byref(spec)))  # 64-byte aligned
+            spec.work, work.spec, work.room = work.memory.data_ptr(), spec, cache.capacity
+        work.spec.capacity = cache.capacity  # a smaller cache needs less of the workspace
+        return work.spec

@@ -49,6 +49,10 @@ def _build() -> ctypes.CDLL | None:
     lib.gemv.argtypes = [p, i, i, i, p, p, p, i, p]
     lib.decode_step.restype = ctypes.c_int
     lib.decode_step.argtypes = [p, i, i, i, p, p]
+    lib.decode_workspace.restype = ctypes.c_size_t
+    lib.decode_workspace.argtypes = [p]
+    lib.decode_threads.restype = i
+    lib.decode_threads.argtypes = []
     lib.stream_read.restype = ctypes.c_float
     lib.stream_read.argtypes = [p, ctypes.c_size_t]
     return lib

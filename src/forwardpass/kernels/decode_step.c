@@ -25,6 +25,8 @@ typedef struct {
     Linear lm_head;           // vocab_size × d_model
     const float *cos, *sin;   // (context_length, head_dim)
     float *k_cache, *v_cache; // (n_layers, n_kv_heads, capacity, head_dim)
+    float *work;              // decode_workspace(this, threads) floats, made once: a step allocates nothing
+    int threads;              // the team a step runs with, at most the workspace's
 } Model;
 
 static void rmsnorm(const float *x, const float *weight, int n, float eps, float *out) {
@@ -197,33 +199,87 @@ static void gemv_share(const Linear *L, const Activation *a, float *y, int accum
     gemv_part(L, a, omp_get_thread_num(), omp_get_num_threads(), y, accumulate);
 }
 
+// Where a step's buffers lie in its workspace: pieces cut one after another, each 64-byte aligned; with no
+// workspace (base NULL) only the floats they need are counted.
+typedef struct {
+    float *base;
+    size_t used;
+} Cut;
+
+static void *cut(Cut *c, size_t floats) {
+    float *at = c->base ? c->base + c->used : NULL;
+    c->used += (floats + 15) / 16 * 16;
+    return at;
+}
+
+static int widest_row(const Model *m) {
+    const int d = m->d_model, F = m->hidden, attn = m->n_heads * m->head_dim;
+    return F > attn ? (F > d ? F : d) : (attn > d ? attn : d);
+}
+
+// the buffers every thread shares, then thread t's own: the same cuts for sizing and for use
+typedef struct {
+    float *x, *qkv, *gate_up, *part_out, *part_top, *part_total, *best_logit;
+    int *best;
+} Shared;
+
+typedef struct {
+    float *xn, *rotated, *scores, *attn;
+    Activation a;
+} Own;
+
+static Shared cut_shared(Cut *c, const Model *m) {
+    const int H = m->n_heads, T = m->threads, hd = m->head_dim;
+    Shared s = {cut(c, m->d_model), cut(c, (H + 2 * m->n_kv_heads) * hd), cut(c, 2 * m->hidden),
+                cut(c, (size_t)T * H * hd), cut(c, (size_t)T * H), cut(c, (size_t)T * H), cut(c, T), cut(c, T)};
+    return s;
+}
+
+static Own cut_own(Cut *c, const Model *m) {
+    const int H = m->n_heads, hd = m->head_dim;
+    Own o = {cut(c, widest_row(m)), cut(c, (H + m->n_kv_heads) * hd), cut(c, 4 * (size_t)m->capacity),
+             cut(c, H * hd), activation_in(cut(c, activation_floats(widest_row(m))), widest_row(m))};
+    return o;
+}
+
+// floats of workspace a step needs for m's shapes, m->capacity cache slots and m->threads threads
+size_t decode_workspace(const Model *m) {
+    Cut c = {NULL, 0};
+    cut_shared(&c, m);
+    for (int t = 0; t < m->threads; t++) cut_own(&c, m);
+    return c.used;
+}
+
+// the threads a step runs with unless told fewer: OpenMP's count for a parallel region
+int decode_threads(void) { return omp_get_max_threads(); }
+
 // logits (vocab_size) for `token` at `position`, and in *greedy their argmax; its K and V go to cache slot `slot`,
-// after slots 0 … slot - 1. Returns 0, or -1 (touching nothing) for a token, position or slot outside the model's
-// tables or the cache.
+// after slots 0 … slot - 1. m->work holds decode_workspace(m) floats, for this call alone. Returns 0, or -1
+// (touching nothing) for a token, position or slot outside the model's tables or the cache.
 int decode_step(const Model *m, int token, int position, int slot, float *logits, int *greedy) {
     if (token < 0 || token >= m->vocab_size || position < 0 || position >= m->context_length || slot < 0 ||
-        slot >= m->capacity)
+        slot >= m->capacity || m->threads < 1 || !m->work)
         return -1;
     const int d = m->d_model, hd = m->head_dim, H = m->n_heads, KV = m->n_kv_heads, group = H / KV;
-    const int len = slot + 1, qkv_n = (H + 2 * KV) * hd, F = m->hidden;
-    const int most = omp_get_max_threads();
-    float *x = malloc(sizeof(float) * d), *qkv = malloc(sizeof(float) * qkv_n), *gate_up = malloc(sizeof(float) * 2 * F);
-    float *part_out = malloc(sizeof(float) * most * H * hd), *part_top = malloc(sizeof(float) * most * H);
-    float *part_total = malloc(sizeof(float) * most * H);
-    int *best = malloc(sizeof(int) * most), teams = 1;  // each thread's argmax over its share of the logits
-    float *best_logit = malloc(sizeof(float) * most);
-    const int widest = F > H * hd ? (F > d ? F : d) : (H * hd > d ? H * hd : d);
+    const int len = slot + 1, F = m->hidden;
+    Cut shared = {m->work, 0};
+    const Shared s = cut_shared(&shared, m);
+    float *x = s.x, *qkv = s.qkv, *gate_up = s.gate_up, *part_out = s.part_out, *part_top = s.part_top;
+    float *part_total = s.part_total, *best_logit = s.best_logit;
+    int *best = s.best, teams = 1;  // each thread's argmax over its share of the logits
     memcpy(x, m->embeddings + (size_t)token * d, sizeof(float) * d);
     const float *cos = m->cos + (size_t)position * hd, *sin = m->sin + (size_t)position * hd;
 
-    #pragma omp parallel
+    #pragma omp parallel num_threads(m->threads)
     {
         // Each thread prepares its own copy of a matrix-vector product's input (a norm, quantizing a row: a few
         // microseconds), which saves a barrier per product.
         const int t = omp_get_thread_num(), T = omp_get_num_threads();
-        float *xn = malloc(sizeof(float) * widest), *rotated = malloc(sizeof(float) * (H + KV) * hd);
-        float *scores = malloc(sizeof(float) * 4 * len), *attn = malloc(sizeof(float) * H * hd);
-        Activation a = activation_alloc(widest);
+        Cut mine = shared;
+        for (int i = 0; i < t; i++) cut_own(&mine, m);
+        const Own o = cut_own(&mine, m);
+        float *xn = o.xn, *rotated = o.rotated, *scores = o.scores, *attn = o.attn;
+        Activation a = o.a;
         for (int l = 0; l < m->n_layers; l++) {
             const Layer *L = m->layers + l;
             const size_t layer = (size_t)l * KV * m->capacity * hd;
@@ -277,13 +333,10 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
         hi = hi < m->vocab_size ? hi : m->vocab_size;
         best[t] = hi > lo ? lo + argmax(logits + lo, hi - lo) : -1;
         if (t == 0) teams = T;
-        activation_free(a);
-        free(xn), free(rotated), free(scores), free(attn);
     }
     int shares = 0;  // the argmax of the shares' argmaxes, in order: the first of the largest, or the first NaN
     for (int t = 0; t < teams; t++)
         if (best[t] >= 0) best[shares] = best[t], best_logit[shares++] = logits[best[t]];
     *greedy = best[argmax(best_logit, shares)];
-    free(x), free(qkv), free(gate_up), free(part_out), free(part_top), free(part_total), free(best), free(best_logit);
     return 0;
 }

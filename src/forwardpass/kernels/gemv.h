@@ -48,20 +48,26 @@ typedef struct {
     float *unpacked;   // bf16 weights: the row reordered as bf16 pairs unpack (see bf16_order)
 } Activation;
 
-static Activation activation_alloc(int K) {
-    const int padded = (K + 63) / 64 * 64;
-    Activation a = {aligned_alloc(64, padded), aligned_alloc(64, padded), malloc(sizeof(float) * padded / BLOCK),
-                    malloc(sizeof(float) * padded / BLOCK), NULL, aligned_alloc(64, padded * sizeof(float))};
+// floats of memory an activation row of up to K inputs takes (64-byte aligned pieces, for a 64-byte aligned start)
+static inline size_t activation_floats(int K) {
+    const size_t padded = (K + 63) / 64 * 64;
+    return padded / 4 * 2 + (padded / BLOCK + 15) / 16 * 16 * 2 + padded;  // hi, lo; step, sum; unpacked
+}
+
+// an activation row of up to K inputs in `mem` (activation_floats(K) floats, 64-byte aligned); NULL: an empty one
+static inline Activation activation_in(float *mem, int K) {
+    if (!mem) return (Activation){0};
+    const size_t padded = (K + 63) / 64 * 64, blocks = (padded / BLOCK + 15) / 16 * 16;
+    Activation a = {(int8_t *)mem, (int8_t *)(mem + padded / 4), mem + padded / 2, mem + padded / 2 + blocks, NULL,
+                    mem + padded / 2 + 2 * blocks};
     return a;
 }
 
-static void activation_free(Activation a) {
-    free(a.hi);
-    free(a.lo);
-    free(a.step);
-    free(a.sum);
-    free(a.unpacked);
+static inline Activation activation_alloc(int K) {
+    return activation_in(aligned_alloc(64, activation_floats(K) * sizeof(float)), K);
 }
+
+static inline void activation_free(Activation a) { free(a.hi); }
 
 // bf16 weights widen to float32 by placing each 16-bit value in the high half of a 32-bit lane: interleaving
 // 32 of them with zeros (two unpack instructions) yields them in the order [0-3, 8-11, 16-19, 24-27] then
