@@ -157,7 +157,7 @@ class FusedDecode:
 
     def _spec_for(self, cache: KVCache) -> _Model:
         """This thread's copy of the model's description with a workspace for `cache`'s capacity and the kernels'
-        thread count, made on its first step and again only for a larger cache or more threads."""
+        thread count, made on its first step and again only for a larger cache or another thread count."""
         work, threads = self._work, kernels.library().decode_threads()
         if work.spec is None or work.room < cache.capacity or work.spec.threads != threads:
             spec = _Model.from_buffer_copy(self.spec)

@@ -25,8 +25,8 @@ typedef struct {
     Linear lm_head;           // vocab_size × d_model
     const float *cos, *sin;   // (context_length, head_dim)
     float *k_cache, *v_cache; // (n_layers, n_kv_heads, capacity, head_dim)
-    float *work;              // decode_workspace(this, threads) floats, made once: a step allocates nothing
-    int threads;              // the team a step runs with, at most the workspace's
+    float *work;              // decode_workspace(this) floats, made once: a step allocates nothing
+    int threads;              // the team a step asks for; the workspace holds this many threads' buffers
 } Model;
 
 static void rmsnorm(const float *x, const float *weight, int n, float eps, float *out) {
