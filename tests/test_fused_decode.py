@@ -236,7 +236,11 @@ def test_the_kernel_refuses_slots_outside_the_cache(smollm):
     spec.work = work.data_ptr()
     for token, position, slot in ((3, 4, 4), (3, 0, -1), (49152, 0, 0), (-1, 0, 0), (3, 8192, 0)):
         assert run(ctypes.byref(spec), token, position, slot, logits.data_ptr(), ctypes.byref(greedy)) == -1
-    assert not logits.any() and greedy.value == -7
+    tokens = (ctypes.c_int * 8)(*[-7] * 8)
+    for position, slot, n, n_stop in ((0, 0, 0, 0), (0, 0, 5, 0), (8188, 0, 5, 0), (0, 1, 4, 0), (0, 0, 1, -1)):
+        assert kernels.library().decode_greedy(ctypes.byref(spec), 3, position, slot, n, None, n_stop,
+                                                logits.data_ptr(), tokens) == -1
+    assert not logits.any() and greedy.value == -7 and list(tokens) == [-7] * 8
     assert run(ctypes.byref(spec), 3, 0, 0, logits.data_ptr(), ctypes.byref(greedy)) == 0 and logits.any()
     assert greedy.value == int(logits.argmax())
 
@@ -295,3 +299,69 @@ def test_the_step_on_other_thread_counts():
             assert (got - want).abs().max().item() < 1e-3 * want.abs().max().item()
     finally:
         lib.omp_set_num_threads(before)
+
+
+def one_by_one(model, cache, token: int, n: int, stop: tuple[int, ...] = ()) -> tuple[torch.Tensor, list[int]]:
+    """Greedy decoding a step per call, as `greedy_steps` does it in one: the last logits and the chosen ids."""
+    chosen = []
+    for _ in range(n):
+        logits, token = model.fused.step(token, cache)
+        chosen.append(token)
+        if token in stop:
+            break
+    return logits, chosen
+
+
+def prefilled(model, ids: list[int], capacity: int, policy: str = "error") -> KVCache:
+    cache = model.new_cache(1, capacity, policy=policy)
+    with torch.inference_mode():
+        model(torch.tensor([ids]), cache)
+    return cache
+
+
+@pytest.mark.parametrize("storage", [None, 4])
+def test_greedy_steps_are_single_steps_back_to_back(storage):
+    """n greedy steps in one native call: the same ids, the same last logits and the same cache, bit for bit, as
+    n calls of one step; a stop id ends the run after it is chosen, without feeding it."""
+    model = tiny_llama(False)
+    if storage is not None:
+        store_linears(model, storage)
+    model.fused = FusedDecode.build(model)
+    want_cache = prefilled(model, [1, 2], 32)
+    want_logits, want = one_by_one(model, want_cache, 5, 12)
+    got_cache = prefilled(model, [1, 2], 32)
+    got_logits, got = model.fused.greedy_steps(5, got_cache, 12)
+    assert got == want and len(set(want)) > 3
+    assert torch.equal(got_logits, want_logits)
+    assert got_cache.lengths == want_cache.lengths == [14]
+    assert torch.equal(got_cache.k[:, :, :, :14], want_cache.k[:, :, :, :14])
+    assert torch.equal(got_cache.v[:, :, :, :14], want_cache.v[:, :, :, :14])
+    stop = want[6]
+    first = want.index(stop) + 1
+    cache = prefilled(model, [1, 2], 32)
+    _, chosen = model.fused.greedy_steps(5, cache, 12, (299, stop))
+    assert chosen == want[:first] and cache.lengths == [2 + first]  # the stop id chosen, its K and V not written
+    logits, _ = model.fused.step(stop, cache)  # and decoding goes on from it as if never interrupted
+    _, later = one_by_one(model, prefilled(model, [1, 2], 32), 5, first + 1)
+    assert int(logits.argmax()) == later[first]
+
+
+def test_greedy_steps_refuse_before_writing_anything():
+    """More steps than the cache has slots, or than the model has positions: refused, the cache untouched."""
+    model = tiny_llama(False)  # context 48
+    model.fused = FusedDecode.build(model)
+    for policy in ("error", "sliding"):
+        cache = prefilled(model, [1, 2, 3], 8, policy)
+        held = cache.k.clone()
+        with pytest.raises(ContextLengthError, match="room for 8|need 6 free cache slots, the cache has 5"):
+            model.fused.greedy_steps(4, cache, 6)
+        assert cache.lengths == [3] and torch.equal(cache.k, held)
+    cache = KVCache(model.config, 1, 64)  # more slots than the model has positions
+    with torch.inference_mode():
+        model(torch.tensor([list(range(1, 41))]), cache)
+    held = cache.k.clone()
+    with pytest.raises(InvariantError, match=r"positions 40 … 49, slots 40 … 49 of 64"):
+        model.fused.greedy_steps(4, cache, 10)
+    assert cache.lengths == [40] and torch.equal(cache.k, held)
+    _, chosen = model.fused.greedy_steps(4, cache, 8)  # the last eight positions are fine
+    assert len(chosen) == 8 and cache.lengths == [48]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 
@@ -144,3 +146,23 @@ def test_stops_at_context_length():
     fp = toy_pipeline()
     r = generate(fp, list(range(1020)), SamplingParams(temperature=0, max_tokens=50))
     assert r.stop_reason == "length" and len(r.token_ids) == 4  # context 1024
+
+
+@pytest.mark.parametrize("params", [
+    SamplingParams(temperature=0, max_tokens=13),  # not a whole number of bursts
+    SamplingParams(temperature=0, max_tokens=64),  # ends at the end-of-turn token inside a burst
+    SamplingParams(temperature=0, max_tokens=40, stop=["."]),  # a stop string inside a burst
+])
+def test_greedy_bursts_generate_what_single_steps_do(smollm, monkeypatch, params):
+    """Plain greedy runs up to BURST native steps per call; every result is the one a step per call gives."""
+    generation = sys.modules[Generation.__module__]  # the module: the package's `generate` is the function
+    prompt = smollm.tokenizer.apply_chat_template([{"role": "user", "content": "Write two sentences about the sea."}])
+    burst = Generation(smollm, prompt, params)
+    deltas = list(burst)
+    monkeypatch.setattr(generation, "BURST", 1)
+    single = generate(smollm, prompt, params)
+    b = burst.result
+    assert (b.token_ids, b.text, b.stop_reason, b.work) == (single.token_ids, single.text, single.stop_reason,
+                                                             single.work)
+    assert "".join(deltas) == b.text and len(b.token_ids) > 5
+    assert b.stop_reason == {13: "length", 64: "eos", 40: "stop"}[params.max_tokens]

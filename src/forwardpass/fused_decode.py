@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from . import kernels
-from .errors import InvariantError, TokenIdError
+from .errors import ContextLengthError, InvariantError, TokenIdError
 from .kv_cache import KVCache
 from .quant import HalfLinear, QuantizedLinear
 
@@ -49,7 +49,13 @@ class _Workspace(threading.local):
         self.spec: _Model | None = None
         self.memory: torch.Tensor | None = None
         self.room = 0  # the cache capacity `memory` is sized for
-        self.greedy = ctypes.c_int()
+        self.tokens = (_i * 0)()
+
+    def chosen(self, n: int) -> ctypes.Array:
+        """Room for n chosen token ids, grown only when a call asks for more."""
+        if len(self.tokens) < n:
+            self.tokens = (_i * n)()
+        return self.tokens
 
 
 def _ptr(t: torch.Tensor | None) -> int | None:
@@ -137,23 +143,36 @@ class FusedDecode:
         """Logits (vocab_size,) for `token` at the cache's next position — into `out` if given, a float32 CPU
         tensor a generation reuses — and their argmax (the greedy token, found as they are written); its K and
         V appended to `cache`."""
+        logits, chosen = self.greedy_steps(token, cache, 1, (), out)
+        return logits, chosen[0]
+
+    def greedy_steps(self, token: int, cache: KVCache, n: int, stop: tuple[int, ...] = (),
+                     out: torch.Tensor | None = None) -> tuple[torch.Tensor, list[int]]:
+        """Greedy decoding in one native call, no Python between tokens: `token` at the cache's next position,
+        then each step's argmax fed back, until n tokens are chosen or one of `stop` is (chosen, not fed back).
+        Returns the last step's logits (into `out` as in `step`) and the chosen ids; every fed token's K and V
+        are appended to `cache`, which must have room for n more."""
         if not 0 <= token < self.spec.vocab_size:
             raise TokenIdError(f"token id {token} is outside the vocabulary [0, {self.spec.vocab_size})")
         logits = torch.empty(self.spec.vocab_size) if out is None else out
         if logits.shape != (self.spec.vocab_size,) or logits.dtype != torch.float32 or not logits.is_contiguous():
             raise InvariantError(f"decode step output must be ({self.spec.vocab_size},) contiguous float32")
-        cache.reserve([1], 1)  # checks capacity first (or slides, by the cache's policy)
+        if n > 1 and cache.lengths[0] + n > cache.capacity:
+            raise ContextLengthError(f"{n} greedy steps need {n} free cache slots, the cache has "
+                                     f"{cache.capacity - cache.lengths[0]} (a sliding cache slides one step at a time)")
+        cache.reserve([n], n)  # checks capacity first (or slides, by the cache's policy)
         position, slot = cache.next_position(0), cache.lengths[0]
         spec = self._spec_for(cache)
         spec.k_cache, spec.v_cache = cache.k.data_ptr(), cache.v.data_ptr()
-        greedy = self._work.greedy
-        if kernels.library().decode_step(ctypes.byref(spec), token, position, slot, logits.data_ptr(),
-                                         ctypes.byref(greedy)):
-            cache._pending = None
-            raise InvariantError(f"decode step refused: token {token}, position {position}, slot {slot} "
-                                 f"of {cache.capacity}")
-        cache.commit()
-        return logits, greedy.value
+        chosen, stops = self._work.chosen(n), (_i * len(stop))(*stop)
+        done = kernels.library().decode_greedy(ctypes.byref(spec), token, position, slot, n, stops, len(stop),
+                                               logits.data_ptr(), chosen)
+        if done < 1:
+            cache.commit([0])
+            raise InvariantError(f"decode step refused: token {token}, positions {position} … {position + n - 1}, "
+                                 f"slots {slot} … {slot + n - 1} of {cache.capacity}")
+        cache.commit([done])
+        return logits, chosen[:done]
 
     def _spec_for(self, cache: KVCache) -> _Model:
         """This thread's copy of the model's description with a workspace for `cache`'s capacity and the kernels'

@@ -22,6 +22,8 @@ from .detokenize import TextStream
 from .pipeline import Pipeline
 from .sampling import SamplingParams, TokenLogprob, make_generator, next_token
 
+BURST = 8  # greedy steps one native call runs before Python takes the tokens (text streams in bursts this long)
+
 
 @dataclass
 class GenerationResult:
@@ -80,43 +82,50 @@ class Generation:
         result = GenerationResult(prompt, [], "", "length", "naive" if self.naive else "cached")
         cache = None if self.naive else model.new_cache(1, min(context, len(prompt) + p.max_tokens))
         x = prompt
-        step = None  # the fused native decode step, bound once the prompt is in, where it applies (fused_decode)
+        step = None  # the fused native decode, bound once the prompt is in, where it applies (fused_decode)
         last = None  # the newest logits (vocab_size,)
+        # plain greedy needs no logits in Python: the native loop runs up to BURST steps back to back
+        burst = BURST if p.greedy and not p.penalized and p.logprobs is None else 1
+        room = min(p.max_tokens, context - len(prompt))  # tokens this generation may choose
         started = time.perf_counter()
         while True:
             if self.naive:  # re-run every layer on every token so far
                 x, cache = prompt + result.token_ids, model.new_cache(1, len(prompt) + len(result.token_ids))
-            greedy = None
-            if step is not None:
-                last, greedy = step(x[0], cache, last)  # the previous step's logits are spent: reuse their memory
+            chosen: list[int | None] = [None]  # argmaxes the native step found as it wrote the logits
+            if step is not None:  # the previous logits are spent: reuse their memory
+                last, chosen = step(x[0], cache, min(burst, room - len(result.token_ids)), tuple(eos), last)
             else:
                 logits, cache = model(torch.tensor([x], device=model.device), cache, last_only=True)
                 last = logits[0, -1]
-            result.work.append(len(x))
-            next_id, logprob = next_token(last, p, generator, prompt, result.token_ids, greedy)
-            if logprob is not None:
-                result.logprobs.append(logprob)
-            now = time.perf_counter()
-            if len(result.work) == 1:
-                result.prefill_seconds, started = now - started, now
-            else:
-                result.decode_seconds = now - started
-            if next_id in eos:
-                result.stop_reason = "eos"
-                break
-            result.token_ids.append(next_id)
-            if text is not None:
-                delta = text.add(next_id)
-                if delta:
-                    yield delta
-                if text.stopped is not None:
-                    result.stop_reason = "stop"
+            for i, greedy in enumerate(chosen):
+                result.work.append(len(x) if i == 0 else 1)
+                next_id, logprob = next_token(last, p, generator, prompt, result.token_ids, greedy)
+                if logprob is not None:
+                    result.logprobs.append(logprob)
+                now = time.perf_counter()
+                if len(result.work) == 1:
+                    result.prefill_seconds, started = now - started, now
+                else:
+                    result.decode_seconds = now - started
+                if next_id in eos:
+                    result.stop_reason = "eos"
                     break
-            if len(result.token_ids) >= p.max_tokens or len(prompt) + len(result.token_ids) >= context:
-                break
-            x = [next_id]  # cached: only the newest token goes in; its position is the cache's length
-            if step is None and not self.naive and model.fused is not None and model.fused.binds(cache):
-                step = model.fused.step
+                result.token_ids.append(next_id)
+                if text is not None:
+                    delta = text.add(next_id)
+                    if delta:
+                        yield delta
+                    if text.stopped is not None:
+                        result.stop_reason = "stop"
+                        break
+                if len(result.token_ids) >= room:
+                    break
+            else:
+                x = [next_id]  # cached: only the newest token goes in; its position is the cache's length
+                if step is None and not self.naive and model.fused is not None and model.fused.binds(cache):
+                    step = model.fused.greedy_steps
+                continue
+            break
         if text is not None:
             if text.stopped is None:
                 tail = text.flush()

@@ -118,9 +118,13 @@ class KVCache:
                 raise InvariantError(f"layer {layer}: appending to sequence {b} rewrote a (K, V) pair it already "
                                      f"held (the cache must be append-only)")
 
-    def commit(self) -> None:
-        """After every layer has written: each row now holds n_tokens[b] more pairs."""
+    def commit(self, written: list[int] | None = None) -> None:
+        """After every layer has written: each row now holds n_tokens[b] more pairs — or written[b], at most
+        that, where a multi-step call stopped early (the slots past it were never read as pairs)."""
         if self._pending is None:
             raise InvariantError("KV cache commit without a matching begin")
-        self.lengths = [length + n for length, n in zip(self.lengths, self._pending, strict=True)]
+        written = self._pending if written is None else written
+        if len(written) != self.batch or not all(0 <= w <= n for w, n in zip(written, self._pending, strict=True)):
+            raise InvariantError(f"KV cache commit of {written} pairs after reserving {self._pending}")
+        self.lengths = [length + n for length, n in zip(self.lengths, written, strict=True)]
         self._pending = None

@@ -340,3 +340,21 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
     *greedy = best[argmax(best_logit, shares)];
     return 0;
 }
+
+// Greedy decoding, n steps in one call (no Python between tokens): `token` at `position` into cache slot `slot`,
+// then each step's argmax at the next position and slot, until n tokens are chosen or one is in stop[0 … n_stop-1]
+// (it is chosen but not fed back). The chosen ids go to tokens[0 …], the last step's logits stay in `logits`.
+// Returns how many were chosen (1 … n; each fed token's K and V went to the cache), or -1 (touching nothing) if
+// any of the n steps would fall outside the model's tables or the cache: checked before the first.
+int decode_greedy(const Model *m, int token, int position, int slot, int n, const int *stop, int n_stop,
+                  float *logits, int *tokens) {
+    if (n < 1 || n_stop < 0 || position > m->context_length - n || slot > m->capacity - n)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (decode_step(m, token, position + i, slot + i, logits, &token)) return i ? i : -1;
+        tokens[i] = token;
+        for (int s = 0; s < n_stop; s++)
+            if (token == stop[s]) return i + 1;
+    }
+    return n;
+}
