@@ -1,0 +1,89 @@
+"""torch.compile against eager on the PyTorch path: prefill, and the batched engine's decode steps.
+
+    .venv/bin/python bench/compile.py [--storage fp32] [--rounds 5] [--json]
+
+Batch-1 decode runs the fused native step, which torch.compile cannot reach; what runs in PyTorch is prefill
+and the engine's batched steps. Their pure tensor parts — each block's two norms and its feed-forward (SwiGLU)
+— are compiled (inductor, dynamic shapes); attention stays eager, since it writes the KV cache. Eager and
+compiled alternate round by round in one process, so both see the same machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+from common import machine, median
+from rich.console import Console
+
+import forwardpass
+from forwardpass.engine import Engine, EngineConfig
+from forwardpass.sampling import SamplingParams
+
+PARTS = ("attn_norm", "ffn_norm", "ffn")
+
+
+def set_compiled(model: torch.nn.Module, compiled: bool) -> None:
+    for block in model.blocks:
+        for name in PARTS:
+            part = getattr(block, name)
+            part = getattr(part, "_orig_mod", part)
+            setattr(block, name, torch.compile(part, dynamic=True) if compiled else part)
+
+
+def prefill_tps(fp, ids: list[int]) -> float:
+    with torch.inference_mode():
+        start = time.perf_counter()
+        fp.model(torch.tensor([ids]), fp.model.new_cache(1, len(ids)), last_only=True)
+        return len(ids) / (time.perf_counter() - start)
+
+
+def engine_tps(fp, prompts: list[list[int]], new: int) -> float:
+    engine, done = Engine(fp, EngineConfig(kv_cache_bytes=2**30, max_num_seqs=len(prompts))), []
+    params = SamplingParams(temperature=0, max_tokens=new, ignore_eos=True)
+    start = time.perf_counter()
+    for p in prompts:
+        engine.submit(p, params, lambda o: done.append(o) if o.token_id is not None else None)
+    engine.run_until_done()
+    return len(done) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--storage", default="fp32")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    console = Console(stderr=True)
+    fp = forwardpass.load(storage=args.storage)
+    text = fp.encode(open(__file__.replace("compile.py", "text.txt")).read())
+    ids, prompts = text[:128], [text[8 * i: 8 * i + 64] for i in range(16)]
+    start = time.perf_counter()
+    with console.status("compiling (first call of each shape)…"):
+        set_compiled(fp.model, True)
+        prefill_tps(fp, ids), engine_tps(fp, prompts[:2], 2)
+    compile_s = time.perf_counter() - start
+    runs = {mode: {"prefill": [], "engine": []} for mode in ("eager", "compiled")}
+    for r in range(args.rounds):
+        for mode in runs:
+            console.log(f"round {r + 1}/{args.rounds}: {mode}")
+            set_compiled(fp.model, mode == "compiled")
+            runs[mode]["prefill"].append(prefill_tps(fp, ids))
+            runs[mode]["engine"].append(engine_tps(fp, prompts, 64))
+    report = {"benchmark": "compile", "storage": args.storage, "machine": machine(), "compile_s": compile_s,
+              "runs": runs, "median": {m: {k: median(v) for k, v in r.items()} for m, r in runs.items()}}
+    if args.json:
+        print(json.dumps(report))
+        return
+    e, c = report["median"]["eager"], report["median"]["compiled"]
+    print(f"compile and first calls: {compile_s:.1f} s")
+    print(f"prefill (128 tokens):      eager {e['prefill']:.1f}  compiled {c['prefill']:.1f} tok/s "
+          f"({c['prefill'] / e['prefill']:.2f}×)")
+    print(f"engine (16 × 64, batched): eager {e['engine']:.1f}  compiled {c['engine']:.1f} tok/s "
+          f"({c['engine'] / e['engine']:.2f}×)")
+
+
+if __name__ == "__main__":
+    main()
