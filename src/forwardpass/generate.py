@@ -97,7 +97,7 @@ class Generation:
             else:
                 logits, cache = model(torch.tensor([x], device=model.device), cache, last_only=True)
                 last = logits[0, -1]
-            for i, greedy in enumerate(chosen):
+            for i, greedy in enumerate(chosen):  # `last` is the last step's: only plain greedy gets several
                 result.work.append(len(x) if i == 0 else 1)
                 next_id, logprob = next_token(last, p, generator, prompt, result.token_ids, greedy)
                 if logprob is not None:
@@ -125,7 +125,7 @@ class Generation:
                 if step is None and not self.naive and model.fused is not None and model.fused.binds(cache):
                     step = model.fused.greedy_steps
                 continue
-            break
+            break  # an end-of-turn token, a stop string or the length ended it
         if text is not None:
             if text.stopped is None:
                 tail = text.flush()
