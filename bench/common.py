@@ -1,4 +1,5 @@
-"""Shared by the benchmarks: machine facts recorded beside every result, medians, progress."""
+"""Shared by the benchmarks: machine facts recorded beside every result, medians, the fixed text, and how
+forwardpass's prefill and batched throughput are timed."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import os
 import platform
 import statistics
 import time
+from pathlib import Path
 
 import torch
+
+TEXT = (Path(__file__).parent / "text.txt").read_text()  # the prompts' and the accuracy check's source
 
 
 def machine() -> dict:
@@ -18,3 +22,23 @@ def machine() -> dict:
 
 def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
+
+
+def prefill_tps(fp, ids: list[int]) -> float:
+    """Tokens/s of one prefill of `ids` into a fresh cache (last position's logits only)."""
+    with torch.inference_mode():
+        start = time.perf_counter()
+        fp.model(torch.tensor([ids]), fp.model.new_cache(1, len(ids)), last_only=True)
+        return len(ids) / (time.perf_counter() - start)
+
+
+def batch_tps(fp, prompts: list[list[int]], params) -> float:
+    """Generated tokens/s of every prompt at once through the engine's paged batch."""
+    from forwardpass.engine import Engine, EngineConfig
+
+    engine, done = Engine(fp, EngineConfig(kv_cache_bytes=2**30, max_num_seqs=len(prompts))), []
+    start = time.perf_counter()
+    for p in prompts:
+        engine.submit(p, params, lambda o: done.append(o) if o.token_id is not None else None)
+    engine.run_until_done()
+    return len(done) / (time.perf_counter() - start)

@@ -15,11 +15,10 @@ import json
 import time
 
 import torch
-from common import machine, median
+from common import TEXT, batch_tps, machine, median, prefill_tps
 from rich.console import Console
 
 import forwardpass
-from forwardpass.engine import Engine, EngineConfig
 from forwardpass.sampling import SamplingParams
 
 PARTS = ("attn_norm", "ffn_norm", "ffn")
@@ -33,23 +32,6 @@ def set_compiled(model: torch.nn.Module, compiled: bool) -> None:
             setattr(block, name, torch.compile(part, dynamic=True) if compiled else part)
 
 
-def prefill_tps(fp, ids: list[int]) -> float:
-    with torch.inference_mode():
-        start = time.perf_counter()
-        fp.model(torch.tensor([ids]), fp.model.new_cache(1, len(ids)), last_only=True)
-        return len(ids) / (time.perf_counter() - start)
-
-
-def engine_tps(fp, prompts: list[list[int]], new: int) -> float:
-    engine, done = Engine(fp, EngineConfig(kv_cache_bytes=2**30, max_num_seqs=len(prompts))), []
-    params = SamplingParams(temperature=0, max_tokens=new, ignore_eos=True)
-    start = time.perf_counter()
-    for p in prompts:
-        engine.submit(p, params, lambda o: done.append(o) if o.token_id is not None else None)
-    engine.run_until_done()
-    return len(done) / (time.perf_counter() - start)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--storage", default="fp32")
@@ -58,12 +40,14 @@ def main() -> None:
     args = ap.parse_args()
     console = Console(stderr=True)
     fp = forwardpass.load(storage=args.storage)
-    text = fp.encode(open(__file__.replace("compile.py", "text.txt")).read())
+    text = fp.encode(TEXT)
     ids, prompts = text[:128], [text[8 * i: 8 * i + 64] for i in range(16)]
+    params = SamplingParams(temperature=0, max_tokens=64, ignore_eos=True)
     start = time.perf_counter()
     with console.status("compiling (first call of each shape)…"):
         set_compiled(fp.model, True)
-        prefill_tps(fp, ids), engine_tps(fp, prompts[:2], 2)
+        prefill_tps(fp, ids)
+        batch_tps(fp, prompts[:2], SamplingParams(temperature=0, max_tokens=2, ignore_eos=True))
     compile_s = time.perf_counter() - start
     runs = {mode: {"prefill": [], "engine": []} for mode in ("eager", "compiled")}
     for r in range(args.rounds):
@@ -71,7 +55,7 @@ def main() -> None:
             console.log(f"round {r + 1}/{args.rounds}: {mode}")
             set_compiled(fp.model, mode == "compiled")
             runs[mode]["prefill"].append(prefill_tps(fp, ids))
-            runs[mode]["engine"].append(engine_tps(fp, prompts, 64))
+            runs[mode]["engine"].append(batch_tps(fp, prompts, params))
     report = {"benchmark": "compile", "storage": args.storage, "machine": machine(), "compile_s": compile_s,
               "runs": runs, "median": {m: {k: median(v) for k, v in r.items()} for m, r in runs.items()}}
     if args.json:

@@ -26,10 +26,8 @@ import time
 from pathlib import Path
 
 import torch
-from common import machine, median
+from common import TEXT, batch_tps, machine, median, prefill_tps
 
-HERE = Path(__file__).parent
-TEXT = (HERE / "text.txt").read_text()
 PROMPT, NEW, BATCH = 128, 128, 16
 STEADY, STEADY_TRIES = 1.15, 4  # bandwidth samples around a decode run within 15% of each other, or up to 4 tries
 STORAGES = ["fp32", "bf16", "fp16", "int8", "q4"]
@@ -63,7 +61,6 @@ def decode_bytes(model) -> int:
 # ---- workers: one engine each, in its own process ---------------------------------------------------
 def worker_forwardpass(storage: str, runs: int) -> dict:
     import forwardpass
-    from forwardpass.engine import Engine, EngineConfig
     from forwardpass.generate import generate
     from forwardpass.machine import memory_bandwidth
     from forwardpass.sampling import SamplingParams
@@ -78,10 +75,7 @@ def worker_forwardpass(storage: str, runs: int) -> dict:
     per_token = decode_bytes(fp.model) + fp.model.new_cache(1, 1).nbytes(1) * (PROMPT + NEW // 2)
     prefill, ttft, decode, shares, roofs, samples = [], [], [], [], [], []
     for _ in range(runs):
-        with torch.inference_mode():
-            t = time.perf_counter()
-            fp.model(torch.tensor([prompts[0]]), fp.model.new_cache(1, PROMPT), last_only=True)
-            prefill.append(PROMPT / (time.perf_counter() - t))
+        prefill.append(prefill_tps(fp, prompts[0]))
         for _ in range(STEADY_TRIES):  # a run during which the bandwidth changed has no one roofline: repeat it
             before = memory_bandwidth(256, 3)
             r = generate(fp, prompts[0], params)
@@ -94,15 +88,8 @@ def worker_forwardpass(storage: str, runs: int) -> dict:
         decode.append(r.decode_tokens_per_s)
         shares.append(r.decode_tokens_per_s / roof)
         roofs.append(roof)
-    engine = Engine(fp, EngineConfig(kv_cache_bytes=2**30, max_num_seqs=BATCH))
-    done = []
-    t = time.perf_counter()
-    for p in prompts:
-        engine.submit(p, params, lambda o: done.append(o) if o.token_id is not None else None)
-    engine.run_until_done()
-    batch_tps = len(done) / (time.perf_counter() - t)
     return {"engine": f"forwardpass {storage}", "load_s": load_s, "prefill_tps": median(prefill),
-            "ttft_s": median(ttft), "decode_tps": median(decode), "batch16_tps": batch_tps,
+            "ttft_s": median(ttft), "decode_tps": median(decode), "batch16_tps": batch_tps(fp, prompts, params),
             "peak_rss_mb": peak_rss_mb(), "bytes_per_decode_token": per_token,
             "roofline_decode_tps": median(roofs), "roofline_share": median(shares), "bandwidth_gb_s_around": samples}
 
