@@ -77,6 +77,7 @@ class Generation:
         p, model, prompt = self.params, self.pipeline.model, self.prompt_ids
         context = self.pipeline.config.context_length
         eos = set() if p.ignore_eos or self.pipeline.tokenizer is None else set(self.pipeline.tokenizer.eos_ids)
+        stops = tuple(eos)  # what ends a burst in the native loop
         text = TextStream(self.pipeline.tokenizer, p.stop) if self.pipeline.tokenizer is not None else None
         generator = make_generator(p, model.device)
         result = GenerationResult(prompt, [], "", "length", "naive" if self.naive else "cached")
@@ -85,7 +86,7 @@ class Generation:
         step = None  # the fused native decode, bound once the prompt is in, where it applies (fused_decode)
         last = None  # the newest logits (vocab_size,)
         # plain greedy needs no logits in Python: the native loop runs up to BURST steps back to back
-        burst = BURST if p.greedy and not p.penalized and p.logprobs is None else 1
+        burst = BURST if p.argmax_only and p.logprobs is None else 1
         room = min(p.max_tokens, context - len(prompt))  # tokens this generation may choose
         started = time.perf_counter()
         while True:
@@ -93,7 +94,7 @@ class Generation:
                 x, cache = prompt + result.token_ids, model.new_cache(1, len(prompt) + len(result.token_ids))
             chosen: list[int | None] = [None]  # argmaxes the native step found as it wrote the logits
             if step is not None:  # the previous logits are spent: reuse their memory
-                last, chosen = step(x[0], cache, min(burst, room - len(result.token_ids)), tuple(eos), last)
+                last, chosen = step(x[0], cache, min(burst, room - len(result.token_ids)), stops, last)
             else:
                 logits, cache = model(torch.tensor([x], device=model.device), cache, last_only=True)
                 last = logits[0, -1]

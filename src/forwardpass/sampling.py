@@ -64,6 +64,11 @@ class SamplingParams:
     def penalized(self) -> bool:
         return self.repetition_penalty != 1.0 or self.presence_penalty != 0.0 or self.frequency_penalty != 0.0
 
+    @property
+    def argmax_only(self) -> bool:
+        """Greedy with no penalties: the token is the raw logits' argmax."""
+        return self.greedy and not self.penalized
+
 
 class _Checker:
     def number(self, name, value, low=None, high=None, low_open=False) -> None:
@@ -183,7 +188,7 @@ def next_token(logits: torch.Tensor, params: SamplingParams, generator: torch.Ge
                output_ids: list[int], greedy: int | None = None) -> tuple[int, TokenLogprob | None]:
     """One step of sampling: the chosen id, and its log-probability when the params ask for them. `greedy`: the
     logits' argmax where the caller already has it (the fused decode step finds it as it writes them)."""
-    if greedy is not None and params.greedy and not params.penalized:
+    if greedy is not None and params.argmax_only:
         token = greedy
     else:
         token = choose(process(logits, params, prompt_ids, output_ids), params, generator)
