@@ -118,3 +118,28 @@ def test_sliding_needs_rope_and_policy_is_named():
         KVCache(preset("toy"), 1, 8, policy="sliding")
     with pytest.raises(ContextLengthError, match="unknown cache policy 'wrap'"):
         KVCache(preset("toy"), 1, 8, policy="wrap")
+
+
+@pytest.mark.parametrize("positions", ["rope", "learned"])
+def test_ragged_rows_never_read_what_memory_held(positions):
+    """Rows of different lengths: a shorter row's attention spans, masked out, slots it never wrote. Whatever the
+    memory held there (NaN here) changes nothing: the same logits as a cache of zeros, and as each row alone."""
+    torch.manual_seed(3)
+    config = preset("toy").with_(vocab_size=60, context_length=64, positions=positions)
+    model = Transformer(config).eval()
+
+    def run(fill: float, rows: list[int]) -> list[torch.Tensor]:
+        prompts, steps = [[1, 2, 3, 4, 5], [6, 7]], [[9, 10], [11, 12]]
+        cache = KVCache(config, len(rows), 32)
+        cache.k.fill_(fill)
+        cache.v.fill_(fill)
+        padded = torch.tensor([prompts[r] + [0] * (5 - len(prompts[r])) for r in rows])
+        with torch.inference_mode():
+            first, _ = model(padded, cache, n_tokens=[len(prompts[r]) for r in rows], last_only=True)
+            return [first] + [model(torch.tensor([[steps[r][i]] for r in rows]), cache)[0] for i in range(2)]
+
+    garbage, zeros = run(float("nan"), [0, 1]), run(0.0, [0, 1])
+    assert all(torch.equal(g, z) and bool(g.isfinite().all()) for g, z in zip(garbage, zeros, strict=True))
+    for r in (0, 1):
+        alone = run(float("nan"), [r])
+        assert all(torch.allclose(g[r], a[0], atol=1e-5) for g, a in zip(garbage, alone, strict=True))

@@ -64,7 +64,8 @@ class KVCache:
         """Reserve `width` new slots per row (row b keeps n_tokens[b] of them) until `commit`.
 
         Raises ContextLengthError before anything is written if a row would pass capacity (policy "error"),
-        or slides the oldest pairs out first (policy "sliding")."""
+        or slides the oldest pairs out first (policy "sliding"). Zeroes the slots a shorter row reads, masked
+        out, past its own new ones."""
         if len(n_tokens) != self.batch:
             raise ContextLengthError(f"input has {len(n_tokens)} rows but the cache holds {self.batch}")
         if width > self.capacity:
@@ -76,6 +77,11 @@ class KVCache:
                         f"sequence {b} would hold {length + width} tokens but the cache has room for "
                         f"{self.capacity} (the context length); it is never overwritten silently")
                 self._slide(b, length + width - self.capacity)
+        held = max(self.lengths)
+        for b, length in enumerate(self.lengths):
+            if length < held:  # a shorter row reads, masked out, up to slot held + width: those slots must hold
+                self.k[:, b, :, length + width:held + width] = 0  # numbers, not whatever the memory held
+                self.v[:, b, :, length + width:held + width] = 0  # (a NaN there is NaN after the mask)
         self._pending = list(n_tokens)
 
     def _slide(self, b: int, drop: int) -> None:
