@@ -1,11 +1,13 @@
-"""Shared by the benchmarks: machine facts recorded beside every result, medians, the fixed text, and how
-forwardpass's prefill and batched throughput are timed."""
+"""Shared by the benchmarks: the device option, machine facts recorded beside every result, medians, the fixed
+text, and how forwardpass's prefill and batched throughput are timed."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -14,10 +16,34 @@ import torch
 TEXT = (Path(__file__).parent / "text.txt").read_text()  # the prompts' and the accuracy check's source
 
 
-def machine() -> dict:
-    return {"date": time.strftime("%Y-%m-%d %H:%M"), "cpu": platform.processor() or platform.machine(),
-            "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "load_average": [round(x, 2) for x in os.getloadavg()]}
+def add_device_option(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N (default: cpu)")
+
+
+def checked_device(name: str) -> str:
+    """The device as torch names it, or exit with the reason it cannot be used (before any model loads)."""
+    from forwardpass.errors import ForwardpassError
+    from forwardpass.pipeline import resolve_device
+
+    try:
+        return str(resolve_device(name))
+    except ForwardpassError as e:
+        sys.exit(f"error: {e}")
+
+
+def sync(device: str | torch.device) -> None:
+    """Wait for the device's queued work (CUDA runs asynchronously), so that a clock read after it is fair."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def machine(device: str = "cpu") -> dict:
+    facts = {"date": time.strftime("%Y-%m-%d %H:%M"), "cpu": platform.processor() or platform.machine(),
+             "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+             "load_average": [round(x, 2) for x in os.getloadavg()], "device": device}
+    if torch.device(device).type == "cuda":
+        facts["device_name"] = torch.cuda.get_device_name(device)
+    return facts
 
 
 def median(values: list[float]) -> float:
@@ -27,8 +53,11 @@ def median(values: list[float]) -> float:
 def prefill_tps(fp, ids: list[int]) -> float:
     """Tokens/s of one prefill of `ids` into a fresh cache (last position's logits only)."""
     with torch.inference_mode():
+        x, cache = torch.tensor([ids], device=fp.device), fp.model.new_cache(1, len(ids))
+        sync(fp.device)
         start = time.perf_counter()
-        fp.model(torch.tensor([ids]), fp.model.new_cache(1, len(ids)), last_only=True)
+        fp.model(x, cache, last_only=True)
+        sync(fp.device)
         return len(ids) / (time.perf_counter() - start)
 
 

@@ -1,6 +1,6 @@
 """torch.compile against eager on the PyTorch path: prefill, and the batched engine's decode steps.
 
-    .venv/bin/python bench/compile.py [--storage fp32] [--rounds 5] [--json]
+    .venv/bin/python bench/compile.py [--storage fp32] [--rounds 5] [--json] [--device cuda]
 
 Batch-1 decode runs the fused native step, which torch.compile cannot reach; what runs in PyTorch is prefill
 and the engine's batched steps. Their pure tensor parts — each block's two norms and its feed-forward (SwiGLU)
@@ -15,10 +15,11 @@ import json
 import time
 
 import torch
-from common import TEXT, batch_tps, machine, median, prefill_tps
+from common import TEXT, add_device_option, batch_tps, checked_device, machine, median, prefill_tps
 from rich.console import Console
 
 import forwardpass
+from forwardpass.pipeline import STORAGE
 from forwardpass.sampling import SamplingParams
 
 PARTS = ("attn_norm", "ffn_norm", "ffn")
@@ -34,12 +35,15 @@ def set_compiled(model: torch.nn.Module, compiled: bool) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--storage", default="fp32")
+    ap.add_argument("--storage", default="fp32", choices=list(STORAGE))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", action="store_true")
+    add_device_option(ap)
     args = ap.parse_args()
+    device = checked_device(args.device)
     console = Console(stderr=True)
-    fp = forwardpass.load(storage=args.storage)
+    with console.status("loading the model…"):
+        fp = forwardpass.load(storage=args.storage, device=device)
     text = fp.encode(TEXT)
     ids, prompts = text[:128], [text[8 * i: 8 * i + 64] for i in range(16)]
     params = SamplingParams(temperature=0, max_tokens=64, ignore_eos=True)
@@ -56,7 +60,7 @@ def main() -> None:
             set_compiled(fp.model, mode == "compiled")
             runs[mode]["prefill"].append(prefill_tps(fp, ids))
             runs[mode]["engine"].append(batch_tps(fp, prompts, params))
-    report = {"benchmark": "compile", "storage": args.storage, "machine": machine(), "compile_s": compile_s,
+    report = {"benchmark": "compile", "storage": args.storage, "machine": machine(device), "compile_s": compile_s,
               "runs": runs, "median": {m: {k: median(v) for k, v in r.items()} for m, r in runs.items()}}
     if args.json:
         print(json.dumps(report))

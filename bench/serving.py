@@ -1,6 +1,6 @@
 """Serving throughput: 16 concurrent streaming clients against the same 16 requests served one at a time.
 
-    .venv/bin/python bench/serving.py [--clients 16] [--max-tokens 128] [--json]
+    .venv/bin/python bench/serving.py [--clients 16] [--max-tokens 128] [--json] [--device cuda]
 
 Starts `forwardpass serve` on a free loopback port, drives it with the official `openai` client, and
 prints generated tokens per second both ways and their ratio.
@@ -14,11 +14,14 @@ import json
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import httpx
 import openai
-from common import machine
+from common import add_device_option, checked_device, machine
+
+from forwardpass.pipeline import STORAGE
 
 QUESTIONS = ["Why is the sky blue?", "Name three birds and describe them.", "Write a poem about rain.",
              "Explain how a bicycle works.", "What is a prime number?", "Describe a busy market.",
@@ -42,12 +45,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--max-tokens", type=int, default=128)
-    ap.add_argument("--storage", default="fp32")
+    ap.add_argument("--storage", default="fp32", choices=list(STORAGE))
     ap.add_argument("--json", action="store_true")
+    add_device_option(ap)
     args = ap.parse_args()
+    device = checked_device(args.device)
     port = free_port()
+    log = tempfile.TemporaryFile("w+")  # the server's log: its last line says why, if it does not start
     server = subprocess.Popen([sys.executable, "-m", "forwardpass", "serve", "--port", str(port), "--served-model-name",
-                               "bench", "--storage", args.storage, "--kv-cache-gib", "1"], stderr=subprocess.DEVNULL)
+                               "bench", "--storage", args.storage, "--kv-cache-gib", "1", "--device", device],
+                              stderr=log)
+    print("starting the server ...", file=sys.stderr)
     try:
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", max_retries=0, timeout=600)
         deadline = time.time() + 120
@@ -56,8 +64,10 @@ def main() -> None:
                 httpx.get(f"http://127.0.0.1:{port}/health")
                 break
             except httpx.ConnectError:
-                if time.time() > deadline:
-                    sys.exit("server did not start")
+                if server.poll() is not None or time.time() > deadline:
+                    log.seek(0)
+                    last = (log.read().strip().splitlines() or ["no output"])[-1]
+                    sys.exit(f"error: the server did not start: {last}")
                 time.sleep(0.3)
         stream_one(client, 0, 4)  # warm up
         print("one at a time ...", file=sys.stderr)
@@ -74,7 +84,7 @@ def main() -> None:
         server.wait(timeout=30)
     result = {"benchmark": "serving", "storage": args.storage, "clients": args.clients,
               "max_tokens": args.max_tokens, "one_at_a_time_tokens_per_s": round(serial, 1),
-              "concurrent_tokens_per_s": round(together, 1), "ratio": round(together / serial, 2)} | machine()
+              "concurrent_tokens_per_s": round(together, 1), "ratio": round(together / serial, 2)} | machine(device)
     if args.json:
         print(json.dumps(result))
     else:

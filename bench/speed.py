@@ -2,6 +2,7 @@
 on the same GGUF, the same prompts, the same machine.
 
     .venv/bin/python bench/speed.py [--runs 3] [--json] [--only forwardpass:fp16,...] [--omp-wait-policy P]
+                                    [--device cuda]
 
 Each engine runs in its own process (so peak memory is its own): prefill tokens/s of a 128-token prompt,
 time to first token, decode tokens/s (batch 1, 128 new tokens), throughput of 16 sequences × 128 new
@@ -11,6 +12,8 @@ taken just before and after each decode run: it drifts between about 20 and 63 G
 samples differ by more than 15% — the machine changed speed during it — is run again, up to 4 times) and each storage
 mode's accuracy cost against fp32 over bench/text.txt (600 tokens): top-1 agreement and perplexity.
 llama.cpp comes from `llama-cpp-python` (see the README); without it that row is skipped with a message.
+On --device cuda every engine runs there (llama.cpp only if its build offloads to a GPU; the roofline then uses
+the device's own read bandwidth) and the peak device memory is shown beside the resident memory.
 """
 
 from __future__ import annotations
@@ -26,15 +29,19 @@ import time
 from pathlib import Path
 
 import torch
-from common import TEXT, batch_tps, machine, median, prefill_tps
+from common import TEXT, add_device_option, batch_tps, checked_device, machine, median, prefill_tps, sync
 
 PROMPT, NEW, BATCH = 128, 128, 16
 STEADY, STEADY_TRIES = 1.15, 4  # bandwidth samples around a decode run within 15% of each other, or up to 4 tries
 STORAGES = ["fp32", "bf16", "fp16", "int8", "q4"]
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def peak_memory(device: str) -> dict:
+    """Peak resident memory of this process, and on a GPU the peak memory its tensors took there (MB)."""
+    peak = {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    if torch.device(device).type == "cuda":
+        peak["peak_device_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
+    return peak
 
 
 def windows(tokenize) -> list[list[int]]:
@@ -59,14 +66,14 @@ def decode_bytes(model) -> int:
 
 
 # ---- workers: one engine each, in its own process ---------------------------------------------------
-def worker_forwardpass(storage: str, runs: int) -> dict:
+def worker_forwardpass(storage: str, runs: int, device: str) -> dict:
     import forwardpass
     from forwardpass.generate import generate
     from forwardpass.machine import memory_bandwidth
     from forwardpass.sampling import SamplingParams
 
     start = time.perf_counter()
-    fp = forwardpass.load(storage=storage)
+    fp = forwardpass.load(storage=storage, device=device)
     load_s = time.perf_counter() - start
     prompts = windows(fp.encode)
     params = SamplingParams(temperature=0, max_tokens=NEW, ignore_eos=True)
@@ -77,9 +84,9 @@ def worker_forwardpass(storage: str, runs: int) -> dict:
     for _ in range(runs):
         prefill.append(prefill_tps(fp, prompts[0]))
         for _ in range(STEADY_TRIES):  # a run during which the bandwidth changed has no one roofline: repeat it
-            before = memory_bandwidth(256, 3)
+            before = memory_bandwidth(256, 3, device)
             r = generate(fp, prompts[0], params)
-            after = memory_bandwidth(256, 3)
+            after = memory_bandwidth(256, 3, device)
             if max(before, after) <= STEADY * min(before, after):
                 break
         samples.append([before / 1e9, after / 1e9])
@@ -90,11 +97,11 @@ def worker_forwardpass(storage: str, runs: int) -> dict:
         roofs.append(roof)
     return {"engine": f"forwardpass {storage}", "load_s": load_s, "prefill_tps": median(prefill),
             "ttft_s": median(ttft), "decode_tps": median(decode), "batch16_tps": batch_tps(fp, prompts, params),
-            "peak_rss_mb": peak_rss_mb(), "bytes_per_decode_token": per_token,
+            **peak_memory(device), "bytes_per_decode_token": per_token,
             "roofline_decode_tps": median(roofs), "roofline_share": median(shares), "bandwidth_gb_s_around": samples}
 
 
-def worker_transformers(runs: int) -> dict:
+def worker_transformers(runs: int, device: str) -> dict:
     import transformers
 
     import forwardpass
@@ -102,41 +109,52 @@ def worker_transformers(runs: int) -> dict:
     start = time.perf_counter()
     tok = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
     model = transformers.AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+    model.to(device)
     load_s = time.perf_counter() - start
     prompts = windows(lambda s: tok(s)["input_ids"])
-    ids = torch.tensor([prompts[0]])
+    ids = torch.tensor([prompts[0]], device=device)
     kw = {"do_sample": False, "pad_token_id": 2}
     with torch.inference_mode():
         model.generate(ids[:, :16], max_new_tokens=4, **kw)
         prefill, ttft, decode = [], [], []
         for _ in range(runs):
+            sync(device)
             t = time.perf_counter()
             model(ids)
+            sync(device)
             prefill.append(PROMPT / (time.perf_counter() - t))
             t = time.perf_counter()
             model.generate(ids, max_new_tokens=1, min_new_tokens=1, **kw)
+            sync(device)
             first = time.perf_counter() - t
             t = time.perf_counter()
             model.generate(ids, max_new_tokens=NEW, min_new_tokens=NEW, **kw)
+            sync(device)
             ttft.append(first)
             decode.append((NEW - 1) / (time.perf_counter() - t - first))
         t = time.perf_counter()
-        out = model.generate(torch.tensor(prompts), max_new_tokens=NEW, min_new_tokens=NEW, **kw)
+        out = model.generate(torch.tensor(prompts, device=device), max_new_tokens=NEW, min_new_tokens=NEW, **kw)
+        sync(device)
         batch_tps = (out.shape[1] - PROMPT) * BATCH / (time.perf_counter() - t)
     return {"engine": "transformers fp32", "load_s": load_s, "prefill_tps": median(prefill), "ttft_s": median(ttft),
-            "decode_tps": median(decode), "batch16_tps": batch_tps, "peak_rss_mb": peak_rss_mb()}
+            "decode_tps": median(decode), "batch16_tps": batch_tps, **peak_memory(device)}
 
 
-def worker_llama_cpp(runs: int) -> dict:
+def worker_llama_cpp(runs: int, device: str) -> dict:
     try:
-        from llama_cpp import Llama
+        import llama_cpp
     except ImportError:
         return {"engine": "llama.cpp", "skipped": "llama-cpp-python is not installed (see the README)"}
     import forwardpass
+    gpu = torch.device(device).type == "cuda"
+    if gpu and not llama_cpp.llama_supports_gpu_offload():
+        return {"engine": "llama.cpp", "skipped": "this llama-cpp-python build runs on the CPU only (rebuild it with "
+                                                  "CMAKE_ARGS=-DGGML_CUDA=on to compare on the GPU)"}
     threads = torch.get_num_threads()
     start = time.perf_counter()
-    llm = Llama(str(forwardpass.default_model_path()), n_ctx=1024, n_threads=threads, n_threads_batch=threads,
-                n_batch=512, verbose=False)
+    llm = llama_cpp.Llama(str(forwardpass.default_model_path()), n_ctx=1024, n_threads=threads,
+                          n_threads_batch=threads, n_batch=512, n_gpu_layers=-1 if gpu else 0,
+                          main_gpu=torch.device(device).index or 0, verbose=False)
     load_s = time.perf_counter() - start
     prompts = windows(lambda s: llm.tokenize(s.encode(), add_bos=False, special=False))
 
@@ -168,26 +186,27 @@ def worker_llama_cpp(runs: int) -> dict:
     batch_tps = BATCH * NEW / (time.perf_counter() - t)
     return {"engine": "llama.cpp (Q4_1 GGUF)", "load_s": load_s, "prefill_tps": median(prefill),
             "ttft_s": median(ttft), "decode_tps": median(decode), "batch16_tps": batch_tps,
-            "batch16_note": "sequential: llama-cpp-python serves one sequence at a time", "peak_rss_mb": peak_rss_mb()}
+            "batch16_note": "sequential: llama-cpp-python serves one sequence at a time",
+            "peak_rss_mb": peak_memory("cpu")["peak_rss_mb"]}
 
 
-def worker_accuracy() -> dict:
+def worker_accuracy(device: str) -> dict:
     """Top-1 agreement with fp32 and perplexity over the fixed text, for each storage mode."""
     import forwardpass
 
     def run(storage: str, one_by_one: bool = False):
         """Logits at every position of the text: in one forward (the prefill path), or token by token
         through the cache (the decode path: the fused native step where it applies)."""
-        fp = forwardpass.load(storage=storage)
+        fp = forwardpass.load(storage=storage, device=device)
         ids = fp.encode(TEXT)
         with torch.inference_mode():
             if one_by_one:
                 cache = fp.model.new_cache(1, len(ids))
-                logits = torch.cat([fp.model(torch.tensor([[i]]), cache)[0][0].float() for i in ids])
+                logits = torch.cat([fp.model(torch.tensor([[i]], device=device), cache)[0][0].float() for i in ids])
             else:
-                logits = fp.model(torch.tensor([ids]))[0][0].float()
-        nll = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:]))
-        return logits.argmax(-1), math.exp(nll.item()), len(ids)
+                logits = fp.model(torch.tensor([ids], device=device))[0][0].float()
+        nll = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:], device=device))
+        return logits.argmax(-1).cpu(), math.exp(nll.item()), len(ids)
 
     reference, ppl32, n = run("fp32")
     out = {"tokens": n, "fp32": {"top1_agreement": 1.0, "perplexity": ppl32, "perplexity_delta": 0.0}}
@@ -202,13 +221,13 @@ def worker_accuracy() -> dict:
 
 
 # ---- the driver -------------------------------------------------------------------------------------
-def spawn(spec: str, runs: int, wait_policy: str) -> dict:
+def spawn(spec: str, runs: int, wait_policy: str, device: str) -> dict:
     print(f"  {spec} …", file=sys.stderr, flush=True)
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     if wait_policy != "default":
         env["OMP_WAIT_POLICY"] = wait_policy
-    r = subprocess.run([sys.executable, __file__, "--worker", spec, "--runs", str(runs)], capture_output=True,
-                       text=True, env=env)
+    r = subprocess.run([sys.executable, __file__, "--worker", spec, "--runs", str(runs), "--device", device],
+                       capture_output=True, text=True, env=env)
     if r.returncode:
         last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
         return {"engine": spec, "skipped": f"failed: {last}"}
@@ -224,28 +243,31 @@ def main() -> None:
                     help="OpenMP wait policy of every engine's process (default: the runtime's own)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--save", metavar="FILE", help="also write the report as JSON to FILE")
+    add_device_option(ap)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(os.cpu_count())
+    device = checked_device(args.device)
     if args.worker:
         kind, _, storage = args.worker.partition(":")
-        result = {"forwardpass": lambda: worker_forwardpass(storage, args.runs),
-                  "transformers": lambda: worker_transformers(args.runs),
-                  "llama.cpp": lambda: worker_llama_cpp(args.runs), "accuracy": worker_accuracy}[kind]()
+        result = {"forwardpass": lambda: worker_forwardpass(storage, args.runs, device),
+                  "transformers": lambda: worker_transformers(args.runs, device),
+                  "llama.cpp": lambda: worker_llama_cpp(args.runs, device),
+                  "accuracy": lambda: worker_accuracy(device)}[kind]()
         print(json.dumps(result))
         return
     specs = args.only.split(",") if args.only else [f"forwardpass:{s}" for s in STORAGES] + [
         "transformers", "llama.cpp", "accuracy"]
     from forwardpass import cost, preset
     from forwardpass.machine import memory_bandwidth
-    bandwidth = memory_bandwidth()
-    before = machine()
-    rows = [spawn(s, args.runs, args.omp_wait_policy) for s in specs]
+    bandwidth = memory_bandwidth(device=device)
+    before = machine(device)
+    rows = [spawn(s, args.runs, args.omp_wait_policy, device) for s in specs]
     accuracy = next((r for r in rows if "tokens" in r), None)
     rows = [r for r in rows if "engine" in r]
     base = next((r for r in rows if r["engine"] == "forwardpass fp32" and "skipped" not in r), None)
     report = {"benchmark": "speed", "omp_wait_policy": args.omp_wait_policy, "bandwidth_gb_s": bandwidth / 1e9,
-              "machine": before, "after": machine(),
+              "machine": before, "after": machine(device),
               "rows": rows, "accuracy": accuracy,
               "smollm_params": cost.parameters(preset("smollm2-135m")).total}
     if args.save:
@@ -261,9 +283,10 @@ def show(report: dict, base: dict | None) -> None:
     from rich.table import Table
 
     console = Console(width=max(Console().width, 130))
-    t = Table(title=f"{PROMPT}-token prompt, {NEW} new tokens · {report['machine']['date']} · OMP_WAIT_POLICY "
-                    f"{report['omp_wait_policy']} · load average {report['machine']['load_average'][0]} → "
-                    f"{report['after']['load_average'][0]}")
+    where = report["machine"].get("device_name", report["machine"]["device"])
+    t = Table(title=f"{PROMPT}-token prompt, {NEW} new tokens on {where} · {report['machine']['date']} · "
+                    f"OMP_WAIT_POLICY {report['omp_wait_policy']} · load average "
+                    f"{report['machine']['load_average'][0]} → {report['after']['load_average'][0]}")
     for col in ("engine", "prefill tok/s", "TTFT s", "decode tok/s", f"{BATCH}×{NEW} tok/s", "peak RSS MB",
                 "decode vs roofline"):
         t.add_column(col, justify="left" if col == "engine" else "right")
@@ -275,9 +298,10 @@ def show(report: dict, base: dict | None) -> None:
         def ratio(key, r=r):
             return f" ({r[key] / base[key]:.2f}×)" if base is not None and base.get(key) else ""
         roof = f"{r['roofline_share']:.0%} of {r['roofline_decode_tps']:.0f}" if "roofline_share" in r else ""
+        peak = f"{r['peak_rss_mb']:.0f}" + (f" + {r['peak_device_mb']:.0f} GPU" if "peak_device_mb" in r else "")
         t.add_row(r["engine"], f"{r['prefill_tps']:.1f}{ratio('prefill_tps')}", f"{r['ttft_s']:.3f}",
                   f"{r['decode_tps']:.1f}{ratio('decode_tps')}", f"{r['batch16_tps']:.1f}{ratio('batch16_tps')}"
-                  + (" seq." if "batch16_note" in r else ""), f"{r['peak_rss_mb']:.0f}", roof)
+                  + (" seq." if "batch16_note" in r else ""), peak, roof)
     console.print(t)
     console.print(f"memory bandwidth (read, measured at the start): {report['bandwidth_gb_s']:.1f} GB/s; each "
                   "roofline uses the bandwidth sampled just before and after that engine's decode runs (runs where "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -128,3 +129,15 @@ def test_cli_not_a_model_file(tmp_path):
     path.write_text("not a model")
     r = run_cli("inspect", "hi", "--model", str(path))
     assert r.returncode == 2 and "not a GGUF file" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("script", ["speed", "compile", "serving"])
+def test_benchmarks_refuse_a_device_before_loading_anything(script):
+    bench = Path(__file__).parents[1] / "bench" / f"{script}.py"
+    wrong = ["gpu0"] + ([] if torch.cuda.is_available() else ["cuda"])
+    for device in wrong:
+        r = subprocess.run([sys.executable, str(bench), "--device", device], capture_output=True, text=True,
+                           timeout=120)
+        want = "unknown device 'gpu0'" if device == "gpu0" else "device 'cuda' requested but CUDA is not available"
+        assert r.returncode == 1 and want in r.stderr and not r.stdout
+        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
