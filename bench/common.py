@@ -20,6 +20,13 @@ def add_device_option(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N (default: cpu)")
 
 
+def count(text: str) -> int:
+    """An argparse type: a whole number ≥ 1 (runs, rounds, clients, tokens)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {text!r}")
+    return int(text)
+
+
 def checked_device(name: str) -> str:
     """The device as torch names it, or exit with the reason it cannot be used (before any model loads)."""
     from forwardpass.errors import ForwardpassError

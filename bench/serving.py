@@ -19,7 +19,7 @@ import time
 
 import httpx
 import openai
-from common import add_device_option, checked_device, machine
+from common import add_device_option, checked_device, count, machine
 
 from forwardpass.pipeline import STORAGE
 
@@ -43,8 +43,8 @@ def stream_one(client: openai.OpenAI, i: int, max_tokens: int) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--clients", type=int, default=16)
-    ap.add_argument("--max-tokens", type=int, default=128)
+    ap.add_argument("--clients", type=count, default=16)
+    ap.add_argument("--max-tokens", type=count, default=128)
     ap.add_argument("--storage", default="fp32", choices=list(STORAGE))
     ap.add_argument("--json", action="store_true")
     add_device_option(ap)

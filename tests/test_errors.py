@@ -131,13 +131,24 @@ def test_cli_not_a_model_file(tmp_path):
     assert r.returncode == 2 and "not a GGUF file" in r.stderr and "Traceback" not in r.stderr
 
 
+def run_bench(script: str, *args: str) -> subprocess.CompletedProcess:
+    bench = Path(__file__).parents[1] / "bench" / f"{script}.py"
+    return subprocess.run([sys.executable, str(bench), *args], capture_output=True, text=True, timeout=120)
+
+
 @pytest.mark.parametrize("script", ["speed", "compile", "serving"])
 def test_benchmarks_refuse_a_device_before_loading_anything(script):
-    bench = Path(__file__).parents[1] / "bench" / f"{script}.py"
-    wrong = ["gpu0"] + ([] if torch.cuda.is_available() else ["cuda"])
-    for device in wrong:
-        r = subprocess.run([sys.executable, str(bench), "--device", device], capture_output=True, text=True,
-                           timeout=120)
+    for device in ["gpu0"] + ([] if torch.cuda.is_available() else ["cuda"]):
+        r = run_bench(script, "--device", device)
         want = "unknown device 'gpu0'" if device == "gpu0" else "device 'cuda' requested but CUDA is not available"
         assert r.returncode == 1 and want in r.stderr and not r.stdout
         assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("script,option,value", [("speed", "--runs", "0"), ("compile", "--rounds", "-1"),
+                                                 ("serving", "--clients", "0"), ("serving", "--max-tokens", "x")])
+def test_benchmarks_refuse_counts_below_one(script, option, value):
+    r = run_bench(script, option, value)
+    assert r.returncode == 2 and not r.stdout and "Traceback" not in r.stderr
+    want = f"{script}.py: error: argument {option}: expected a whole number ≥ 1, got '{value}'"
+    assert r.stderr.strip().splitlines()[-1] == want
