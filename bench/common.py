@@ -1,9 +1,8 @@
-"""Shared by the benchmarks: the device option, machine facts recorded beside every result, medians, the fixed
+"""Shared by the benchmarks: the device check, machine facts recorded beside every result, medians, the fixed
 text, and how forwardpass's prefill and batched throughput are timed."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
@@ -14,17 +13,6 @@ from pathlib import Path
 import torch
 
 TEXT = (Path(__file__).parent / "text.txt").read_text()  # the prompts' and the accuracy check's source
-
-
-def add_device_option(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N (default: cpu)")
-
-
-def count(text: str) -> int:
-    """An argparse type: a whole number ≥ 1 (runs, rounds, clients, tokens)."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {text!r}")
-    return int(text)
 
 
 def checked_device(name: str) -> str:

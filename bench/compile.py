@@ -15,10 +15,11 @@ import json
 import time
 
 import torch
-from common import TEXT, add_device_option, batch_tps, checked_device, count, machine, median, prefill_tps
+from common import TEXT, batch_tps, checked_device, machine, median, prefill_tps
 from rich.console import Console
 
 import forwardpass
+from forwardpass.cli.options import add_device_option, positive_int
 from forwardpass.pipeline import STORAGE
 from forwardpass.sampling import SamplingParams
 
@@ -36,7 +37,7 @@ def set_compiled(model: torch.nn.Module, compiled: bool) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--storage", default="fp32", choices=list(STORAGE))
-    ap.add_argument("--rounds", type=count, default=5)
+    ap.add_argument("--rounds", type=positive_int, default=5)
     ap.add_argument("--json", action="store_true")
     add_device_option(ap)
     args = ap.parse_args()

@@ -19,8 +19,9 @@ import time
 
 import httpx
 import openai
-from common import add_device_option, checked_device, count, machine
+from common import checked_device, machine
 
+from forwardpass.cli.options import add_device_option, positive_int
 from forwardpass.pipeline import STORAGE
 
 QUESTIONS = ["Why is the sky blue?", "Name three birds and describe them.", "Write a poem about rain.",
@@ -43,8 +44,8 @@ def stream_one(client: openai.OpenAI, i: int, max_tokens: int) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--clients", type=count, default=16)
-    ap.add_argument("--max-tokens", type=count, default=128)
+    ap.add_argument("--clients", type=positive_int, default=16)
+    ap.add_argument("--max-tokens", type=positive_int, default=128)
     ap.add_argument("--storage", default="fp32", choices=list(STORAGE))
     ap.add_argument("--json", action="store_true")
     add_device_option(ap)

@@ -29,7 +29,9 @@ import time
 from pathlib import Path
 
 import torch
-from common import TEXT, add_device_option, batch_tps, checked_device, count, machine, median, prefill_tps, sync
+from common import TEXT, batch_tps, checked_device, machine, median, prefill_tps, sync
+
+from forwardpass.cli.options import add_device_option, positive_int
 
 PROMPT, NEW, BATCH = 128, 128, 16
 STEADY, STEADY_TRIES = 1.15, 4  # bandwidth samples around a decode run within 15% of each other, or up to 4 tries
@@ -236,7 +238,7 @@ def spawn(spec: str, runs: int, wait_policy: str, device: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=count, default=3)
+    ap.add_argument("--runs", type=positive_int, default=3)
     ap.add_argument("--only", default=None,
                     help="comma-separated: forwardpass:STORAGE, transformers, llama.cpp, accuracy")
     ap.add_argument("--omp-wait-policy", default="default", choices=["default", "PASSIVE", "ACTIVE"],

@@ -150,5 +150,5 @@ def test_benchmarks_refuse_a_device_before_loading_anything(script):
 def test_benchmarks_refuse_counts_below_one(script, option, value):
     r = run_bench(script, option, value)
     assert r.returncode == 2 and not r.stdout and "Traceback" not in r.stderr
-    want = f"{script}.py: error: argument {option}: expected a whole number ≥ 1, got '{value}'"
+    want = f"{script}.py: error: argument {option}: must be a positive integer, got {value}"
     assert r.stderr.strip().splitlines()[-1] == want

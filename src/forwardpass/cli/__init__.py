@@ -8,13 +8,14 @@ import sys
 
 from ..errors import ForwardpassError
 from . import chat_cmd, cost_cmd, explore_cmd, generate_cmd, inspect_cmd, serve_cmd
+from .options import add_device_option
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
     """Options of every command that runs the model."""
     p.add_argument("--model", metavar="PATH",
                    help="a .gguf file or safetensors checkpoint (default: the embedded SmolLM2-135M-Instruct)")
-    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N (default: cpu)")
+    add_device_option(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
 
 

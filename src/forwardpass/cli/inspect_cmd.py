@@ -9,6 +9,7 @@ import torch
 
 from ..pipeline import Pipeline, load
 from ..sampling import probabilities
+from .options import positive_int
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -17,13 +18,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--top", type=positive_int, default=10, metavar="K", help="next tokens to show (default 10)")
     p.add_argument("--temperature", type=float, default=1.0, metavar="T", help="softmax temperature (0 = argmax)")
     return p
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
 
 
 def inspect(fp: Pipeline, prompt: str, top: int, temperature: float) -> dict:
