@@ -67,6 +67,14 @@ def test_generate_errors(args, message):
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
 
 
+def test_generate_with_values_float32_cannot_hold():
+    """Valid settings that round to 0 in float32 sample (the T → 0 limit); they once ended in a traceback."""
+    r = cli("generate", "The three primary colors are", "--max-tokens", "3", "--temperature", "1e-50", "--top-p",
+            "1e-300", "--repetition-penalty", "1e-300", "--seed", "1", "--json")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert len(json.loads(r.stdout)["token_ids"]) == 3
+
+
 def test_chat_is_multi_turn(smollm):
     from forwardpass.generate import generate
     from forwardpass.sampling import SamplingParams

@@ -92,3 +92,13 @@ def test_explore_command_serves_the_page():
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_values_that_once_failed_are_answered(client):
+    """Context 0 divided by zero in the concurrency widget; a temperature float32 rounds to 0 drew from NaN."""
+    r = client.get("/api/concurrency", params={"sequences": 4, "context": 0})
+    assert r.status_code == 400 and "context must be between 1 and 2048" in r.json()["error"]
+    for body in ({"temperature": 1e-50}, {"temperature": 1.0, "top_p": 1e-300}):
+        assert client.post("/api/sample", json={"prompt": "the cat sat on the"} | body).status_code == 200
+        view = client.post("/api/sampling", json={"prompt": "the cat sat on the"} | body)
+        assert view.status_code == 200 and view.json()["real_kept_count"] >= 1

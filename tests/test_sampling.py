@@ -6,6 +6,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from forwardpass.errors import ForwardpassError
 from forwardpass.sampling import (
@@ -149,3 +151,41 @@ def test_greedy_argmax_is_torchs(values):
     t = torch.tensor(values)
     assert argmax(t) == int(t.argmax())
     assert argmax(t.to(torch.bfloat16)) == int(t.to(torch.bfloat16).argmax())
+
+
+@pytest.mark.parametrize("kwargs", [{"temperature": 1e-50}, {"top_p": 1e-300}, {"repetition_penalty": 1e-300},
+                                    {"repetition_penalty": 1e300, "temperature": 1e300},
+                                    {"temperature": 5e-324, "top_p": 1e-300, "repetition_penalty": 5e-324}])
+def test_settings_float32_cannot_hold_still_sample(kwargs):
+    """Accepted values that round to 0 or infinity in float32 give a distribution, never NaN (they once made
+    sampling raise inside the engine's thread, which stopped every request)."""
+    logits = torch.randn(1000) * 10
+    params = SamplingParams(seed=0, **kwargs)
+    processed = process(logits, params, [1, 2, int(logits.argmax())], [3, 3])
+    assert not processed.isnan().any() and processed.max() < float("inf")
+    token = choose(processed, params, make_generator(params))
+    assert processed[token] > float("-inf")
+
+
+finite = st.floats(min_value=-3e38, max_value=3e38, allow_nan=False)
+any_positive = st.floats(min_value=5e-324, max_value=1.7e308, exclude_min=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(logits=st.lists(finite, min_size=1, max_size=40), temperature=st.one_of(st.just(0.0), any_positive),
+       top_k=st.integers(0, 50), top_p=st.floats(min_value=5e-324, max_value=1.0), min_p=st.floats(0.0, 1.0),
+       repetition_penalty=any_positive, presence=st.floats(-2.0, 2.0), frequency=st.floats(-2.0, 2.0),
+       history=st.lists(st.integers(0, 39), max_size=20), seed=st.integers(0, 2**63 - 1))
+def test_every_accepted_setting_gives_a_distribution(logits, temperature, top_k, top_p, min_p, repetition_penalty,
+                                                     presence, frequency, history, seed):
+    """Sampling is total: any SamplingParams the checks accept, on any finite logits, draws a token that the
+    filters kept, from processed logits free of NaN and +inf."""
+    params = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, seed=seed,
+                            repetition_penalty=repetition_penalty, presence_penalty=presence,
+                            frequency_penalty=frequency)
+    x = torch.tensor(logits)
+    seen = [i % len(logits) for i in history]
+    processed = process(x, params, seen[: len(seen) // 2], seen[len(seen) // 2:])
+    assert not processed.isnan().any() and not (processed == float("inf")).any()
+    token = choose(processed, params, make_generator(params))
+    assert 0 <= token < len(logits) and processed[token] > float("-inf")

@@ -85,28 +85,43 @@ class _Checker:
         self.number(name, value, low, high)
 
 
+# float32's range: every processed logit stays in it (or is -inf, a removed token), so every accepted setting
+# gives a distribution. A temperature that float32 would round to 0 or infinity is taken at the nearest value
+# it can hold: the T → 0 limit (argmax, ties shared) and the T → ∞ limit (uniform over what the filters keep).
+F32 = torch.finfo(torch.float32)
+
+
+def scale(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """(logits - max) / T in float32, T > 0: the largest logit becomes 0, the rest ≤ 0 (or -inf). Subtracting the
+    max first means no T overflows the sum of exponentials."""
+    t = min(max(temperature, F32.tiny), F32.max)
+    return (logits - logits.max(dim=-1, keepdim=True).values) / t
+
+
 def probabilities(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """softmax(logits / T) in float32; T = 0 puts all mass on the argmax. Never overflows: the max is
-    subtracted before dividing, so even T = 1e-30 gives finite probabilities."""
+    """softmax(logits / T) in float32; T = 0 puts all mass on the argmax. Never overflows, never NaN for finite
+    logits: even T = 1e-50, which float32 cannot hold, gives the T → 0 limit."""
     if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not temperature >= 0:
         raise ForwardpassError(f"temperature must be a number ≥ 0, got {temperature}")
     logits = logits.float()
     if temperature == 0:
         return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).float()
-    shifted = logits - logits.max(dim=-1, keepdim=True).values
-    return torch.softmax(shifted / temperature, dim=-1)
+    return torch.softmax(scale(logits, temperature), dim=-1)
 
 
 def apply_penalties(logits: torch.Tensor, prompt_ids: list[int], output_ids: list[int],
                     params: SamplingParams) -> torch.Tensor:
     """Repetition penalty (divide positive / multiply negative logits of every token seen in prompt or
-    output), then OpenAI's presence and frequency penalties (over the output only)."""
+    output), then OpenAI's presence and frequency penalties (over the output only). The penalty is applied in
+    float64 and the result held inside float32's range: a penalty of 1e-300 makes seen tokens as likely as
+    float32 allows, never infinite (∞ - ∞ is NaN)."""
     logits = logits.clone()
     if params.repetition_penalty != 1.0:
         seen = torch.tensor(sorted(set(prompt_ids) | set(output_ids)), dtype=torch.long, device=logits.device)
         if seen.numel():
-            picked, r = logits[seen], params.repetition_penalty
-            logits[seen] = torch.where(picked > 0, picked / r, picked * r)
+            picked, r = logits[seen].double(), params.repetition_penalty
+            penalized = torch.where(picked > 0, picked / r, picked * r).clamp(-F32.max, F32.max)
+            logits[seen] = penalized.to(logits.dtype)
     if output_ids and (params.presence_penalty or params.frequency_penalty):
         counts = Counter(output_ids)
         ids = torch.tensor(list(counts), dtype=torch.long, device=logits.device)
@@ -124,13 +139,15 @@ def top_k_mask(logits: torch.Tensor, k: int) -> torch.Tensor:
 
 
 def top_p_mask(logits: torch.Tensor, p: float) -> torch.Tensor:
-    """Keep the smallest set of tokens whose cumulative probability reaches p (sharper → fewer)."""
+    """Keep the smallest set of tokens whose cumulative probability reaches p (sharper → fewer); the top token
+    always stays (a p that float32 rounds to 0 would otherwise remove every token)."""
     if p >= 1.0:
         return logits
     sorted_logits, order = torch.sort(logits, descending=True)
     probs = torch.softmax(sorted_logits, dim=-1)
     before = torch.cumsum(probs, dim=-1) - probs  # mass of the strictly better tokens
     drop_sorted = before >= p  # already reached p without this token
+    drop_sorted[..., 0] = False
     drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
     return logits.masked_fill(drop, float("-inf"))
 
@@ -152,7 +169,7 @@ def process(logits: torch.Tensor, params: SamplingParams, prompt_ids: list[int] 
         logits = apply_penalties(logits, list(prompt_ids), list(output_ids), params)
     if params.greedy:
         return logits
-    logits = (logits - logits.max()) / params.temperature
+    logits = scale(logits, params.temperature)
     logits = top_k_mask(logits, params.top_k)
     logits = top_p_mask(logits, params.top_p)
     return min_p_mask(logits, params.min_p)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from ..pipeline import Pipeline
 from . import compute
 
 STATIC = Path(__file__).parent / "static"
+log = logging.getLogger("forwardpass.explorer")
 
 
 class Prompt(BaseModel):
@@ -47,6 +49,11 @@ def build_explorer(fp: Pipeline) -> FastAPI:
     @app.exception_handler(ForwardpassError)
     async def bad_input(_: Request, e: ForwardpassError) -> JSONResponse:
         return JSONResponse({"error": str(e)}, status_code=400)
+
+    @app.exception_handler(Exception)
+    async def internal_error(_: Request, e: Exception) -> JSONResponse:
+        log.error("internal error", exc_info=e)
+        return JSONResponse({"error": f"internal error: {type(e).__name__}: {e}"}, status_code=500)
 
     @app.get("/")
     async def index() -> FileResponse:

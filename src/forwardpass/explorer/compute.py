@@ -18,6 +18,7 @@ from ..sampling import (
     min_p_mask,
     next_token,
     probabilities,
+    scale,
     top_k_mask,
     top_p_mask,
 )
@@ -161,7 +162,7 @@ def sampling_view(fp: Pipeline, prompt: str, temperature: float, top_k: int, top
 
     def view(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         probs = probabilities(logits, temperature)
-        scaled = logits if temperature == 0 else logits / temperature
+        scaled = logits if temperature == 0 else scale(logits, temperature)
         kept = torch.isfinite(min_p_mask(top_p_mask(top_k_mask(scaled, top_k), top_p), min_p))
         return probs, kept
 
@@ -251,6 +252,8 @@ def concurrency(sequences: int, context: int = 2048) -> dict:
     """W-weights-vs-cache, W-concurrency: weights paid once, one cache per sequence."""
     if not 1 <= sequences <= 1000:
         raise ForwardpassError("sequences must be between 1 and 1000")
+    if not 1 <= context <= GPT3.context_length:
+        raise ForwardpassError(f"context must be between 1 and {GPT3.context_length}")
     weights = cost.weight_bytes(GPT3, "fp16")
     caches = cost.kv_bytes(GPT3, context, "fp16", sequences)
     return {"sequences": sequences, "context": context, "weights_gib": weights / cost.GiB,
