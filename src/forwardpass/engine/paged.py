@@ -72,7 +72,6 @@ class BlockPool:
         At least one token is always left to compute, so the model has logits to sample from."""
         found: list[int] = []
         usable = (len(tokens) - 1) // self.block_size
-        self.queries += usable * self.block_size
         if not self.prefix_caching:
             return found
         h = 0
@@ -83,8 +82,12 @@ class BlockPool:
                 break
             self.share(block)
             found.append(block)
-        self.hits += len(found) * self.block_size
         return found
+
+    def count_hits(self, tokens: list[int], hit: int) -> None:
+        """Count one prefix lookup that a request kept: the full blocks of `tokens` it could reuse, `hit` reused."""
+        self.queries += (len(tokens) - 1) // self.block_size * self.block_size
+        self.hits += hit
 
     def register(self, block: int, prefix_hash: int, tokens: list[int]) -> int:
         """A block just filled: remember it under the hash of its prefix and tokens. Returns that hash."""

@@ -49,6 +49,17 @@ class Scheduler:
         seq.blocks.extend(self.pool.allocate() for _ in range(need))
         return True
 
+    def _make_room(self, seq: Sequence, tokens: int) -> bool:
+        """Blocks for `tokens` pairs of a running `seq`, preempting the newest running requests until they fit.
+        False if `seq` itself was the newest and had to give way. The oldest running request is never preempted
+        and, alone, always fits (the engine refuses a request larger than the pool), so every request finishes."""
+        while not self._grow(seq, tokens):
+            victim = max(self.running, key=lambda s: s.arrival)
+            self._preempt(victim)
+            if victim is seq:
+                return False
+        return True
+
     def _preempt(self, seq: Sequence) -> None:
         """Free all of seq's blocks; it waits at the front and recomputes its tokens when it resumes."""
         self.running.remove(seq)
@@ -58,42 +69,48 @@ class Scheduler:
         self.preemptions += 1
         self.waiting.appendleft(seq)
 
+    def _admit(self, seq: Sequence, budget: int) -> int:
+        """Start the first waiting request: its prompt's cached blocks, then blocks for the tokens it runs this step.
+        Returns those tokens, or 0 with nothing held if the pool has too few free blocks now (a waiting request
+        holds no blocks, so what running requests free is there for it)."""
+        seq.blocks = self.pool.match_prefix(seq.token_ids)
+        seq.num_computed = len(seq.blocks) * self.pool.block_size
+        n = min(seq.to_compute, budget)
+        if not self._grow(seq, seq.num_computed + n):
+            self.pool.release(seq.blocks)
+            seq.blocks, seq.num_computed = [], 0
+            return 0
+        self.pool.count_hits(seq.token_ids, seq.num_computed)
+        if seq.preemptions == 0:
+            seq.cached_tokens = seq.num_computed
+        return n
+
     def schedule(self) -> Scheduled:
+        """This step's work. Running requests go first, oldest first (a decode is one token, a prefill the budget
+        left), each given the blocks it needs by preempting the newest; then waiting ones join in order while the
+        budget, the running limit and the free blocks allow."""
         budget = self.budget
         decode: list[Sequence] = []
-        for seq in sorted((s for s in self.running if s.to_compute == 1), key=lambda s: s.arrival):
-            if seq not in self.running:
-                continue  # preempted for an older one below
-            while not self._grow(seq, seq.num_tokens):
-                victim = max(self.running, key=lambda s: s.arrival)
-                self._preempt(victim)
-                if victim is seq:
-                    break
-            if seq in self.running:
-                decode.append(seq)
-                budget -= 1
         prefill: list[tuple[Sequence, int]] = []
-        for seq in [s for s in self.running if s.to_compute > 1]:  # prefills left unfinished by the budget
-            n = min(seq.to_compute, budget)
-            if n > 0 and self._grow(seq, seq.num_computed + n):
+        for seq in sorted(self.running, key=lambda s: s.arrival):
+            if seq not in self.running:
+                continue  # preempted for an older one
+            n = 1 if seq.to_compute == 1 else min(seq.to_compute, budget)
+            if n <= 0 or not self._make_room(seq, seq.num_computed + n):
+                continue
+            if seq.to_compute == 1:
+                decode.append(seq)
+            else:
                 prefill.append((seq, n))
-                budget -= n
+            budget -= n
         while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             seq = self.waiting[0]
-            if not seq.blocks:
-                seq.blocks = self.pool.match_prefix(seq.token_ids)
-                seq.num_computed = len(seq.blocks) * self.pool.block_size
-                if seq.preemptions == 0:
-                    seq.cached_tokens = seq.num_computed
-            n = min(seq.to_compute, budget)
-            if not self._grow(seq, seq.num_computed + n):
-                if self.running:
-                    break  # wait for running requests to finish and free blocks
-                self.waiting.popleft()  # nothing will ever free a block for it
-                self.pool.release(seq.blocks)
-                seq.blocks = []
-                self.rejected.append(seq)
-                continue
+            n = self._admit(seq, budget)
+            if n == 0:
+                if not self.running:  # nothing will free a block for it: the pool can never hold it
+                    self.rejected.append(self.waiting.popleft())
+                    continue
+                break  # it waits, first in line, for running requests to free blocks
             self.waiting.popleft()
             self.running.append(seq)
             prefill.append((seq, n))
