@@ -27,3 +27,7 @@ class TokenizerError(ForwardpassError):
 
 class InvariantError(ForwardpassError):
     """Checked mode found one of the seed's invariants broken."""
+
+
+class EngineUnavailableError(ForwardpassError):
+    """The engine takes no new requests: it is shutting down, or its loop failed."""

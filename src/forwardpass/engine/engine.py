@@ -1,9 +1,15 @@
 """The engine: runs scheduled steps on the model over the paged cache, samples each request with its own
-parameters, and streams outputs. `step()` runs one step; `start()` runs steps in a background thread."""
+parameters, and streams outputs. `step()` runs one step; `start()` runs steps in a background thread.
+
+No request can stop the others: whatever goes wrong with one request (its sampling, its output callback, the
+forward pass of the batch it ran in) ends that request with finish reason "error" and a message, and the loop
+goes on. A failure of the loop itself (the scheduler, the pool) is logged, ends every request in flight, and
+leaves `failure` set: the server then answers 503 on /health so that a supervisor restarts it."""
 
 from __future__ import annotations
 
 import itertools
+import logging
 import queue
 import threading
 import time
@@ -13,13 +19,15 @@ from dataclasses import dataclass
 import torch
 
 from ..detokenize import TextStream
-from ..errors import ContextLengthError, InvariantError
+from ..errors import ContextLengthError, EngineUnavailableError, InvariantError
 from ..pipeline import Pipeline
 from ..sampling import SamplingParams, make_generator, next_token
 from .metrics import EngineMetrics
 from .paged import BlockPool, PagedBatch
 from .scheduler import Scheduler
-from .sequence import RequestOutput, Sequence
+from .sequence import Error, RequestOutput, Sequence
+
+log = logging.getLogger("forwardpass.engine")
 
 
 @dataclass
@@ -30,6 +38,7 @@ class EngineConfig:
     max_num_batched_tokens: int = 512  # tokens per step, prefill and decode together
     prefix_caching: bool = True
     checked: bool = False  # assert the pool's invariants after every step
+    request_timeout: float | None = None  # seconds from arrival after which a request is ended ("abort")
 
 
 class Engine:
@@ -48,6 +57,9 @@ class Engine:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._stop = False
+        self._admission = threading.Lock()
+        self.failure: str | None = None  # why the loop died; nothing is admitted after it
+        self._drain_at: float | None = None  # draining: nothing admitted, everything ended at this time
 
     # ---- requests ----------------------------------------------------------------------------------
     def check_request(self, prompt_ids: list[int], params: SamplingParams) -> None:
@@ -61,6 +73,11 @@ class Engine:
         if blocks > self.pool.num_blocks:
             raise ContextLengthError(f"the request needs {blocks} KV blocks but the pool holds {self.pool.num_blocks}")
 
+    def token_room(self, prompt_ids: list[int]) -> int:
+        """The most tokens a request with this prompt may ask for: what the context and the pool leave."""
+        pool_tokens = self.pool.num_blocks * self.pool.block_size
+        return min(self.pipeline.config.context_length, pool_tokens) - len(prompt_ids)
+
     def submit(self, prompt_ids: list[int], params: SamplingParams,
                on_output: Callable[[RequestOutput], None]) -> str:
         """Queue a request; `on_output` is called from the engine's thread for every step's output."""
@@ -70,14 +87,32 @@ class Engine:
         eos = set() if params.ignore_eos or tok is None else set(tok.eos_ids)
         seq = Sequence(request_id, list(prompt_ids), params, make_generator(params, self.pipeline.device),
                        TextStream(tok, params.stop) if tok is not None else None, on_output, eos)
-        self._inbox.put(("add", seq))
+        if self.config.request_timeout is not None:
+            seq.deadline = seq.arrival + self.config.request_timeout
+        with self._admission:  # never queued after a failed loop took its last look at the inbox
+            self.check_available()
+            self._inbox.put(("add", seq))
         self._wake.set()
         return request_id
+
+    def check_available(self) -> None:
+        """Raise EngineUnavailableError if the engine takes no new requests (it failed, or it is shutting down)."""
+        if self.failure is not None:
+            raise EngineUnavailableError(f"the engine stopped after an internal error: {self.failure}")
+        if self._drain_at is not None:
+            raise EngineUnavailableError("the server is shutting down")
 
     def abort(self, request_id: str) -> None:
         """Cancel a request (a client went away); its blocks are freed at the next step boundary."""
         self._inbox.put(("abort", request_id))
         self._wake.set()
+
+    def drain(self, grace: float) -> None:
+        """Shut down gently: admit nothing more, let requests in flight finish for `grace` seconds, then end
+        the rest ("abort", with a message saying the server is shutting down)."""
+        if self._drain_at is None:
+            self._drain_at = time.perf_counter() + grace
+            self._wake.set()
 
     def has_work(self) -> bool:
         return self.scheduler.has_work() or not self._inbox.empty()
@@ -93,13 +128,25 @@ class Engine:
             elif payload in self._sequences:
                 self._finish(self._sequences[payload], "abort", None)
 
+    def _end_overdue(self) -> None:
+        """End the requests past their time limit, and every request once a shutdown's grace period is over."""
+        now = time.perf_counter()
+        if self._drain_at is not None and now >= self._drain_at:
+            for seq in list(self._sequences.values()):
+                self._finish(seq, "abort", None, error=Error("the server is shutting down", "shutdown"))
+        for seq in [s for s in self._sequences.values() if s.deadline is not None and now >= s.deadline]:
+            limit = self.config.request_timeout
+            self._finish(seq, "abort", None, error=Error(f"the request ran past the server's time limit of "
+                                                         f"{limit:g} s", "timeout"))
+
     @torch.inference_mode()
     def step(self) -> None:
         """Admit, schedule, run the model once for decode rows and once for prefill chunks, sample, emit."""
         self._drain_inbox()
+        self._end_overdue()
         work = self.scheduler.schedule()
         for seq in self.scheduler.rejected:
-            self._finish(seq, "abort", None)
+            self._finish(seq, "error", None, error=Error("the request does not fit the KV block pool", "failed"))
         self.scheduler.rejected.clear()
         if work.decode:
             self._run([(s, 1) for s in work.decode])
@@ -118,12 +165,23 @@ class Engine:
         width = max(n for _, n in batch)
         rows = [s.token_ids[s.num_computed:s.num_computed + n] + [0] * (width - n) for s, n in batch]
         view = PagedBatch(self.pool, [s.blocks for s, _ in batch], [s.num_computed for s, _ in batch])
-        logits, _ = model(torch.tensor(rows, device=device), view, n_tokens=[n for _, n in batch], last_only=True)
+        try:
+            logits, _ = model(torch.tensor(rows, device=device), view, n_tokens=[n for _, n in batch],
+                              last_only=True)
+        except Exception as e:  # the rows' pairs may be half written: those requests end, their blocks are freed
+            log.exception("the forward pass of a batch of %d failed", len(batch))
+            for seq, _ in batch:
+                self._fail(seq, f"the forward pass failed: {type(e).__name__}: {e}")
+            return
         for (seq, n), row_logits in zip(batch, logits[:, 0], strict=True):
             seq.num_computed += n
             self._register_full_blocks(seq)
             if seq.to_compute == 0:
-                self._sample(seq, row_logits)
+                try:
+                    self._sample(seq, row_logits)
+                except Exception as e:
+                    log.exception("request %s failed while sampling", seq.request_id)
+                    self._fail(seq, f"sampling failed: {type(e).__name__}: {e}")
 
     def _register_full_blocks(self, seq: Sequence) -> None:
         bs = self.pool.block_size
@@ -154,20 +212,35 @@ class Engine:
             tail = seq.text.flush() if seq.text is not None else ""
             self._finish(seq, "length", token, logprob, delta + tail)
         else:
-            seq.on_output(self._output(seq, token, delta, logprob))
+            self._emit(seq, self._output(seq, token, delta, logprob))
 
-    def _output(self, seq: Sequence, token: int | None, text: str, logprob=None, finish: str | None = None):
+    def _output(self, seq: Sequence, token: int | None, text: str, logprob=None, finish: str | None = None,
+                error: Error | None = None) -> RequestOutput:
         return RequestOutput(seq.request_id, token, text, logprob, finish, len(seq.prompt_ids), len(seq.output_ids),
-                             seq.cached_tokens)
+                             seq.cached_tokens, error)
 
-    def _finish(self, seq: Sequence, reason: str, token: int | None, logprob=None, text: str = "") -> None:
+    def _emit(self, seq: Sequence, out: RequestOutput) -> None:
+        """Hand `out` to the request's caller. A callback that raises ends its own request, nothing else."""
+        try:
+            seq.on_output(out)
+        except Exception as e:
+            log.exception("the output callback of request %s failed", seq.request_id)
+            if out.finish_reason is None:
+                self._fail(seq, f"its output could not be delivered: {type(e).__name__}: {e}")
+
+    def _fail(self, seq: Sequence, message: str) -> None:
+        self.metrics.request_failures.inc()
+        self._finish(seq, "error", None, error=Error(message, "failed"))
+
+    def _finish(self, seq: Sequence, reason: str, token: int | None, logprob=None, text: str = "",
+                error: Error | None = None) -> None:
         if seq.finish_reason is not None:
             return
         seq.finish_reason = reason
         self.scheduler.remove(seq)
         self._sequences.pop(seq.request_id, None)
         self.metrics.e2e_latency.observe(time.perf_counter() - seq.arrival)
-        seq.on_output(self._output(seq, token, text, logprob, reason))
+        self._emit(seq, self._output(seq, token, text, logprob, reason, error))
 
     # ---- the background loop -----------------------------------------------------------------------
     def start(self) -> None:
@@ -180,13 +253,42 @@ class Engine:
         if self._thread is not None:
             self._thread.join(timeout=30)
 
+    @property
+    def healthy(self) -> bool:
+        """The loop runs (or was never started, for callers that step it themselves) and has not failed."""
+        return self.failure is None and (self._thread is None or self._thread.is_alive() or self._stop)
+
     def _loop(self) -> None:
-        while not self._stop:
-            if not self.has_work():
-                self._wake.wait(timeout=0.5)
-                self._wake.clear()
-                continue
-            self.step()
+        try:
+            while not self._stop:
+                if not self.has_work():
+                    self._end_overdue()
+                    self._wake.wait(timeout=0.5)
+                    self._wake.clear()
+                    continue
+                self.step()
+        except BaseException as e:
+            self._die(e)
+
+    def _die(self, e: BaseException) -> None:
+        """The loop failed: say why, end every request in flight with that reason, take no more."""
+        log.exception("the engine loop failed; every request in flight is ended")
+        with self._admission:
+            self.failure = f"{type(e).__name__}: {e}"
+            self._drain_inbox_safely()
+        self.metrics.healthy.set(0)
+        error = Error(f"the engine stopped after an internal error: {self.failure}", "failed")
+        for seq in list(self._sequences.values()):
+            seq.finish_reason = "error"
+            self._emit(seq, self._output(seq, None, "", None, "error", error))
+        self._sequences.clear()
+
+    def _drain_inbox_safely(self) -> None:
+        """Move queued requests into `_sequences` (so they are ended too) without touching the scheduler."""
+        while not self._inbox.empty():
+            action, payload = self._inbox.get_nowait()
+            if action == "add":
+                self._sequences[payload.request_id] = payload
 
     def run_until_done(self) -> None:
         """Run steps in the caller's thread until every queued request has finished (tests, benchmarks)."""

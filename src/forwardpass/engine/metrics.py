@@ -29,6 +29,11 @@ class EngineMetrics:
                                              buckets=LATENCY_BUCKETS, registry=r)
         self.e2e_latency = Histogram("vllm:e2e_request_latency_seconds", "Arrival to finish.",
                                      buckets=LATENCY_BUCKETS, registry=r)
+        self.request_failures = Counter("forwardpass:request_failures", "Requests ended by an error in the engine.",
+                                        registry=r)
+        self.healthy = Gauge("forwardpass:engine_healthy", "1 while the engine loop runs, 0 once it has failed.",
+                             registry=r)
+        self.healthy.set(1)
         self._seen = {"queries": 0, "hits": 0, "preemptions": 0}
 
     def observe_pool(self, engine) -> None:

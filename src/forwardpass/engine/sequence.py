@@ -20,10 +20,19 @@ class RequestOutput:
     token_id: int | None  # None for a finish without a new token (an end-of-turn token, an abort)
     text: str  # new text that is safe to show
     logprob: TokenLogprob | None = None
-    finish_reason: str | None = None  # "stop", "length", "abort", or None while running
+    finish_reason: str | None = None  # "stop", "length", "abort" (cancelled), "error" (failed), None while running
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    error: Error | None = None  # why an "abort" or "error" ended it; None when the client itself went away
+
+
+@dataclass(frozen=True)
+class Error:
+    """Why the engine ended a request early: a message for the client and a kind the server maps to a status."""
+
+    message: str
+    kind: str  # "shutdown", "timeout" or "failed"
 
 
 @dataclass
@@ -45,6 +54,7 @@ class Sequence:
     last_token_at: float | None = None
     finish_reason: str | None = None
     preemptions: int = 0
+    deadline: float | None = None  # perf_counter time past which the engine ends it (the server's time limit)
 
     @property
     def token_ids(self) -> list[int]:
