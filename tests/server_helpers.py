@@ -7,10 +7,8 @@ import socket
 import threading
 import time
 
-import uvicorn
-
 from forwardpass.engine import Engine, EngineConfig
-from forwardpass.server import ServerConfig, build_app
+from forwardpass.server import ServerConfig, build_app, make_server
 
 MODEL = "smollm"
 
@@ -23,11 +21,11 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def running_server(pipeline, engine_config: EngineConfig | None = None, api_key: str | None = None,
-                   max_body_bytes: int = 1 << 20):
+                   max_body_bytes: int = 1 << 20, default_max_tokens: int = 1024):
     engine = Engine(pipeline, engine_config or EngineConfig(kv_cache_bytes=256 * 2**20, checked=True))
-    app = build_app(engine, ServerConfig(MODEL, api_key, max_body_bytes))
+    app = build_app(engine, ServerConfig(MODEL, api_key, max_body_bytes, default_max_tokens))
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    server = make_server(app, engine, "127.0.0.1", port)
     thread = threading.Thread(target=server.run, daemon=True)
     engine.start()
     thread.start()

@@ -1,20 +1,24 @@
-"""`forwardpass serve` as a user starts it: binds loopback, prints its address, serves, and refuses bad options."""
+"""`forwardpass serve` as a user starts it: binds loopback, prints its address, serves, shuts down gently on
+SIGTERM, and refuses bad options before loading anything."""
 
 from __future__ import annotations
 
 import json
+import signal
+import socket
 import subprocess
 import sys
 import time
 
 import httpx
+import pytest
 from server_helpers import free_port
 
 
-def test_serve_starts_on_loopback_and_answers():
+def test_serve_answers_then_sigterm_ends_streams_and_exits():
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "forwardpass", "serve", "--port", str(port), "--json",
-                             "--kv-cache-gib", "0.25", "--served-model-name", "smol"],
+                             "--kv-cache-gib", "0.25", "--served-model-name", "smol", "--shutdown-grace", "1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         info = json.loads(proc.stdout.readline())
@@ -30,12 +34,43 @@ def test_serve_starts_on_loopback_and_answers():
                 assert time.time() < deadline, proc.stderr.read()
                 time.sleep(0.2)
         assert r.json()["choices"][0]["text"] == " the primary colors"
+        # a stream in flight when SIGTERM arrives ends within the grace period with a final event saying why
+        body = {"model": "smol", "prompt": "Count: 1, 2, 3,", "max_tokens": 3000, "ignore_eos": True, "stream": True}
+        with httpx.stream("POST", f"http://127.0.0.1:{port}/v1/completions", json=body, timeout=60) as s:
+            lines = s.iter_lines()
+            started = [next(lines) for _ in range(6)]
+            proc.send_signal(signal.SIGTERM)
+            events = [line.removeprefix("data: ") for line in started + list(lines) if line.startswith("data: ")]
+        assert events[-1] == "[DONE]" and json.loads(events[-2])["error"]["code"] == "server_shutdown"
+        assert json.loads(events[-3])["choices"][0]["finish_reason"] == "abort"
+        assert proc.wait(timeout=30) == -signal.SIGTERM  # shut down, then ended by the signal, as uvicorn does
+        assert "Traceback" not in proc.stderr.read()
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"http://127.0.0.1:{port}/health")
     finally:
         proc.terminate()
         proc.wait(timeout=30)
 
 
-def test_serve_rejects_bad_options():
-    r = subprocess.run([sys.executable, "-m", "forwardpass", "serve", "--max-num-seqs", "0"], capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 2 and "--max-num-seqs must be positive" in r.stderr and "Traceback" not in r.stderr
+@pytest.mark.parametrize("args,message", [
+    (["--max-num-seqs", "0"], "--max-num-seqs: must be a positive integer"),
+    (["--port", "70000"], "--port: must be a port number from 1 to 65535, got 70000"),
+    (["--kv-cache-gib", "nan"], "--kv-cache-gib must be a positive number, got nan"),
+    (["--kv-cache-gib", "inf"], "--kv-cache-gib must be a positive number, got inf"),
+    (["--shutdown-grace", "-1"], "--shutdown-grace: must be a number of seconds ≥ 0"),
+    (["--request-timeout", "inf"], "--request-timeout: must be a number of seconds ≥ 0"),
+])
+def test_serve_rejects_bad_options_before_loading(args, message):
+    r = subprocess.run([sys.executable, "-m", "forwardpass", "serve", *args, "--model", "/nonexistent.gguf"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_serve_names_a_port_in_use():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = subprocess.run([sys.executable, "-m", "forwardpass", "serve", "--port", str(port), "--model",
+                            "/nonexistent.gguf"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in r.stderr and "Traceback" not in r.stderr

@@ -88,10 +88,15 @@ def test_logprobs_openai_format(client):
     assert "".join(lp.tokens) == c.choices[0].text
 
 
+AUTH = {"Authorization": f"Bearer {KEY}"}
+
+
 def test_health_and_metrics(server):
     url, _ = server
     assert httpx.get(url + "/health").json() == {"status": "ok"}
-    text = httpx.get(url + "/metrics").text
+    refused = httpx.get(url + "/metrics")  # with an API key set, /metrics needs it too
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == "invalid_api_key"
+    text = httpx.get(url + "/metrics", headers=AUTH).text
     for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
                  "vllm:prefix_cache_hits_total", "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
                  "vllm:time_to_first_token_seconds_bucket", "vllm:inter_token_latency_seconds_bucket",
@@ -100,7 +105,7 @@ def test_health_and_metrics(server):
 
 
 def metric(url: str, name: str) -> float:
-    for line in httpx.get(url + "/metrics").text.splitlines():
+    for line in httpx.get(url + "/metrics", headers=AUTH).text.splitlines():
         if line.startswith(name + " "):
             return float(line.split()[1])
     raise KeyError(name)

@@ -7,12 +7,13 @@ import sys
 
 from ..errors import ForwardpassError
 from ..pipeline import load
+from .options import check_listen, port_number
 
 
 def add_parser(sub):
     p = sub.add_parser("explore", help="the interactive explorer on http://127.0.0.1:8001 (no network needed)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8001)
+    p.add_argument("--port", type=port_number, default=8001)
     return p
 
 
@@ -21,8 +22,7 @@ def run(args) -> int:
 
     from ..explorer.app import build_explorer
 
-    if not 0 < args.port < 65536:
-        raise ForwardpassError(f"--port must be between 1 and 65535, got {args.port}")
+    check_listen(args.host, args.port)
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage)
     if fp.tokenizer is None:
         raise ForwardpassError("the explorer needs a model with a tokenizer")

@@ -3,54 +3,62 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
 from ..engine import Engine, EngineConfig
 from ..errors import ForwardpassError
 from ..pipeline import load
+from .options import check_listen, port_number, positive_int, seconds
 
 
 def add_parser(sub):
     p = sub.add_parser("serve", help="serve the OpenAI-compatible API (continuous batching, paged KV cache)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY'")
+    p.add_argument("--port", type=port_number, default=8000)
+    p.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' (on /metrics too)")
     p.add_argument("--served-model-name", default=None, help="the model id clients send (default: the file's name)")
     p.add_argument("--kv-cache-gib", type=float, default=1.0, help="KV block pool size (default 1 GiB)")
-    p.add_argument("--block-size", type=int, default=16, help="tokens per KV block (default 16)")
-    p.add_argument("--max-num-seqs", type=int, default=32, help="requests running at once (default 32)")
-    p.add_argument("--max-num-batched-tokens", type=int, default=512, help="tokens per step (default 512)")
+    p.add_argument("--block-size", type=positive_int, default=16, help="tokens per KV block (default 16)")
+    p.add_argument("--max-num-seqs", type=positive_int, default=32, help="requests running at once (default 32)")
+    p.add_argument("--max-num-batched-tokens", type=positive_int, default=512, help="tokens per step (default 512)")
     p.add_argument("--no-prefix-caching", action="store_true", help="do not share cached prompt blocks")
-    p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="largest request body (default 1 MiB)")
+    p.add_argument("--max-body-bytes", type=positive_int, default=1 << 20, help="largest request body (default 1 MiB)")
+    p.add_argument("--default-max-tokens", type=positive_int, default=1024,
+                   help="new tokens for a chat request that sets no max_tokens (default 1024)")
+    p.add_argument("--request-timeout", type=seconds, default=600.0,
+                   help="end a request this many seconds after it arrives (default 600; 0: no limit)")
+    p.add_argument("--shutdown-grace", type=seconds, default=5.0,
+                   help="on SIGTERM, seconds requests in flight may still run before they are ended (default 5)")
     return p
 
 
 def run(args) -> int:
-    import uvicorn
+    from ..server import ServerConfig, build_app, make_server
 
-    from ..server import ServerConfig, build_app
-
-    for name in ("port", "block_size", "max_num_seqs", "max_num_batched_tokens", "max_body_bytes"):
-        if getattr(args, name) <= 0:
-            raise ForwardpassError(f"--{name.replace('_', '-')} must be positive")
-    if args.kv_cache_gib <= 0:
-        raise ForwardpassError("--kv-cache-gib must be positive")
+    if not (math.isfinite(args.kv_cache_gib) and args.kv_cache_gib > 0):
+        raise ForwardpassError(f"--kv-cache-gib must be a positive number, got {args.kv_cache_gib}")
+    check_listen(args.host, args.port)
     fp = load(args.model, device=args.device, storage=args.storage, progress=not args.json)
     engine = Engine(fp, EngineConfig(kv_cache_bytes=int(args.kv_cache_gib * 2**30), block_size=args.block_size,
                                      max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
-                                     prefix_caching=not args.no_prefix_caching))
+                                     prefix_caching=not args.no_prefix_caching,
+                                     request_timeout=args.request_timeout or None))
     name = args.served_model_name or Path(fp.source).name.removesuffix(".gguf")
-    app = build_app(engine, ServerConfig(name, args.api_key, args.max_body_bytes))
-    engine.start()
+    app = build_app(engine, ServerConfig(name, args.api_key, args.max_body_bytes, args.default_max_tokens))
+    server = make_server(app, engine, args.host, args.port, args.shutdown_grace)
     address = f"http://{args.host}:{args.port}/v1"
     if args.json:
         print(json.dumps({"address": address, "model": name, "kv_blocks": engine.pool.num_blocks}), flush=True)
     else:
         print(f"serving {name} at {address} ({engine.pool.num_blocks} KV blocks of {args.block_size} tokens)",
               file=sys.stderr, flush=True)
+    engine.start()
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        server.run()
     finally:
         engine.stop()
+    if not server.started:
+        raise ForwardpassError(f"could not listen on {args.host}:{args.port}")
     return 0

@@ -1,10 +1,16 @@
 """FastAPI routes of the OpenAI wire format: /v1/models, /v1/completions, /v1/chat/completions (plain or
-SSE streams), /health and /metrics. Every error is an OpenAI-style JSON body; the server keeps serving."""
+SSE streams), /health and /metrics. Every error is an OpenAI-style JSON body; the server keeps serving.
+
+A request's engine work ends with it: a client that goes away (streaming or not) has its requests aborted and
+their blocks freed at the next step. A request the engine ends early (a failure, the time limit, a shutdown)
+answers with an error: a status and an error body, or in a stream its final chunk's finish_reason followed
+by an `error` event, as OpenAI's own streams report errors."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -16,10 +22,16 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ValidationError
 
 from ..engine import Engine, RequestOutput
-from ..errors import ContextLengthError, ForwardpassError
+from ..engine.sequence import Error
+from ..errors import ContextLengthError, EngineUnavailableError, ForwardpassError
 from ..sampling import SamplingParams
 from .errors import APIError
 from .protocol import ChatCompletionRequest, CompletionRequest
+
+log = logging.getLogger("forwardpass.server")
+
+DEFAULT_MAX_TOKENS = 1024  # a chat request that names no limit gets this many (or what the context and pool leave)
+COMPLETION_MAX_TOKENS = 16  # OpenAI's default for /v1/completions
 
 
 @dataclass
@@ -27,6 +39,68 @@ class ServerConfig:
     model_name: str
     api_key: str | None = None
     max_body_bytes: int = 1 << 20
+    default_max_tokens: int = DEFAULT_MAX_TOKENS
+
+
+def engine_error(error: Error) -> APIError:
+    """The HTTP answer to a request the engine ended early."""
+    status, code = {"shutdown": (503, "server_shutdown"), "timeout": (504, "timeout")}.get(error.kind, (500, None))
+    return APIError(status, error.message, code)
+
+
+async def client_gone(request: Request) -> None:
+    """Returns once the client has disconnected (the request's body already read)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+class Submission:
+    """One API request's engine requests, one per choice, submitted at once (so refusals are HTTP errors before
+    any response starts); iterate for (choice index, output) until all finish. If the client disconnects, or
+    the iteration stops early, every unfinished one is aborted."""
+
+    def __init__(self, engine: Engine, request: Request, prompt_ids: list[int], params: list[SamplingParams]):
+        self.engine, self.request = engine, request
+        loop = asyncio.get_running_loop()
+        self.queue: asyncio.Queue = asyncio.Queue()
+
+        def deliver(i: int, out: RequestOutput) -> None:
+            try:
+                loop.call_soon_threadsafe(self.queue.put_nowait, (i, out))
+            except RuntimeError:  # the event loop is closed: nobody is left to read it
+                pass
+
+        self.running: set[str] = set()
+        try:
+            for i, p in enumerate(params):
+                self.running.add(engine.submit(prompt_ids, p, lambda o, i=i: deliver(i, o)))
+        except ForwardpassError as e:
+            self.abort()
+            if isinstance(e, EngineUnavailableError):
+                raise APIError(503, str(e), "server_unavailable") from None
+            raise APIError(400, str(e)) from None
+
+    def abort(self) -> None:
+        for request_id in self.running:
+            self.engine.abort(request_id)
+        self.running = set()
+
+    async def __aiter__(self) -> AsyncIterator[tuple[int, RequestOutput]]:
+        gone = asyncio.ensure_future(client_gone(self.request))
+        try:
+            while self.running:
+                get = asyncio.ensure_future(self.queue.get())
+                await asyncio.wait({get, gone}, return_when=asyncio.FIRST_COMPLETED)
+                if not get.done():
+                    get.cancel()
+                    return
+                index, out = get.result()
+                if out.finish_reason is not None:
+                    self.running.discard(out.request_id)
+                yield index, out
+        finally:
+            gone.cancel()
+            self.abort()
 
 
 def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
@@ -37,6 +111,17 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
     @app.exception_handler(APIError)
     async def api_error(_: Request, e: APIError) -> JSONResponse:
         return e.response()
+
+    @app.exception_handler(ForwardpassError)
+    async def bad_request(_: Request, e: ForwardpassError) -> JSONResponse:
+        """What the library refuses with a one-line reason (text it cannot tokenize, say) is the client's 400."""
+        code = "context_length_exceeded" if isinstance(e, ContextLengthError) else None
+        return APIError(400, str(e), code).response()
+
+    @app.exception_handler(Exception)
+    async def internal_error(_: Request, e: Exception) -> JSONResponse:
+        log.error("internal error", exc_info=e)
+        return APIError(500, f"internal error: {type(e).__name__}: {e}").response()
 
     def authorize(request: Request) -> None:
         if config.api_key and request.headers.get("authorization") != f"Bearer {config.api_key}":
@@ -54,8 +139,13 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
                 raise APIError(413, f"request body exceeds the limit of {config.max_body_bytes} bytes")
         try:
             data = json.loads(raw)
+            json.dumps(data, ensure_ascii=False).encode()  # a lone surrogate escape ("\udfff") is no text
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise APIError(400, f"request body is not valid JSON: {e}") from None
+        except UnicodeEncodeError:
+            raise APIError(400, "request body holds an unpaired UTF-16 surrogate escape: not valid Unicode") from None
+        except RecursionError:
+            raise APIError(400, "request body is nested too deeply") from None
         try:
             parsed = schema.model_validate(data)
         except ValidationError as e:
@@ -68,11 +158,19 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         return parsed
 
     @app.get("/health")
-    async def health() -> dict:
-        return {"status": "ok"}
+    async def health() -> JSONResponse:
+        """200 while requests are served; 503 once the engine has failed (restart it) or is shutting down."""
+        try:
+            if not engine.healthy:
+                raise EngineUnavailableError(f"the engine stopped after an internal error: {engine.failure}")
+            engine.check_available()
+        except EngineUnavailableError as e:
+            return JSONResponse({"status": "unavailable", "reason": str(e)}, status_code=503)
+        return JSONResponse({"status": "ok"})
 
     @app.get("/metrics")
-    async def metrics() -> Response:
+    async def metrics(request: Request) -> Response:
+        authorize(request)
         return Response(engine.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/v1/models")
@@ -82,7 +180,12 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
                                             "owned_by": "forwardpass", "max_model_len": context}]}
 
     def params_for(req, prompt_ids: list[int], max_tokens: int | None, logprobs: int | None) -> list[SamplingParams]:
-        budget = context - len(prompt_ids) if max_tokens is None else max_tokens
+        """One SamplingParams per choice. With no max_tokens: the server's default, or less where the context or
+        the pool leaves less room (a prompt that leaves none is refused)."""
+        budget = max_tokens
+        if budget is None:
+            budget = min(config.default_max_tokens, engine.token_room(prompt_ids))
+            budget = max(budget, 1)  # a prompt that leaves no room: check_request names why
         try:
             params = [req.sampling(budget, logprobs, seed_offset=i) for i in range(req.n)]
             engine.check_request(prompt_ids, params[0])
@@ -91,30 +194,6 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         except ForwardpassError as e:
             raise APIError(400, str(e)) from None
         return params
-
-    async def outputs(request: Request, prompt_ids: list[int], params: list[SamplingParams],
-                      stream: bool) -> AsyncIterator[tuple[int, RequestOutput]]:
-        """Submit one engine request per choice; yield (choice index, output) until all finish. A client
-        that goes away has its unfinished requests aborted (their blocks are freed)."""
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue = asyncio.Queue()
-        ids = [engine.submit(prompt_ids, p, lambda o, i=i: loop.call_soon_threadsafe(queue.put_nowait, (i, o)))
-               for i, p in enumerate(params)]
-        running = set(ids)
-        try:
-            while running:
-                try:
-                    index, out = await asyncio.wait_for(queue.get(), timeout=0.5)
-                except asyncio.TimeoutError:
-                    if not stream and await request.is_disconnected():
-                        return
-                    continue
-                if out.finish_reason is not None:
-                    running.discard(out.request_id)
-                yield index, out
-        finally:
-            for request_id in running:
-                engine.abort(request_id)
 
     def piece(token_id: int) -> str:
         return tokenizer.piece(token_id) if tokenizer is not None else str(token_id)
@@ -133,20 +212,26 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         rid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex[:24]}"
         kind = "chat.completion" if chat else "text_completion"
         with_logprobs = params[0].logprobs is not None
+        submission = Submission(engine, request, prompt_ids, params)
         if req.stream:
-            return StreamingResponse(stream_events(request, req, prompt_ids, params, chat, rid),
+            return StreamingResponse(stream_events(submission, req, prompt_ids, params, chat, rid),
                                      media_type="text/event-stream")
         texts, reasons = [""] * len(params), [None] * len(params)
         logs: list[list[RequestOutput]] = [[] for _ in params]
         completion_tokens, cached = 0, 0
-        async for i, out in outputs(request, prompt_ids, params, stream=False):
-            texts[i] += out.text
-            if out.token_id is not None and with_logprobs:
-                logs[i].append(out)
-            if out.finish_reason is not None:
-                reasons[i] = out.finish_reason
-                completion_tokens += out.completion_tokens
-                cached = out.cached_tokens
+        try:
+            async for i, out in submission:
+                if out.error is not None:
+                    raise engine_error(out.error)
+                texts[i] += out.text
+                if out.token_id is not None and with_logprobs:
+                    logs[i].append(out)
+                if out.finish_reason is not None:
+                    reasons[i] = out.finish_reason
+                    completion_tokens += out.completion_tokens
+                    cached = out.cached_tokens
+        finally:
+            submission.abort()  # the other choices of a request that failed
         choices = []
         for i in range(len(params)):
             if chat:
@@ -168,7 +253,7 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         return {"tokens": tokens, "token_logprobs": [o.logprob.logprob for o in outs],
                 "top_logprobs": [{piece(i): v for i, v in o.logprob.top} for o in outs], "text_offset": offsets}
 
-    async def stream_events(request, req, prompt_ids, params, chat, rid) -> AsyncIterator[str]:
+    async def stream_events(submission, req, prompt_ids, params, chat, rid) -> AsyncIterator[str]:
         kind = "chat.completion.chunk" if chat else "text_completion"
         with_logprobs = params[0].logprobs is not None
         now = int(time.time())
@@ -182,7 +267,8 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
                 yield chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                               "finish_reason": None}])
         completion_tokens, cached, offsets = 0, 0, [0] * len(params)
-        async for i, out in outputs(request, prompt_ids, params, stream=True):
+        error: Error | None = None
+        async for i, out in submission:
             has_lp = with_logprobs and out.token_id is not None
             if chat:
                 lp = {"content": [chat_logprob(out)]} if has_lp else None
@@ -195,8 +281,11 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
             if out.finish_reason is not None:
                 completion_tokens += out.completion_tokens
                 cached = out.cached_tokens
+                error = error or out.error
         if req.stream_options is not None and req.stream_options.include_usage:
             yield chunk([], usage=usage(len(prompt_ids), completion_tokens, cached))
+        if error is not None:
+            yield f"data: {json.dumps(engine_error(error).body(), ensure_ascii=False)}\n\n"
         yield "data: [DONE]\n\n"
 
     @app.post("/v1/completions")
@@ -208,7 +297,8 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
             prompt_ids = tokenizer.encode(req.prompt)
         else:
             prompt_ids = list(req.prompt)
-        params = params_for(req, prompt_ids, req.max_tokens if req.max_tokens is not None else 16, req.logprobs)
+        max_tokens = req.max_tokens if req.max_tokens is not None else COMPLETION_MAX_TOKENS
+        params = params_for(req, prompt_ids, max_tokens, req.logprobs)
         return await respond(request, req, prompt_ids, params, chat=False)
 
     @app.post("/v1/chat/completions")

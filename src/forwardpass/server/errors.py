@@ -5,7 +5,8 @@ from __future__ import annotations
 from fastapi.responses import JSONResponse
 
 TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-         413: "invalid_request_error", 422: "invalid_request_error", 500: "server_error"}
+         413: "invalid_request_error", 422: "invalid_request_error", 500: "server_error", 503: "server_error",
+         504: "server_error"}
 
 
 class APIError(Exception):
@@ -13,7 +14,9 @@ class APIError(Exception):
         super().__init__(message)
         self.status, self.message, self.code, self.param = status, message, code, param
 
-    def response(self) -> JSONResponse:
-        body = {"error": {"message": self.message, "type": TYPES.get(self.status, "invalid_request_error"),
+    def body(self) -> dict:
+        return {"error": {"message": self.message, "type": TYPES.get(self.status, "invalid_request_error"),
                           "param": self.param, "code": self.code}}
-        return JSONResponse(body, status_code=self.status)
+
+    def response(self) -> JSONResponse:
+        return JSONResponse(self.body(), status_code=self.status)
