@@ -61,6 +61,7 @@ def test_measure_prints_prediction_beside_measurement():
     (["gpt9"], "unknown model 'gpt9'"),
     (["gpt3-175b", "--measure"], "too large to instantiate here"),
     (["gpt2-small", "--dtype", "fp8"], "invalid choice: 'fp8'"),
+    (["gpt2-small", "--plot", "/nonexistent/dir/cost.png"], "the directory /nonexistent/dir does not exist"),
 ])
 def test_bad_options(args, message):
     r = cli(*args)

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args) or 0
-    except ForwardpassError as e:
+    except (ForwardpassError, OSError) as e:  # OSError: a file or socket the user named (its message names it)
         if getattr(args, "json", False):
             print(json.dumps({"error": str(e), "type": type(e).__name__}))
         print(f"forwardpass: error: {e}", file=sys.stderr)

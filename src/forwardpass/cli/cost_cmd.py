@@ -72,6 +72,10 @@ def report(c: ModelConfig, context: int, prompt: int, new: int, dtype: str, conc
 
 
 def run(args) -> int:
+    if args.plot:
+        folder = Path(args.plot).resolve().parent
+        if not folder.is_dir():
+            raise ForwardpassError(f"--plot {args.plot}: the directory {folder} does not exist")
     c, path = resolve_config(args.target)
     context = c.context_length if args.context is None else args.context
     data = report(c, context, args.prompt, args.new, args.dtype, args.concurrency)
