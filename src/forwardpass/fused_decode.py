@@ -38,7 +38,12 @@ class _Model(ctypes.Structure):
                                         "vocab_size", "context_length", "capacity")] + [
         ("norm_eps", ctypes.c_float), ("embeddings", _p), ("layers", ctypes.POINTER(_Layer)), ("norm_f", _p),
         ("lm_head", _Linear), ("cos", _p), ("sin", _p), ("k_cache", _p), ("v_cache", _p), ("work", _p),
-        ("threads", _i)]
+        ("threads", _i), ("rows", _i)]
+
+
+class _Batch(ctypes.Structure):
+    _fields_ = [("rows", _i), ("tokens", _p), ("positions", _p), ("lengths", _p), ("k", _p), ("v", _p), ("slots", _i),
+                ("block_size", _i), ("max_blocks", _i), ("tables", _p)]
 
 
 class _Workspace(threading.local):
@@ -50,6 +55,7 @@ class _Workspace(threading.local):
         self.memory: torch.Tensor | None = None
         self.room = 0  # the cache capacity `memory` is sized for
         self.tokens = (_i * 0)()
+        self.logits: torch.Tensor | None = None  # a batch's logits, (rows, vocab_size), reused
 
     def chosen(self, n: int) -> ctypes.Array:
         """Room for n chosen token ids, grown only when a call asks for more."""
@@ -90,7 +96,7 @@ class FusedDecode:
                            c.context_length, 0,
                            model.blocks[0].attn_norm.eps or torch.finfo(torch.float32).eps,
                            _ptr(model.tok_embeddings.weight), self.layers, _ptr(model.norm_f.weight), lm_head,
-                           _ptr(model.rope.cos), _ptr(model.rope.sin), None, None, None, 0)
+                           _ptr(model.rope.cos), _ptr(model.rope.sin), None, None, None, 0, 1)
         self.fingerprint = self._fingerprint()
         self._work = _Workspace()
 
@@ -175,13 +181,53 @@ class FusedDecode:
         return logits, chosen[:done]
 
     def _spec_for(self, cache: KVCache) -> _Model:
-        """This thread's copy of the model's description with a workspace for `cache`'s capacity and the kernels'
-        thread count, made on its first step and again only for a larger cache or another thread count."""
+        return self._workspace(cache.capacity, 1)
+
+    def _workspace(self, capacity: int, rows: int) -> _Model:
+        """This thread's copy of the model's description with a workspace for `capacity` cache slots, `rows` rows and
+        the kernels' thread count, made on its first step and again only for more slots or rows or another thread
+        count."""
         work, threads = self._work, kernels.library().decode_threads()
-        if work.spec is None or work.room < cache.capacity or work.spec.threads != threads:
+        if work.spec is None or work.room < capacity or work.spec.rows < rows or work.spec.threads != threads:
             spec = _Model.from_buffer_copy(self.spec)
-            spec.capacity, spec.threads = cache.capacity, threads
+            spec.capacity, spec.threads = max(capacity, work.room), threads
+            spec.rows = max(rows, work.spec.rows if work.spec is not None else 1)
             work.memory = torch.empty(kernels.library().decode_workspace(ctypes.byref(spec)))  # 64-byte aligned
-            spec.work, work.spec, work.room = work.memory.data_ptr(), spec, cache.capacity
-        work.spec.capacity = cache.capacity  # a smaller cache needs less of the workspace
+            spec.work, work.spec, work.room = work.memory.data_ptr(), spec, spec.capacity
+        work.spec.capacity = capacity  # fewer slots need less of the workspace
         return work.spec
+
+    def binds_pool(self, pool) -> bool:
+        """A float32 block pool on the CPU (engine/paged.py) the batched step reads and writes, the model as bound."""
+        m = self.model
+        return (pool.k.dtype == torch.float32 and pool.k.device.type == "cpu" and not m.checked
+                and all(block.residual == "add" for block in m.blocks) and self._fingerprint() == self.fingerprint)
+
+    def batch_step(self, pool, tokens: list[int], lengths: list[int], tables: list[list[int]]) -> tuple[
+            torch.Tensor, list[int]]:
+        """One decode step for each of M sequences over the paged `pool`: row r's token at position lengths[r] (the
+        pairs its sequence holds), reading its pairs through its block table and writing its new K and V into
+        slot lengths[r]. Every weight is read from memory once for all M rows. Returns logits (M, vocab_size), valid
+        until the next call on this thread, and each row's argmax."""
+        rows = len(tokens)
+        most = max(len(t) for t in tables)
+        for r, (length, table) in enumerate(zip(lengths, tables, strict=True)):
+            if length >= len(table) * pool.block_size:
+                raise InvariantError(f"row {r} has {len(table)} blocks, too few for its slot {length}")
+        spec = self._workspace(max(lengths) + 1, rows)
+        work = self._work
+        if work.logits is None or work.logits.shape[0] < rows:
+            work.logits = torch.empty(rows, self.spec.vocab_size)
+        logits = work.logits[:rows]
+        ints = _i * rows
+        token_ids, held, chosen = ints(*tokens), ints(*lengths), ints()  # kept alive through the call
+        flat = (_i * (rows * most))(*[b for t in tables for b in t + [0] * (most - len(t))])
+        batch = _Batch(rows, ctypes.addressof(token_ids), ctypes.addressof(held), ctypes.addressof(held),
+                       pool.k.data_ptr(), pool.v.data_ptr(), pool.k.shape[1], pool.block_size, most,
+                       ctypes.addressof(flat))
+        if kernels.library().decode_batch(ctypes.byref(spec), ctypes.byref(batch), logits.data_ptr(), chosen):
+            bad = [t for t in tokens if not 0 <= t < self.spec.vocab_size]
+            if bad:
+                raise TokenIdError(f"token id {bad[0]} is outside the vocabulary [0, {self.spec.vocab_size})")
+            raise InvariantError(f"batched decode step refused: lengths {lengths}, tables {tables}")
+        return logits, list(chosen)

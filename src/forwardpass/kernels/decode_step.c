@@ -1,9 +1,12 @@
-// One decode step of a Llama-family model (RMSNorm, pre-norm, RoPE, grouped-query attention, SwiGLU) for
-// one sequence, in one call: the token's embedding row in, logits out, its K and V appended to the cache.
-// The same arithmetic as the PyTorch blocks, without ~20 framework ops per layer and their dispatch.
+// Decode steps of a Llama-family model (RMSNorm, pre-norm, RoPE, grouped-query attention, SwiGLU) in one call:
+// each row's token embedding in, its logits out, its K and V appended to its cache. One sequence over its own
+// contiguous cache (decode_step, decode_greedy), or a batch of sequences over a paged pool of blocks, each row
+// at its own position and reading its K and V through its block table (decode_batch). The same arithmetic as
+// the PyTorch blocks, without ~20 framework ops per layer and their dispatch.
 //
-// Threads: one OpenMP team for the whole step, five barriers per layer. Matrix-vector products split their
-// rows (or groups of rows) across it, attention its positions (each part merged by every thread).
+// Threads: one OpenMP team for the whole step, five barriers per layer. Matrix products split their rows (or
+// groups of rows) across it, each unit of weights read from memory once for all the batch's rows; attention
+// splits each row's positions (each part merged by every thread).
 #include <omp.h>
 
 #include "gemv.h"
@@ -27,7 +30,46 @@ typedef struct {
     float *k_cache, *v_cache; // (n_layers, n_kv_heads, capacity, head_dim)
     float *work;              // decode_workspace(this) floats, made once: a step allocates nothing
     int threads;              // the team a step asks for; the workspace holds this many threads' buffers
+    int rows;                 // the most sequences one call decodes; the workspace holds this many rows
 } Model;
+
+// One call's rows: sequence r's token at positions[r], its pairs so far in its cache's first lengths[r] slots, its
+// new K and V into slot lengths[r]. Without tables: one sequence, m->k_cache / v_cache (n_layers, n_kv_heads,
+// m->capacity, head_dim). With tables: a pool k, v (n_layers, slots, n_kv_heads, head_dim) of blocks of
+// block_size slots, slot j of row r in pool slot tables[r × max_blocks + j / block_size] × block_size + j %
+// block_size (where the paged engine keeps them, and lengths = positions).
+typedef struct {
+    int rows;
+    const int *tokens, *positions, *lengths;  // (rows)
+    float *k, *v;
+    int slots, block_size, max_blocks;
+    const int *tables;                        // (rows, max_blocks), or NULL
+} Batch;
+
+// Where one sequence's keys (or values) of one layer and K/V head lie: slot j's head_dim floats at
+// base + j × stride, or through a block table
+typedef struct {
+    float *base;
+    size_t stride;
+    const int *table;
+    int block_size;
+} Rows;
+
+static inline float *row_at(const Rows *r, int j) {
+    const size_t slot = r->table ? (size_t)r->table[j / r->block_size] * r->block_size + j % r->block_size : (size_t)j;
+    return r->base + slot * r->stride;
+}
+
+static Rows rows_of(const Model *m, const Batch *b, float *cache, int layer, int row, int g) {
+    const int KV = m->n_kv_heads, hd = m->head_dim;
+    if (!b->tables) {
+        const Rows r = {cache + ((size_t)layer * KV + g) * m->capacity * hd, (size_t)hd, NULL, 1};
+        return r;
+    }
+    const Rows r = {cache + ((size_t)layer * b->slots * KV + g) * hd, (size_t)KV * hd,
+                    b->tables + (size_t)row * b->max_blocks, b->block_size};
+    return r;
+}
 
 static void rmsnorm(const float *x, const float *weight, int n, float eps, float *out) {
     float ss = 0.f;
@@ -75,13 +117,13 @@ static inline __m128 sums4(__m512 a, __m512 b, __m512 c, __m512 d) {
     return _mm_add_ps(_mm256_castps256_ps128(half), _mm256_extractf128_ps(half, 1));
 }
 
-// Query heads q[0 … n-1] (n ≤ 4, consecutive rows of head_dim) of one K/V head against positions [lo, hi): below
-// `past` the cache, at `past` this token's own k and v (the cache gets them after every thread has read it). One
+// Query heads q[0 … n-1] (n ≤ 4, consecutive rows of head_dim) of one K/V head against slots [lo, hi): below
+// `past` the cache's (K, V), at `past` this token's own k and v (the cache gets them after every thread has read it). One
 // pass over the keys and one over the values serve all n heads. Leaves per head the scores' maximum, the sum of
 // their exponentials and the exponential-weighted sum of values, to be merged with the other threads' positions
 // (`merge_heads`); an empty range leaves -inf, 0, 0. head_dim is a multiple of 16, at most 256.
-static inline __attribute__((always_inline)) void attend_heads(const float *q, const int n, const float *k,
-                                                               const float *v, int past, const float *k_new,
+static inline __attribute__((always_inline)) void attend_heads(const float *q, const int n, const Rows *k,
+                                                               const Rows *v, int past, const float *k_new,
                                                                const float *v_new, int head_dim, int lo, int hi,
                                                                float *scores, float *out, float *top, float *total) {
     const int nv = head_dim / 16, len = hi - lo;
@@ -90,7 +132,7 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
         const float *row[4];
         for (int r = 0; r < 4; r++) {
             const int at = j + r < hi ? j + r : j;  // past the range: a repeat, not stored
-            row[r] = at < past ? k + (size_t)at * head_dim : k_new;
+            row[r] = at < past ? row_at(k, at) : k_new;
         }
         __m512 acc[4][4];  // [head][position]
         for (int h = 0; h < n; h++)
@@ -126,7 +168,7 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
         for (int h = 0; h < n; h++)
             for (int c = 0; c < 4; c++) acc[h][c] = _mm512_setzero_ps();
         for (int j = lo; j < hi; j++) {
-            const float *vj = (j < past ? v + (size_t)j * head_dim : v_new) + 16 * c0;
+            const float *vj = (j < past ? row_at(v, j) : v_new) + 16 * c0;
             for (int c = 0; c < 4; c++)
                 if (c0 + c < nv) {
                     const __m512 vv = _mm512_loadu_ps(vj + 16 * c);
@@ -140,7 +182,7 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
 }
 
 // attend_heads for any n ≤ 4, each count compiled on its own (its accumulators stay in registers)
-static void attend_group(const float *q, int n, const float *k, const float *v, int past, const float *k_new,
+static void attend_group(const float *q, int n, const Rows *k, const Rows *v, int past, const float *k_new,
                          const float *v_new, int head_dim, int lo, int hi, float *scores, float *out, float *top,
                          float *total) {
     switch (n) {
@@ -194,9 +236,9 @@ static int argmax(const float *v, int n) {
         if (v[i] == best) return i;
 }
 
-// this thread's share of y = W x (accumulate: y += W x)
-static void gemv_share(const Linear *L, const Activation *a, float *y, int accumulate) {
-    gemv_part(L, a, omp_get_thread_num(), omp_get_num_threads(), y, accumulate);
+// this thread's share of y = W x for `rows` rows (y: rows × L->N; accumulate: y += W x)
+static void gemv_share(const Linear *L, const Activation *a, int rows, float *y, int accumulate) {
+    gemv_part(L, a, rows, omp_get_thread_num(), omp_get_num_threads(), y, L->N, accumulate);
 }
 
 // Where a step's buffers lie in its workspace: pieces cut one after another, each 64-byte aligned; with no
@@ -217,32 +259,31 @@ static int widest_row(const Model *m) {
     return F > attn ? (F > d ? F : d) : (attn > d ? attn : d);
 }
 
-// the buffers every thread shares, then thread t's own: the same cuts for sizing and for use
+// the buffers every thread shares, then thread t's own: the same cuts for sizing and for use; R rows of each
 typedef struct {
     float *x, *qkv, *gate_up, *part_out, *part_top, *part_total, *best_logit;
     int *best;
 } Shared;
 
 typedef struct {
-    float *xn, *rotated, *scores, *attn;
-    Activation a;
+    float *xn, *rotated, *scores, *attn, *act;
 } Own;
 
 static Shared cut_shared(Cut *c, const Model *m) {
-    const int H = m->n_heads, T = m->threads, hd = m->head_dim;
-    Shared s = {cut(c, m->d_model), cut(c, (H + 2 * m->n_kv_heads) * hd), cut(c, 2 * m->hidden),
-                cut(c, (size_t)T * H * hd), cut(c, (size_t)T * H), cut(c, (size_t)T * H), cut(c, T), cut(c, T)};
+    const size_t H = m->n_heads, T = m->threads, hd = m->head_dim, R = m->rows;
+    Shared s = {cut(c, R * m->d_model), cut(c, R * (H + 2 * m->n_kv_heads) * hd), cut(c, R * 2 * m->hidden),
+                cut(c, R * T * H * hd), cut(c, R * T * H), cut(c, R * T * H), cut(c, R * T), cut(c, R * T)};
     return s;
 }
 
 static Own cut_own(Cut *c, const Model *m) {
-    const int H = m->n_heads, hd = m->head_dim;
-    Own o = {cut(c, widest_row(m)), cut(c, (H + m->n_kv_heads) * hd), cut(c, 4 * (size_t)m->capacity),
-             cut(c, H * hd), activation_in(cut(c, activation_floats(widest_row(m))), widest_row(m))};
+    const size_t H = m->n_heads, hd = m->head_dim, R = m->rows;
+    Own o = {cut(c, R * widest_row(m)), cut(c, R * (H + m->n_kv_heads) * hd), cut(c, 4 * (size_t)m->capacity),
+             cut(c, R * H * hd), cut(c, R * activation_floats(widest_row(m)))};
     return o;
 }
 
-// floats of workspace a step needs for m's shapes, m->capacity cache slots and m->threads threads
+// floats of workspace a step needs for m's shapes, m->capacity cache slots, m->threads threads and m->rows rows
 size_t decode_workspace(const Model *m) {
     Cut c = {NULL, 0};
     cut_shared(&c, m);
@@ -253,91 +294,118 @@ size_t decode_workspace(const Model *m) {
 // the threads a step runs with unless told fewer: OpenMP's count for a parallel region
 int decode_threads(void) { return omp_get_max_threads(); }
 
-// logits (vocab_size) for `token` at `position`, and in *greedy their argmax; its K and V go to cache slot `slot`,
-// after slots 0 … slot - 1. m->work holds decode_workspace(m) floats, for this call alone. Returns 0, or -1
-// (touching nothing) for a token, position or slot outside the model's tables or the cache.
-int decode_step(const Model *m, int token, int position, int slot, float *logits, int *greedy) {
-    if (token < 0 || token >= m->vocab_size || position < 0 || position >= m->context_length || slot < 0 ||
-        slot >= m->capacity || m->threads < 1 || !m->work)
-        return -1;
+// each of R rows of `x` (row stride n) normalized and quantized for `kind` into a[r], through `out` (R × n)
+static void prepare(const float *x, int R, int n, const float *weight, float eps, int kind, float *out,
+                    Activation *a) {
+    for (int r = 0; r < R; r++) {
+        if (weight) rmsnorm(x + (size_t)r * n, weight, n, eps, out + (size_t)r * n);
+        quantize_row(weight ? out + (size_t)r * n : x + (size_t)r * n, n, kind, a + r);
+    }
+}
+
+// The rows' steps: logits (rows × vocab_size) and each row's argmax in greedy[r]. Checked by the callers.
+static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy) {
     const int d = m->d_model, hd = m->head_dim, H = m->n_heads, KV = m->n_kv_heads, group = H / KV;
-    const int len = slot + 1, F = m->hidden;
+    const int F = m->hidden, R = b->rows, QKV = (H + 2 * KV) * hd, V = m->vocab_size;
     Cut shared = {m->work, 0};
     const Shared s = cut_shared(&shared, m);
     float *x = s.x, *qkv = s.qkv, *gate_up = s.gate_up, *part_out = s.part_out, *part_top = s.part_top;
     float *part_total = s.part_total, *best_logit = s.best_logit;
-    int *best = s.best, teams = 1;  // each thread's argmax over its share of the logits
-    memcpy(x, m->embeddings + (size_t)token * d, sizeof(float) * d);
-    const float *cos = m->cos + (size_t)position * hd, *sin = m->sin + (size_t)position * hd;
+    int *best = s.best, teams = 1;  // each thread's argmax over its share of each row's logits
+    for (int r = 0; r < R; r++) memcpy(x + (size_t)r * d, m->embeddings + (size_t)b->tokens[r] * d, sizeof(float) * d);
 
     #pragma omp parallel num_threads(m->threads)
     {
-        // Each thread prepares its own copy of a matrix-vector product's input (a norm, quantizing a row: a few
+        // Each thread prepares its own copy of a matrix product's inputs (norms, quantizing rows: a few
         // microseconds), which saves a barrier per product.
         const int t = omp_get_thread_num(), T = omp_get_num_threads();
         Cut mine = shared;
         for (int i = 0; i < t; i++) cut_own(&mine, m);
         const Own o = cut_own(&mine, m);
         float *xn = o.xn, *rotated = o.rotated, *scores = o.scores, *attn = o.attn;
-        Activation a = o.a;
+        Activation a[R];
+        for (int r = 0; r < R; r++)
+            a[r] = activation_in(o.act + (size_t)r * activation_floats(widest_row(m)), widest_row(m));
         for (int l = 0; l < m->n_layers; l++) {
             const Layer *L = m->layers + l;
-            const size_t layer = (size_t)l * KV * m->capacity * hd;
-            float *kc = m->k_cache + layer, *vc = m->v_cache + layer;
             // attention: x += out(attend(rope(q), cache + rope(k), cache + v)) over norm(x)
-            rmsnorm(x, L->attn_norm, d, m->norm_eps, xn);
-            quantize_row(xn, d, L->qkv.kind, &a);
-            gemv_share(&L->qkv, &a, qkv, 0);
+            prepare(x, R, d, L->attn_norm, m->norm_eps, L->qkv.kind, xn, a);
+            gemv_share(&L->qkv, a, R, qkv, 0);
             #pragma omp barrier
-            // Attention splits positions: each thread reads its share of every K/V head once, for all the group's
-            // query heads, after rotating every query and new key itself (cheaper than a barrier).
-            const int lo = len * t / T, hi = len * (t + 1) / T;
-            for (int i = 0; i < H + KV; i++) {
-                memcpy(rotated + i * hd, qkv + i * hd, sizeof(float) * hd);
-                rope(rotated + i * hd, cos, sin, hd);
-            }
-            for (int i = 0, n; i < H; i += n) {  // up to four query heads of one group at a time
-                const int g = i / group;
-                n = (g + 1) * group - i < 4 ? (g + 1) * group - i : 4;
-                const size_t head = (size_t)g * m->capacity * hd;
-                attend_group(rotated + i * hd, n, kc + head, vc + head, slot, rotated + (H + g) * hd,
-                             qkv + (H + KV + g) * hd, hd, lo, hi, scores, part_out + ((size_t)t * H + i) * hd,
-                             part_top + t * H + i, part_total + t * H + i);
-            }
-            #pragma omp barrier
-            if (t == 0)  // the new K and V go in after every thread has read the cache's first `slot` positions
-                for (int g = 0; g < KV; g++) {
-                    memcpy(kc + ((size_t)g * m->capacity + slot) * hd, rotated + (H + g) * hd, sizeof(float) * hd);
-                    memcpy(vc + ((size_t)g * m->capacity + slot) * hd, qkv + (H + KV + g) * hd, sizeof(float) * hd);
+            // Attention splits each row's slots: each thread reads its share of every K/V head once, for all the
+            // group's query heads, after rotating every query and new key itself (cheaper than a barrier).
+            for (int r = 0; r < R; r++) {
+                const int past = b->lengths[r], len = past + 1, lo = len * t / T, hi = len * (t + 1) / T;
+                const float *cos = m->cos + (size_t)b->positions[r] * hd, *sin = m->sin + (size_t)b->positions[r] * hd;
+                const float *q = qkv + (size_t)r * QKV;
+                float *rot = rotated + (size_t)r * (H + KV) * hd;
+                for (int i = 0; i < H + KV; i++) {
+                    memcpy(rot + i * hd, q + i * hd, sizeof(float) * hd);
+                    rope(rot + i * hd, cos, sin, hd);
                 }
-            merge_heads(part_out, part_top, part_total, T, H, hd, attn);
-            quantize_row(attn, H * hd, L->out.kind, &a);
-            gemv_share(&L->out, &a, x, 1);
+                for (int i = 0, n; i < H; i += n) {  // up to four query heads of one group at a time
+                    const int g = i / group;
+                    n = (g + 1) * group - i < 4 ? (g + 1) * group - i : 4;
+                    const Rows k = rows_of(m, b, b->k, l, r, g), v = rows_of(m, b, b->v, l, r, g);
+                    const size_t part = ((size_t)r * T + t) * H + i;
+                    attend_group(rot + i * hd, n, &k, &v, past, rot + (H + g) * hd, q + (H + KV + g) * hd, hd, lo,
+                                 hi, scores, part_out + part * hd, part_top + part, part_total + part);
+                }
+            }
+            #pragma omp barrier
+            if (t == 0)  // the new K and V go in after every thread has read the caches' earlier slots
+                for (int r = 0; r < R; r++)
+                    for (int g = 0; g < KV; g++) {
+                        const Rows k = rows_of(m, b, b->k, l, r, g), v = rows_of(m, b, b->v, l, r, g);
+                        const float *q = qkv + (size_t)r * QKV;
+                        memcpy(row_at(&k, b->lengths[r]), rotated + ((size_t)r * (H + KV) + H + g) * hd,
+                               sizeof(float) * hd);
+                        memcpy(row_at(&v, b->lengths[r]), q + (H + KV + g) * hd, sizeof(float) * hd);
+                    }
+            for (int r = 0; r < R; r++)
+                merge_heads(part_out + (size_t)r * T * H * hd, part_top + (size_t)r * T * H,
+                            part_total + (size_t)r * T * H, T, H, hd, attn + (size_t)r * H * hd);
+            prepare(attn, R, H * hd, NULL, 0.f, L->out.kind, NULL, a);
+            gemv_share(&L->out, a, R, x, 1);
             #pragma omp barrier
             // feed-forward: x += down(silu(gate) × up) over norm(x)
-            rmsnorm(x, L->ffn_norm, d, m->norm_eps, xn);
-            quantize_row(xn, d, L->gate_up.kind, &a);
-            gemv_share(&L->gate_up, &a, gate_up, 0);
+            prepare(x, R, d, L->ffn_norm, m->norm_eps, L->gate_up.kind, xn, a);
+            gemv_share(&L->gate_up, a, R, gate_up, 0);
             #pragma omp barrier
-            swiglu(gate_up, gate_up + F, F, xn);
-            quantize_row(xn, F, L->down.kind, &a);
-            gemv_share(&L->down, &a, x, 1);
+            for (int r = 0; r < R; r++)
+                swiglu(gate_up + (size_t)r * 2 * F, gate_up + (size_t)r * 2 * F + F, F, xn + (size_t)r * F);
+            prepare(xn, R, F, NULL, 0.f, L->down.kind, NULL, a);
+            gemv_share(&L->down, a, R, x, 1);
             #pragma omp barrier
         }
-        rmsnorm(x, m->norm_f, d, m->norm_eps, xn);  // final norm, then unembedding
-        quantize_row(xn, d, m->lm_head.kind, &a);
-        gemv_share(&m->lm_head, &a, logits, 0);
+        prepare(x, R, d, m->norm_f, m->norm_eps, m->lm_head.kind, xn, a);  // final norm, then unembedding
+        gemv_share(&m->lm_head, a, R, logits, 0);
         int lo, hi;  // this thread's rows of logits: its units', less the padding past vocab_size
         part_units(&m->lm_head, t, T, &lo, &hi);
         lo *= unit_rows(&m->lm_head), hi *= unit_rows(&m->lm_head);
-        hi = hi < m->vocab_size ? hi : m->vocab_size;
-        best[t] = hi > lo ? lo + argmax(logits + lo, hi - lo) : -1;
+        hi = hi < V ? hi : V;
+        for (int r = 0; r < R; r++)
+            best[r * T + t] = hi > lo ? lo + argmax(logits + (size_t)r * V + lo, hi - lo) : -1;
         if (t == 0) teams = T;
     }
-    int shares = 0;  // the argmax of the shares' argmaxes, in order: the first of the largest, or the first NaN
-    for (int t = 0; t < teams; t++)
-        if (best[t] >= 0) best[shares] = best[t], best_logit[shares++] = logits[best[t]];
-    *greedy = best[argmax(best_logit, shares)];
+    for (int r = 0; r < R; r++) {  // the argmax of the shares' argmaxes, in order: the first largest, or first NaN
+        int shares = 0, *mine = best + r * teams;
+        float *values = best_logit + r * teams;
+        for (int t = 0; t < teams; t++)
+            if (mine[t] >= 0) mine[shares] = mine[t], values[shares++] = logits[(size_t)r * V + mine[t]];
+        greedy[r] = mine[argmax(values, shares)];
+    }
+}
+
+// logits (vocab_size) for `token` at `position`, and in *greedy their argmax; its K and V go to cache slot `slot`,
+// after slots 0 … slot - 1. m->work holds decode_workspace(m) floats, for this call alone. Returns 0, or -1
+// (touching nothing) for a token, position or slot outside the model's tables or the cache.
+int decode_step(const Model *m, int token, int position, int slot, float *logits, int *greedy) {
+    if (token < 0 || token >= m->vocab_size || position < 0 || position >= m->context_length || slot < 0 ||
+        slot >= m->capacity || m->threads < 1 || m->rows < 1 || !m->work)
+        return -1;
+    const Batch b = {1, &token, &position, &slot, m->k_cache, m->v_cache, 0, 0, 0, NULL};
+    step_rows(m, &b, logits, greedy);
     return 0;
 }
 
@@ -357,4 +425,27 @@ int decode_greedy(const Model *m, int token, int position, int slot, int n, cons
             if (token == stop[s]) return i + 1;
     }
     return n;
+}
+
+// One decode step for each of b->rows sequences over a paged pool (Batch): logits (rows × vocab_size) and each
+// row's argmax in greedy[r]. m->capacity must exceed every row's length (it sizes the attention scores) and
+// m->rows be at least b->rows. Returns 0, or -1 (touching nothing) for a token, position, slot or block outside
+// the model's tables, the workspace or the pool.
+int decode_batch(const Model *m, const Batch *b, float *logits, int *greedy) {
+    if (b->rows < 1 || b->rows > m->rows || m->threads < 1 || !m->work || !b->tables || b->block_size < 1 ||
+        b->max_blocks < 1 || b->slots < b->block_size)
+        return -1;
+    for (int r = 0; r < b->rows; r++) {
+        const int length = b->lengths[r];
+        if (b->tokens[r] < 0 || b->tokens[r] >= m->vocab_size || b->positions[r] < 0 ||
+            b->positions[r] >= m->context_length || length < 0 || length >= m->capacity ||
+            length >= b->max_blocks * b->block_size)
+            return -1;
+        for (int j = 0; j <= length / b->block_size; j++) {
+            const int block = b->tables[(size_t)r * b->max_blocks + j];
+            if (block < 0 || (size_t)(block + 1) * b->block_size > (size_t)b->slots) return -1;
+        }
+    }
+    step_rows(m, b, logits, greedy);
+    return 0;
 }

@@ -229,19 +229,25 @@ static inline void part_units(const Linear *L, int t, int T, int *lo, int *hi) {
     *lo = (int)((long)units_of(L) * t / T), *hi = (int)((long)units_of(L) * (t + 1) / T);
 }
 
-// Thread t of T: its share of y = W x (accumulate: y += W x), bias included, in four concurrent weight streams
-static inline void gemv_part(const Linear *L, const Activation *a, int t, int T, float *y, int accumulate) {
+// Thread t of T: its share of y = W x for each of the `rows` activation rows a[r] (y's row r at y + r × ldy;
+// accumulate: y += W x), bias included, in four concurrent weight streams. Each unit of W is read from memory once:
+// the other rows find it in cache.
+static inline void gemv_part(const Linear *L, const Activation *a, int rows, int t, int T, float *y, size_t ldy,
+                             int accumulate) {
     const int per = unit_rows(L);
     int lo, hi;
     part_units(L, t, T, &lo, &hi);
     const int quarter = (hi - lo) / 4;
     float out[4 * GROUP];
-    for (int i = 0; i < quarter; i++) {
-        units_dot(L, a, lo + i, quarter, 4, quarter - i, out);
-        for (int s = 0; s < 4; s++) put(L, (lo + i + s * quarter) * per, out + s * per, per, y, accumulate);
-    }
-    for (int u = lo + 4 * quarter; u < hi; u++) {
-        units_dot(L, a, u, 0, 1, hi - u, out);
-        put(L, u * per, out, per, y, accumulate);
-    }
+    for (int i = 0; i < quarter; i++)
+        for (int r = 0; r < rows; r++) {
+            units_dot(L, a + r, lo + i, quarter, 4, quarter - i, out);
+            for (int s = 0; s < 4; s++)
+                put(L, (lo + i + s * quarter) * per, out + s * per, per, y + r * ldy, accumulate);
+        }
+    for (int u = lo + 4 * quarter; u < hi; u++)
+        for (int r = 0; r < rows; r++) {
+            units_dot(L, a + r, u, 0, 1, hi - u, out);
+            put(L, u * per, out, per, y + r * ldy, accumulate);
+        }
 }
