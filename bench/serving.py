@@ -1,9 +1,10 @@
-"""Serving throughput: 16 concurrent streaming clients against the same 16 requests served one at a time.
+"""Serving throughput: 16 concurrent streaming clients against the same 16 requests served one at a time, both
+beside `forwardpass generate`'s own batch-1 decode rate on the same storage mode, in one run.
 
-    .venv/bin/python bench/serving.py [--clients 16] [--max-tokens 128] [--json] [--device cuda]
+    .venv/bin/python bench/serving.py [--clients 16] [--max-tokens 128] [--storage q4] [--json] [--device cuda]
 
-Starts `forwardpass serve` on a free loopback port, drives it with the official `openai` client, and
-prints generated tokens per second both ways and their ratio.
+Runs `forwardpass generate --json` for the batch-1 rate, then starts `forwardpass serve` on a free loopback port,
+drives it with the official `openai` client, and prints generated tokens per second each way and their ratios.
 """
 
 from __future__ import annotations
@@ -35,11 +36,27 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def stream_one(client: openai.OpenAI, i: int, max_tokens: int) -> int:
+def stream_one(client: openai.OpenAI, i: int, max_tokens: int, times: list | None = None) -> int:
+    """One streamed chat request; its generated tokens. `times` gets the arrival of its first and last chunk."""
     stream = client.chat.completions.create(
         model="bench", messages=[{"role": "user", "content": QUESTIONS[i % len(QUESTIONS)]}], max_tokens=max_tokens,
         temperature=0, stream=True, stream_options={"include_usage": True}, extra_body={"ignore_eos": True})
-    return [c for c in stream if c.usage is not None][0].usage.completion_tokens
+    tokens = 0
+    for chunk in stream:
+        if times is not None and chunk.choices and chunk.choices[0].delta.content:
+            now = time.perf_counter()
+            times[:] = [times[0] if times else now, now]
+        if chunk.usage is not None:
+            tokens = chunk.usage.completion_tokens
+    return tokens
+
+
+def generate_rate(storage: str, device: str, max_tokens: int) -> float:
+    """`forwardpass generate`'s decode tokens/s (batch 1, greedy) for the first question, as a user runs it."""
+    out = subprocess.run([sys.executable, "-m", "forwardpass", "generate", "--chat", QUESTIONS[0], "--max-tokens",
+                          str(max_tokens), "--storage", storage, "--device", device, "--json"], capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout)["decode_tokens_per_s"]
 
 
 def main() -> None:
@@ -51,6 +68,8 @@ def main() -> None:
     add_device_option(ap)
     args = ap.parse_args()
     device = checked_device(args.device)
+    print("generate alone ...", file=sys.stderr)
+    alone = generate_rate(args.storage, device, args.max_tokens)
     port = free_port()
     log = tempfile.TemporaryFile("w+")  # the server's log: its last line says why, if it does not start
     server = subprocess.Popen([sys.executable, "-m", "forwardpass", "serve", "--port", str(port), "--served-model-name",
@@ -72,6 +91,8 @@ def main() -> None:
                 time.sleep(0.3)
         stream_one(client, 0, 4)  # warm up
         print("one at a time ...", file=sys.stderr)
+        times: list[float] = []  # the decode rate as generate reports it: tokens after the first, over their time
+        single = (stream_one(client, 0, args.max_tokens, times) - 1) / (times[1] - times[0])
         start = time.perf_counter()
         serial_tokens = sum(stream_one(client, i, args.max_tokens) for i in range(args.clients))
         serial = serial_tokens / (time.perf_counter() - start)
@@ -84,13 +105,18 @@ def main() -> None:
         server.terminate()
         server.wait(timeout=30)
     result = {"benchmark": "serving", "storage": args.storage, "clients": args.clients,
-              "max_tokens": args.max_tokens, "one_at_a_time_tokens_per_s": round(serial, 1),
-              "concurrent_tokens_per_s": round(together, 1), "ratio": round(together / serial, 2)} | machine(device)
+              "max_tokens": args.max_tokens, "generate_decode_tokens_per_s": round(alone, 1),
+              "one_client_tokens_per_s": round(single, 1), "one_at_a_time_tokens_per_s": round(serial, 1),
+              "concurrent_tokens_per_s": round(together, 1), "ratio": round(together / serial, 2),
+              "one_client_over_generate": round(single / alone, 2),
+              "concurrent_over_generate": round(together / alone, 2)} | machine(device)
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"one at a time: {serial:.1f} tok/s   {args.clients} concurrent: {together:.1f} tok/s   "
-              f"ratio {together / serial:.2f}×   (load average {result['load_average']})")
+        print(f"generate alone: {alone:.1f} tok/s   one client: {single:.1f} tok/s ({single / alone:.2f}×)   "
+              f"one at a time: {serial:.1f} tok/s   {args.clients} concurrent: {together:.1f} tok/s "
+              f"({together / alone:.2f}× generate, {together / serial:.2f}× one at a time)   "
+              f"(load average {result['load_average']})")
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ def test_serve_answers_then_sigterm_ends_streams_and_exits():
             events = [line.removeprefix("data: ") for line in started + list(lines) if line.startswith("data: ")]
         assert events[-1] == "[DONE]" and json.loads(events[-2])["error"]["code"] == "server_shutdown"
         assert json.loads(events[-3])["choices"][0]["finish_reason"] == "abort"
-        assert proc.wait(timeout=30) == -signal.SIGTERM  # shut down, then ended by the signal, as uvicorn does
+        assert proc.wait(timeout=30) == 0
         assert "Traceback" not in proc.stderr.read()
         with pytest.raises(httpx.ConnectError):
             httpx.get(f"http://127.0.0.1:{port}/health")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from ..engine import Engine, EngineConfig
@@ -54,11 +56,13 @@ def run(args) -> int:
     else:
         print(f"serving {name} at {address} ({engine.pool.num_blocks} KV blocks of {args.block_size} tokens)",
               file=sys.stderr, flush=True)
-    engine.start()
-    try:
-        server.run()
-    finally:
-        engine.stop()
+    # The engine runs in this thread, where the model was loaded (Engine.run says why); HTTP in another.
+    http = threading.Thread(target=server.run, name="forwardpass-http", daemon=True)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, server.handle_exit)
+    http.start()
+    engine.run(until=lambda: not http.is_alive())
+    http.join()
     if not server.started:
         raise ForwardpassError(f"could not listen on {args.host}:{args.port}")
     return 0

@@ -149,7 +149,7 @@ class Engine:
             self._finish(seq, "error", None, error=Error("the request does not fit the KV block pool", "failed"))
         self.scheduler.rejected.clear()
         if work.decode:
-            self._run([(s, 1) for s in work.decode])
+            self._decode(work.decode)
         if work.prefill:
             self._run(work.prefill)
         self.metrics.observe_pool(self)
@@ -183,16 +183,42 @@ class Engine:
                     log.exception("request %s failed while sampling", seq.request_id)
                     self._fail(seq, f"sampling failed: {type(e).__name__}: {e}")
 
+    def _decode(self, batch: list[Sequence]) -> None:
+        """One new token for each row: the native batched step over the pool where it applies (fused_decode:
+        every weight read once for all rows, each row's K and V through its block table), else `_run`."""
+        fused = self.pipeline.model.fused
+        if fused is None or not fused.binds_pool(self.pool):
+            self._run([(s, 1) for s in batch])
+            return
+        try:
+            logits, chosen = fused.batch_step(self.pool, [s.token_ids[s.num_computed] for s in batch],
+                                              [s.num_computed for s in batch], [s.blocks for s in batch])
+        except Exception as e:
+            log.exception("the batched decode step of %d rows failed", len(batch))
+            for seq in batch:
+                self._fail(seq, f"the decode step failed: {type(e).__name__}: {e}")
+            return
+        for seq, row_logits, greedy in zip(batch, logits, chosen, strict=True):
+            seq.num_computed += 1
+            self._register_full_blocks(seq)
+            try:
+                self._sample(seq, row_logits, greedy)
+            except Exception as e:
+                log.exception("request %s failed while sampling", seq.request_id)
+                self._fail(seq, f"sampling failed: {type(e).__name__}: {e}")
+
     def _register_full_blocks(self, seq: Sequence) -> None:
         bs = self.pool.block_size
         while len(seq.hashes) < seq.num_computed // bs:
             i = len(seq.hashes)
             prefix = seq.hashes[-1] if seq.hashes else 0
-            seq.hashes.append(self.pool.register(seq.blocks[i], prefix, seq.token_ids[i * bs:(i + 1) * bs]))
+            seq.hashes.append(self.pool.register(seq.blocks[i], prefix, seq.token_ids[i * bs:(i + 1) * bs],
+                                                 seq.blocks[i - 1] if i else None))
 
-    def _sample(self, seq: Sequence, logits: torch.Tensor) -> None:
+    def _sample(self, seq: Sequence, logits: torch.Tensor, greedy: int | None = None) -> None:
+        """Choose seq's next token from its logits (`greedy`: their argmax, where the step found it) and emit it."""
         p = seq.params
-        token, logprob = next_token(logits, p, seq.generator, seq.prompt_ids, seq.output_ids)
+        token, logprob = next_token(logits, p, seq.generator, seq.prompt_ids, seq.output_ids, greedy)
         now = time.perf_counter()
         if seq.first_token_at is None:
             seq.first_token_at = now
@@ -242,9 +268,10 @@ class Engine:
         self.metrics.e2e_latency.observe(time.perf_counter() - seq.arrival)
         self._emit(seq, self._output(seq, token, text, logprob, reason, error))
 
-    # ---- the background loop -----------------------------------------------------------------------
+    # ---- the loop ----------------------------------------------------------------------------------
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="forwardpass-engine", daemon=True)
+        """Run the loop in a background thread until `stop()`."""
+        self._thread = threading.Thread(target=self.run, name="forwardpass-engine", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -255,20 +282,27 @@ class Engine:
 
     @property
     def healthy(self) -> bool:
-        """The loop runs (or was never started, for callers that step it themselves) and has not failed."""
-        return self.failure is None and (self._thread is None or self._thread.is_alive() or self._stop)
+        """The loop has not failed."""
+        return self.failure is None
 
-    def _loop(self) -> None:
-        try:
-            while not self._stop:
-                if not self.has_work():
+    def run(self, until: Callable[[], bool] = lambda: False) -> None:
+        """Run steps in the calling thread as work arrives, until `stop()` or `until()`. `serve` runs it in the main
+        thread, where the model was loaded: the kernels' OpenMP team is then the process's only one (here a
+        second thread's team beside the loading thread's ran the decode step about 3× slower). If the loop fails,
+        it says why (`_die`) and waits, taking no more work, until it is told to end."""
+        failed = False
+        while not self._stop and not until():
+            if failed or not self.has_work():
+                if not failed:
                     self._end_overdue()
-                    self._wake.wait(timeout=0.5)
-                    self._wake.clear()
-                    continue
+                self._wake.wait(timeout=0.5)
+                self._wake.clear()
+                continue
+            try:
                 self.step()
-        except BaseException as e:
-            self._die(e)
+            except Exception as e:
+                self._die(e)
+                failed = True
 
     def _die(self, e: BaseException) -> None:
         """The loop failed: say why, end every request in flight with that reason, take no more."""
