@@ -150,3 +150,19 @@ def test_tiny_random_model_without_tokenizer():
     outs = run(engine, [[1, 2, 3], [4, 5, 6, 7, 8]], [SamplingParams(temperature=0, max_tokens=7)] * 2)
     assert [len(tokens(o)) for o in outs] == [7, 7]
     assert tokens(outs[0]) == generate(fp, [1, 2, 3], SamplingParams(temperature=0, max_tokens=7)).token_ids
+
+
+def test_a_prefix_hit_needs_the_same_tokens_not_only_the_same_hash(smollm, monkeypatch):
+    """Two different prompts whose blocks hash alike (every hash made equal here) never share pairs."""
+    import forwardpass.engine.paged as paged
+
+    monkeypatch.setattr(paged, "hash", lambda _: 7, raising=False)
+    engine = Engine(smollm, EngineConfig(kv_cache_bytes=64 * 2**20, checked=True))
+    greedy = SamplingParams(temperature=0, max_tokens=6)
+    first = smollm.encode(SYSTEM + "What colour is the sky?")
+    other = smollm.encode("Tell me, in one line and without lists, how tall a giraffe grows. " * 2)
+    run(engine, [first], [greedy])
+    got = run(engine, [other], [greedy])[0]
+    assert got[-1].cached_tokens == 0 and tokens(got) == generate(smollm, other, greedy).token_ids
+    again = run(engine, [first], [greedy])[0]  # the same prompt still finds its own blocks
+    assert again[-1].cached_tokens > 0

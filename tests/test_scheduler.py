@@ -48,8 +48,8 @@ def simulate(seed: int, num_blocks: int, block_size: int, max_num_seqs: int, bud
             assert len(seq.blocks) * block_size >= seq.num_computed
             while len(seq.hashes) < seq.num_computed // block_size:
                 i, prefix = len(seq.hashes), seq.hashes[-1] if seq.hashes else 0
-                seq.hashes.append(pool.register(seq.blocks[i], prefix, seq.token_ids[i * block_size:(i + 1) *
-                                                                                     block_size]))
+                tokens = seq.token_ids[i * block_size:(i + 1) * block_size]
+                seq.hashes.append(pool.register(seq.blocks[i], prefix, tokens, seq.blocks[i - 1] if i else None))
             if seq.to_compute == 0:
                 seq.output_ids.append(rng.randrange(8))
                 if len(seq.output_ids) == seq.params.max_tokens:

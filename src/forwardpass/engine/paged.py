@@ -1,5 +1,6 @@
 """The paged KV cache: one pool of fixed-size blocks per model, a block table per sequence, a free list,
-reference counts, and prefix caching (full blocks found again by the hash of everything up to them)."""
+reference counts, and prefix caching (full blocks found again by the hash of everything up to them, a hit
+confirmed by the block's own tokens and the block before it, so a hash collision never shares wrong pairs)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ class BlockPool:
         self.ref_count = [0] * num_blocks
         self.free: OrderedDict[int, None] = OrderedDict((b, None) for b in range(num_blocks))  # oldest first
         self.block_hash: dict[int, int] = {}  # block → hash of the tokens it (and its prefix) holds
+        self.block_key: dict[int, tuple] = {}  # block → (the block before it or None, its tokens): what a hit checks
         self.cached: dict[int, int] = {}  # hash → block, for full blocks that may be shared
         self.hits = self.queries = 0  # prefix-cache lookups, in tokens
 
@@ -46,6 +48,7 @@ class BlockPool:
         if not self.free:
             raise ContextLengthError("the KV block pool is exhausted")
         block, _ = self.free.popitem(last=False)
+        self.block_key.pop(block, None)
         old = self.block_hash.pop(block, None)
         if old is not None and self.cached.get(old) == block:
             del self.cached[old]
@@ -76,9 +79,10 @@ class BlockPool:
             return found
         h = 0
         for i in range(usable):
-            h = hash((h, tuple(tokens[i * self.block_size:(i + 1) * self.block_size])))
+            chunk = tuple(tokens[i * self.block_size:(i + 1) * self.block_size])
+            h = hash((h, chunk))
             block = self.cached.get(h)
-            if block is None:
+            if block is None or self.block_key[block] != (found[-1] if found else None, chunk):
                 break
             self.share(block)
             found.append(block)
@@ -89,12 +93,14 @@ class BlockPool:
         self.queries += (len(tokens) - 1) // self.block_size * self.block_size
         self.hits += hit
 
-    def register(self, block: int, prefix_hash: int, tokens: list[int]) -> int:
-        """A block just filled: remember it under the hash of its prefix and tokens. Returns that hash."""
+    def register(self, block: int, prefix_hash: int, tokens: list[int], previous: int | None = None) -> int:
+        """A block just filled, after block `previous` (None: the first): remember it under the hash of its prefix
+        and tokens. Returns that hash."""
         h = hash((prefix_hash, tuple(tokens)))
         if self.prefix_caching and h not in self.cached:
             self.cached[h] = block
             self.block_hash[block] = h
+            self.block_key[block] = (previous, tuple(tokens))
         return h
 
     def check(self, tables: list[list[int]]) -> None:
