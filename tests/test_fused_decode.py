@@ -450,3 +450,35 @@ def test_batched_step_refusals_touch_nothing(smollm):
     with pytest.raises(InvariantError, match="refused"):
         smollm.model.fused.batch_step(pool, [3], [0], [[9]])  # a block past the pool
     assert same_bits(pool.k, held)
+
+
+def test_batched_greedy_steps_equal_single_batched_steps(smollm):
+    """decode_batch_greedy: n steps in one call give the ids, the last logits and the pool of n single steps, each
+    argmax fed back; a stop id ends the burst for every row after the step that chose it."""
+    from forwardpass.engine import BlockPool
+
+    model = smollm.model
+    pool = BlockPool(model.config, num_blocks=12, block_size=4)
+    saved, model.fused = model.fused, None
+    tables, lengths = paged_rows(model, pool)
+    model.fused = saved
+    for table in tables:
+        table.append(pool.allocate())  # room for 4 more slots each
+    before = (pool.k.clone(), pool.v.clone())
+    logits, chosen = model.fused.batch_greedy_steps(pool, [40, 50, 60], lengths, tables, 4)
+    burst = (logits.clone(), pool.k.clone(), pool.v.clone())
+    pool.k.copy_(before[0])
+    pool.v.copy_(before[1])
+    tokens, held, single = [40, 50, 60], list(lengths), [[], [], []]
+    for _ in range(4):
+        step_logits, tokens = model.fused.batch_step(pool, tokens, held, tables)
+        held = [h + 1 for h in held]
+        for r in range(3):
+            single[r].append(tokens[r])
+    assert chosen == single and torch.equal(step_logits, burst[0])
+    assert same_bits(pool.k, burst[1]) and same_bits(pool.v, burst[2])
+    stop = single[1][1]  # row 1's second token: every row stops after two steps
+    _, stopped = model.fused.batch_greedy_steps(pool, [40, 50, 60], lengths, tables, 4, (stop,))
+    assert stopped == [ids[:2] for ids in single]
+    with pytest.raises(InvariantError, match="too few for its slot 12"):
+        model.fused.batch_greedy_steps(pool, [40, 50, 60], lengths, tables, 6)  # row 0: 3 blocks hold 12 slots

@@ -209,25 +209,45 @@ class FusedDecode:
         pairs its sequence holds), reading its pairs through its block table and writing its new K and V into
         slot lengths[r]. Every weight is read from memory once for all M rows. Returns logits (M, vocab_size), valid
         until the next call on this thread, and each row's argmax."""
+        spec, batch, logits, chosen, _ = self._batch(pool, tokens, lengths, tables, 1)
+        if kernels.library().decode_batch(ctypes.byref(spec), ctypes.byref(batch), logits.data_ptr(), chosen):
+            raise InvariantError(f"batched decode step refused: lengths {lengths}, tables {tables}")
+        return logits, list(chosen)
+
+    def batch_greedy_steps(self, pool, tokens: list[int], lengths: list[int], tables: list[list[int]], n: int,
+                           stop: tuple[int, ...] = ()) -> tuple[torch.Tensor, list[list[int]]]:
+        """Greedy decoding of M sequences in one native call: `batch_step`, then each row's argmax fed back, until n
+        steps are done or some row chooses one of `stop` (chosen, not fed back). Every row's table must hold n more
+        slots. Returns the last step's logits and each row's chosen ids (as many for every row)."""
+        spec, batch, logits, _, keep = self._batch(pool, tokens, lengths, tables, n)
+        rows, stops = len(tokens), (_i * len(stop))(*stop)
+        chosen = (_i * (n * rows))()
+        done = kernels.library().decode_batch_greedy(ctypes.byref(spec), ctypes.byref(batch), n, stops, len(stop),
+                                                     logits.data_ptr(), chosen)
+        if done < 1:
+            raise InvariantError(f"batched greedy steps refused: n {n}, lengths {lengths}, tables {tables}")
+        return logits, [[chosen[i * rows + r] for i in range(done)] for r in range(rows)]
+
+    def _batch(self, pool, tokens: list[int], lengths: list[int], tables: list[list[int]], steps: int) -> tuple:
+        """The kernel's view of a batch for `steps` steps, every refusal it would make named first: this thread's
+        workspace description, the Batch, the logits (M, vocab_size) to write, room for M chosen ids, and the
+        arrays the Batch points into (kept alive by the caller through the call)."""
         rows = len(tokens)
         most = max(len(t) for t in tables)
         for r, (length, table) in enumerate(zip(lengths, tables, strict=True)):
-            if length >= len(table) * pool.block_size:
-                raise InvariantError(f"row {r} has {len(table)} blocks, too few for its slot {length}")
-        spec = self._workspace(max(lengths) + 1, rows)
+            if length + steps > len(table) * pool.block_size:
+                raise InvariantError(f"row {r} has {len(table)} blocks, too few for its slot {length + steps - 1}")
+        bad = [t for t in tokens if not 0 <= t < self.spec.vocab_size]
+        if bad:
+            raise TokenIdError(f"token id {bad[0]} is outside the vocabulary [0, {self.spec.vocab_size})")
+        spec = self._workspace(max(lengths) + steps, rows)
         work = self._work
         if work.logits is None or work.logits.shape[0] < rows:
             work.logits = torch.empty(rows, self.spec.vocab_size)
-        logits = work.logits[:rows]
         ints = _i * rows
-        token_ids, held, chosen = ints(*tokens), ints(*lengths), ints()  # kept alive through the call
+        token_ids, held, chosen = ints(*tokens), ints(*lengths), ints()
         flat = (_i * (rows * most))(*[b for t in tables for b in t + [0] * (most - len(t))])
         batch = _Batch(rows, ctypes.addressof(token_ids), ctypes.addressof(held), ctypes.addressof(held),
                        pool.k.data_ptr(), pool.v.data_ptr(), pool.k.shape[1], pool.block_size, most,
                        ctypes.addressof(flat))
-        if kernels.library().decode_batch(ctypes.byref(spec), ctypes.byref(batch), logits.data_ptr(), chosen):
-            bad = [t for t in tokens if not 0 <= t < self.spec.vocab_size]
-            if bad:
-                raise TokenIdError(f"token id {bad[0]} is outside the vocabulary [0, {self.spec.vocab_size})")
-            raise InvariantError(f"batched decode step refused: lengths {lengths}, tables {tables}")
-        return logits, list(chosen)
+        return spec, batch, work.logits[:rows], chosen, (token_ids, held, flat)

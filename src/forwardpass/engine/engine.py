@@ -20,6 +20,7 @@ import torch
 
 from ..detokenize import TextStream
 from ..errors import ContextLengthError, EngineUnavailableError, InvariantError
+from ..generate import BURST
 from ..pipeline import Pipeline
 from ..sampling import SamplingParams, make_generator, next_token
 from .metrics import EngineMetrics
@@ -184,28 +185,58 @@ class Engine:
                     self._fail(seq, f"sampling failed: {type(e).__name__}: {e}")
 
     def _decode(self, batch: list[Sequence]) -> None:
-        """One new token for each row: the native batched step over the pool where it applies (fused_decode:
-        every weight read once for all rows, each row's K and V through its block table), else `_run`."""
+        """One new token for each row (or a greedy burst of several, `_burst`): the native batched step over the pool
+        where it applies (fused_decode: every weight read once for all rows, each row's K and V through its block
+        table), else `_run`."""
         fused = self.pipeline.model.fused
         if fused is None or not fused.binds_pool(self.pool):
             self._run([(s, 1) for s in batch])
             return
+        n = self._burst(batch)
+        args = (self.pool, [s.token_ids[s.num_computed] for s in batch], [s.num_computed for s in batch],
+                [s.blocks for s in batch])
         try:
-            logits, chosen = fused.batch_step(self.pool, [s.token_ids[s.num_computed] for s in batch],
-                                              [s.num_computed for s in batch], [s.blocks for s in batch])
+            if n > 1:
+                stops = tuple(set().union(*(s.eos_ids for s in batch)))
+                logits, chosen = fused.batch_greedy_steps(*args, n, stops)
+            else:
+                logits, first = fused.batch_step(*args)
+                chosen = [[token] for token in first]
         except Exception as e:
             log.exception("the batched decode step of %d rows failed", len(batch))
             for seq in batch:
                 self._fail(seq, f"the decode step failed: {type(e).__name__}: {e}")
             return
-        for seq, row_logits, greedy in zip(batch, logits, chosen, strict=True):
-            seq.num_computed += 1
-            self._register_full_blocks(seq)
-            try:
-                self._sample(seq, row_logits, greedy)
-            except Exception as e:
-                log.exception("request %s failed while sampling", seq.request_id)
-                self._fail(seq, f"sampling failed: {type(e).__name__}: {e}")
+        for seq, row_logits, tokens in zip(batch, logits, chosen, strict=True):
+            for token in tokens:  # a burst's tokens share the last step's logits: plain greedy reads none of them
+                if seq.finish_reason is not None:
+                    break  # an end-of-turn token, a stop string or the length ended it mid-burst
+                seq.num_computed += 1
+                self._register_full_blocks(seq)
+                try:
+                    self._sample(seq, row_logits, token)
+                except Exception as e:
+                    log.exception("request %s failed while sampling", seq.request_id)
+                    self._fail(seq, f"sampling failed: {type(e).__name__}: {e}")
+            if n > 1 and seq.finish_reason is None:
+                self.scheduler.trim(seq)
+
+    def _burst(self, batch: list[Sequence]) -> int:
+        """Steps one native call may run for these decode rows: up to BURST when every row is plain greedy (its token
+        the raw argmax, no log-probabilities) and nothing waits to join (a burst delays a newcomer by its steps),
+        never past a row's max_tokens or the context, and only as far as free blocks allow; else 1."""
+        if self.scheduler.waiting or not self._inbox.empty():
+            return 1
+        if any(not s.params.argmax_only or s.params.logprobs is not None for s in batch):
+            return 1
+        context = self.pipeline.config.context_length
+        n = min([BURST] + [min(s.params.max_tokens - len(s.output_ids), context - s.num_tokens) for s in batch])
+        if n > 1 and not all(self.scheduler.reserve(s, s.num_computed + n) for s in batch):
+            for s in batch:
+                self.scheduler.trim(s)  # what the rows that fitted took back; this step runs one token
+                self.scheduler.reserve(s, s.num_computed + 1)
+            return 1
+        return max(n, 1)
 
     def _register_full_blocks(self, seq: Sequence) -> None:
         bs = self.pool.block_size

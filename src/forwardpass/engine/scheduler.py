@@ -49,6 +49,16 @@ class Scheduler:
         seq.blocks.extend(self.pool.allocate() for _ in range(need))
         return True
 
+    def reserve(self, seq: Sequence, tokens: int) -> bool:
+        """Blocks for `tokens` pairs of a running `seq` from the free ones alone (no preemption); False if too few."""
+        return self._grow(seq, tokens)
+
+    def trim(self, seq: Sequence) -> None:
+        """Give back the blocks past those seq's computed pairs fill (what a run that stopped early reserved)."""
+        keep = -(-seq.num_computed // self.pool.block_size)
+        self.pool.release(seq.blocks[keep:])
+        del seq.blocks[keep:]
+
     def _make_room(self, seq: Sequence, tokens: int) -> bool:
         """Blocks for `tokens` pairs of a running `seq`, preempting the newest running requests until they fit.
         False if `seq` itself was the newest and had to give way. The oldest running request is never preempted

@@ -57,6 +57,8 @@ def _build() -> ctypes.CDLL | None:
     lib.decode_greedy.argtypes = [p, i, i, i, i, p, i, p, p]
     lib.decode_batch.restype = ctypes.c_int
     lib.decode_batch.argtypes = [p, p, p, p]
+    lib.decode_batch_greedy.restype = ctypes.c_int
+    lib.decode_batch_greedy.argtypes = [p, p, i, p, i, p, p]
     lib.stream_read.restype = ctypes.c_float
     lib.stream_read.argtypes = [p, ctypes.c_size_t]
     return lib

@@ -427,25 +427,55 @@ int decode_greedy(const Model *m, int token, int position, int slot, int n, cons
     return n;
 }
 
+// Whether the next `steps` steps of b's rows stay inside the model's tables, the workspace and the pool
+static int batch_fits(const Model *m, const Batch *b, int steps) {
+    if (b->rows < 1 || b->rows > m->rows || m->threads < 1 || !m->work || !b->tables || b->block_size < 1 ||
+        b->max_blocks < 1 || b->slots < b->block_size || steps < 1)
+        return 0;
+    for (int r = 0; r < b->rows; r++) {
+        const int last = b->lengths[r] + steps - 1;  // the slot of the last step's new pair
+        if (b->tokens[r] < 0 || b->tokens[r] >= m->vocab_size || b->positions[r] < 0 || b->lengths[r] < 0 ||
+            b->positions[r] > m->context_length - steps || last >= m->capacity || last >= b->max_blocks * b->block_size)
+            return 0;
+        for (int j = 0; j <= last / b->block_size; j++) {
+            const int block = b->tables[(size_t)r * b->max_blocks + j];
+            if (block < 0 || (size_t)(block + 1) * b->block_size > (size_t)b->slots) return 0;
+        }
+    }
+    return 1;
+}
+
 // One decode step for each of b->rows sequences over a paged pool (Batch): logits (rows × vocab_size) and each
 // row's argmax in greedy[r]. m->capacity must exceed every row's length (it sizes the attention scores) and
 // m->rows be at least b->rows. Returns 0, or -1 (touching nothing) for a token, position, slot or block outside
 // the model's tables, the workspace or the pool.
 int decode_batch(const Model *m, const Batch *b, float *logits, int *greedy) {
-    if (b->rows < 1 || b->rows > m->rows || m->threads < 1 || !m->work || !b->tables || b->block_size < 1 ||
-        b->max_blocks < 1 || b->slots < b->block_size)
-        return -1;
-    for (int r = 0; r < b->rows; r++) {
-        const int length = b->lengths[r];
-        if (b->tokens[r] < 0 || b->tokens[r] >= m->vocab_size || b->positions[r] < 0 ||
-            b->positions[r] >= m->context_length || length < 0 || length >= m->capacity ||
-            length >= b->max_blocks * b->block_size)
-            return -1;
-        for (int j = 0; j <= length / b->block_size; j++) {
-            const int block = b->tables[(size_t)r * b->max_blocks + j];
-            if (block < 0 || (size_t)(block + 1) * b->block_size > (size_t)b->slots) return -1;
-        }
-    }
+    if (!batch_fits(m, b, 1)) return -1;
     step_rows(m, b, logits, greedy);
     return 0;
+}
+
+// Greedy decoding of a batch, n steps in one call (no Python between them): each row's argmax fed back as its next
+// token, until n steps are done or a row chooses one of stop[0 … n_stop-1] (chosen, not fed back; every row stops
+// with it). tokens (n, rows) gets each step's chosen ids, `logits` the last step's. Returns the steps done (1 … n;
+// every fed token's K and V went to its row's slot), or -1 (touching nothing) if any of the n steps would fall
+// outside the model's tables, the workspace or the pool: checked before the first.
+int decode_batch_greedy(const Model *m, const Batch *b, int n, const int *stop, int n_stop, float *logits,
+                        int *tokens) {
+    if (n_stop < 0 || !batch_fits(m, b, n)) return -1;
+    const int R = b->rows;
+    int token[R], position[R], length[R];
+    for (int r = 0; r < R; r++) token[r] = b->tokens[r], position[r] = b->positions[r], length[r] = b->lengths[r];
+    Batch now = *b;
+    now.tokens = token, now.positions = position, now.lengths = length;
+    for (int i = 0; i < n; i++) {
+        int *chosen = tokens + (size_t)i * R, stopped = 0;
+        step_rows(m, &now, logits, chosen);
+        for (int r = 0; r < R; r++) {
+            for (int s = 0; s < n_stop; s++) stopped |= chosen[r] == stop[s];
+            token[r] = chosen[r], position[r]++, length[r]++;
+        }
+        if (stopped) return i + 1;
+    }
+    return n;
 }
