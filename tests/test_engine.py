@@ -166,3 +166,18 @@ def test_a_prefix_hit_needs_the_same_tokens_not_only_the_same_hash(smollm, monke
     assert got[-1].cached_tokens == 0 and tokens(got) == generate(smollm, other, greedy).token_ids
     again = run(engine, [first], [greedy])[0]  # the same prompt still finds its own blocks
     assert again[-1].cached_tokens > 0
+
+
+def test_greedy_bursts_end_each_row_as_alone(smollm):
+    """Plain greedy rows run in bursts of native steps: a stop string, an end-of-turn token or max_tokens found
+    mid-burst ends that row exactly where it ends alone, and the others go on."""
+    engine = Engine(smollm, EngineConfig(kv_cache_bytes=64 * 2**20, checked=True))
+    prompts = [smollm.encode(p) for p in ("The three primary colors are", "Once upon a time", "Water boils at")]
+    params = [SamplingParams(temperature=0, max_tokens=30, stop=["blue"]), SamplingParams(temperature=0, max_tokens=5),
+              SamplingParams(temperature=0, max_tokens=21, stop=[" degrees", "."])]
+    outs = run(engine, prompts, params)
+    for p, q, out in zip(prompts, params, outs, strict=True):
+        alone = generate(smollm, p, q)
+        assert "".join(o.text for o in out) == alone.text and tokens(out) == alone.token_ids
+        assert out[-1].finish_reason == {"eos": "stop"}.get(alone.stop_reason, alone.stop_reason)
+    assert engine.pool.used == 0
