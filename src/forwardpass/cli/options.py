@@ -1,4 +1,5 @@
-"""Option pieces shared by the commands and the benchmarks: the device, and counts that must be ≥ 1."""
+"""Option pieces shared by the commands and the benchmarks: the device, checked numbers (counts ≥ 1, ports, seconds),
+and whether an address can be listened on."""
 
 from __future__ import annotations
 
@@ -9,37 +10,22 @@ def add_device_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N (default: cpu)")
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number ≥ 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
+def checked(convert, ok, must: str):
+    """An argparse type: `convert(text)` where `ok` holds for it, else the one-line error 'must be {must}, got …'."""
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise argparse.ArgumentTypeError(f"must be {must}, got {text}")
+        return value
+    return parse
 
 
-def port_number(text: str) -> int:
-    """An argparse type: a TCP port, 1 to 65535."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 0 < value < 65536:
-        raise argparse.ArgumentTypeError(f"must be a port number from 1 to 65535, got {text}")
-    return value
-
-
-def seconds(text: str) -> float:
-    """An argparse type: a finite number of seconds ≥ 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds ≥ 0, got {text}")
-    return value
+positive_int = checked(int, lambda v: v >= 1, "a positive integer")
+port_number = checked(int, lambda v: 0 < v < 65536, "a port number from 1 to 65535")
+seconds = checked(float, lambda v: 0 <= v < float("inf"), "a number of seconds ≥ 0")
 
 
 def check_listen(host: str, port: int) -> None:
