@@ -169,20 +169,14 @@ class Engine:
         try:
             logits, _ = model(torch.tensor(rows, device=device), view, n_tokens=[n for _, n in batch],
                               last_only=True)
-        except Exception as e:  # the rows' pairs may be half written: those requests end, their blocks are freed
-            log.exception("the forward pass of a batch of %d failed", len(batch))
-            for seq, _ in batch:
-                self._fail(seq, f"the forward pass failed: {type(e).__name__}: {e}")
+        except Exception as e:
+            self._fail_batch([s for s, _ in batch], "the forward pass", e)
             return
         for (seq, n), row_logits in zip(batch, logits[:, 0], strict=True):
             seq.num_computed += n
             self._register_full_blocks(seq)
             if seq.to_compute == 0:
-                try:
-                    self._sample(seq, row_logits)
-                except Exception as e:
-                    log.exception("request %s failed while sampling", seq.request_id)
-                    self._fail(seq, f"sampling failed: {type(e).__name__}: {e}")
+                self._sample(seq, row_logits)
 
     def _decode(self, batch: list[Sequence]) -> None:
         """One new token for each row (or a greedy burst of several, `_burst`): the native batched step over the pool
@@ -203,9 +197,7 @@ class Engine:
                 logits, first = fused.batch_step(*args)
                 chosen = [[token] for token in first]
         except Exception as e:
-            log.exception("the batched decode step of %d rows failed", len(batch))
-            for seq in batch:
-                self._fail(seq, f"the decode step failed: {type(e).__name__}: {e}")
+            self._fail_batch(batch, "the decode step", e)
             return
         for seq, row_logits, tokens in zip(batch, logits, chosen, strict=True):
             for token in tokens:  # a burst's tokens share the last step's logits: plain greedy reads none of them
@@ -213,11 +205,7 @@ class Engine:
                     break  # an end-of-turn token, a stop string or the length ended it mid-burst
                 seq.num_computed += 1
                 self._register_full_blocks(seq)
-                try:
-                    self._sample(seq, row_logits, token)
-                except Exception as e:
-                    log.exception("request %s failed while sampling", seq.request_id)
-                    self._fail(seq, f"sampling failed: {type(e).__name__}: {e}")
+                self._sample(seq, row_logits, token)
             if n > 1 and seq.finish_reason is None:
                 self.scheduler.trim(seq)
 
@@ -246,8 +234,23 @@ class Engine:
             seq.hashes.append(self.pool.register(seq.blocks[i], prefix, seq.token_ids[i * bs:(i + 1) * bs],
                                                  seq.blocks[i - 1] if i else None))
 
+    def _fail_batch(self, batch: list[Sequence], what: str, e: Exception) -> None:
+        """A step over these rows raised: their pairs may be half written, so each ends ("error") and frees its
+        blocks; the other requests go on."""
+        log.exception("%s of a batch of %d failed", what, len(batch))
+        for seq in batch:
+            self._fail(seq, f"{what} failed: {type(e).__name__}: {e}")
+
     def _sample(self, seq: Sequence, logits: torch.Tensor, greedy: int | None = None) -> None:
-        """Choose seq's next token from its logits (`greedy`: their argmax, where the step found it) and emit it."""
+        """Choose seq's next token from its logits (`greedy`: their argmax, where the step found it) and emit it.
+        If that raises, seq alone ends with the reason."""
+        try:
+            self._choose(seq, logits, greedy)
+        except Exception as e:
+            log.exception("request %s failed while sampling", seq.request_id)
+            self._fail(seq, f"sampling failed: {type(e).__name__}: {e}")
+
+    def _choose(self, seq: Sequence, logits: torch.Tensor, greedy: int | None) -> None:
         p = seq.params
         token, logprob = next_token(logits, p, seq.generator, seq.prompt_ids, seq.output_ids, greedy)
         now = time.perf_counter()
