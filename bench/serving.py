@@ -55,7 +55,9 @@ def generate_rate(storage: str, device: str, max_tokens: int) -> float:
     """`forwardpass generate`'s decode tokens/s (batch 1, greedy) for the first question, as a user runs it."""
     out = subprocess.run([sys.executable, "-m", "forwardpass", "generate", "--chat", QUESTIONS[0], "--max-tokens",
                           str(max_tokens), "--storage", storage, "--device", device, "--json"], capture_output=True,
-                         text=True, check=True)
+                         text=True)
+    if out.returncode:
+        sys.exit(f"error: forwardpass generate failed: {(out.stderr.strip().splitlines() or ['no output'])[-1]}")
     return json.loads(out.stdout)["decode_tokens_per_s"]
 
 
