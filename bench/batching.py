@@ -1,0 +1,170 @@
+"""Batched decoding, engine to engine in one run: forwardpass's engine (the native batched step over the paged pool)
+beside llama.cpp's own batching (one `llama_batch` carrying every sequence's id, through llama-cpp-python's C API,
+as llama.cpp's server batches), on the same GGUF, the same prompts, greedy, the same number of new tokens.
+
+    .venv/bin/python bench/batching.py [--sequences 1,4,16] [--max-tokens 128] [--storage q4] [--json]
+
+Each engine runs in its own process. For each count of sequences: every prompt goes in at once, then each step
+decodes one token for every sequence; the rate is all generated tokens over the wall time, prefill included.
+llama.cpp's rows need `llama-cpp-python` (see the README); without it they are skipped with a message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+from common import machine
+
+from forwardpass.cli.options import checked, positive_int
+from forwardpass.pipeline import STORAGE
+
+QUESTIONS = ["Why is the sky blue?", "Name three birds and describe them.", "Write a poem about rain.",
+             "Explain how a bicycle works.", "What is a prime number?", "Describe a busy market.",
+             "How do plants grow?", "Tell a story about a fox."]
+
+
+def prompts(count: int) -> list[list[int]]:
+    """`count` chat prompts as token ids (the default model's tokenizer and template, read without its weights),
+    the questions in turn."""
+    import forwardpass
+    from forwardpass.tokenizer import Tokenizer
+    from forwardpass.weights.gguf import field_value, open_gguf
+
+    reader = open_gguf(forwardpass.default_model_path())
+    fields = {k: field_value(reader, k) for k in reader.fields if k.startswith("tokenizer.")}
+    tok = Tokenizer.from_gguf_fields(fields)
+    return [tok.encode(tok.apply_chat_template([{"role": "user", "content": QUESTIONS[i % len(QUESTIONS)]}]))
+            for i in range(count)]
+
+
+def worker_forwardpass(counts: list[int], new: int, storage: str) -> dict:
+    import forwardpass
+    from forwardpass.engine import Engine, EngineConfig
+    from forwardpass.sampling import SamplingParams
+
+    fp = forwardpass.load(storage=storage)
+    engine = Engine(fp, EngineConfig(kv_cache_bytes=2**30, max_num_seqs=max(counts),
+                                     max_num_batched_tokens=4096))
+    greedy = SamplingParams(temperature=0, max_tokens=new, ignore_eos=True)
+
+    def rate(ids: list[list[int]]) -> float:
+        generated = []
+        start = time.perf_counter()
+        for p in ids:
+            engine.submit(p, greedy, lambda o: generated.append(o) if o.token_id is not None else None)
+        engine.run_until_done()
+        return len(generated) / (time.perf_counter() - start)
+
+    rate(prompts(1))  # warm up
+    return {"engine": f"forwardpass {storage}", "tokens_per_s": {str(n): rate(prompts(n)) for n in counts}}
+
+
+def worker_llama_cpp(counts: list[int], new: int, threads: int) -> dict:
+    try:
+        import llama_cpp as L
+    except ImportError:
+        return {"engine": "llama.cpp", "skipped": "llama-cpp-python is not installed (see the README)"}
+    import numpy as np
+
+    import forwardpass
+
+    L.llama_backend_init()
+    model = L.llama_model_load_from_file(str(forwardpass.default_model_path()).encode(),
+                                         L.llama_model_default_params())
+    vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
+
+    def rate(ids: list[list[int]]) -> float:
+        n = len(ids)
+        params = L.llama_context_default_params()
+        params.n_ctx = sum(len(p) for p in ids) + n * new + 256
+        params.n_batch = params.n_ubatch = max(512, sum(len(p) for p in ids))
+        params.n_seq_max, params.n_threads, params.n_threads_batch = n, threads, threads
+        ctx = L.llama_init_from_model(model, params)
+        batch = L.llama_batch_init(params.n_batch, 0, n)
+
+        def add(token: int, position: int, seq: int, wanted: bool) -> int:
+            i = batch.n_tokens
+            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = token, position, 1, wanted
+            batch.seq_id[i][0] = seq
+            batch.n_tokens += 1
+            return i
+
+        def decode() -> None:
+            if L.llama_decode(ctx, batch):
+                sys.exit("error: llama_decode failed")
+
+        def chosen(rows: list[int]) -> list[int]:
+            return [int(np.argmax(np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, i), shape=(vocab,))))
+                    for i in rows]
+
+        start = time.perf_counter()
+        batch.n_tokens = 0
+        rows = [[add(t, j, s, j == len(p) - 1) for j, t in enumerate(p)][-1] for s, p in enumerate(ids)]
+        decode()
+        tokens, positions = chosen(rows), [len(p) for p in ids]
+        for _ in range(new - 1):
+            batch.n_tokens = 0
+            rows = [add(tokens[s], positions[s], s, True) for s in range(n)]
+            decode()
+            tokens, positions = chosen(rows), [p + 1 for p in positions]
+        elapsed = time.perf_counter() - start
+        L.llama_batch_free(batch)
+        L.llama_free(ctx)
+        return n * new / elapsed
+
+    rate(prompts(1))  # warm up
+    rates = {str(n): rate(prompts(n)) for n in counts}
+    L.llama_model_free(model)
+    return {"engine": "llama.cpp (llama_batch, many sequence ids)", "tokens_per_s": rates}
+
+
+def run_worker(args: list[str]) -> dict:
+    out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True)
+    if out.returncode < 0:
+        return {"engine": args[1], "skipped": f"its process died of signal {-out.returncode}"}
+    if out.returncode:
+        return {"engine": args[1], "skipped": (out.stderr.strip().splitlines() or ["no output"])[-1]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    counts = checked(lambda t: sorted({int(x) for x in t.split(",")}), lambda v: min(v) >= 1,
+                     "comma-separated counts ≥ 1")
+    ap.add_argument("--sequences", type=counts, default=[1, 4, 16])
+    ap.add_argument("--max-tokens", type=positive_int, default=128)
+    ap.add_argument("--storage", default="q4", choices=list(STORAGE))
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--worker", choices=["forwardpass", "llama.cpp"], help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        import torch
+        result = (worker_forwardpass(args.sequences, args.max_tokens, args.storage) if args.worker == "forwardpass"
+                  else worker_llama_cpp(args.sequences, args.max_tokens, torch.get_num_threads()))
+        print(json.dumps(result))
+        return
+    common = ["--sequences", ",".join(map(str, args.sequences)), "--max-tokens", str(args.max_tokens)]
+    print("forwardpass ...", file=sys.stderr)
+    ours = run_worker(["--worker", "forwardpass", "--storage", args.storage, *common])
+    print("llama.cpp ...", file=sys.stderr)
+    theirs = run_worker(["--worker", "llama.cpp", *common])
+    result = {"benchmark": "batching", "max_tokens": args.max_tokens, "engines": [ours, theirs]} | machine("cpu")
+    if "tokens_per_s" in ours and "tokens_per_s" in theirs:
+        result["ratio"] = {n: ours["tokens_per_s"][n] / theirs["tokens_per_s"][n] for n in ours["tokens_per_s"]}
+    if args.json:
+        print(json.dumps(result))
+        return
+    for e in (ours, theirs):
+        rates = "   ".join(f"{n}: {r:.1f}" for n, r in e.get("tokens_per_s", {}).items())
+        print(f"{e['engine']:45} {rates or e.get('skipped')}")
+    if "ratio" in result:
+        print("forwardpass / llama.cpp: " + "   ".join(f"{n}: {r:.2f}×" for n, r in result["ratio"].items()))
+    print(f"(tokens/s, all sequences together; load average {result['load_average']})")
+
+
+if __name__ == "__main__":
+    main()
