@@ -6,6 +6,8 @@ as llama.cpp's server batches), on the same GGUF, the same prompts, greedy, the 
 
 Each engine runs in its own process. For each count of sequences: every prompt goes in at once, then each step
 decodes one token for every sequence; the rate is all generated tokens over the wall time, prefill included.
+forwardpass also reports the time to first token of a 512-token prompt arriving while 15 others decode, its prefill
+in one step (a budget of 4096 tokens a step) or chunked (512, 128: decode rows and prefill share each step).
 llama.cpp's rows need `llama-cpp-python` (see the README); without it they are skipped with a message.
 """
 
@@ -59,8 +61,27 @@ def worker_forwardpass(counts: list[int], new: int, storage: str) -> dict:
         engine.run_until_done()
         return len(generated) / (time.perf_counter() - start)
 
+    def first_token_while_15_decode(budget: int) -> float:
+        """Seconds from a 512-token prompt's arrival to its first token while 15 others decode, prefill chunks
+        of at most `budget` tokens per step (decode rows included)."""
+        busy = Engine(fp, EngineConfig(kv_cache_bytes=2**28, max_num_seqs=16, max_num_batched_tokens=budget))
+        started: set[str] = set()
+        for p in prompts(15):
+            busy.submit(p, SamplingParams(temperature=0, max_tokens=400, ignore_eos=True),
+                        lambda o: started.add(o.request_id))
+        while len(started) < 15:  # every one of them decoding
+            busy.step()
+        long = [t for p in prompts(40) for t in p][:512]
+        first: list[float] = []
+        arrival = time.perf_counter()
+        busy.submit(long, SamplingParams(temperature=0, max_tokens=1), lambda o: first.append(time.perf_counter()))
+        while not first:
+            busy.step()
+        return first[0] - arrival
+
     rate(prompts(1))  # warm up
-    return {"engine": f"forwardpass {storage}", "tokens_per_s": {str(n): rate(prompts(n)) for n in counts}}
+    return {"engine": f"forwardpass {storage}", "tokens_per_s": {str(n): rate(prompts(n)) for n in counts},
+            "ttft_512_while_15_decode_s": {str(b): first_token_while_15_decode(b) for b in (4096, 512, 128)}}
 
 
 def worker_llama_cpp(counts: list[int], new: int, threads: int) -> dict:
@@ -161,6 +182,8 @@ def main() -> None:
     for e in (ours, theirs):
         rates = "   ".join(f"{n}: {r:.1f}" for n, r in e.get("tokens_per_s", {}).items())
         print(f"{e['engine']:45} {rates or e.get('skipped')}")
+    for budget, seconds in ours.get("ttft_512_while_15_decode_s", {}).items():
+        print(f"first token of a 512-token prompt while 15 decode, {budget} tokens a step: {seconds:.3f} s")
     if "ratio" in result:
         print("forwardpass / llama.cpp: " + "   ".join(f"{n}: {r:.2f}×" for n, r in result["ratio"].items()))
     print(f"(tokens/s, all sequences together; load average {result['load_average']})")

@@ -181,3 +181,16 @@ def test_greedy_bursts_end_each_row_as_alone(smollm):
         assert "".join(o.text for o in out) == alone.text and tokens(out) == alone.token_ids
         assert out[-1].finish_reason == {"eos": "stop"}.get(alone.stop_reason, alone.stop_reason)
     assert engine.pool.used == 0
+
+
+def test_prefill_groups_bound_the_padding():
+    """Rows of very different lengths run in separate padded batches; alike ones together; none lost."""
+    from forwardpass.engine.engine import prefill_groups
+
+    rows = [(f"s{i}", n) for i, n in enumerate([36, 512, 35, 37, 300, 36, 1])]
+    groups = prefill_groups(rows)
+    assert sorted(r for g in groups for r in g) == sorted(rows)
+    for group in groups:
+        width = max(n for _, n in group)
+        assert len(group) * width <= 2 * sum(n for _, n in group)
+    assert [[n for _, n in g] for g in groups] == [[512, 300, 37], [36, 36, 35, 1]]  # a fourth: 4 × 512 > 2 × 885
