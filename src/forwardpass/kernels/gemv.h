@@ -165,6 +165,69 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, co
     for (int r = 0; r < R; r++) _mm512_storeu_ps(out + GROUP * r, acc[r]);
 }
 
+// groups_dot for two activation rows a[0], a[1] at once, R ≤ 2 groups: each tile is loaded (and a 4-bit tile
+// unpacked) once for both rows, which is where a batch's step spends its time once it is bound by arithmetic rather
+// than by reading weights. out[(2 m + r) × 16 + i] for row m, group r. Each row's sums are made in the same order
+// as groups_dot's, so a row's result is the same bit for bit.
+static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *L, const Activation *a, int g0,
+                                                                  int stride, int R, int left, float *out) {
+    const int nb = L->K / BLOCK, kind = L->kind, tiles = kind == Q8 ? 8 : 4;
+    const int ahead = PREFETCH_BYTES / (tiles * 64), blocks_left = kind == Q4 ? left * nb : 0;  // in blocks
+    const uint8_t *w[2];
+    const float *ws[2], *wm[2];
+    __m512 acc[2][2];
+    for (int r = 0; r < R; r++) {
+        const size_t g = (size_t)(g0 + r * stride);
+        w[r] = (const uint8_t *)L->w + g * nb * tiles * 64, ws[r] = L->scale + g * nb * GROUP;
+        wm[r] = L->minimum + g * nb * GROUP, acc[0][r] = acc[1][r] = _mm512_setzero_ps();
+    }
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    for (int b = 0; b < nb; b++) {
+        if (b + ahead < blocks_left)
+            for (int r = 0; r < R; r++)
+                for (int t = 0; t < tiles; t++)
+                    _mm_prefetch((const char *)(w[r] + ((size_t)(b + ahead) * tiles + t) * 64), _MM_HINT_T1);
+        __m512i hi[2][2], lo[2][2];  // [row of x][group]
+        for (int r = 0; r < R; r++) hi[0][r] = lo[0][r] = hi[1][r] = lo[1][r] = _mm512_setzero_si512();
+        for (int t = 0; t < tiles; t++) {
+            if (kind == Q8) {
+                const int k = b * BLOCK + 4 * t;
+                for (int r = 0; r < R; r++) {
+                    const __m512i q = _mm512_loadu_si512((const void *)(w[r] + ((size_t)b * tiles + t) * 64));
+                    for (int m = 0; m < 2; m++) {
+                        hi[m][r] = _mm512_dpbusd_epi32(hi[m][r], q, four(a[m].hi, k));
+                        lo[m][r] = _mm512_dpbusd_epi32(lo[m][r], q, four(a[m].lo, k));
+                    }
+                }
+            } else {
+                const int k = b * BLOCK + 8 * t;
+                for (int r = 0; r < R; r++) {
+                    const __m512i packed = _mm512_loadu_si512((const void *)(w[r] + ((size_t)b * tiles + t) * 64));
+                    const __m512i q0 = _mm512_and_si512(packed, nibble);
+                    const __m512i q1 = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+                    for (int m = 0; m < 2; m++) {
+                        hi[m][r] = _mm512_dpbusd_epi32(hi[m][r], q0, four(a[m].hi, k));
+                        lo[m][r] = _mm512_dpbusd_epi32(lo[m][r], q0, four(a[m].lo, k));
+                        hi[m][r] = _mm512_dpbusd_epi32(hi[m][r], q1, four(a[m].hi, k + 4));
+                        lo[m][r] = _mm512_dpbusd_epi32(lo[m][r], q1, four(a[m].lo, k + 4));
+                    }
+                }
+            }
+        }
+        for (int m = 0; m < 2; m++) {
+            const __m512 step = _mm512_set1_ps(a[m].step[b]), sum = _mm512_set1_ps(a[m].sum[b]);
+            for (int r = 0; r < R; r++) {
+                const __m512i dot = _mm512_add_epi32(_mm512_slli_epi32(hi[m][r], 7), lo[m][r]);  // Σ q X
+                const __m512 scale = _mm512_mul_ps(_mm512_loadu_ps(ws[r] + b * GROUP), step);
+                acc[m][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[m][r]);
+                acc[m][r] = _mm512_fmadd_ps(_mm512_loadu_ps(wm[r] + b * GROUP), sum, acc[m][r]);
+            }
+        }
+    }
+    for (int m = 0; m < 2; m++)
+        for (int r = 0; r < R; r++) _mm512_storeu_ps(out + GROUP * (2 * m + r), acc[m][r]);
+}
+
 // 16 weights from element k of a float row (those `m` selects), as float32
 static inline __m512 load_floats(const void *w, size_t k, int kind, __mmask16 m) {
     if (kind == F32) return m == 0xFFFF ? _mm512_loadu_ps((const float *)w + k) : _mm512_maskz_loadu_ps(m, (const float *)w + k);
@@ -230,23 +293,37 @@ static inline void part_units(const Linear *L, int t, int T, int *lo, int *hi) {
 }
 
 // Thread t of T: its share of y = W x for each of the `rows` activation rows a[r] (y's row r at y + r × ldy;
-// accumulate: y += W x), bias included, in four concurrent weight streams. Each unit of W is read from memory once:
-// the other rows find it in cache.
+// accumulate: y += W x), bias included, in concurrent weight streams. Each unit of W is read from memory once: the
+// other rows find it in cache. Quantized weights take rows two at a time in two streams (groups_dot_pair), one
+// tile load for both; a lone row, and float weights, four streams of one row.
 static inline void gemv_part(const Linear *L, const Activation *a, int rows, int t, int T, float *y, size_t ldy,
                              int accumulate) {
     const int per = unit_rows(L);
     int lo, hi;
     part_units(L, t, T, &lo, &hi);
-    const int quarter = (hi - lo) / 4;
+    const int pairs = quantized(L->kind) ? rows / 2 : 0, single = 2 * pairs;  // rows [single, rows) one at a time
+    const int quarter = (hi - lo) / 4, half = (hi - lo) / 2;
     float out[4 * GROUP];
-    for (int i = 0; i < quarter; i++)
-        for (int r = 0; r < rows; r++) {
+    for (int i = 0; pairs && i < half; i++)
+        for (int p = 0; p < pairs; p++) {
+            groups_dot_pair(L, a + 2 * p, lo + i, half, 2, half - i, out);
+            for (int m = 0; m < 2; m++)
+                for (int s = 0; s < 2; s++)
+                    put(L, (lo + i + s * half) * per, out + (2 * m + s) * per, per, y + (2 * p + m) * ldy, accumulate);
+        }
+    for (int u = lo + 2 * half; pairs && u < hi; u++)
+        for (int p = 0; p < pairs; p++) {
+            groups_dot_pair(L, a + 2 * p, u, 0, 1, hi - u, out);
+            for (int m = 0; m < 2; m++) put(L, u * per, out + 2 * m * per, per, y + (2 * p + m) * ldy, accumulate);
+        }
+    for (int i = 0; single < rows && i < quarter; i++)
+        for (int r = single; r < rows; r++) {
             units_dot(L, a + r, lo + i, quarter, 4, quarter - i, out);
             for (int s = 0; s < 4; s++)
                 put(L, (lo + i + s * quarter) * per, out + s * per, per, y + r * ldy, accumulate);
         }
-    for (int u = lo + 4 * quarter; u < hi; u++)
-        for (int r = 0; r < rows; r++) {
+    for (int u = lo + 4 * quarter; single < rows && u < hi; u++)
+        for (int r = single; r < rows; r++) {
             units_dot(L, a + r, u, 0, 1, hi - u, out);
             put(L, u * per, out, per, y + r * ldy, accumulate);
         }
