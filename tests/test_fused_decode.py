@@ -482,3 +482,28 @@ def test_batched_greedy_steps_equal_single_batched_steps(smollm):
     assert stopped == [ids[:2] for ids in single]
     with pytest.raises(InvariantError, match="too few for its slot 12"):
         model.fused.batch_greedy_steps(pool, [40, 50, 60], lengths, tables, 6)  # row 0: 3 blocks hold 12 slots
+
+
+@pytest.mark.parametrize("storage", [None, 8, 4])
+def test_batched_rows_equal_each_row_alone_on_odd_widths(storage):
+    """Integer weights take rows two at a time (one tile load for both) and a lone row alone: every row's logits
+    are those it gets alone, bit for bit, whichever way it was paired (widths with a lone block of 32 and groups
+    that do not split evenly between threads)."""
+    from forwardpass.engine import BlockPool
+
+    model = tiny_llama(False)
+    if storage is not None:
+        store_linears(model, storage)
+    model.fused = FusedDecode.build(model)
+    pool = BlockPool(model.config, num_blocks=12, block_size=4)
+    saved, model.fused = model.fused, None
+    tables, lengths = paged_rows(model, pool)
+    model.fused = saved
+    before = (pool.k.clone(), pool.v.clone())
+    together, _ = model.fused.batch_step(pool, [299, 0, 17], lengths, tables)
+    together = together.clone()
+    for r in range(3):
+        pool.k.copy_(before[0])
+        pool.v.copy_(before[1])
+        alone, _ = model.fused.batch_step(pool, [[299, 0, 17][r]], [lengths[r]], [tables[r]])
+        assert torch.equal(alone[0], together[r])
