@@ -421,20 +421,25 @@ def test_batched_paged_step_equals_the_blocks(storage):
 
 def test_batched_step_equals_single_steps_bit_for_bit(smollm):
     """Each row of a batch gets the logits that row gets decoded alone (same kernel, same arithmetic)."""
+
+    assert_rows_as_alone(smollm.model, [40, 50, 60])
+
+
+def assert_rows_as_alone(model, tokens: list[int]) -> None:
+    """One batched step over paged_rows' three sequences gives each row the logits it gets alone, bit for bit."""
     from forwardpass.engine import BlockPool
 
-    model = smollm.model
-    pool = BlockPool(model.config, num_blocks=8, block_size=4)
+    pool = BlockPool(model.config, num_blocks=12, block_size=4)
     saved, model.fused = model.fused, None
     tables, lengths = paged_rows(model, pool)
     model.fused = saved
     before = (pool.k.clone(), pool.v.clone())
-    together, _ = model.fused.batch_step(pool, [40, 50, 60], lengths, tables)
+    together, _ = model.fused.batch_step(pool, tokens, lengths, tables)
     together = together.clone()
     for r in range(3):
         pool.k.copy_(before[0])
         pool.v.copy_(before[1])
-        alone, _ = model.fused.batch_step(pool, [[40, 50, 60][r]], [lengths[r]], [tables[r]])
+        alone, _ = model.fused.batch_step(pool, [tokens[r]], [lengths[r]], [tables[r]])
         assert torch.equal(alone[0], together[r])
 
 
@@ -489,21 +494,9 @@ def test_batched_rows_equal_each_row_alone_on_odd_widths(storage):
     """Integer weights take rows two at a time (one tile load for both) and a lone row alone: every row's logits
     are those it gets alone, bit for bit, whichever way it was paired (widths with a lone block of 32 and groups
     that do not split evenly between threads)."""
-    from forwardpass.engine import BlockPool
 
     model = tiny_llama(False)
     if storage is not None:
         store_linears(model, storage)
     model.fused = FusedDecode.build(model)
-    pool = BlockPool(model.config, num_blocks=12, block_size=4)
-    saved, model.fused = model.fused, None
-    tables, lengths = paged_rows(model, pool)
-    model.fused = saved
-    before = (pool.k.clone(), pool.v.clone())
-    together, _ = model.fused.batch_step(pool, [299, 0, 17], lengths, tables)
-    together = together.clone()
-    for r in range(3):
-        pool.k.copy_(before[0])
-        pool.v.copy_(before[1])
-        alone, _ = model.fused.batch_step(pool, [[299, 0, 17][r]], [lengths[r]], [tables[r]])
-        assert torch.equal(alone[0], together[r])
+    assert_rows_as_alone(model, [299, 0, 17])

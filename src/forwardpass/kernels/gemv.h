@@ -111,6 +111,26 @@ static inline __m512i four(const int8_t *v, int k) {
 // 8-bit tiles (two instructions per 64 bytes) and float weights gain nothing measurable, so only 4-bit asks.
 #define PREFETCH_BYTES 4096
 
+// Where groups g0, g0 + stride, … (R of them) of a quantized W start: tiles, scales, minimums
+static inline __attribute__((always_inline)) void group_starts(const Linear *L, int g0, int stride, int R,
+                                                               const uint8_t **w, const float **ws, const float **wm) {
+    const int nb = L->K / BLOCK, tiles = L->kind == Q8 ? 8 : 4;
+    for (int r = 0; r < R; r++) {
+        const size_t g = (size_t)(g0 + r * stride);
+        w[r] = (const uint8_t *)L->w + g * nb * tiles * 64, ws[r] = L->scale + g * nb * GROUP;
+        wm[r] = L->minimum + g * nb * GROUP;
+    }
+}
+
+// Ask for block b + ahead of each of R streams (into L2), while it is inside the groups they still read
+static inline __attribute__((always_inline)) void prefetch_blocks(const uint8_t *const *w, int R, int b, int ahead,
+                                                                  int blocks_left, int tiles) {
+    if (b + ahead < blocks_left)
+        for (int r = 0; r < R; r++)
+            for (int t = 0; t < tiles; t++)
+                _mm_prefetch((const char *)(w[r] + ((size_t)(b + ahead) * tiles + t) * 64), _MM_HINT_T1);
+}
+
 // Groups g0, g0 + stride, … (R of them, R ≤ 4) of a quantized W · x: 16 rows each, into out[16 r + i]. Several
 // groups at once keep several weight streams in flight and several chains of VNNI sums busy. Each stream runs on
 // through `left` groups (this one included): its prefetches stay inside them.
@@ -121,17 +141,11 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, co
     const uint8_t *w[4];
     const float *ws[4], *wm[4];
     __m512 acc[4];
-    for (int r = 0; r < R; r++) {
-        const size_t g = (size_t)(g0 + r * stride);
-        w[r] = (const uint8_t *)L->w + g * nb * tiles * 64, ws[r] = L->scale + g * nb * GROUP;
-        wm[r] = L->minimum + g * nb * GROUP, acc[r] = _mm512_setzero_ps();
-    }
+    group_starts(L, g0, stride, R, w, ws, wm);
+    for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     const __m512i nibble = _mm512_set1_epi8(0x0F);
     for (int b = 0; b < nb; b++) {
-        if (b + ahead < blocks_left)
-            for (int r = 0; r < R; r++)
-                for (int t = 0; t < tiles; t++)
-                    _mm_prefetch((const char *)(w[r] + ((size_t)(b + ahead) * tiles + t) * 64), _MM_HINT_T1);
+        prefetch_blocks(w, R, b, ahead, blocks_left, tiles);
         __m512i hi[4], lo[4];  // Σ q hi and Σ q lo of this block, per row
         for (int r = 0; r < R; r++) hi[r] = lo[r] = _mm512_setzero_si512();
         for (int t = 0; t < tiles; t++) {
@@ -176,17 +190,11 @@ static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *
     const uint8_t *w[2];
     const float *ws[2], *wm[2];
     __m512 acc[2][2];
-    for (int r = 0; r < R; r++) {
-        const size_t g = (size_t)(g0 + r * stride);
-        w[r] = (const uint8_t *)L->w + g * nb * tiles * 64, ws[r] = L->scale + g * nb * GROUP;
-        wm[r] = L->minimum + g * nb * GROUP, acc[0][r] = acc[1][r] = _mm512_setzero_ps();
-    }
+    group_starts(L, g0, stride, R, w, ws, wm);
+    for (int r = 0; r < R; r++) acc[0][r] = acc[1][r] = _mm512_setzero_ps();
     const __m512i nibble = _mm512_set1_epi8(0x0F);
     for (int b = 0; b < nb; b++) {
-        if (b + ahead < blocks_left)
-            for (int r = 0; r < R; r++)
-                for (int t = 0; t < tiles; t++)
-                    _mm_prefetch((const char *)(w[r] + ((size_t)(b + ahead) * tiles + t) * 64), _MM_HINT_T1);
+        prefetch_blocks(w, R, b, ahead, blocks_left, tiles);
         __m512i hi[2][2], lo[2][2];  // [row of x][group]
         for (int r = 0; r < R; r++) hi[0][r] = lo[0][r] = hi[1][r] = lo[1][r] = _mm512_setzero_si512();
         for (int t = 0; t < tiles; t++) {
