@@ -118,9 +118,9 @@ static inline __m128 sums4(__m512 a, __m512 b, __m512 c, __m512 d) {
 }
 
 // Query heads q[0 … n-1] (n ≤ 4, consecutive rows of head_dim) of one K/V head against slots [lo, hi): below
-// `past` the cache's (K, V), at `past` this token's own k and v (the cache gets them after every thread has read it). One
-// pass over the keys and one over the values serve all n heads. Leaves per head the scores' maximum, the sum of
-// their exponentials and the exponential-weighted sum of values, to be merged with the other threads' positions
+// `past` the cache's (K, V), at `past` this token's own k and v (the cache gets them after every thread has read
+// it). One pass over the keys and one over the values serve all n heads. Leaves per head the scores' maximum, the
+// sum of their exponentials and the exponential-weighted sum of values, to be merged with the other threads' parts
 // (`merge_heads`); an empty range leaves -inf, 0, 0. head_dim is a multiple of 16, at most 256.
 static inline __attribute__((always_inline)) void attend_heads(const float *q, const int n, const Rows *k,
                                                                const Rows *v, int past, const float *k_new,
