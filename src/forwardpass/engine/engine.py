@@ -338,10 +338,9 @@ class Engine:
         thread, where the model was loaded: the kernels' OpenMP team is then the process's only one (here a
         second thread's team beside the loading thread's ran the decode step about 3× slower). If the loop fails,
         it says why (`_die`) and waits, taking no more work, until it is told to end."""
-        failed = False
         while not self._stop and not until():
-            if failed or not self.has_work():
-                if not failed:
+            if self.failure is not None or not self.has_work():
+                if self.failure is None:
                     self._end_overdue()
                 self._wake.wait(timeout=0.5)
                 self._wake.clear()
@@ -350,7 +349,6 @@ class Engine:
                 self.step()
             except Exception as e:
                 self._die(e)
-                failed = True
 
     def _die(self, e: BaseException) -> None:
         """The loop failed: say why, end every request in flight with that reason, take no more."""
