@@ -74,11 +74,9 @@ class Submission:
         try:
             for i, p in enumerate(params):
                 self.running.add(engine.submit(prompt_ids, p, lambda o, i=i: deliver(i, o)))
-        except ForwardpassError as e:
+        except ForwardpassError:  # the app's handler answers it; the choices already queued go
             self.abort()
-            if isinstance(e, EngineUnavailableError):
-                raise APIError(503, str(e), "server_unavailable") from None
-            raise APIError(400, str(e)) from None
+            raise
 
     def abort(self) -> None:
         for request_id in self.running:
@@ -113,8 +111,11 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         return e.response()
 
     @app.exception_handler(ForwardpassError)
-    async def bad_request(_: Request, e: ForwardpassError) -> JSONResponse:
-        """What the library refuses with a one-line reason (text it cannot tokenize, say) is the client's 400."""
+    async def refused(_: Request, e: ForwardpassError) -> JSONResponse:
+        """What the library refuses with a one-line reason is the client's 400 (text it cannot tokenize, a prompt
+        past the context, a sampling value out of range), or 503 when the engine takes no requests."""
+        if isinstance(e, EngineUnavailableError):
+            return APIError(503, str(e), "server_unavailable").response()
         code = "context_length_exceeded" if isinstance(e, ContextLengthError) else None
         return APIError(400, str(e), code).response()
 
@@ -186,13 +187,8 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         if budget is None:
             budget = min(config.default_max_tokens, engine.token_room(prompt_ids))
             budget = max(budget, 1)  # a prompt that leaves no room: check_request names why
-        try:
-            params = [req.sampling(budget, logprobs, seed_offset=i) for i in range(req.n)]
-            engine.check_request(prompt_ids, params[0])
-        except ContextLengthError as e:
-            raise APIError(400, str(e), "context_length_exceeded") from None
-        except ForwardpassError as e:
-            raise APIError(400, str(e)) from None
+        params = [req.sampling(budget, logprobs, seed_offset=i) for i in range(req.n)]
+        engine.check_request(prompt_ids, params[0])
         return params
 
     def piece(token_id: int) -> str:
@@ -308,10 +304,7 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
             raise APIError(400, "messages must hold at least one message", param="messages")
         if tokenizer is None or not tokenizer.chat_template:
             raise APIError(400, "this model has no chat template; use /v1/completions")
-        try:
-            prompt = tokenizer.apply_chat_template([m.model_dump() for m in req.messages])
-        except ForwardpassError as e:
-            raise APIError(400, str(e)) from None
+        prompt = tokenizer.apply_chat_template([m.model_dump() for m in req.messages])
         prompt_ids = tokenizer.encode(prompt)
         max_tokens = req.max_completion_tokens if req.max_completion_tokens is not None else req.max_tokens
         logprobs = (req.top_logprobs or 0) if req.logprobs else None
