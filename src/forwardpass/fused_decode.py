@@ -135,11 +135,15 @@ class FusedDecode:
         """A plain float32 KVCache of one row on the CPU (not a subclass: the deliberately broken caches of bugs.py
         must run their own bookkeeping) whose next position is inside the RoPE table, no checked mode, every
         residual an add, the model as it was bound. A generation checks it once, then calls `step` per token."""
+        return (type(cache) is KVCache and cache.batch == 1
+                and cache.next_position(0) < self.model.config.context_length
+                and cache.k.dtype == torch.float32 and cache.k.device.type == "cpu" and self._as_bound())
+
+    def _as_bound(self) -> bool:
+        """No checked mode, every residual an add, the model's tensors where they were when the step was bound."""
         m = self.model
-        return (type(cache) is KVCache and cache.batch == 1 and cache.next_position(0) < m.config.context_length
-                and cache.k.dtype == torch.float32 and cache.k.device.type == "cpu"
-                and not m.checked and all(block.residual == "add" for block in m.blocks)
-                and self._fingerprint() == self.fingerprint)
+        return not m.checked and all(block.residual == "add" for block in m.blocks) and (
+            self._fingerprint() == self.fingerprint)
 
     def __call__(self, x: torch.Tensor, cache: KVCache) -> torch.Tensor:
         """Logits (1, 1, vocab_size) for token x (1, 1), its K and V appended to `cache`."""
@@ -168,7 +172,7 @@ class FusedDecode:
                                      f"{cache.capacity - cache.lengths[0]} (a sliding cache slides one step at a time)")
         cache.reserve([n], n)  # checks capacity first (or slides, by the cache's policy)
         position, slot = cache.next_position(0), cache.lengths[0]
-        spec = self._spec_for(cache)
+        spec = self._workspace(cache.capacity, 1)
         spec.k_cache, spec.v_cache = cache.k.data_ptr(), cache.v.data_ptr()
         chosen, stops = self._work.chosen(n), (_i * len(stop))(*stop)
         done = kernels.library().decode_greedy(ctypes.byref(spec), token, position, slot, n, stops, len(stop),
@@ -179,9 +183,6 @@ class FusedDecode:
                                  f"slots {slot} … {slot + n - 1} of {cache.capacity}")
         cache.commit([done])
         return logits, chosen[:done]
-
-    def _spec_for(self, cache: KVCache) -> _Model:
-        return self._workspace(cache.capacity, 1)
 
     def _workspace(self, capacity: int, rows: int) -> _Model:
         """This thread's copy of the model's description with a workspace for `capacity` cache slots, `rows` rows and
@@ -199,9 +200,7 @@ class FusedDecode:
 
     def binds_pool(self, pool) -> bool:
         """A float32 block pool on the CPU (engine/paged.py) the batched step reads and writes, the model as bound."""
-        m = self.model
-        return (pool.k.dtype == torch.float32 and pool.k.device.type == "cpu" and not m.checked
-                and all(block.residual == "add" for block in m.blocks) and self._fingerprint() == self.fingerprint)
+        return pool.k.dtype == torch.float32 and pool.k.device.type == "cpu" and self._as_bound()
 
     def batch_step(self, pool, tokens: list[int], lengths: list[int], tables: list[list[int]]) -> tuple[
             torch.Tensor, list[int]]:
