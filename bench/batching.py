@@ -34,10 +34,10 @@ def prompts(count: int) -> list[list[int]]:
     the questions in turn."""
     import forwardpass
     from forwardpass.tokenizer import Tokenizer
-    from forwardpass.weights.gguf import field_value, open_gguf
+    from forwardpass.weights.gguf import open_gguf
 
     reader = open_gguf(forwardpass.default_model_path())
-    fields = {k: field_value(reader, k) for k in reader.fields if k.startswith("tokenizer.")}
+    fields = {k: v for k, v in reader.fields.items() if k.startswith("tokenizer.")}
     tok = Tokenizer.from_gguf_fields(fields)
     return [tok.encode(tok.apply_chat_template([{"role": "user", "content": QUESTIONS[i % len(QUESTIONS)]}]))
             for i in range(count)]

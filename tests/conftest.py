@@ -13,9 +13,9 @@ torch.manual_seed(0)
 
 @pytest.fixture(scope="session")
 def smollm():
-    """forwardpass's pipeline on the embedded SmolLM2-135M-Instruct GGUF."""
+    """forwardpass's pipeline on the embedded SmolLM2-135M-Instruct GGUF, in float32 (the reference mode)."""
     import forwardpass
-    return forwardpass.load()
+    return forwardpass.load(storage="fp32")
 
 
 @pytest.fixture(scope="session")

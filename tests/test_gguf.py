@@ -52,18 +52,20 @@ def test_missing_tensor(tiny_llama, tmp_path):
         forwardpass.load(path)
 
 
-def test_truncated_file(tmp_path):
+@pytest.mark.parametrize("size,where", [(5_000_000, "tensor token_embd.weight runs past the end"),
+                                       (100_000, "inside its header")])
+def test_truncated_file(tmp_path, size, where):
     src = forwardpass.default_model_path()
     path = tmp_path / "cut.gguf"
-    path.write_bytes(src.read_bytes()[: 5_000_000])
-    with pytest.raises(ModelFileError, match="truncated or corrupt GGUF"):
+    path.write_bytes(src.read_bytes()[:size])
+    with pytest.raises(ModelFileError, match=f"truncated GGUF file .*{where}"):
         forwardpass.load(path)
 
 
 def test_header_only_file(tmp_path):
     path = tmp_path / "stub.gguf"
     path.write_bytes(b"GGUF\x03\x00")
-    with pytest.raises(ModelFileError, match="truncated or corrupt GGUF"):
+    with pytest.raises(ModelFileError, match="truncated GGUF file"):
         forwardpass.load(path)
 
 

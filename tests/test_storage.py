@@ -15,7 +15,7 @@ from forwardpass.quant import QuantizedLinear
 def test_quantized_linear_error_within_half_a_step(bits, tol):
     torch.manual_seed(0)
     linear = nn.Linear(64, 48)
-    q = QuantizedLinear(linear, bits)
+    q = QuantizedLinear.quantize(linear.weight, bits, linear.bias)
     w = linear.weight.detach().view(48, 2, 32)
     span = (w.abs().amax(-1) * 2 if bits == 8 else w.amax(-1) - w.amin(-1))[..., None]  # each block's range
     err = (q.dequantize().view(48, 2, 32) - w).abs()
@@ -28,27 +28,33 @@ def test_quantized_storage_bytes():
     """Nibbles (q4) or bytes (int8) plus an fp32 scale and minimum per block of 32, for out_features padded to a
     multiple of 16 (the kernels' tile height) with zero rows that dequantize() leaves out."""
     for n, rows in ((32, 32), (10, 16)):
-        q = QuantizedLinear(nn.Linear(64, n, bias=False), 4)
+        q = QuantizedLinear.quantize(nn.Linear(64, n, bias=False).weight, 4)
         assert q.nbytes() == rows * 64 // 2 + rows * 2 * 2 * 4
-        q8 = QuantizedLinear(nn.Linear(64, n, bias=False), 8)
+        q8 = QuantizedLinear.quantize(nn.Linear(64, n, bias=False).weight, 8)
         assert q8.nbytes() == rows * 64 + rows * 2 * 2 * 4  # 40 bytes per 32 weights
         assert q.dequantize().shape == q8.dequantize().shape == (n, 64)
 
 
-def test_q4_reproduces_the_files_own_q4_blocks(smollm):
-    """The default GGUF is Q4_1 (its output table Q8_0): requantizing gives exactly the file's weights back."""
+def test_stored_mode_keeps_the_files_own_blocks(smollm):
+    """The default GGUF is Q4_1 (its output table Q8_0): the default mode keeps those blocks (4 and 8 bits), and
+    they are exactly the weights float32 mode dequantizes; q4 and int8 reuse them (widened to 8 bits for int8)."""
+    stored = forwardpass.load()
+    assert stored.metadata["storage"] == "stored"
+    for fp in (stored, forwardpass.load(storage="int8")):
+        for name in ("blocks.0.ffn.down", "blocks.29.attn.qkv", "lm_head"):
+            got, want = fp.model.get_submodule(name), smollm.model.get_submodule(name)
+            assert isinstance(got, QuantizedLinear)
+            assert got.bits == (8 if name == "lm_head" or fp is not stored else 4)
+            assert torch.equal(got.dequantize(), want.weight)
     down = smollm.model.blocks[0].ffn.down
-    head = smollm.model.lm_head
-    for bits in (4, 8):  # Q4_1 blocks sit on the asymmetric grid
-        assert (QuantizedLinear(down, bits).dequantize() - down.weight).abs().max().item() < 1e-6
-    assert (QuantizedLinear(head, 8).dequantize() - head.weight).abs().max().item() < 1e-6  # Q8_0: the symmetric one
+    assert (QuantizedLinear.quantize(down.weight, 4).dequantize() - down.weight).abs().max().item() < 1e-6
 
 
 def test_unknown_storage_and_width():
     with pytest.raises(ForwardpassError, match="unknown storage 'int3'"):
         forwardpass.load(storage="int3")
     with pytest.raises(ForwardpassError, match="in_features divisible by 32"):
-        QuantizedLinear(nn.Linear(40, 8), 4)
+        QuantizedLinear.quantize(nn.Linear(40, 8).weight, 4)
 
 
 @pytest.fixture(scope="module")

@@ -74,8 +74,6 @@ def _linear(layer: nn.Module) -> _Linear | None:
     if bias is not None and (bias.dtype != torch.float32 or not bias.is_contiguous()):
         return None
     if isinstance(layer, QuantizedLinear):
-        if layer.dtype != torch.float32:
-            return None
         return _Linear(kernels.KINDS[layer.bits], layer.out_features, layer.in_features, _ptr(layer.q),
                        _ptr(layer.scale), _ptr(layer.minimum), _ptr(bias))
     float_weight = isinstance(layer, (nn.Linear, HalfLinear)) and layer.weight.is_contiguous()

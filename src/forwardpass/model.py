@@ -183,15 +183,22 @@ def check_residual_write(before: torch.Tensor, stream: torch.Tensor, branch: tor
         raise InvariantError(f"{where}: the sublayer replaced the residual stream instead of adding to it")
 
 
+def embedding(n: int, d_model: int) -> nn.Embedding:
+    """An n × d_model lookup table, N(0, 1) as torch initializes one; on the meta device (shapes only: loading
+    builds the model there) left uninitialized, as the meta version of the initializer costs a second's import."""
+    table = torch.empty(n, d_model)
+    return nn.Embedding(n, d_model, _weight=table if table.is_meta else table.normal_())
+
+
 class Transformer(nn.Module):
     """A decoder-only transformer of any family `ModelConfig` describes."""
 
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
-        self.tok_embeddings = nn.Embedding(config.vocab_size, config.d_model)
+        self.tok_embeddings = embedding(config.vocab_size, config.d_model)
         learned = config.positions == "learned"
-        self.pos_embeddings = nn.Embedding(config.context_length, config.d_model) if learned else None
+        self.pos_embeddings = embedding(config.context_length, config.d_model) if learned else None
         self.rope = RotaryEmbedding(config) if config.positions == "rope" else None
         self.blocks = nn.ModuleList(Block(config, i) for i in range(config.n_layers))
         self.norm_f = make_norm(config) if config.has_final_norm else nn.Identity()

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import torch
 
+from . import kernels
 from .config import ModelConfig
 from .errors import ContextLengthError, ForwardpassError, ModelFileError
 from .fused_decode import FusedDecode
 from .model import RotaryEmbedding, Transformer
-from .quant import store_linears
+from .quant import Blocks, make_linear
 from .tokenizer import Tokenizer
 from .weights import Checkpoint, read_checkpoint
 
@@ -58,8 +59,13 @@ def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
     return DTYPES[dtype]
 
 
-def build_model(checkpoint: Checkpoint, device: torch.device, dtype: torch.dtype) -> Transformer:
-    """A Transformer holding the checkpoint's tensors; every tensor's presence and shape checked first."""
+def build_model(checkpoint: Checkpoint, device: torch.device, dtype: torch.dtype = torch.float32,
+                storage: torch.dtype | int | None | str = "dtype") -> Transformer:
+    """A Transformer holding the checkpoint's tensors; every tensor's presence and shape checked first.
+
+    storage "dtype": every tensor, and all arithmetic, in `dtype`. Otherwise float32 arithmetic, with each linear
+    layer's weight stored as `storage` (quant.make_linear; None: as the file stores it), built tensor by tensor:
+    the model never exists as a float32 copy on the way."""
     config = checkpoint.config
     with torch.device("meta"):
         model = Transformer(config)
@@ -73,13 +79,29 @@ def build_model(checkpoint: Checkpoint, device: torch.device, dtype: torch.dtype
         if tuple(got.shape) != tuple(want.shape):
             raise ModelFileError(f"{checkpoint.source}: tensor {name} has shape {tuple(got.shape)}, "
                                  f"expected {tuple(want.shape)}")
-    state = {k: checkpoint.tensors[k].to(device=device, dtype=dtype) for k in expected}
+    linears = {} if storage == "dtype" else {
+        name: module for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)}
+    if storage != "dtype":
+        dtype = torch.float32
+    state = {k: as_float(checkpoint.tensors[k]).to(device=device, dtype=dtype) for k in expected
+             if k.rpartition(".")[0] not in linears}
     model.load_state_dict(state, strict=False, assign=True)
-    if config.tied_embeddings:
+    if config.tied_embeddings and storage == "dtype":
         model.lm_head.weight = model.tok_embeddings.weight
+    for name in linears:
+        weight = checkpoint.tensors.get(f"{name}.weight", checkpoint.tensors["tok_embeddings.weight"])
+        bias = checkpoint.tensors.get(f"{name}.bias")
+        bias = None if bias is None else bias.float()
+        parent, _, attr = name.rpartition(".")
+        layer = make_linear(weight, bias, storage, head=name == "lm_head").to(device)
+        setattr(model.get_submodule(parent), attr, layer)
     if model.rope is not None:
         model.rope = RotaryEmbedding(config).to(device)
     return model.eval()
+
+
+def as_float(t: torch.Tensor | Blocks) -> torch.Tensor:
+    return t.dequantize() if isinstance(t, Blocks) else t
 
 
 @dataclass
@@ -127,26 +149,35 @@ class Pipeline:
         return logits[0, -1].float()
 
 
-# storage mode → how the linear layers' weights are stored (quant.py); the arithmetic between them is float32
-STORAGE = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16, "int8": 8, "q4": 4}
+# storage mode → how the linear layers' weights are stored (quant.make_linear); the arithmetic between them is
+# float32. "stored": as the file stores them (a quantized file runs in its own precision, through the native kernels)
+STORAGE = {"stored": None, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "int8": 8, "q4": 4}
 
 
 def load(path: str | Path | None = None, device: str | torch.device | None = "cpu",
-         dtype: str | torch.dtype = torch.float32, checked: bool = False, progress: bool = False,
+         dtype: str | torch.dtype | None = None, checked: bool = False, progress: bool = False,
          storage: str | None = None) -> Pipeline:
     """Load a model file (default: the embedded SmolLM2-135M-Instruct GGUF) onto `device`.
 
-    `dtype` is every tensor's and all arithmetic's. `storage` instead keeps float32 arithmetic and stores only
-    the linear layers' weights as fp32, bf16, fp16, int8 (blocks of 32) or q4 (4-bit blocks); it overrides `dtype`.
-    On the CPU a float32 model decodes through the fused native step (fused_decode.py) where it applies."""
+    `storage` (default "stored") keeps float32 arithmetic and stores the linear layers' weights as the file
+    does (where the native kernels run them: on the CPU; elsewhere "stored" means fp32), or as fp32, bf16, fp16,
+    int8 (blocks of 32) or q4 (4-bit blocks). `dtype` instead makes every tensor,
+    and all arithmetic, that dtype (give one or the other). On the CPU a float32 model decodes through the fused
+    native step (fused_decode.py) where it applies."""
     if storage is not None and storage not in STORAGE:
         raise ForwardpassError(f"unknown storage {storage!r}; choose from {', '.join(STORAGE)}")
+    if storage is not None and dtype is not None:
+        raise ForwardpassError("give a storage mode or a dtype, not both")
     path = default_model_path() if path is None else Path(path)
-    dev, dt = resolve_device(device), torch.float32 if storage is not None else resolve_dtype(dtype)
+    dev = resolve_device(device)
     checkpoint = read_checkpoint(path, progress)
-    model = build_model(checkpoint, dev, dt)
-    if STORAGE.get(storage) is not None:
-        store_linears(model, STORAGE[storage])
+    if dtype is not None:
+        model, mode = build_model(checkpoint, dev, resolve_dtype(dtype)), str(resolve_dtype(dtype)).split(".")[-1]
+    else:
+        mode = storage or "stored"
+        if mode == "stored" and not (dev.type == "cpu" and kernels.available()):
+            mode = "fp32"  # blocks run fast only through the native kernels
+        model = build_model(checkpoint, dev, storage=STORAGE[mode])
     model.checked = checked
     model.fused = FusedDecode.build(model)
-    return Pipeline(model, checkpoint.tokenizer, checkpoint.source, checkpoint.metadata | {"storage": storage})
+    return Pipeline(model, checkpoint.tokenizer, checkpoint.source, checkpoint.metadata | {"storage": mode})

@@ -5,6 +5,8 @@ on the stored weights (`kernels/`); prefill, and machines without those kernels,
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -30,6 +32,37 @@ def native_linear(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, out
     return y if bias is None else y + bias
 
 
+@dataclass
+class Blocks:
+    """A weight matrix as integer blocks: w[r, 32 b + i] = minimum[r, b] + scale[r, b] × q[r, b, i]. What a file's
+    block formats become (weights/formats.py) and what the storage modes quantize to."""
+
+    q: torch.Tensor  # (rows, blocks, 32) uint8, each < 2 ** bits
+    scale: torch.Tensor  # (rows, blocks, 1) float32
+    minimum: torch.Tensor  # (rows, blocks, 1) float32
+    bits: int  # 4 or 8
+    exact: bool = True  # the file's own weights (False: re-quantized from them)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.q.shape[0], self.q.shape[1] * BLOCK
+
+    def dequantize(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """(rows, cols) in `dtype`, computed in float32 as minimum + scale × q."""
+        return (self.q.float() * self.scale + self.minimum).view(self.shape).to(dtype)
+
+    def rows(self, index: torch.Tensor) -> Blocks:
+        """The rows `index` picks, in its order."""
+        return Blocks(self.q[index], self.scale[index], self.minimum[index], self.bits, self.exact)
+
+    @staticmethod
+    def cat(parts: list[Blocks]) -> Blocks:
+        """Row blocks stacked: 4-bit parts widen to 8 where any part needs 8 (the same integers)."""
+        return Blocks(torch.cat([p.q for p in parts]), torch.cat([p.scale for p in parts]),
+                      torch.cat([p.minimum for p in parts]), max(p.bits for p in parts),
+                      all(p.exact for p in parts))
+
+
 class QuantizedLinear(nn.Module):
     """y = x Wᵀ + b with W stored as `bits`-bit integers in blocks of 32 along the input dimension.
 
@@ -38,28 +71,35 @@ class QuantizedLinear(nn.Module):
     integer dot-product instruction serves 16 rows. q: (groups, blocks, 512 or 256) bytes; scale and minimum:
     (groups, blocks, 16)."""
 
-    def __init__(self, linear: nn.Linear, bits: int):
+    def __init__(self, blocks: Blocks, bias: torch.Tensor | None = None):
         super().__init__()
-        out_features, in_features = linear.weight.shape
+        if blocks.bits not in (8, 4):
+            raise ForwardpassError(f"unsupported weight storage: {blocks.bits} bits (8 and 4 are)")
+        out_features, in_features = blocks.shape
+        self.bits, self.in_features, self.out_features = blocks.bits, in_features, out_features
+        pad = -out_features % GROUP  # zero rows up to a whole group
+        q, scale, minimum = (torch.cat([t, t.new_zeros(pad, *t.shape[1:])]) for t in
+                             (blocks.q, blocks.scale, blocks.minimum))
+        self.register_buffer("q", tile(q, self.bits))
+        self.register_buffer("scale", tile_scales(scale))
+        self.register_buffer("minimum", tile_scales(minimum))
+        self.bias = bias
+
+    @classmethod
+    def quantize(cls, weight: torch.Tensor, bits: int, bias: torch.Tensor | None = None) -> QuantizedLinear:
+        """A float weight (out_features, in_features) quantized to `bits` (quantize_blocks picks each block's grid)."""
+        out_features, in_features = weight.shape
         if in_features % BLOCK:
             raise ForwardpassError(f"{bits}-bit storage needs in_features divisible by {BLOCK}, got {in_features}")
         if bits not in (8, 4):
             raise ForwardpassError(f"unsupported weight storage: {bits} bits (8 and 4 are)")
-        self.bits, self.in_features, self.out_features = bits, in_features, out_features
-        self.dtype = linear.weight.dtype
-        w = linear.weight.detach().float()
-        w = torch.cat([w, w.new_zeros(-out_features % GROUP, in_features)])  # (rows, in_features), rows % 16 == 0
-        q, scale, minimum = quantize_blocks(w.view(len(w), in_features // BLOCK, BLOCK), bits)  # w ≈ min + scale × q
-        self.register_buffer("q", tile(q, bits))
-        self.register_buffer("scale", tile_scales(scale))
-        self.register_buffer("minimum", tile_scales(minimum))
-        self.bias = linear.bias
+        w = weight.detach().float().view(out_features, in_features // BLOCK, BLOCK)
+        return cls(Blocks(*quantize_blocks(w, bits), bits, exact=False), bias)
 
     def dequantize(self) -> torch.Tensor:
-        """The weight as the model's dtype, (out_features, in_features)."""
+        """The weight in float32, (out_features, in_features)."""
         q = untile(self.q, self.bits)  # (rows, blocks, 32)
-        scale, minimum = untile_scales(self.scale), untile_scales(self.minimum)
-        w = q.to(self.dtype) * scale.to(self.dtype) + minimum.to(self.dtype)
+        w = q.float() * untile_scales(self.scale) + untile_scales(self.minimum)
         return w.view(-1, self.in_features)[: self.out_features]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -71,8 +111,8 @@ class QuantizedLinear(nn.Module):
 
     @property
     def fast(self) -> bool:
-        """The native kernel applies: CPU, float32 activations, a built kernel."""
-        return self.q.device.type == "cpu" and self.dtype == torch.float32 and kernels.available()
+        """The native kernel applies: on the CPU, with the kernels built."""
+        return self.q.device.type == "cpu" and kernels.available()
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in (self.q, self.scale, self.minimum))
@@ -145,11 +185,12 @@ class HalfLinear(nn.Module):
     twice the float32 rate. `exact` (the unembedding: rounding logits to bf16 flips near-tied tokens) and
     fp16 (which CPUs cannot multiply natively) widen the weight to float32 instead. On a GPU: the dtype's matmul."""
 
-    def __init__(self, linear: nn.Linear, dtype: torch.dtype, exact: bool = False):
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None, exact: bool = False):
         super().__init__()
-        self.in_features, self.out_features, self.exact = linear.in_features, linear.out_features, exact
-        self.weight = nn.Parameter(linear.weight.detach().to(dtype), requires_grad=False)
-        self.bias = linear.bias
+        self.out_features, self.in_features = weight.shape
+        self.exact = exact
+        self.weight = nn.Parameter(weight.detach(), requires_grad=False)  # (out_features, in_features), 16 bits
+        self.bias = bias
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = native_linear(x, self.weight.dtype, self.weight, self.out_features, self.bias)
@@ -161,21 +202,42 @@ class HalfLinear(nn.Module):
         return y if self.bias is None else y + self.bias
 
 
-def store_linears(model: nn.Module, storage: torch.dtype | int) -> nn.Module:
-    """Store every linear layer's weight as `storage`: a 16-bit float dtype, or 8 or 4 bits. The unembedding
-    gets 16 bits in the 16-bit modes, always summed in float32 (`exact`), and 8 bits in both integer ones (as
-    the default GGUF keeps its output table in Q8_0: 4 bits there costs far more accuracy than anywhere else).
-    The embedding table stays float32: a lookup reads one row per token (the unembedding, if tied to it, gets
-    its own copy)."""
-    def stored(linear: nn.Linear, head: bool = False) -> nn.Module:
-        if isinstance(storage, torch.dtype):
-            return HalfLinear(linear, storage, exact=head)
-        return QuantizedLinear(linear, 8 if head else storage)
+def float_linear(weight: torch.Tensor, bias: torch.Tensor | None = None) -> nn.Linear:
+    """An nn.Linear holding `weight` (out_features, in_features) itself."""
+    linear = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None, device="meta")
+    linear.weight = nn.Parameter(weight.detach(), requires_grad=False)
+    if bias is not None:
+        linear.bias = nn.Parameter(bias.detach(), requires_grad=False)
+    return linear
 
+
+def make_linear(weight: torch.Tensor | Blocks, bias: torch.Tensor | None, storage: torch.dtype | int | None,
+                head: bool = False) -> nn.Module:
+    """A linear layer over `weight` (a float tensor, or Blocks) stored as `storage`: a float dtype, 8 or 4 bits,
+    or None for as it is (Blocks stay blocks, a float tensor keeps its dtype). The unembedding (`head`) is summed
+    in float32 in the 16-bit modes and gets 8 bits in the integer ones (as GGUF files keep their output table in
+    Q8_0 or Q6_K: 4 bits there costs far more accuracy than anywhere else). Blocks are reused whenever the
+    asked width holds them (4-bit integers widen to 8 exactly); otherwise re-quantized."""
+    if storage is None:
+        storage = weight.bits if isinstance(weight, Blocks) else weight.dtype
+    if isinstance(storage, torch.dtype):
+        w = weight.dequantize() if isinstance(weight, Blocks) else weight
+        if storage == torch.float32:
+            return float_linear(w.float(), bias)
+        return HalfLinear(w.to(storage), bias, exact=head)
+    bits = 8 if head else storage
+    if isinstance(weight, Blocks) and weight.bits <= bits:
+        return QuantizedLinear(replace(weight, bits=bits), bias)
+    return QuantizedLinear.quantize(weight.dequantize() if isinstance(weight, Blocks) else weight, bits, bias)
+
+
+def store_linears(model: nn.Module, storage: torch.dtype | int) -> nn.Module:
+    """Store every linear layer's weight of a built model as `storage` (make_linear). The embedding table stays
+    as it is: a lookup reads one row per token (the unembedding, if tied to it, gets its own copy)."""
     for block in model.blocks:
         for parent in (block.attn, block.ffn):
             for name, child in list(parent.named_children()):
                 if isinstance(child, nn.Linear):
-                    setattr(parent, name, stored(child))
-    model.lm_head = stored(model.lm_head, head=True)
+                    setattr(parent, name, make_linear(child.weight, child.bias, storage))
+    model.lm_head = make_linear(model.lm_head.weight, model.lm_head.bias, storage, head=True)
     return model

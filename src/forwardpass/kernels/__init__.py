@@ -3,23 +3,77 @@
 Matrix-vector products over weights as they are stored — fp32, fp16, bf16, 8- and 4-bit blocks (`gemv.h`;
 `gemv.c` runs a decode step's few rows at a time), a whole Llama decode step in one call (`decode_step.c`,
 driven by `forwardpass.fused_decode`), and a read of memory in concurrent streams (`stream_read.c`, the
-bandwidth roof of `forwardpass.machine`). Where no
-compiler or no AVX-512 (F, BW, VL, VNNI) is present, `available()` is False and callers use the PyTorch path.
-FORWARDPASS_NO_KERNELS=1 turns them off."""
+bandwidth roof of `forwardpass.machine`).
+
+One source, three builds of its vector operations (`simd.h`): avx512 (F, BW, VL and VNNI), avx2 (with FMA and
+F16C) and generic (portable C, the reference). The best build this CPU runs is chosen at run time;
+FORWARDPASS_KERNELS=avx512|avx2|generic|off forces one (a build this CPU cannot run is refused with what it lacks).
+Each build is cached under its source, compiler, flags and CPU. Where no compiler is found, or a build fails (said
+once, with the compiler's first error), the next build down is tried; with none, `available()` is False and
+callers use the PyTorch path."""
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import torch
 
-SOURCES = [Path(__file__).parent / n for n in ("gemv.c", "decode_step.c", "stream_read.c")]
-HEADERS = [Path(__file__).parent / "gemv.h"]
+from ..errors import ForwardpassError
+
+HERE = Path(__file__).parent
+SOURCES = [HERE / n for n in ("gemv.c", "decode_step.c", "stream_read.c")]
+HEADERS = [HERE / n for n in ("gemv.h", "simd.h")]
+COMMON_FLAGS = ["-O3", "-fopenmp", "-shared", "-fPIC", "-std=c11"]
+# build → (the CPU flags it needs, as /proc/cpuinfo names them; its compiler flags)
+BUILDS = {
+    "avx512": (("avx512f", "avx512bw", "avx512vl", "avx512_vnni", "fma", "f16c"),
+               ["-DFP_AVX512", "-march=x86-64-v4", "-mavx512vnni", "-mtune=native"]),
+    "avx2": (("avx2", "fma", "f16c"), ["-DFP_AVX2", "-march=x86-64-v3", "-mtune=native"]),
+    "generic": ((), []),
+}
+X86_ONLY = ("avx512", "avx2")
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags (Linux's /proc/cpuinfo; elsewhere none, so only the generic build is chosen)."""
+    info = Path("/proc/cpuinfo")
+    if not info.exists():
+        return set()
+    for line in info.read_text().splitlines():
+        if line.startswith(("flags", "Features")):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def missing(build: str, flags: set[str] | None = None) -> list[str]:
+    """What this CPU lacks for `build` (empty: it runs it)."""
+    flags = cpu_flags() if flags is None else flags
+    needs, _ = BUILDS[build]
+    if build in X86_ONLY and platform.machine().lower() not in ("x86_64", "amd64"):
+        return [f"an x86-64 CPU (this is {platform.machine()})"]
+    return [f for f in needs if f not in flags]
+
+
+def choice() -> list[str]:
+    """The builds to try, best first: FORWARDPASS_KERNELS's one, or every one this CPU runs."""
+    forced = os.environ.get("FORWARDPASS_KERNELS", "").strip().lower()
+    if forced in ("off", "none", "0"):
+        return []
+    if forced:
+        if forced not in BUILDS:
+            raise ForwardpassError(f"FORWARDPASS_KERNELS={forced}: choose from {', '.join(BUILDS)} or off")
+        lacking = missing(forced)
+        if lacking:
+            raise ForwardpassError(f"FORWARDPASS_KERNELS={forced}: this CPU lacks {', '.join(lacking)}")
+        return [forced]
+    return [b for b in BUILDS if not missing(b)]
 
 
 def _cache_dir() -> Path:
@@ -27,24 +81,57 @@ def _cache_dir() -> Path:
     return root / "forwardpass" / "kernels"
 
 
+def _compiler() -> str:
+    r = subprocess.run(["cc", "--version"], capture_output=True, text=True)
+    return r.stdout.splitlines()[0] if r.stdout else "cc"
+
+
+_SAID: set[str] = set()
+
+
+def _compile(build: str) -> Path | None:
+    """The shared library of `build`, compiled if its cache entry is missing; None (said once) if it fails."""
+    flags = [*COMMON_FLAGS, *BUILDS[build][1]]
+    cpu = platform.machine() + " " + " ".join(sorted(cpu_flags()))
+    key = b"".join(p.read_bytes() for p in SOURCES + HEADERS) + "\0".join([_compiler(), *flags, cpu]).encode()
+    target = _cache_dir() / f"kernels-{build}-{hashlib.sha256(key).hexdigest()[:16]}.so"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    r = subprocess.run(["cc", *flags, *map(str, SOURCES), "-o", str(tmp)], capture_output=True, text=True)
+    if r.returncode:
+        if build not in _SAID:
+            _SAID.add(build)
+            first = next((line for line in r.stderr.splitlines() if "error" in line), r.stderr.strip()[:200])
+            print(f"forwardpass: the {build} kernels did not compile ({first}); trying the next build",
+                  file=sys.stderr)
+        tmp.unlink(missing_ok=True)
+        return None
+    tmp.replace(target)
+    return target
+
+
+def load(build: str) -> ctypes.CDLL | None:
+    """One build's library (for comparing builds; `library()` is the one in use), or None if it fails to compile."""
+    if not shutil.which("cc"):
+        return None
+    path = _compile(build)
+    return None if path is None else _bind(ctypes.CDLL(str(path)))
+
+
 def _build() -> ctypes.CDLL | None:
-    if os.environ.get("FORWARDPASS_NO_KERNELS") or not shutil.which("cc"):
-        return None
-    cpu = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    if any(flag not in cpu for flag in ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")):
-        return None
-    code = b"".join(p.read_bytes() for p in SOURCES + HEADERS)
-    target = _cache_dir() / f"kernels-{hashlib.sha256(code).hexdigest()[:16]}.so"
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        flags = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c11"]
-        r = subprocess.run(["cc", *flags, *map(str, SOURCES), "-o", str(tmp)], capture_output=True, text=True)
-        if r.returncode:
-            return None
-        tmp.replace(target)
-    lib = ctypes.CDLL(str(target))
+    for build in choice():
+        lib = load(build)
+        if lib is not None:
+            return lib
+    return None
+
+
+def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     p, i = ctypes.c_void_p, ctypes.c_int
+    lib.kernel_isa.restype = ctypes.c_char_p
+    lib.kernel_isa.argtypes = []
     lib.gemv.restype = None
     lib.gemv.argtypes = [p, i, i, i, p, p, p, i, p]
     lib.decode_step.restype = ctypes.c_int
@@ -74,6 +161,11 @@ def available() -> bool:
     return _LIB is not None
 
 
+def isa() -> str | None:
+    """The build in use ("avx512", "avx2", "generic"), or None without kernels."""
+    return available() and _LIB.kernel_isa().decode() or None
+
+
 def library() -> ctypes.CDLL:
     """The loaded kernels; call only where available()."""
     return _LIB
@@ -83,16 +175,16 @@ KINDS = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, 4: 4, 8: 8}  # g
 
 
 def gemv(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, n: int, scale: torch.Tensor | None = None,
-         minimum: torch.Tensor | None = None) -> torch.Tensor:
+         minimum: torch.Tensor | None = None, lib: ctypes.CDLL | None = None) -> torch.Tensor:
     """x (M, K) float32 @ Wᵀ → (M, n) float32, W stored as `kind`: a float dtype (w (n, K)), or 8 or 4 bits
     tiled as quant.QuantizedLinear stores them (w (groups, K/32, 512 or 256) bytes, scale and minimum
-    (groups, K/32, 16) float32, groups = n/16 rounded up). Call only where available(); quantized K a multiple
-    of 32. Every tensor contiguous and on the CPU."""
+    (groups, K/32, 16) float32, groups = n/16 rounded up). Call only where available() (or with `lib`, one
+    build's library); quantized K a multiple of 32. Every tensor contiguous and on the CPU."""
     M, K = x.shape
     x = x.contiguous()
     y = torch.empty(M, n, dtype=torch.float32)
     scales = [None if t is None else t.data_ptr() for t in (scale, minimum)]
-    _LIB.gemv(x.data_ptr(), M, KINDS[kind], K, w.data_ptr(), *scales, n, y.data_ptr())
+    (lib or _LIB).gemv(x.data_ptr(), M, KINDS[kind], K, w.data_ptr(), *scales, n, y.data_ptr())
     return y
 
 

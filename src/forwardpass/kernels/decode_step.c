@@ -11,6 +11,8 @@
 
 #include "gemv.h"
 
+const char *kernel_isa(void) { return KERNEL_ISA; }  // which build of simd.h this library is
+
 typedef struct {
     const float *attn_norm, *ffn_norm;  // (d_model)
     Linear qkv;                         // (n_heads + 2 n_kv_heads) head_dim × d_model: Q, K, V rows
@@ -90,31 +92,19 @@ static void rope(float *x, const float *cos, const float *sin, int head_dim) {
 }
 
 // e^x for x ≤ 0 (softmax scores less their maximum), 16 at a time: 2^n × a degree-6 polynomial in the rest
-static inline __m512 exp_ps(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-87.f));  // below this e^x is 0 in float32
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // x - n ln 2, in two parts for precision
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.f)));
-    return _mm512_scalef_ps(p, n);
-}
-
-// the sums of a, b, c and d's lanes: a tree of in-lane shuffles instead of four horizontal sums
-static inline __m128 sums4(__m512 a, __m512 b, __m512 c, __m512 d) {
-    const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));  // [a0+a2 b0+b2 a1+a3 b1+b3]
-    const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));  // per 128-bit lane
-    const __m512d abd = _mm512_castps_pd(ab), cdd = _mm512_castps_pd(cd);
-    const __m512 all = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(abd, cdd)),
-                                     _mm512_castpd_ps(_mm512_unpackhi_pd(abd, cdd)));  // [a b c d] per 128-bit lane
-    const __m256 half = _mm256_add_ps(_mm512_castps512_ps256(all),
-                                      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(all), 1)));
-    return _mm_add_ps(_mm256_castps256_ps128(half), _mm256_extractf128_ps(half, 1));
+static inline V exp_v(V x) {
+    x = v_max(x, v_set1(-87.f));  // below this e^x is 0 in float32
+    const V n = v_round(v_mul(x, v_set1(1.44269504f)));
+    V r = v_fnma(n, v_set1(0.693359375f), x);  // x - n ln 2, in two parts for precision
+    r = v_fnma(n, v_set1(-2.12194440e-4f), r);
+    V p = v_set1(1.9875691500e-4f);
+    p = v_fma(p, r, v_set1(1.3981999507e-3f));
+    p = v_fma(p, r, v_set1(8.3334519073e-3f));
+    p = v_fma(p, r, v_set1(4.1665795894e-2f));
+    p = v_fma(p, r, v_set1(1.6666665459e-1f));
+    p = v_fma(p, r, v_set1(5.0000001201e-1f));
+    p = v_fma(v_mul(p, r), r, v_add(r, v_set1(1.f)));
+    return v_scalef(p, n);
 }
 
 // Query heads q[0 … n-1] (n ≤ 4, consecutive rows of head_dim) of one K/V head against slots [lo, hi): below
@@ -126,58 +116,52 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
                                                                const Rows *v, int past, const float *k_new,
                                                                const float *v_new, int head_dim, int lo, int hi,
                                                                float *scores, float *out, float *top, float *total) {
-    const int nv = head_dim / 16, len = hi - lo;
-    const __m512 scale = _mm512_set1_ps(1.f / sqrtf((float)head_dim));
+    const int nv = head_dim / LANES, len = hi - lo;
+    const float scale = 1.f / sqrtf((float)head_dim);
     for (int j = lo; j < hi; j += 4) {  // scores q·k / √head_dim: four positions, every head
         const float *row[4];
         for (int r = 0; r < 4; r++) {
             const int at = j + r < hi ? j + r : j;  // past the range: a repeat, not stored
             row[r] = at < past ? row_at(k, at) : k_new;
         }
-        __m512 acc[4][4];  // [head][position]
+        V acc[4][4];  // [head][position]
         for (int h = 0; h < n; h++)
-            for (int r = 0; r < 4; r++) acc[h][r] = _mm512_setzero_ps();
+            for (int r = 0; r < 4; r++) acc[h][r] = v_zero();
         for (int c = 0; c < nv; c++)
             for (int r = 0; r < 4; r++) {
-                const __m512 kv = _mm512_loadu_ps(row[r] + 16 * c);
-                for (int h = 0; h < n; h++)
-                    acc[h][r] = _mm512_fmadd_ps(_mm512_loadu_ps(q + h * head_dim + 16 * c), kv, acc[h][r]);
+                const V kv = v_load(row[r] + LANES * c);
+                for (int h = 0; h < n; h++) acc[h][r] = v_fma(v_load(q + h * head_dim + LANES * c), kv, acc[h][r]);
             }
-        const __mmask8 kept = (__mmask8)((1u << (hi - j < 4 ? hi - j : 4)) - 1);
+        const int kept = hi - j < 4 ? hi - j : 4;
         for (int h = 0; h < n; h++)
-            _mm_mask_storeu_ps(scores + h * len + j - lo, kept,
-                               _mm512_castps512_ps128(_mm512_mul_ps(_mm512_castps128_ps512(
-                                   sums4(acc[h][0], acc[h][1], acc[h][2], acc[h][3])), scale)));
+            for (int r = 0; r < kept; r++) scores[h * len + j - lo + r] = v_reduce_add(acc[h][r]) * scale;
     }
     for (int h = 0; h < n; h++) {  // e^(score - max)
         float *s = scores + h * len;
-        __m512 most = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
-        for (int j = 0; j < len; j += 16)
-            most = _mm512_max_ps(most, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), first_n(len - j), s + j));
-        top[h] = _mm512_reduce_max_ps(most);
-        for (int j = 0; j < len; j += 16) {
-            const __mmask16 m = first_n(len - j);
-            const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), _mm512_set1_ps(top[h])));
-            _mm512_mask_storeu_ps(s + j, m, e);
-            sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, e));
+        V most = v_set1(-INFINITY), sum = v_zero();
+        for (int j = 0; j < len; j += LANES) most = v_max(most, v_load_n(s + j, len - j, -INFINITY));
+        top[h] = v_reduce_max(most);
+        for (int j = 0; j < len; j += LANES) {
+            const V e = exp_v(v_sub(v_load_n(s + j, len - j, -INFINITY), v_set1(top[h])));  // e^-inf: 0
+            v_store_n(s + j, len - j, e);
+            sum = v_add(sum, v_load_n(s + j, len - j, 0.f));  // the range's lanes only
         }
-        total[h] = len > 0 ? _mm512_reduce_add_ps(sum) : 0.f;
+        total[h] = len > 0 ? v_reduce_add(sum) : 0.f;
     }
     for (int c0 = 0; c0 < nv; c0 += 4) {  // 64 output values of every head at a time, over the range's positions
-        __m512 acc[4][4];  // [head][vector]
+        V acc[4][4];  // [head][vector]
         for (int h = 0; h < n; h++)
-            for (int c = 0; c < 4; c++) acc[h][c] = _mm512_setzero_ps();
+            for (int c = 0; c < 4; c++) acc[h][c] = v_zero();
         for (int j = lo; j < hi; j++) {
-            const float *vj = (j < past ? row_at(v, j) : v_new) + 16 * c0;
+            const float *vj = (j < past ? row_at(v, j) : v_new) + LANES * c0;
             for (int c = 0; c < 4; c++)
                 if (c0 + c < nv) {
-                    const __m512 vv = _mm512_loadu_ps(vj + 16 * c);
-                    for (int h = 0; h < n; h++)
-                        acc[h][c] = _mm512_fmadd_ps(_mm512_set1_ps(scores[h * len + j - lo]), vv, acc[h][c]);
+                    const V vv = v_load(vj + LANES * c);
+                    for (int h = 0; h < n; h++) acc[h][c] = v_fma(v_set1(scores[h * len + j - lo]), vv, acc[h][c]);
                 }
         }
         for (int h = 0; h < n; h++)
-            for (int c = 0; c < 4 && c0 + c < nv; c++) _mm512_storeu_ps(out + h * head_dim + 16 * (c0 + c), acc[h][c]);
+            for (int c = 0; c < 4 && c0 + c < nv; c++) v_store(out + h * head_dim + LANES * (c0 + c), acc[h][c]);
     }
 }
 
@@ -212,26 +196,25 @@ static void merge_heads(const float *out, const float *top, const float *total, 
 
 // h = silu(gate) × up, 16 at a time: gate / (1 + e^-gate)
 static void swiglu(const float *gate, const float *up, int n, float *h) {
-    for (int i = 0; i < n; i += 16) {
-        const __mmask16 m = first_n(n - i);
-        const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
-        const __m512 e = exp_ps(_mm512_min_ps(_mm512_sub_ps(_mm512_setzero_ps(), g), _mm512_set1_ps(88.f)));
-        const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.f), e));
-        _mm512_mask_storeu_ps(h + i, m, _mm512_mul_ps(silu, _mm512_maskz_loadu_ps(m, up + i)));
+    for (int i = 0; i < n; i += LANES) {
+        const V g = v_load_n(gate + i, n - i, 0.f);
+        const V e = exp_v(v_min(v_sub(v_zero(), g), v_set1(88.f)));
+        const V silu = v_div(g, v_add(v_set1(1.f), e));
+        v_store_n(h + i, n - i, v_mul(silu, v_load_n(up + i, n - i, 0.f)));
     }
 }
 
 // The first index of the largest of v[0 … n-1] (n ≥ 1), a NaN counting as the largest, as torch.argmax has it
 static int argmax(const float *v, int n) {
-    __m512 top = _mm512_set1_ps(-INFINITY);
-    for (int i = 0; i < n; i += 16) {
-        const __m512 x = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), first_n(n - i), v + i);
-        if (_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q))  // a NaN: the first one is the answer
+    V top = v_set1(-INFINITY);
+    for (int i = 0; i < n; i += LANES) {
+        const V x = v_load_n(v + i, n - i, -INFINITY);
+        if (v_any_nan(x))  // a NaN: the first one is the answer
             for (int j = i;; j++)
                 if (isnan(v[j])) return j;
-        top = _mm512_max_ps(top, x);
+        top = v_max(top, x);
     }
-    const float best = _mm512_reduce_max_ps(top);
+    const float best = v_reduce_max(top);
     for (int i = 0;; i++)
         if (v[i] == best) return i;
 }

@@ -1,6 +1,7 @@
 // Matrix-vector products for decode: one activation row against every row of a weight matrix, the weights
 // streamed from memory once. Decode is memory-bound, so each weight byte must cost as few instructions as
-// possible: the quantized kernels multiply integers with AVX-512 VNNI (64 multiply-adds per instruction).
+// possible: the quantized kernels multiply integers (AVX-512 VNNI: 64 multiply-adds per instruction). Written in
+// simd.h's vector operations, so that one source builds for AVX-512, AVX2 and portable C.
 //
 // Quantized weights: blocks of 32 along K, w = min + scale × q with q unsigned (8-bit: [0, 255]; 4-bit:
 // [0, 15]), stored tiled: rows in groups of 16 (N padded to a multiple of 16) and, for each group and block,
@@ -14,11 +15,9 @@
 //   Σ w x = scale_w step_x Σ q X + min_w step_x Σ X,   Σ q X = 128 Σ q hi + Σ q lo
 // with the two integer sums in separate accumulators and the minimum term one multiply-add per block.
 #pragma once
-#include <immintrin.h>
-#include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
+
+#include "simd.h"
 
 #define BLOCK 32
 #define GROUP 16  // rows of a quantized tile
@@ -26,8 +25,6 @@
 enum { F32 = 0, F16 = 1, BF16 = 2, Q4 = 4, Q8 = 8 };  // how a weight matrix is stored
 
 static inline int quantized(int kind) { return kind == Q4 || kind == Q8; }
-
-static inline __mmask16 first_n(int n) { return n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1); }  // lanes < n
 
 // A linear layer's weight as the kernels read it: N rows of K. Float kinds are row-major and read as they are
 // (16-bit ones widened to float32 in registers) against the float32 activation row.
@@ -45,21 +42,19 @@ typedef struct {
     float *step;       // (K / 32): the value of one unit of X in each block
     float *sum;        // (K / 32): step × Σ X, for the minimum term
     const float *x;    // float weights read the row itself
-    float *unpacked;   // bf16 weights: the row reordered as bf16 pairs unpack (see bf16_order)
 } Activation;
 
 // floats of memory an activation row of up to K inputs takes (64-byte aligned pieces, for a 64-byte aligned start)
 static inline size_t activation_floats(int K) {
     const size_t padded = (K + 63) / 64 * 64;
-    return padded / 4 * 2 + (padded / BLOCK + 15) / 16 * 16 * 2 + padded;  // hi, lo; step, sum; unpacked
+    return padded / 4 * 2 + (padded / BLOCK + 15) / 16 * 16 * 2;  // hi, lo; step, sum
 }
 
 // an activation row of up to K inputs in `mem` (activation_floats(K) floats, 64-byte aligned); NULL: an empty one
 static inline Activation activation_in(float *mem, int K) {
     if (!mem) return (Activation){0};
     const size_t padded = (K + 63) / 64 * 64, blocks = (padded / BLOCK + 15) / 16 * 16;
-    Activation a = {(int8_t *)mem, (int8_t *)(mem + padded / 4), mem + padded / 2, mem + padded / 2 + blocks, NULL,
-                    mem + padded / 2 + 2 * blocks};
+    Activation a = {(int8_t *)mem, (int8_t *)(mem + padded / 4), mem + padded / 2, mem + padded / 2 + blocks, NULL};
     return a;
 }
 
@@ -69,40 +64,21 @@ static inline Activation activation_alloc(int K) {
 
 static inline void activation_free(Activation a) { free(a.hi); }
 
-// bf16 weights widen to float32 by placing each 16-bit value in the high half of a 32-bit lane: interleaving
-// 32 of them with zeros (two unpack instructions) yields them in the order [0-3, 8-11, 16-19, 24-27] then
-// [4-7, 12-15, 20-23, 28-31]. The activation row is put in the same order once, instead of every weight row.
-static inline int bf16_order(int i) { return (i / 32) * 32 + (i % 8 < 4 ? 0 : 16) + (i % 32) / 8 * 4 + i % 4; }
-
 static void quantize_row(const float *x, int K, int kind, Activation *a) {
     a->x = x;
-    if (kind == BF16)
-        for (int i = 0; i < K - K % 32; i++) a->unpacked[bf16_order(i)] = x[i];
     if (!quantized(kind)) return;
     for (int b = 0; b < K / BLOCK; b++) {
-        const __m512 x0 = _mm512_loadu_ps(x + b * BLOCK), x1 = _mm512_loadu_ps(x + b * BLOCK + 16);
-        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
+        const V x0 = v_load(x + b * BLOCK), x1 = v_load(x + b * BLOCK + 16);
+        const float amax = v_reduce_max(v_max(v_abs(x0), v_abs(x1)));
         const float s = amax / 127.f, inv = s > 0.f ? 1.f / s : 0.f;
-        const __m512 v0 = _mm512_mul_ps(x0, _mm512_set1_ps(inv)), v1 = _mm512_mul_ps(x1, _mm512_set1_ps(inv));
-        const __m512i hi0 = _mm512_cvtps_epi32(v0), hi1 = _mm512_cvtps_epi32(v1);  // round to nearest even
-        const __m512 unit = _mm512_set1_ps(128.f);
-        const __m512i lo0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_sub_ps(v0, _mm512_cvtepi32_ps(hi0)), unit));
-        const __m512i lo1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_sub_ps(v1, _mm512_cvtepi32_ps(hi1)), unit));
-        _mm_storeu_si128((__m128i *)(a->hi + b * BLOCK), _mm512_cvtepi32_epi8(hi0));
-        _mm_storeu_si128((__m128i *)(a->hi + b * BLOCK + 16), _mm512_cvtepi32_epi8(hi1));
-        _mm_storeu_si128((__m128i *)(a->lo + b * BLOCK), _mm512_cvtepi32_epi8(lo0));
-        _mm_storeu_si128((__m128i *)(a->lo + b * BLOCK + 16), _mm512_cvtepi32_epi8(lo1));
-        const __m512i X = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(hi0, hi1), 7), _mm512_add_epi32(lo0, lo1));
-        a->step[b] = s / 128.f;
-        a->sum[b] = a->step[b] * (float)_mm512_reduce_add_epi32(X);
+        const V v0 = v_mul(x0, v_set1(inv)), v1 = v_mul(x1, v_set1(inv)), unit = v_set1(128.f);
+        const V hi0 = v_round(v0), hi1 = v_round(v1);  // nearest, ties to even
+        const V lo0 = v_round(v_mul(v_sub(v0, hi0), unit)), lo1 = v_round(v_mul(v_sub(v1, hi1), unit));
+        v_store_i8(a->hi + b * BLOCK, hi0), v_store_i8(a->hi + b * BLOCK + 16, hi1);
+        v_store_i8(a->lo + b * BLOCK, lo0), v_store_i8(a->lo + b * BLOCK + 16, lo1);
+        a->step[b] = s / 128.f;  // Σ X below is an integer under 2^20: exact in float32
+        a->sum[b] = a->step[b] * v_reduce_add(v_add(v_fma(hi0, unit, lo0), v_fma(hi1, unit, lo1)));
     }
-}
-
-// four activation bytes (inputs k … k + 3) in every 32-bit lane
-static inline __m512i four(const int8_t *v, int k) {
-    int32_t word;
-    memcpy(&word, v + k, 4);
-    return _mm512_set1_epi32(word);
 }
 
 // How far ahead of its reads each 4-bit weight stream asks for its tiles (into L2: into L1 it was slower). Four
@@ -128,7 +104,7 @@ static inline __attribute__((always_inline)) void prefetch_blocks(const uint8_t 
     if (b + ahead < blocks_left)
         for (int r = 0; r < R; r++)
             for (int t = 0; t < tiles; t++)
-                _mm_prefetch((const char *)(w[r] + ((size_t)(b + ahead) * tiles + t) * 64), _MM_HINT_T1);
+                prefetch_l2(w[r] + ((size_t)(b + ahead) * tiles + t) * 64);
 }
 
 // Groups g0, g0 + stride, … (R of them, R ≤ 4) of a quantized W · x: 16 rows each, into out[16 r + i]. Several
@@ -140,43 +116,41 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, co
     const int ahead = PREFETCH_BYTES / (tiles * 64), blocks_left = kind == Q4 ? left * nb : 0;  // in blocks
     const uint8_t *w[4];
     const float *ws[4], *wm[4];
-    __m512 acc[4];
+    V acc[4];
     group_starts(L, g0, stride, R, w, ws, wm);
-    for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
-    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    for (int r = 0; r < R; r++) acc[r] = v_zero();
     for (int b = 0; b < nb; b++) {
         prefetch_blocks(w, R, b, ahead, blocks_left, tiles);
-        __m512i hi[4], lo[4];  // Σ q hi and Σ q lo of this block, per row
-        for (int r = 0; r < R; r++) hi[r] = lo[r] = _mm512_setzero_si512();
+        VI hi[4], lo[4];  // Σ q hi and Σ q lo of this block, per row
+        for (int r = 0; r < R; r++) hi[r] = lo[r] = vi_zero();
         for (int t = 0; t < tiles; t++) {
             if (kind == Q8) {
                 const int k = b * BLOCK + 4 * t;
-                const __m512i h = four(a->hi, k), l = four(a->lo, k);
+                const int32_t h = four_bytes(a->hi + k), l = four_bytes(a->lo + k);
                 for (int r = 0; r < R; r++) {
-                    const __m512i q = _mm512_loadu_si512((const void *)(w[r] + ((size_t)b * tiles + t) * 64));
-                    hi[r] = _mm512_dpbusd_epi32(hi[r], q, h), lo[r] = _mm512_dpbusd_epi32(lo[r], q, l);
+                    const T q = t_load(w[r] + ((size_t)b * tiles + t) * 64);
+                    hi[r] = vi_dot_wide(hi[r], q, h), lo[r] = vi_dot(lo[r], q, l);
                 }
             } else {
                 const int k = b * BLOCK + 8 * t;
-                const __m512i h0 = four(a->hi, k), l0 = four(a->lo, k), h1 = four(a->hi, k + 4), l1 = four(a->lo, k + 4);
+                const int32_t h0 = four_bytes(a->hi + k), l0 = four_bytes(a->lo + k);
+                const int32_t h1 = four_bytes(a->hi + k + 4), l1 = four_bytes(a->lo + k + 4);
                 for (int r = 0; r < R; r++) {
-                    const __m512i packed = _mm512_loadu_si512((const void *)(w[r] + ((size_t)b * tiles + t) * 64));
-                    const __m512i q0 = _mm512_and_si512(packed, nibble);
-                    const __m512i q1 = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
-                    hi[r] = _mm512_dpbusd_epi32(hi[r], q0, h0), lo[r] = _mm512_dpbusd_epi32(lo[r], q0, l0);
-                    hi[r] = _mm512_dpbusd_epi32(hi[r], q1, h1), lo[r] = _mm512_dpbusd_epi32(lo[r], q1, l1);
+                    const T packed = t_load(w[r] + ((size_t)b * tiles + t) * 64), q0 = t_low(packed), q1 = t_high(packed);
+                    hi[r] = vi_dot(hi[r], q0, h0), lo[r] = vi_dot(lo[r], q0, l0);
+                    hi[r] = vi_dot(hi[r], q1, h1), lo[r] = vi_dot(lo[r], q1, l1);
                 }
             }
         }
-        const __m512 step = _mm512_set1_ps(a->step[b]), sum = _mm512_set1_ps(a->sum[b]);
+        const V step = v_set1(a->step[b]), sum = v_set1(a->sum[b]);
         for (int r = 0; r < R; r++) {
-            const __m512i dot = _mm512_add_epi32(_mm512_slli_epi32(hi[r], 7), lo[r]);  // Σ q X
-            const __m512 scale = _mm512_mul_ps(_mm512_loadu_ps(ws[r] + b * GROUP), step);
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[r]);
-            acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(wm[r] + b * GROUP), sum, acc[r]);
+            const VI dot = vi_add(vi_shl7(hi[r]), lo[r]);  // Σ q X
+            const V scale = v_mul(v_load(ws[r] + b * GROUP), step);
+            acc[r] = v_fma(vi_float(dot), scale, acc[r]);
+            acc[r] = v_fma(v_load(wm[r] + b * GROUP), sum, acc[r]);
         }
     }
-    for (int r = 0; r < R; r++) _mm512_storeu_ps(out + GROUP * r, acc[r]);
+    for (int r = 0; r < R; r++) v_store(out + GROUP * r, acc[r]);
 }
 
 // groups_dot for two activation rows a[0], a[1] at once, R ≤ 2 groups: each tile is loaded (and a 4-bit tile
@@ -189,60 +163,55 @@ static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *
     const int ahead = PREFETCH_BYTES / (tiles * 64), blocks_left = kind == Q4 ? left * nb : 0;  // in blocks
     const uint8_t *w[2];
     const float *ws[2], *wm[2];
-    __m512 acc[2][2];
+    V acc[2][2];
     group_starts(L, g0, stride, R, w, ws, wm);
-    for (int r = 0; r < R; r++) acc[0][r] = acc[1][r] = _mm512_setzero_ps();
-    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    for (int r = 0; r < R; r++) acc[0][r] = acc[1][r] = v_zero();
     for (int b = 0; b < nb; b++) {
         prefetch_blocks(w, R, b, ahead, blocks_left, tiles);
-        __m512i hi[2][2], lo[2][2];  // [row of x][group]
-        for (int r = 0; r < R; r++) hi[0][r] = lo[0][r] = hi[1][r] = lo[1][r] = _mm512_setzero_si512();
+        VI hi[2][2], lo[2][2];  // [row of x][group]
+        for (int r = 0; r < R; r++) hi[0][r] = lo[0][r] = hi[1][r] = lo[1][r] = vi_zero();
         for (int t = 0; t < tiles; t++) {
             if (kind == Q8) {
                 const int k = b * BLOCK + 4 * t;
                 for (int r = 0; r < R; r++) {
-                    const __m512i q = _mm512_loadu_si512((const void *)(w[r] + ((size_t)b * tiles + t) * 64));
+                    const T q = t_load(w[r] + ((size_t)b * tiles + t) * 64);
                     for (int m = 0; m < 2; m++) {
-                        hi[m][r] = _mm512_dpbusd_epi32(hi[m][r], q, four(a[m].hi, k));
-                        lo[m][r] = _mm512_dpbusd_epi32(lo[m][r], q, four(a[m].lo, k));
+                        hi[m][r] = vi_dot_wide(hi[m][r], q, four_bytes(a[m].hi + k));
+                        lo[m][r] = vi_dot(lo[m][r], q, four_bytes(a[m].lo + k));
                     }
                 }
             } else {
                 const int k = b * BLOCK + 8 * t;
                 for (int r = 0; r < R; r++) {
-                    const __m512i packed = _mm512_loadu_si512((const void *)(w[r] + ((size_t)b * tiles + t) * 64));
-                    const __m512i q0 = _mm512_and_si512(packed, nibble);
-                    const __m512i q1 = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+                    const T packed = t_load(w[r] + ((size_t)b * tiles + t) * 64), q0 = t_low(packed), q1 = t_high(packed);
                     for (int m = 0; m < 2; m++) {
-                        hi[m][r] = _mm512_dpbusd_epi32(hi[m][r], q0, four(a[m].hi, k));
-                        lo[m][r] = _mm512_dpbusd_epi32(lo[m][r], q0, four(a[m].lo, k));
-                        hi[m][r] = _mm512_dpbusd_epi32(hi[m][r], q1, four(a[m].hi, k + 4));
-                        lo[m][r] = _mm512_dpbusd_epi32(lo[m][r], q1, four(a[m].lo, k + 4));
+                        hi[m][r] = vi_dot(hi[m][r], q0, four_bytes(a[m].hi + k));
+                        lo[m][r] = vi_dot(lo[m][r], q0, four_bytes(a[m].lo + k));
+                        hi[m][r] = vi_dot(hi[m][r], q1, four_bytes(a[m].hi + k + 4));
+                        lo[m][r] = vi_dot(lo[m][r], q1, four_bytes(a[m].lo + k + 4));
                     }
                 }
             }
         }
         for (int m = 0; m < 2; m++) {
-            const __m512 step = _mm512_set1_ps(a[m].step[b]), sum = _mm512_set1_ps(a[m].sum[b]);
+            const V step = v_set1(a[m].step[b]), sum = v_set1(a[m].sum[b]);
             for (int r = 0; r < R; r++) {
-                const __m512i dot = _mm512_add_epi32(_mm512_slli_epi32(hi[m][r], 7), lo[m][r]);  // Σ q X
-                const __m512 scale = _mm512_mul_ps(_mm512_loadu_ps(ws[r] + b * GROUP), step);
-                acc[m][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[m][r]);
-                acc[m][r] = _mm512_fmadd_ps(_mm512_loadu_ps(wm[r] + b * GROUP), sum, acc[m][r]);
+                const VI dot = vi_add(vi_shl7(hi[m][r]), lo[m][r]);  // Σ q X
+                const V scale = v_mul(v_load(ws[r] + b * GROUP), step);
+                acc[m][r] = v_fma(vi_float(dot), scale, acc[m][r]);
+                acc[m][r] = v_fma(v_load(wm[r] + b * GROUP), sum, acc[m][r]);
             }
         }
     }
     for (int m = 0; m < 2; m++)
-        for (int r = 0; r < R; r++) _mm512_storeu_ps(out + GROUP * (2 * m + r), acc[m][r]);
+        for (int r = 0; r < R; r++) v_store(out + GROUP * (2 * m + r), acc[m][r]);
 }
 
-// 16 weights from element k of a float row (those `m` selects), as float32
-static inline __m512 load_floats(const void *w, size_t k, int kind, __mmask16 m) {
-    if (kind == F32) return m == 0xFFFF ? _mm512_loadu_ps((const float *)w + k) : _mm512_maskz_loadu_ps(m, (const float *)w + k);
-    const __m256i h = m == 0xFFFF ? _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + k))
-                                  : _mm256_maskz_loadu_epi16(m, (const uint16_t *)w + k);
-    if (kind == F16) return _mm512_cvtph_ps(h);
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));  // bf16: the high half of a float
+// n ≤ 16 weights from element k of a float row, as float32 (the rest of the 16 lanes 0)
+static inline V load_floats(const void *w, size_t k, int kind, int n) {
+    if (kind == F32) return v_load_n((const float *)w + k, n, 0.f);
+    if (kind == F16) return v_load_f16_n((const uint16_t *)w + k, n);
+    return v_load_bf16_n((const uint16_t *)w + k, n);  // bf16: the high half of a float32
 }
 
 // Rows n0, n0 + stride, … (R of them, R ≤ 4) of a float W · x into out[0 … R-1]. Several rows at once share
@@ -251,27 +220,16 @@ static inline __m512 load_floats(const void *w, size_t k, int kind, __mmask16 m)
 static inline __attribute__((always_inline)) void rows_dot(const Linear *L, const Activation *a, int n0, int stride,
                                                            int R, float *out) {
     const int K = L->K, kind = L->kind;
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    V acc[4] = {v_zero(), v_zero(), v_zero(), v_zero()};
     const size_t row = (size_t)K * (kind == F32 ? 4 : 2);
     const uint8_t *w[4];
     for (int r = 0; r < R; r++) w[r] = (const uint8_t *)L->w + (size_t)(n0 + r * stride) * row;
-    int k = 0;
-    if (kind == BF16)
-        for (; k + 32 <= K; k += 32) {
-            const __m512 x0 = _mm512_load_ps(a->unpacked + k), x1 = _mm512_load_ps(a->unpacked + k + 16);
-            for (int r = 0; r < R; r++) {
-                const __m512i h = _mm512_loadu_si512((const void *)((const uint16_t *)w[r] + k));
-                const __m512i zero = _mm512_setzero_si512();
-                acc[r] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, h)), x0, acc[r]);
-                acc[r] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, h)), x1, acc[r]);
-            }
-        }
-    for (; k < K; k += 16) {
-        const __mmask16 m = first_n(K - k);
-        const __m512 x = _mm512_maskz_loadu_ps(m, a->x + k);
-        for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(load_floats(w[r], k, kind, m), x, acc[r]);
+    for (int k = 0; k < K; k += LANES) {
+        const int n = K - k < LANES ? K - k : LANES;
+        const V x = v_load_n(a->x + k, n, 0.f);
+        for (int r = 0; r < R; r++) acc[r] = v_fma(load_floats(w[r], k, kind, n), x, acc[r]);
     }
-    for (int r = 0; r < R; r++) out[r] = _mm512_reduce_add_ps(acc[r]);
+    for (int r = 0; r < R; r++) out[r] = v_reduce_add(acc[r]);
 }
 
 // The kernels' unit of work: a group of 16 rows for quantized weights, one row for float ones

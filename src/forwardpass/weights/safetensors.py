@@ -117,7 +117,6 @@ def read_safetensors(path: Path, progress: bool = False) -> Checkpoint:
         tensors = _llama_tensors(raw, config) if config.ffn == "swiglu" else _gpt_tensors(raw, config, kind)
     except RuntimeError as e:  # projections whose shapes cannot be joined
         raise ModelFileError(f"{path}: tensors of mismatched shapes ({e})") from None
-    tensors = {k: v.float() for k, v in tensors.items()}
     return Checkpoint(config, tensors, Tokenizer.from_directory(directory), str(path),
                       {"format": "safetensors", "model_type": kind})
 

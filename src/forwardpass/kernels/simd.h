@@ -1,0 +1,253 @@
+// The vector operations the kernels are written in: 16 float32 lanes (V), 16 int32 lanes (VI) and a 64-byte weight
+// tile (T), in three builds chosen at compile time (kernels/__init__.py picks one at run time by the CPU):
+//   FP_AVX512  AVX-512 F/BW/VL + VNNI: one register each
+//   FP_AVX2    AVX2 + FMA + F16C: two 8-lane halves (rows 0–7 and 8–15 of a tile)
+//   (neither)  portable C: plain loops over lanes, the reference the others are tested against
+// Every build does the same arithmetic lane by lane (fused multiply-adds where fma is written, round-to-nearest-even
+// where round is), so the integer kernels give the same bits in all three; only the order of a horizontal sum differs.
+#pragma once
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#if defined(FP_AVX512) || defined(FP_AVX2)
+#include <immintrin.h>
+#endif
+
+#define LANES 16
+
+// a 32-bit lane holding four consecutive activation bytes
+static inline int32_t four_bytes(const int8_t *v) {
+    int32_t word;
+    memcpy(&word, v, 4);
+    return word;
+}
+
+static inline void prefetch_l2(const void *p) { __builtin_prefetch(p, 0, 2); }
+
+#if defined(FP_AVX512)
+#define KERNEL_ISA "avx512"
+typedef __m512 V;
+typedef __m512i VI;
+typedef __m512i T;
+
+static inline __mmask16 first_n(int n) { return n >= 16 ? 0xFFFF : (__mmask16)((1u << (n > 0 ? n : 0)) - 1); }
+static inline V v_zero(void) { return _mm512_setzero_ps(); }
+static inline V v_set1(float x) { return _mm512_set1_ps(x); }
+static inline V v_load(const float *p) { return _mm512_loadu_ps(p); }
+static inline void v_store(float *p, V v) { _mm512_storeu_ps(p, v); }
+static inline V v_load_n(const float *p, int n, float fill) { return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), first_n(n), p); }
+static inline void v_store_n(float *p, int n, V v) { _mm512_mask_storeu_ps(p, first_n(n), v); }
+static inline V v_add(V a, V b) { return _mm512_add_ps(a, b); }
+static inline V v_sub(V a, V b) { return _mm512_sub_ps(a, b); }
+static inline V v_mul(V a, V b) { return _mm512_mul_ps(a, b); }
+static inline V v_div(V a, V b) { return _mm512_div_ps(a, b); }
+static inline V v_fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+static inline V v_fnma(V a, V b, V c) { return _mm512_fnmadd_ps(a, b, c); }
+static inline V v_max(V a, V b) { return _mm512_max_ps(a, b); }
+static inline V v_min(V a, V b) { return _mm512_min_ps(a, b); }
+static inline V v_abs(V a) { return _mm512_abs_ps(a); }
+static inline V v_round(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline V v_scalef(V a, V n) { return _mm512_scalef_ps(a, n); }  // a × 2^n, n integral
+static inline float v_reduce_add(V a) { return _mm512_reduce_add_ps(a); }
+static inline float v_reduce_max(V a) { return _mm512_reduce_max_ps(a); }
+static inline int v_any_nan(V a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q) != 0; }
+static inline void v_store_i8(int8_t *p, V a) { _mm_storeu_si128((__m128i *)p, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(a))); }
+// 16 weights from 16-bit floats (n of them, the rest 0)
+static inline V v_load_f16_n(const uint16_t *p, int n) {
+    return _mm512_cvtph_ps(n >= 16 ? _mm256_loadu_si256((const __m256i *)p) : _mm256_maskz_loadu_epi16(first_n(n), p));
+}
+static inline V v_load_bf16_n(const uint16_t *p, int n) {
+    const __m256i h = n >= 16 ? _mm256_loadu_si256((const __m256i *)p) : _mm256_maskz_loadu_epi16(first_n(n), p);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+static inline VI vi_zero(void) { return _mm512_setzero_si512(); }
+static inline VI vi_add(VI a, VI b) { return _mm512_add_epi32(a, b); }
+static inline VI vi_shl7(VI a) { return _mm512_slli_epi32(a, 7); }
+static inline V vi_float(VI a) { return _mm512_cvtepi32_ps(a); }
+static inline T t_load(const uint8_t *p) { return _mm512_loadu_si512((const void *)p); }
+static inline T t_low(T t) { return _mm512_and_si512(t, _mm512_set1_epi8(0x0F)); }
+static inline T t_high(T t) { return _mm512_and_si512(_mm512_srli_epi16(t, 4), _mm512_set1_epi8(0x0F)); }
+// acc[i] += Σ_j t[4 i + j] x_j, t unsigned and the x_j the four signed bytes of `word`. `wide`: any bytes (the
+// other form assumes each pair of products sums within int16, as it does for 4-bit weights or |x| ≤ 64).
+static inline VI vi_dot(VI acc, T t, int32_t word) { return _mm512_dpbusd_epi32(acc, t, _mm512_set1_epi32(word)); }
+static inline VI vi_dot_wide(VI acc, T t, int32_t word) { return vi_dot(acc, t, word); }
+
+#elif defined(FP_AVX2)
+#define KERNEL_ISA "avx2"
+typedef struct { __m256 a, b; } V;
+typedef struct { __m256i a, b; } VI;
+typedef struct { __m256i a, b; } T;
+
+static inline __m256i mask8(int n) {  // lanes < n of 8 all ones
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+static inline V v_make(__m256 a, __m256 b) { V v = {a, b}; return v; }
+static inline V v_zero(void) { return v_make(_mm256_setzero_ps(), _mm256_setzero_ps()); }
+static inline V v_set1(float x) { return v_make(_mm256_set1_ps(x), _mm256_set1_ps(x)); }
+static inline V v_load(const float *p) { return v_make(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)); }
+static inline void v_store(float *p, V v) { _mm256_storeu_ps(p, v.a), _mm256_storeu_ps(p + 8, v.b); }
+static inline V v_load_n(const float *p, int n, float fill) {
+    if (n >= 16) return v_load(p);
+    const __m256i m0 = mask8(n), m1 = mask8(n - 8);
+    const __m256 f = _mm256_set1_ps(fill);
+    return v_make(_mm256_blendv_ps(f, _mm256_maskload_ps(p, m0), _mm256_castsi256_ps(m0)),
+                  _mm256_blendv_ps(f, _mm256_maskload_ps(p + 8, m1), _mm256_castsi256_ps(m1)));
+}
+static inline void v_store_n(float *p, int n, V v) {
+    if (n >= 16) { v_store(p, v); return; }
+    _mm256_maskstore_ps(p, mask8(n), v.a), _mm256_maskstore_ps(p + 8, mask8(n - 8), v.b);
+}
+#define V2(name, op) static inline V name(V x, V y) { return v_make(op(x.a, y.a), op(x.b, y.b)); }
+V2(v_add, _mm256_add_ps)
+V2(v_sub, _mm256_sub_ps)
+V2(v_mul, _mm256_mul_ps)
+V2(v_div, _mm256_div_ps)
+V2(v_max, _mm256_max_ps)
+V2(v_min, _mm256_min_ps)
+#undef V2
+static inline V v_fma(V x, V y, V z) { return v_make(_mm256_fmadd_ps(x.a, y.a, z.a), _mm256_fmadd_ps(x.b, y.b, z.b)); }
+static inline V v_fnma(V x, V y, V z) { return v_make(_mm256_fnmadd_ps(x.a, y.a, z.a), _mm256_fnmadd_ps(x.b, y.b, z.b)); }
+static inline V v_abs(V x) {
+    const __m256 m = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    return v_make(_mm256_and_ps(x.a, m), _mm256_and_ps(x.b, m));
+}
+static inline V v_round(V x) {
+    return v_make(_mm256_round_ps(x.a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                  _mm256_round_ps(x.b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+static inline __m256 pow2(__m256 n) {  // 2^n for integral n in [-126, 127]
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+}
+static inline V v_scalef(V x, V n) { return v_make(_mm256_mul_ps(x.a, pow2(n.a)), _mm256_mul_ps(x.b, pow2(n.b))); }
+static inline float sum8(__m256 x) {
+    const __m128 h = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
+}
+static inline float v_reduce_add(V x) { return sum8(_mm256_add_ps(x.a, x.b)); }
+static inline float v_reduce_max(V x) {
+    const __m256 m = _mm256_max_ps(x.a, x.b);
+    const __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    const __m128 q = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_max_ss(q, _mm_movehdup_ps(q)));
+}
+static inline int v_any_nan(V x) {
+    return _mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps(x.a, x.a, _CMP_UNORD_Q), _mm256_cmp_ps(x.b, x.b, _CMP_UNORD_Q)));
+}
+static inline void v_store_i8(int8_t *p, V x) {  // integral values in [-128, 127]
+    const __m256i w = _mm256_packs_epi32(_mm256_cvtps_epi32(x.a), _mm256_cvtps_epi32(x.b));  // 16-bit, lanes interleaved
+    const __m128i b = _mm_packs_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+    _mm_storeu_si128((__m128i *)p, _mm_shuffle_epi32(b, _MM_SHUFFLE(3, 1, 2, 0)));
+}
+static inline __m256i load_u16_n(const uint16_t *p, int n) {  // n of 16 halfwords, the rest 0
+    if (n >= 16) return _mm256_loadu_si256((const __m256i *)p);
+    uint16_t tmp[16] = {0};
+    memcpy(tmp, p, sizeof(uint16_t) * (n > 0 ? n : 0));
+    return _mm256_loadu_si256((const __m256i *)tmp);
+}
+static inline V v_load_f16_n(const uint16_t *p, int n) {
+    const __m256i h = load_u16_n(p, n);
+    return v_make(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)));
+}
+static inline V v_load_bf16_n(const uint16_t *p, int n) {
+    const __m256i h = load_u16_n(p, n);
+    const __m256i a = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(h)), 16);
+    const __m256i b = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(h, 1)), 16);
+    return v_make(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b));
+}
+
+static inline VI vi_make(__m256i a, __m256i b) { VI v = {a, b}; return v; }
+static inline VI vi_zero(void) { return vi_make(_mm256_setzero_si256(), _mm256_setzero_si256()); }
+static inline VI vi_add(VI x, VI y) { return vi_make(_mm256_add_epi32(x.a, y.a), _mm256_add_epi32(x.b, y.b)); }
+static inline VI vi_shl7(VI x) { return vi_make(_mm256_slli_epi32(x.a, 7), _mm256_slli_epi32(x.b, 7)); }
+static inline V vi_float(VI x) { return v_make(_mm256_cvtepi32_ps(x.a), _mm256_cvtepi32_ps(x.b)); }
+static inline T t_load(const uint8_t *p) {
+    T t = {_mm256_loadu_si256((const __m256i *)p), _mm256_loadu_si256((const __m256i *)(p + 32))};
+    return t;
+}
+static inline T t_low(T t) {
+    const __m256i m = _mm256_set1_epi8(0x0F);
+    T r = {_mm256_and_si256(t.a, m), _mm256_and_si256(t.b, m)};
+    return r;
+}
+static inline T t_high(T t) {
+    const __m256i m = _mm256_set1_epi8(0x0F);
+    T r = {_mm256_and_si256(_mm256_srli_epi16(t.a, 4), m), _mm256_and_si256(_mm256_srli_epi16(t.b, 4), m)};
+    return r;
+}
+static inline __m256i dot8(__m256i acc, __m256i t, __m256i x) {  // u8 × s8 pairs to int16, then to int32 by fours
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(t, x), _mm256_set1_epi16(1)));
+}
+static inline VI vi_dot(VI acc, T t, int32_t word) {
+    const __m256i x = _mm256_set1_epi32(word);
+    return vi_make(dot8(acc.a, t.a, x), dot8(acc.b, t.b, x));
+}
+// maddubs saturates a pair of products past int16: the even and the odd bytes of x apart, one product per pair
+static inline VI vi_dot_wide(VI acc, T t, int32_t word) {
+    const __m256i even = _mm256_set1_epi32(word & 0x00FF00FF), odd = _mm256_set1_epi32(word & (int32_t)0xFF00FF00);
+    return vi_make(dot8(dot8(acc.a, t.a, even), t.a, odd), dot8(dot8(acc.b, t.b, even), t.b, odd));
+}
+
+#else
+#define KERNEL_ISA "generic"
+typedef struct { float f[LANES]; } V;
+typedef struct { int32_t i[LANES]; } VI;
+typedef struct { uint8_t b[64]; } T;
+
+#define EACH(body) for (int l = 0; l < LANES; l++) { body; }
+static inline V v_zero(void) { V v; EACH(v.f[l] = 0.f) return v; }
+static inline V v_set1(float x) { V v; EACH(v.f[l] = x) return v; }
+static inline V v_load(const float *p) { V v; memcpy(v.f, p, sizeof v.f); return v; }
+static inline void v_store(float *p, V v) { memcpy(p, v.f, sizeof v.f); }
+static inline V v_load_n(const float *p, int n, float fill) { V v; EACH(v.f[l] = l < n ? p[l] : fill) return v; }
+static inline void v_store_n(float *p, int n, V v) { EACH(if (l < n) p[l] = v.f[l]) }
+static inline V v_add(V a, V b) { EACH(a.f[l] += b.f[l]) return a; }
+static inline V v_sub(V a, V b) { EACH(a.f[l] -= b.f[l]) return a; }
+static inline V v_mul(V a, V b) { EACH(a.f[l] *= b.f[l]) return a; }
+static inline V v_div(V a, V b) { EACH(a.f[l] /= b.f[l]) return a; }
+static inline V v_fma(V a, V b, V c) { EACH(c.f[l] = fmaf(a.f[l], b.f[l], c.f[l])) return c; }
+static inline V v_fnma(V a, V b, V c) { EACH(c.f[l] = fmaf(-a.f[l], b.f[l], c.f[l])) return c; }
+static inline V v_max(V a, V b) { EACH(a.f[l] = a.f[l] > b.f[l] ? a.f[l] : b.f[l]) return a; }  // b where unordered
+static inline V v_min(V a, V b) { EACH(a.f[l] = a.f[l] < b.f[l] ? a.f[l] : b.f[l]) return a; }
+static inline V v_abs(V a) { EACH(a.f[l] = fabsf(a.f[l])) return a; }
+static inline V v_round(V a) { EACH(a.f[l] = nearbyintf(a.f[l])) return a; }  // the default mode: nearest, ties even
+static inline V v_scalef(V a, V n) { EACH(a.f[l] = ldexpf(a.f[l], (int)n.f[l])) return a; }
+static inline float v_reduce_add(V a) { float s = 0.f; EACH(s += a.f[l]) return s; }
+static inline float v_reduce_max(V a) { float m = a.f[0]; EACH(m = a.f[l] > m ? a.f[l] : m) return m; }
+static inline int v_any_nan(V a) { int any = 0; EACH(any |= isnan(a.f[l])) return any; }
+static inline void v_store_i8(int8_t *p, V a) { EACH(p[l] = (int8_t)a.f[l]) }
+static inline float half_float(uint16_t h) {  // IEEE binary16 → float32, subnormals, infinities and NaNs included
+    const uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 31, m = h & 1023;
+    float f;
+    if (e == 31) {
+        const uint32_t bits = sign | 0x7F800000u | (m << 13);
+        memcpy(&f, &bits, 4);
+        return f;
+    }
+    f = e ? ldexpf((float)(m | 1024), (int)e - 25) : ldexpf((float)m, -24);
+    return sign ? -f : f;
+}
+static inline V v_load_f16_n(const uint16_t *p, int n) { V v; EACH(v.f[l] = l < n ? half_float(p[l]) : 0.f) return v; }
+static inline V v_load_bf16_n(const uint16_t *p, int n) {
+    V v;
+    EACH(uint32_t bits = l < n ? (uint32_t)p[l] << 16 : 0; memcpy(&v.f[l], &bits, 4))
+    return v;
+}
+
+static inline VI vi_zero(void) { VI v; EACH(v.i[l] = 0) return v; }
+static inline VI vi_add(VI a, VI b) { EACH(a.i[l] += b.i[l]) return a; }
+static inline VI vi_shl7(VI a) { EACH(a.i[l] *= 128) return a; }
+static inline V vi_float(VI a) { V v; EACH(v.f[l] = (float)a.i[l]) return v; }
+static inline T t_load(const uint8_t *p) { T t; memcpy(t.b, p, 64); return t; }
+static inline T t_low(T t) { for (int i = 0; i < 64; i++) t.b[i] &= 15; return t; }
+static inline T t_high(T t) { for (int i = 0; i < 64; i++) t.b[i] >>= 4; return t; }
+static inline VI vi_dot(VI acc, T t, int32_t word) {
+    int8_t x[4];
+    memcpy(x, &word, 4);
+    EACH(for (int j = 0; j < 4; j++) acc.i[l] += (int32_t)t.b[4 * l + j] * x[j])
+    return acc;
+}
+static inline VI vi_dot_wide(VI acc, T t, int32_t word) { return vi_dot(acc, t, word); }
+#undef EACH
+#endif

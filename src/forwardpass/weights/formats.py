@@ -1,0 +1,144 @@
+"""GGUF's block formats (ggml's quant types), one entry each: the weights a block holds, its bytes, and how its
+blocks become forwardpass's own (`quant.Blocks`: unsigned integers q in blocks of 32, w = minimum + scale × q).
+
+Every format here but Q6_K is such a grid already, so the repacking is exact: the weights dequantize to what
+`gguf` dequantizes, bit for bit (tests/test_formats.py). A format's integers go to the narrowest width the
+kernels read that holds them (4 or 8 bits). Q6_K scales each 16 weights on its own, which one scale per 32
+cannot express: its tensors are dequantized one at a time and re-quantized to 8 bits (an error under 1/254 of a
+block's largest weight, a quarter of Q6_K's own step)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+from gguf.quants import dequantize
+
+from ..quant import BLOCK, Blocks, quantize_blocks
+
+Q = GGMLQuantizationType
+Unpacked = tuple[np.ndarray, np.ndarray, np.ndarray]  # q (n, 32) uint8, scale (n,) float32, minimum (n,) float32
+
+
+@dataclass(frozen=True)
+class BlockFormat:
+    kind: GGMLQuantizationType
+    bits: int  # the kernel width that holds q: 4 or 8
+    unpack: Callable[[np.ndarray], Unpacked]  # (blocks, type_size) uint8 → blocks of 32 (exact formats)
+    exact: bool = True
+
+    @property
+    def block_size(self) -> int:  # weights per block
+        return GGML_QUANT_SIZES[self.kind][0]
+
+    @property
+    def type_size(self) -> int:  # bytes per block
+        return GGML_QUANT_SIZES[self.kind][1]
+
+
+def _half(b: np.ndarray, at: int) -> np.ndarray:
+    """The fp16 at byte `at` of every block, as float32, (blocks,)."""
+    return np.ascontiguousarray(b[:, at:at + 2]).view(np.float16)[:, 0].astype(np.float32)
+
+
+def _nibbles(qs: np.ndarray) -> np.ndarray:
+    """(…, 16) bytes → (…, 32): low nibbles are weights 0–15, high nibbles 16–31 (ggml's order)."""
+    return np.concatenate([qs & 15, qs >> 4], axis=-1)
+
+
+def _high_bits(qh: np.ndarray) -> np.ndarray:
+    """(blocks, 4) bytes → (blocks, 32): bit i of the little-endian word, weight i's fifth bit."""
+    return np.unpackbits(qh, axis=-1, bitorder="little")
+
+
+def _q4_0(b):
+    d = _half(b, 0)
+    return _nibbles(b[:, 2:18]), d, -8 * d
+
+
+def _q4_1(b):
+    return _nibbles(b[:, 4:20]), _half(b, 0), _half(b, 2)
+
+
+def _q5_0(b):
+    d = _half(b, 0)
+    return _nibbles(b[:, 6:22]) | (_high_bits(b[:, 2:6]) << 4), d, -16 * d
+
+
+def _q5_1(b):
+    return _nibbles(b[:, 8:24]) | (_high_bits(b[:, 4:8]) << 4), _half(b, 0), _half(b, 2)
+
+
+def _q8_0(b):
+    d = _half(b, 0)
+    return b[:, 2:34] ^ np.uint8(128), d, -128 * d  # int8 q + 128, as unsigned
+
+
+def _k_scales(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Q4_K/Q5_K: each 256-block's 8 six-bit scales and minimums, packed in 12 bytes at byte 4, (blocks, 8)."""
+    s = b[:, 4:16]
+    sc = np.concatenate([s[:, 0:4] & 63, (s[:, 8:12] & 15) | ((s[:, 0:4] >> 2) & 48)], axis=-1)
+    mn = np.concatenate([s[:, 4:8] & 63, (s[:, 8:12] >> 4) | ((s[:, 4:8] >> 2) & 48)], axis=-1)
+    return sc.astype(np.float32), mn.astype(np.float32)
+
+
+def _k_grid(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Q4_K/Q5_K: w = d sc q - dmin m per 32 weights, as (scale, minimum), each (blocks × 8,)."""
+    sc, mn = _k_scales(b)
+    return (_half(b, 0)[:, None] * sc).reshape(-1), -(_half(b, 2)[:, None] * mn).reshape(-1)
+
+
+def _k_low(qs: np.ndarray) -> np.ndarray:
+    """(blocks, 128) bytes → (blocks × 8, 32): 32 bytes give sub-block 2j its low nibbles, 2j + 1 its high ones."""
+    qs = qs.reshape(-1, 4, 1, 32) >> np.array([0, 4], dtype=np.uint8).reshape(1, 1, 2, 1)
+    return (qs & 15).reshape(-1, 32)
+
+
+def _q4_k(b):
+    return (_k_low(b[:, 16:144]), *_k_grid(b))
+
+
+def _q5_k(b):
+    qh = b[:, 16:48].reshape(-1, 1, 32) >> np.arange(8, dtype=np.uint8).reshape(1, 8, 1)  # bit j: sub-block j
+    return (_k_low(b[:, 48:176]) | ((qh & 1).reshape(-1, 32) << 4), *_k_grid(b))
+
+
+FORMATS = {f.kind: f for f in (
+    BlockFormat(Q.Q4_0, 4, _q4_0), BlockFormat(Q.Q4_1, 4, _q4_1), BlockFormat(Q.Q5_0, 8, _q5_0),
+    BlockFormat(Q.Q5_1, 8, _q5_1), BlockFormat(Q.Q8_0, 8, _q8_0), BlockFormat(Q.Q4_K, 4, _q4_k),
+    BlockFormat(Q.Q5_K, 8, _q5_k), BlockFormat(Q.Q6_K, 8, None, exact=False),
+)}
+FLOATS = {Q.F32: torch.float32, Q.F16: torch.float16, Q.BF16: torch.bfloat16}
+
+
+def supported() -> list[str]:
+    return [k.name for k in (*FLOATS, *FORMATS)]
+
+
+def raw_blocks(data: np.ndarray, kind: GGMLQuantizationType) -> np.ndarray:
+    """A tensor's bytes as (rows × blocks per row, type_size) uint8."""
+    return np.asarray(data, dtype=np.uint8).reshape(-1, GGML_QUANT_SIZES[kind][1])
+
+
+def to_blocks(data: np.ndarray, kind: GGMLQuantizationType, rows: int, cols: int) -> Blocks:
+    """A (rows, cols) tensor in block format `kind` → Blocks; exact for every format but Q6_K."""
+    f = FORMATS[kind]
+    if f.exact:
+        q, scale, minimum = f.unpack(raw_blocks(data, kind))
+        blocks = cols // BLOCK
+        return Blocks(torch.from_numpy(np.ascontiguousarray(q)).view(rows, blocks, BLOCK),
+                      torch.from_numpy(np.ascontiguousarray(scale)).view(rows, blocks, 1),
+                      torch.from_numpy(np.ascontiguousarray(minimum)).view(rows, blocks, 1), f.bits)
+    w = torch.from_numpy(dequantize(data, kind)).view(rows, cols // BLOCK, BLOCK)
+    q, scale, minimum = quantize_blocks(w, f.bits)
+    return Blocks(q, scale, minimum, f.bits, exact=False)
+
+
+def to_float(data: np.ndarray, kind: GGMLQuantizationType) -> torch.Tensor:
+    """A float-format tensor as its own dtype (a copy: the file's memory map is read-only)."""
+    if kind == Q.BF16:
+        return torch.from_numpy(np.array(data, dtype=np.uint8).view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(np.array(data, dtype=np.float32 if kind == Q.F32 else np.float16))
