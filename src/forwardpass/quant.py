@@ -49,7 +49,7 @@ class Blocks:
 
     def dequantize(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """(rows, cols) in `dtype`, computed in float32 as minimum + scale × q."""
-        return (self.q.float() * self.scale + self.minimum).view(self.shape).to(dtype)
+        return self.q.float().mul_(self.scale).add_(self.minimum).view(self.shape).to(dtype)  # one buffer
 
     def rows(self, index: torch.Tensor) -> Blocks:
         """The rows `index` picks, in its order."""
@@ -99,7 +99,7 @@ class QuantizedLinear(nn.Module):
     def dequantize(self) -> torch.Tensor:
         """The weight in float32, (out_features, in_features)."""
         q = untile(self.q, self.bits)  # (rows, blocks, 32)
-        w = q.float() * untile_scales(self.scale) + untile_scales(self.minimum)
+        w = q.float().mul_(untile_scales(self.scale)).add_(untile_scales(self.minimum))
         return w.view(-1, self.in_features)[: self.out_features]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -116,6 +116,36 @@ class QuantizedLinear(nn.Module):
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in (self.q, self.scale, self.minimum))
+
+
+class QuantizedEmbedding(nn.Module):
+    """The token embedding table read from a QuantizedLinear's tiles: a lookup dequantizes only the rows it
+    returns, the same values as `table.dequantize()[ids]`. A tied unembedding shares its tiles with the lookup."""
+
+    def __init__(self, table: QuantizedLinear):
+        super().__init__()
+        self.table = table
+        self.num_embeddings, self.embedding_dim = table.out_features, table.in_features
+
+    @property
+    def device(self) -> torch.device:
+        return self.table.scale.device
+
+    dtype = torch.float32
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """ids (...) → (..., embedding_dim) float32."""
+        t, flat = self.table, ids.reshape(-1)
+        group, row = flat // GROUP, flat % GROUP
+        blocks = t.in_features // BLOCK
+        tiles = t.q[group].view(len(flat), blocks, -1, GROUP, 4) if len(flat) else t.q.new_zeros(0, blocks, 1, GROUP, 4)
+        # (n, blocks, tile, 16 rows, 4 inputs)
+        q = tiles[torch.arange(len(flat), device=flat.device), :, :, row]  # (n, blocks, tile, 4)
+        if t.bits == 4:
+            q = torch.stack([q & 15, q >> 4], dim=-2)  # (n, blocks, tile, nibble, 4)
+        q = q.reshape(len(flat), blocks, BLOCK)
+        scale, minimum = (s[group, :, row][..., None] for s in (t.scale, t.minimum))  # (n, blocks, 1)
+        return q.float().mul_(scale).add_(minimum).view(*ids.shape, t.in_features)
 
 
 def tile(q: torch.Tensor, bits: int) -> torch.Tensor:

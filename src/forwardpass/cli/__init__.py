@@ -21,8 +21,9 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
 
 def add_storage_option(p: argparse.ArgumentParser) -> None:
     from ..pipeline import STORAGE
-    p.add_argument("--storage", default="fp32", choices=list(STORAGE),
-                   help="weights: fp32, bf16, fp16, int8 or q4 (8- or 4-bit blocks, native decode kernels)")
+    p.add_argument("--storage", default="stored", choices=list(STORAGE),
+                   help="weights: stored (default: as the file stores them), fp32, bf16, fp16, int8 or q4 (8- or "
+                        "4-bit blocks, native decode kernels)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,13 +23,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def inspect(fp: Pipeline, prompt: str, top: int, temperature: float) -> dict:
     """The whole report as one dict (what --json prints)."""
     ids = fp.encode(prompt)
-    rows = fp.model.tok_embeddings.weight
+    with torch.inference_mode():
+        rows = fp.model.tok_embeddings(torch.tensor(ids, dtype=torch.long, device=fp.device)).float().cpu()
     first_seen: dict[int, int] = {}
     tokens = []
     for position, token_id in enumerate(ids):
         tokens.append({"position": position, "id": token_id, "piece": fp.tokenizer.piece(token_id),
                        "embedding_row": token_id, "same_as_position": first_seen.get(token_id),
-                       "embedding_head": [round(v, 4) for v in rows[token_id, :4].tolist()]})
+                       "embedding_head": [round(v, 4) for v in rows[position, :4].tolist()]})
         first_seen.setdefault(token_id, position)
     report = {"model": fp.config.name, "prompt": prompt, "tokens": tokens, "temperature": temperature, "next": []}
     if ids:

@@ -58,12 +58,14 @@ def model_info(fp: Pipeline) -> dict:
 
 def lookup(fp: Pipeline, prompt: str) -> dict:
     """W-lookup: each token is a row number of the embedding table; repeats share the row."""
-    rows = fp.model.tok_embeddings.weight.detach()
+    ids = _ids(fp, prompt)
+    with torch.inference_mode():
+        rows = fp.model.tok_embeddings(torch.tensor(ids, dtype=torch.long, device=fp.device)).float().cpu()
     first: dict[int, int] = {}
     tokens = []
-    for position, i in enumerate(_ids(fp, prompt)):
+    for position, i in enumerate(ids):
         tokens.append({"position": position, "id": i, "piece": fp.tokenizer.piece(i), "same_as": first.get(i),
-                       "row": [round(float(v), 4) for v in rows[i, :8]]})
+                       "row": [round(float(v), 4) for v in rows[position, :8]]})
         first.setdefault(i, position)
     return {"tokens": tokens, "d_model": fp.config.d_model, "vocab_size": fp.config.vocab_size}
 

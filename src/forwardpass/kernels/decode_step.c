@@ -24,7 +24,7 @@ typedef struct {
 typedef struct {
     int n_layers, d_model, n_heads, n_kv_heads, head_dim, hidden, vocab_size, context_length, capacity;
     float norm_eps;
-    const float *embeddings;  // (vocab_size, d_model)
+    Linear embeddings;        // vocab_size × d_model: a token's row is its embedding (linear_row)
     const Layer *layers;      // (n_layers)
     const float *norm_f;      // (d_model)
     Linear lm_head;           // vocab_size × d_model
@@ -295,7 +295,7 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
     float *x = s.x, *qkv = s.qkv, *gate_up = s.gate_up, *part_out = s.part_out, *part_top = s.part_top;
     float *part_total = s.part_total, *best_logit = s.best_logit;
     int *best = s.best, teams = 1;  // each thread's argmax over its share of each row's logits
-    for (int r = 0; r < R; r++) memcpy(x + (size_t)r * d, m->embeddings + (size_t)b->tokens[r] * d, sizeof(float) * d);
+    for (int r = 0; r < R; r++) linear_row(&m->embeddings, b->tokens[r], x + (size_t)r * d);
 
     #pragma omp parallel num_threads(m->threads)
     {

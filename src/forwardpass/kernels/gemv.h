@@ -232,6 +232,35 @@ static inline __attribute__((always_inline)) void rows_dot(const Linear *L, cons
     for (int r = 0; r < R; r++) out[r] = v_reduce_add(acc[r]);
 }
 
+// Row n of W as float32 (K values): an embedding lookup in a table stored as any kind. Quantized rows are computed as
+// quant.QuantizedEmbedding computes them, q × scale then + minimum, two roundings.
+static inline void linear_row(const Linear *L, int n, float *out) {
+    const int K = L->K, kind = L->kind;
+    if (!quantized(kind)) {
+        const uint8_t *w = (const uint8_t *)L->w + (size_t)n * K * (kind == F32 ? 4 : 2);
+        for (int k = 0; k < K; k += LANES) v_store_n(out + k, K - k, load_floats(w, k, kind, K - k < LANES ? K - k : LANES));
+        return;
+    }
+    const int nb = K / BLOCK, tiles = kind == Q8 ? 8 : 4, i = n % GROUP;
+    const size_t g = (size_t)(n / GROUP);
+    const uint8_t *w = (const uint8_t *)L->w + g * nb * tiles * 64;
+    const float *scale = L->scale + g * nb * GROUP, *minimum = L->minimum + g * nb * GROUP;
+    for (int b = 0; b < nb; b++) {
+        const float s = scale[b * GROUP + i], m = minimum[b * GROUP + i];
+        for (int t = 0; t < tiles; t++)
+            for (int j = 0; j < 4; j++) {
+                const uint8_t q = w[((size_t)b * tiles + t) * 64 + 4 * i + j];
+                if (kind == Q8) {
+                    const float p = (float)q * s;
+                    out[b * BLOCK + 4 * t + j] = p + m;
+                } else {
+                    const float lo = (float)(q & 15) * s, hi = (float)(q >> 4) * s;
+                    out[b * BLOCK + 8 * t + j] = lo + m, out[b * BLOCK + 8 * t + 4 + j] = hi + m;
+                }
+            }
+    }
+}
+
 // The kernels' unit of work: a group of 16 rows for quantized weights, one row for float ones
 static inline int unit_rows(const Linear *L) { return quantized(L->kind) ? GROUP : 1; }
 

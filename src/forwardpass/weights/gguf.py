@@ -12,10 +12,9 @@ from ..config import ModelConfig
 from ..errors import ModelFileError, UnsupportedModelError
 from ..quant import Blocks
 from ..tokenizer import Tokenizer
-from . import Checkpoint
+from . import Checkpoint, Deferred
 from .formats import FLOATS, FORMATS, supported, to_blocks, to_float
 from .gguf_file import GGUFFile, Truncated
-from .progress import track
 
 SUPPORTED_ARCHITECTURES = ("llama",)
 
@@ -99,44 +98,56 @@ def join(parts: list[torch.Tensor | Blocks]) -> torch.Tensor | Blocks:
 
 
 def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
+    """The file's config, tokenizer and tensors; each tensor is read (and repacked) only when the model is built,
+    one at a time, so loading never holds the weights twice."""
     reader = open_gguf(path)
     config = gguf_config(reader, path)
     by_name = {t.name: t for t in reader.tensors}
 
-    def take(name: str) -> torch.Tensor | Blocks:
+    def info(name: str):
         if name not in by_name:
             raise ModelFileError(f"{path}: GGUF file lacks tensor {name}")
+        return by_name[name]
+
+    def take(name: str) -> torch.Tensor | Blocks:
         try:
-            return read_tensor(by_name[name])
+            t = read_tensor(info(name))  # a copy: the file's pages can go
+            reader.release(info(name))
+            return t
         except UnsupportedModelError as e:
             raise UnsupportedModelError(f"{path}: {name}: {e}") from None
+        except ModelFileError:
+            raise
         except Exception as e:
             raise ModelFileError(f"{path}: cannot read tensor {name} ({type(e).__name__}: {e})") from None
 
-    tensors = {"tok_embeddings.weight": take("token_embd.weight"), "norm_f.weight": take("output_norm.weight")}
+    def one(name: str) -> Deferred:
+        return Deferred(info(name).shape, lambda: take(name), info(name).kind in FORMATS)
+
+    def joined(names: list[str], heads: list[int | None]) -> Deferred:
+        """Row-stacked tensors (Q and K back in rotary halves: heads gives their head counts)."""
+        shapes = [info(n).shape for n in names]
+        if len({s[1:] for s in shapes}) > 1:
+            raise ModelFileError(f"{path}: {', '.join(names)} have shapes {shapes} that cannot be joined")
+
+        def read():
+            parts = [take(n) for n in names]
+            return join([p if h is None else unpermute_rotary(p, h) for p, h in zip(parts, heads, strict=True)])
+        return Deferred((sum(s[0] for s in shapes), *shapes[0][1:]), read, all(info(n).kind in FORMATS for n in names))
+
+    tensors = {"tok_embeddings.weight": one("token_embd.weight"), "norm_f.weight": one("output_norm.weight")}
     if not config.tied_embeddings:
-        tensors["lm_head.weight"] = take("output.weight")
-    for i in track(range(config.n_layers), "reading", progress):
-        try:
-            tensors.update(_block_tensors(take, config, i))
-        except RuntimeError as e:  # projections whose shapes cannot be joined
-            raise ModelFileError(f"{path}: block {i} has tensors of mismatched shapes ({e})") from None
+        tensors["lm_head.weight"] = one("output.weight")
+    for i in range(config.n_layers):
+        p, b = f"blk.{i}.", f"blocks.{i}."
+        tensors[b + "attn.qkv.weight"] = joined([p + f"attn_{x}.weight" for x in "qkv"],
+                                                [config.n_heads, config.kv_heads, None])
+        tensors[b + "attn.out.weight"] = one(p + "attn_output.weight")
+        tensors[b + "attn_norm.weight"] = one(p + "attn_norm.weight")
+        tensors[b + "ffn_norm.weight"] = one(p + "ffn_norm.weight")
+        tensors[b + "ffn.gate_up.weight"] = joined([p + "ffn_gate.weight", p + "ffn_up.weight"], [None, None])
+        tensors[b + "ffn.down.weight"] = one(p + "ffn_down.weight")
     tok_fields = {k: v for k, v in reader.fields.items() if k.startswith("tokenizer.")}
     tokenizer = Tokenizer.from_gguf_fields(tok_fields) if "tokenizer.ggml.tokens" in tok_fields else None
     types = sorted({t.kind.name for t in reader.tensors})
     return Checkpoint(config, tensors, tokenizer, str(path), {"format": "gguf", "tensor_types": types})
-
-
-def _block_tensors(take, config: ModelConfig, i: int) -> dict[str, torch.Tensor | Blocks]:
-    """Block i's tensors under our names: Q, K, V joined (Q and K back in rotary halves), gate and up joined."""
-    p, b = f"blk.{i}.", f"blocks.{i}."
-    out = {}
-    q = unpermute_rotary(take(p + "attn_q.weight"), config.n_heads)
-    k = unpermute_rotary(take(p + "attn_k.weight"), config.kv_heads)
-    out[b + "attn.qkv.weight"] = join([q, k, take(p + "attn_v.weight")])
-    out[b + "attn.out.weight"] = take(p + "attn_output.weight")
-    out[b + "attn_norm.weight"] = take(p + "attn_norm.weight")
-    out[b + "ffn_norm.weight"] = take(p + "ffn_norm.weight")
-    out[b + "ffn.gate_up.weight"] = join([take(p + "ffn_gate.weight"), take(p + "ffn_up.weight")])
-    out[b + "ffn.down.weight"] = take(p + "ffn_down.weight")
-    return out

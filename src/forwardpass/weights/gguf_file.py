@@ -35,6 +35,7 @@ class Tensor:
     kind: GGMLQuantizationType
     shape: tuple[int, ...]  # outermost first, as torch and numpy order them
     data: np.ndarray  # a read-only view of the map: float arrays shaped `shape`, block formats (rows, row bytes)
+    offset: int  # of its first byte in the file
 
     @property
     def n_elements(self) -> int:
@@ -64,6 +65,13 @@ class GGUFFile:
         align = int(self.fields.get("general.alignment", 32))
         start = (self.at + align - 1) // align * align
         self.tensors = [self._tensor(start, *info) for info in infos]
+
+    def release(self, tensor: Tensor) -> None:
+        """Let the kernel drop a tensor's pages from this process once it has been copied out: a load then holds
+        at most one tensor of the file at a time (the pages stay in the page cache for the next reader)."""
+        start = tensor.offset // mmap.PAGESIZE * mmap.PAGESIZE
+        if hasattr(mmap, "MADV_DONTNEED"):
+            self.map.madvise(mmap.MADV_DONTNEED, start, tensor.offset + tensor.data.nbytes - start)
 
     def _bytes(self, n: int) -> bytes:
         if self.at + n > len(self.map):
@@ -111,4 +119,4 @@ class GGUFFile:
             data = data.view(np.float32 if kind == GGMLQuantizationType.F32 else np.float16).reshape(shape)
         else:
             data = data.reshape(*shape[:-1], row_bytes)
-        return Tensor(name, kind, shape, data)
+        return Tensor(name, kind, shape, data, start + offset)

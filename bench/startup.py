@@ -1,0 +1,114 @@
+"""Start-up and memory, side by side in one run: a fresh process that loads a model file and makes one token,
+timed from outside, and its peak resident memory; forwardpass (`forwardpass generate "hi" --max-tokens 1` in each
+storage mode asked for) beside llama.cpp (llama-cpp-python loading the same file and evaluating the same prompt).
+
+    .venv/bin/python bench/startup.py [--runs 3] [--storage stored,fp32,q4] [--synthetic Q4_0] [--json]
+
+Files: the embedded default model, and with --synthetic a 1.1 B Llama-shaped GGUF of random weights in that
+format (weights/synthetic.py, written once into a temporary directory). Each row is the median of --runs fresh
+processes; ratios are to llama.cpp on the same file. The peak memory of a model's file includes what it keeps of the
+file: llama.cpp maps the file and computes from the map, forwardpass copies each tensor once into its own layout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import machine, median
+
+LLAMA_CPP = """
+import sys, llama_cpp
+llm = llama_cpp.Llama(sys.argv[1], n_ctx=512, n_threads=int(sys.argv[2]), verbose=False)
+ids = llm.tokenize(b"hi", add_bos=False, special=False)
+print(next(llm.generate(ids, temp=0.0)))
+"""
+
+
+def timed(cmd: list[str]) -> tuple[float, float, str]:
+    """Wall seconds and peak resident memory (bytes) of one process (its own rusage, from wait4), and its stdout."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(p.pid, 0)
+        seconds = time.perf_counter() - start
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        if p.returncode:
+            raise RuntimeError((err.read().strip().splitlines() or [f"exit {p.returncode}"])[-1])
+        return seconds, usage.ru_maxrss * 1024, out.read()
+
+
+def measure(cmd: list[str], runs: int) -> dict:
+    results = [timed(cmd) for _ in range(runs)]
+    return {"start_to_first_token_s": median([r[0] for r in results]),
+            "peak_rss_mb": median([r[1] for r in results]) / 2**20}
+
+
+def rows_for(path: Path, storages: list[str], runs: int) -> list[dict]:
+    rows = []
+    threads = str(os.cpu_count())
+    try:
+        import llama_cpp  # noqa: F401
+        rows.append({"engine": "llama.cpp", **measure([sys.executable, "-c", LLAMA_CPP, str(path), threads], runs)})
+    except ImportError:
+        rows.append({"engine": "llama.cpp", "skipped": "llama-cpp-python is not installed (see the README)"})
+    for storage in storages:
+        cmd = [sys.executable, "-m", "forwardpass", "generate", "hi", "--max-tokens", "1", "--storage", storage,
+               "--model", str(path), "--json"]
+        try:
+            rows.append({"engine": f"forwardpass {storage}", **measure(cmd, runs)})
+        except RuntimeError as e:
+            rows.append({"engine": f"forwardpass {storage}", "skipped": f"failed: {e}"})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--storage", default="stored,fp32,q4", help="forwardpass storage modes, comma-separated")
+    ap.add_argument("--synthetic", metavar="FORMAT", help="also a 1.1 B model in this GGUF format (Q4_0, Q4_K, …)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    import forwardpass
+    files = {"default (SmolLM2-135M Q4_1)": forwardpass.default_model_path()}
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.synthetic:
+            from gguf import GGMLQuantizationType
+
+            from forwardpass.weights.synthetic import SHAPE_1B, write_synthetic_gguf
+            kind = GGMLQuantizationType[args.synthetic.upper()]
+            print(f"writing a 1.1 B {kind.name} file …", file=sys.stderr)
+            files[f"synthetic 1.1 B {kind.name}"] = write_synthetic_gguf(
+                Path(tmp) / "synthetic.gguf", files["default (SmolLM2-135M Q4_1)"], kind, **SHAPE_1B)
+        report = {"machine": machine(), "runs": args.runs, "files": {}}
+        for name, path in files.items():
+            print(f"  {name} …", file=sys.stderr, flush=True)
+            report["files"][name] = {"file_mb": path.stat().st_size / 2**20,
+                                     "rows": rows_for(path, args.storage.split(","), args.runs)}
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return
+    print(f"{report['machine']['date']}, load average {report['machine']['load_average']}, medians of {args.runs}")
+    for name, f in report["files"].items():
+        base = next((r for r in f["rows"] if r["engine"] == "llama.cpp" and "skipped" not in r), None)
+        print(f"\n{name}: {f['file_mb']:.0f} MB file")
+        print(f"{'engine':24} {'start→token s':>14} {'× llama.cpp':>12} {'peak RSS MB':>12} {'× llama.cpp':>12}")
+        for r in f["rows"]:
+            if "skipped" in r:
+                print(f"{r['engine']:24} {r['skipped']}")
+                continue
+            t, m = r["start_to_first_token_s"], r["peak_rss_mb"]
+            rt = f"{t / base['start_to_first_token_s']:.2f}" if base else "—"
+            rm = f"{m / base['peak_rss_mb']:.2f}" if base else "—"
+            print(f"{r['engine']:24} {t:14.2f} {rt:>12} {m:12.0f} {rm:>12}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""A Llama-shaped GGUF file of any size with random weights, for measuring and testing what real files of that
+size cost (load time, memory, decode rate) where none can be downloaded. Weight matrices are random blocks of a
+chosen format (Q4_0, Q4_K, …) with small fp16 scales; norms are ones; the tokenizer is the default model's. The
+numbers it produces mean nothing; its shapes and bytes are those of a real model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType, GGUFWriter
+
+from .gguf_file import GGUFFile
+
+# TinyLlama-1.1B's shape, with the default model's 49,152-token vocabulary: 1.17 B parameters
+SHAPE_1B = {"d_model": 2048, "n_layers": 22, "n_heads": 32, "n_kv_heads": 4, "ffn_hidden": 5632, "context": 2048}
+SCALE_AT = {GGMLQuantizationType.Q4_0: [(0, 0.002)], GGMLQuantizationType.Q8_0: [(0, 0.0002)],
+            GGMLQuantizationType.Q4_K: [(0, 0.0002), (2, 0.0015)]}  # (byte of an fp16 scale, its size)
+
+
+def random_blocks(rows: int, cols: int, kind: GGMLQuantizationType, rng: np.random.Generator) -> np.ndarray:
+    """(rows, row bytes) of random `kind` blocks whose fp16 scales are small and positive."""
+    block, size = GGML_QUANT_SIZES[kind]
+    raw = rng.integers(0, 256, (rows * cols // block, size), dtype=np.uint8)
+    for at, scale in SCALE_AT.get(kind, []):  # other formats: random bytes throughout
+        raw[:, at:at + 2] = (scale * (0.5 + rng.random((len(raw), 1)))).astype(np.float16).view(np.uint8)
+    return raw.reshape(rows, -1)
+
+
+def _metadata_type(value) -> tuple[GGUFValueType, GGUFValueType | None]:
+    if isinstance(value, list):
+        return GGUFValueType.ARRAY, _metadata_type(value[0])[0]
+    return {bool: GGUFValueType.BOOL, int: GGUFValueType.INT32, float: GGUFValueType.FLOAT32,
+            str: GGUFValueType.STRING}[type(value)], None
+
+
+def write_synthetic_gguf(path: str | Path, tokenizer_from: str | Path, kind=GGMLQuantizationType.Q4_0,
+                         d_model: int = 2048, n_layers: int = 22, n_heads: int = 32, n_kv_heads: int = 4,
+                         ffn_hidden: int = 5632, context: int = 2048, seed: int = 0) -> Path:
+    """Write the file tensor by tensor (memory holds one at a time); returns its path."""
+    source = GGUFFile(Path(tokenizer_from))
+    vocab = len(source.fields["tokenizer.ggml.tokens"])
+    w = GGUFWriter(str(path), "llama")
+    w.add_name(f"synthetic-llama-{kind.name}")
+    w.add_context_length(context)
+    w.add_embedding_length(d_model)
+    w.add_block_count(n_layers)
+    w.add_feed_forward_length(ffn_hidden)
+    w.add_head_count(n_heads)
+    w.add_head_count_kv(n_kv_heads)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_freq_base(10000.0)
+    w.add_vocab_size(vocab)
+    for key, value in source.fields.items():
+        if key.startswith("tokenizer."):
+            w.add_key_value(key, value, *_metadata_type(value))
+    head_dim = d_model // n_heads
+    shapes = {"token_embd.weight": (vocab, d_model), "output_norm.weight": (d_model,),
+              "output.weight": (vocab, d_model)}
+    for i in range(n_layers):
+        p = f"blk.{i}."
+        shapes |= {p + "attn_norm.weight": (d_model,), p + "ffn_norm.weight": (d_model,),
+                   p + "attn_q.weight": (d_model, d_model), p + "attn_k.weight": (n_kv_heads * head_dim, d_model),
+                   p + "attn_v.weight": (n_kv_heads * head_dim, d_model), p + "attn_output.weight": (d_model, d_model),
+                   p + "ffn_gate.weight": (ffn_hidden, d_model), p + "ffn_up.weight": (ffn_hidden, d_model),
+                   p + "ffn_down.weight": (d_model, ffn_hidden)}
+    block, size = GGML_QUANT_SIZES[kind]
+    for name, shape in shapes.items():
+        if len(shape) == 1:
+            w.add_tensor_info(name, shape, np.dtype(np.float32), 4 * shape[0])
+        else:
+            w.add_tensor_info(name, (shape[0], shape[1] // block * size), np.dtype(np.uint8),
+                              shape[0] * shape[1] // block * size, raw_dtype=kind)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    rng = np.random.default_rng(seed)
+    for shape in shapes.values():
+        w.write_tensor_data(np.ones(shape, np.float32) if len(shape) == 1 else random_blocks(*shape, kind, rng))
+    w.close()
+    return Path(path)
