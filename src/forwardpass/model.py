@@ -27,13 +27,14 @@ def make_norm(config: ModelConfig) -> nn.Module:
 class RotaryEmbedding(nn.Module):
     """RoPE: rotate each (i, i + head_dim/2) pair of q and k by position × frequency_i.
 
-    cos and sin are tabulated once for every position of the context (float32), then looked up."""
+    cos and sin are tabulated once for every position of the context (float32), then looked up. The tables are
+    made on the CPU (a model moves them with itself), even while a model is laid out on the meta device."""
 
     def __init__(self, config: ModelConfig):
         super().__init__()
-        exponents = torch.arange(0, config.head_dim, 2, dtype=torch.float32) / config.head_dim
+        exponents = torch.arange(0, config.head_dim, 2, dtype=torch.float32, device="cpu") / config.head_dim
         self.register_buffer("inv_freq", 1.0 / config.rope_theta ** exponents, persistent=False)
-        cos, sin = self.angles(torch.arange(config.context_length))
+        cos, sin = self.angles(torch.arange(config.context_length, device="cpu"))
         self.register_buffer("cos", cos, persistent=False)  # (context_length, head_dim)
         self.register_buffer("sin", sin, persistent=False)
 

@@ -86,10 +86,9 @@ def build_model(checkpoint: Checkpoint, device: torch.device, dtype: torch.dtype
         dtype = torch.float32
     table = checkpoint.tensors["tok_embeddings.weight"]
     blocks_table = storage is None and is_blocks(table)  # stored mode: no float32 copy of a block-format table
-    for k in expected:  # one tensor at a time: read, converted, placed
-        if k.rpartition(".")[0] not in linears and not (k == "tok_embeddings.weight" and blocks_table):
-            t = as_float(resolve(checkpoint.tensors[k])).to(device=device, dtype=dtype)
-            model.load_state_dict({k: t}, strict=False, assign=True)
+    state = {k: as_float(resolve(checkpoint.tensors[k])).to(device=device, dtype=dtype) for k in expected
+             if k.rpartition(".")[0] not in linears and not (k == "tok_embeddings.weight" and blocks_table)}
+    model.load_state_dict(state, strict=False, assign=True)  # norms (and a float table): the linears come next
     if config.tied_embeddings and storage == "dtype":
         model.lm_head.weight = model.tok_embeddings.weight
     for name in track(linears, "loading", progress):

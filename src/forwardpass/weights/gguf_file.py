@@ -53,10 +53,12 @@ class GGUFFile:
         if version not in (2, 3):
             raise ValueError(f"GGUF version {version} is not supported (2 and 3 are)")
         n_tensors, n_fields = self._scalar(10), self._scalar(10)
-        self.fields = {}
+        self.fields, self.types = {}, {}  # key → value; key → (value type, array item type or None)
         for _ in range(n_fields):
-            key = self._string()
-            self.fields[key] = self._value(self._scalar(4))
+            key, kind = self._string(), self._scalar(4)
+            self._item = None
+            self.fields[key] = self._value(kind)
+            self.types[key] = (kind, self._item)
         infos = []
         for _ in range(n_tensors):
             name = self._string()
@@ -92,8 +94,19 @@ class GGUFFile:
             return self._string()
         if kind == ARRAY:
             item, count = self._scalar(4), self._scalar(10)
-            if item == STRING:
-                return [self._string() for _ in range(count)]
+            self._item = item
+            if item == STRING:  # a vocabulary: a hundred thousand strings, read in one tight loop
+                out, m, at, length = [], self.map, self.at, struct.Struct("<Q").unpack_from
+                for _ in range(count):
+                    if at + 8 > len(m):
+                        raise Truncated(f"the file ends at byte {len(m)}, inside its header")
+                    n = length(m, at)[0]
+                    out.append(m[at + 8:at + 8 + n].decode("utf-8", errors="replace"))
+                    at += 8 + n
+                if at > len(m):
+                    raise Truncated(f"the file ends at byte {len(m)}, inside its header")
+                self.at = at
+                return out
             if item not in NUMPY:
                 raise ValueError(f"metadata array of value type {item} is not supported")
             size = np.dtype(NUMPY[item]).itemsize * count

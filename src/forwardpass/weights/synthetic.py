@@ -27,13 +27,6 @@ def random_blocks(rows: int, cols: int, kind: GGMLQuantizationType, rng: np.rand
     return raw.reshape(rows, -1)
 
 
-def _metadata_type(value) -> tuple[GGUFValueType, GGUFValueType | None]:
-    if isinstance(value, list):
-        return GGUFValueType.ARRAY, _metadata_type(value[0])[0]
-    return {bool: GGUFValueType.BOOL, int: GGUFValueType.INT32, float: GGUFValueType.FLOAT32,
-            str: GGUFValueType.STRING}[type(value)], None
-
-
 def write_synthetic_gguf(path: str | Path, tokenizer_from: str | Path, kind=GGMLQuantizationType.Q4_0,
                          d_model: int = 2048, n_layers: int = 22, n_heads: int = 32, n_kv_heads: int = 4,
                          ffn_hidden: int = 5632, context: int = 2048, seed: int = 0) -> Path:
@@ -53,7 +46,8 @@ def write_synthetic_gguf(path: str | Path, tokenizer_from: str | Path, kind=GGML
     w.add_vocab_size(vocab)
     for key, value in source.fields.items():
         if key.startswith("tokenizer."):
-            w.add_key_value(key, value, *_metadata_type(value))
+            vtype, item = source.types[key]
+            w.add_key_value(key, value, GGUFValueType(vtype), None if item is None else GGUFValueType(item))
     head_dim = d_model // n_heads
     shapes = {"token_embd.weight": (vocab, d_model), "output_norm.weight": (d_model,),
               "output.weight": (vocab, d_model)}
