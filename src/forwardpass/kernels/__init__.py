@@ -36,7 +36,7 @@ BUILDS = {
     "avx512": (("avx512f", "avx512bw", "avx512vl", "avx512_vnni", "fma", "f16c"),
                ["-DFP_AVX512", "-march=x86-64-v4", "-mavx512vnni", "-mtune=native"]),
     "avx2": (("avx2", "fma", "f16c"), ["-DFP_AVX2", "-march=x86-64-v3", "-mtune=native"]),
-    "generic": ((), []),
+    "generic": ((), ["-march=native"]),  # portable source, this machine's code generation (FMA for fmaf, …)
 }
 X86_ONLY = ("avx512", "avx2")
 

@@ -193,7 +193,10 @@ static inline VI vi_dot_wide(VI acc, T t, int32_t word) {
 #define KERNEL_ISA "generic"
 typedef struct { float f[LANES]; } V;
 typedef struct { int32_t i[LANES]; } VI;
-typedef struct { uint8_t b[64]; } T;
+typedef struct { uint32_t w[LANES]; } T;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the generic kernels read a tile's bytes as little-endian words"
+#endif
 
 #define EACH(body) for (int l = 0; l < LANES; l++) { body; }
 static inline V v_zero(void) { V v; EACH(v.f[l] = 0.f) return v; }
@@ -239,13 +242,16 @@ static inline VI vi_zero(void) { VI v; EACH(v.i[l] = 0) return v; }
 static inline VI vi_add(VI a, VI b) { EACH(a.i[l] += b.i[l]) return a; }
 static inline VI vi_shl7(VI a) { EACH(a.i[l] *= 128) return a; }
 static inline V vi_float(VI a) { V v; EACH(v.f[l] = (float)a.i[l]) return v; }
-static inline T t_load(const uint8_t *p) { T t; memcpy(t.b, p, 64); return t; }
-static inline T t_low(T t) { for (int i = 0; i < 64; i++) t.b[i] &= 15; return t; }
-static inline T t_high(T t) { for (int i = 0; i < 64; i++) t.b[i] >>= 4; return t; }
+// a tile as 16 words, row l's four bytes in word l (little-endian: byte j in bits 8j … 8j + 7), so that every
+// operation below is one lane-wise operation over 16 words, which compilers vectorize on any SIMD unit
+static inline T t_load(const uint8_t *p) { T t; memcpy(t.w, p, 64); return t; }
+static inline T t_low(T t) { EACH(t.w[l] &= 0x0F0F0F0Fu) return t; }
+static inline T t_high(T t) { EACH(t.w[l] = (t.w[l] >> 4) & 0x0F0F0F0Fu) return t; }
 static inline VI vi_dot(VI acc, T t, int32_t word) {
-    int8_t x[4];
-    memcpy(x, &word, 4);
-    EACH(for (int j = 0; j < 4; j++) acc.i[l] += (int32_t)t.b[4 * l + j] * x[j])
+    const int32_t x0 = (int8_t)word, x1 = (int8_t)(word >> 8), x2 = (int8_t)(word >> 16), x3 = (int8_t)(word >> 24);
+    EACH(const uint32_t w = t.w[l];
+         acc.i[l] += (int32_t)(w & 255) * x0 + (int32_t)((w >> 8) & 255) * x1 + (int32_t)((w >> 16) & 255) * x2 +
+                     (int32_t)(w >> 24) * x3)
     return acc;
 }
 static inline VI vi_dot_wide(VI acc, T t, int32_t word) { return vi_dot(acc, t, word); }
