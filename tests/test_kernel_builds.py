@@ -4,8 +4,11 @@ kernels bit for bit), and a build that cannot run here is refused by name, befor
 from __future__ import annotations
 
 import os
+import shutil
+import struct
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -46,7 +49,7 @@ def test_a_build_this_cpu_lacks_is_refused(monkeypatch):
     with pytest.raises(ForwardpassError, match="FORWARDPASS_KERNELS=avx2: this CPU lacks avx2, fma, f16c"):
         kernels.choice()
     monkeypatch.setenv("FORWARDPASS_KERNELS", "sse9")
-    with pytest.raises(ForwardpassError, match="choose from avx512, avx2, generic or off"):
+    with pytest.raises(ForwardpassError, match="choose from avx512, avx2, neon, generic or off"):
         kernels.choice()
     monkeypatch.setenv("FORWARDPASS_KERNELS", "off")
     assert kernels.choice() == []
@@ -63,3 +66,63 @@ def test_the_cli_names_what_the_cpu_lacks():
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
         f"forwardpass: error: FORWARDPASS_KERNELS=avx512: this CPU lacks {', '.join(kernels.missing('avx512'))}"]
+
+
+CHECK = Path(__file__).parent / "native" / "builds_check.c"
+ARM = shutil.which("aarch64-linux-gnu-gcc") and shutil.which("qemu-aarch64")
+
+
+def check_output(build: str, tmp_path: Path, arm: bool = False) -> list[tuple[str, str, float]]:
+    """builds_check.c's results for one build: (exact or close, tag, value)."""
+    exe = tmp_path / f"check-{build}{'-arm' if arm else ''}"
+    if arm:  # cross-compiled, run under user-mode emulation
+        flags = ["-march=armv8-a", *(["-DFP_NEON"] if build == "neon" else [])]
+        cmd, run = ["aarch64-linux-gnu-gcc"], ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", str(exe)]
+    else:
+        flags, cmd, run = kernels.BUILDS[build][1], ["cc"], [str(exe)]
+    subprocess.run([*cmd, "-O3", "-fopenmp", "-std=c11", *flags, f"-I{kernels.HERE}", str(CHECK), "-o", str(exe),
+                    "-lm"], check=True, capture_output=True, text=True)
+    lines = subprocess.run(run, check=True, capture_output=True, text=True, timeout=300).stdout.splitlines()
+    assert lines[-1] == f"isa {build}"
+    return [(how, tag, struct.unpack("<f", bytes.fromhex(bits)[::-1])[0])
+            for how, tag, bits in (line.split() for line in lines[:-1])]
+
+
+def assert_same(got: list, reference: list) -> None:
+    assert [(how, tag) for how, tag, _ in got] == [(how, tag) for how, tag, _ in reference]
+    for (how, tag, a), (_, _, b) in zip(got, reference, strict=True):
+        if how == "exact":
+            assert struct.pack("<f", a) == struct.pack("<f", b), (tag, a, b)  # the same bits
+        else:
+            assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), (tag, a, b)
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="no C compiler here")
+def test_every_build_here_gives_the_reference_numbers(tmp_path):
+    """The integer kernels, SwiGLU and argmax bit for bit; float products and attention within a sum's rounding."""
+    reference = check_output("generic", tmp_path)
+    for build in RUNNABLE:
+        assert_same(check_output(build, tmp_path), reference)
+
+
+@pytest.mark.skipif(not (ARM and shutil.which("cc")), reason="no aarch64-linux-gnu-gcc and qemu-aarch64 here")
+def test_the_neon_build_gives_the_reference_numbers(tmp_path):
+    """ARM64, emulated: the neon build and the generic one compiled for ARM against this machine's generic build."""
+    reference = check_output("generic", tmp_path)
+    for build in ("neon", "generic"):
+        assert_same(check_output(build, tmp_path, arm=True), reference)
+
+
+@needs_compiler
+@pytest.mark.skipif("avx2" not in RUNNABLE, reason="this CPU does not run the avx2 build")
+def test_a_build_that_fails_to_compile_is_said_once_and_the_next_one_runs(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("FORWARDPASS_KERNELS", "")
+    monkeypatch.setitem(kernels.BUILDS, "avx2", (kernels.BUILDS["avx2"][0], ["-DFP_AVX2", "-mno-such-option"]))
+    monkeypatch.setattr(kernels, "_SAID", set())
+    monkeypatch.setattr(kernels, "choice", lambda: ["avx2", "generic"])
+    for _ in range(2):
+        assert kernels._build().kernel_isa() == b"generic"
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and said[0].startswith("forwardpass: the avx2 kernels did not compile (")
+    assert "-mno-such-option" in said[0] and said[0].endswith("; trying the next build")

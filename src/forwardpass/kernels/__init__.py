@@ -5,9 +5,9 @@ Matrix-vector products over weights as they are stored — fp32, fp16, bf16, 8- 
 driven by `forwardpass.fused_decode`), and a read of memory in concurrent streams (`stream_read.c`, the
 bandwidth roof of `forwardpass.machine`).
 
-One source, three builds of its vector operations (`simd.h`): avx512 (F, BW, VL and VNNI), avx2 (with FMA and
-F16C) and generic (portable C, the reference). The best build this CPU runs is chosen at run time;
-FORWARDPASS_KERNELS=avx512|avx2|generic|off forces one (a build this CPU cannot run is refused with what it lacks).
+One source, four builds of its vector operations (`simd.h`): avx512 (F, BW, VL and VNNI), avx2 (with FMA and
+F16C), neon (ARM64) and generic (portable C, the reference). The best build this CPU runs is chosen at run time;
+FORWARDPASS_KERNELS=avx512|avx2|neon|generic|off forces one (a build this CPU cannot run is refused with what it lacks).
 Each build is cached under its source, compiler, flags and CPU. Where no compiler is found, or a build fails (said
 once, with the compiler's first error), the next build down is tried; with none, `available()` is False and
 callers use the PyTorch path."""
@@ -36,6 +36,7 @@ BUILDS = {
     "avx512": (("avx512f", "avx512bw", "avx512vl", "avx512_vnni", "fma", "f16c"),
                ["-DFP_AVX512", "-march=x86-64-v4", "-mavx512vnni", "-mtune=native"]),
     "avx2": (("avx2", "fma", "f16c"), ["-DFP_AVX2", "-march=x86-64-v3", "-mtune=native"]),
+    "neon": ((), ["-DFP_NEON"]),  # every ARM64 CPU has Advanced SIMD
     "generic": ((), ["-march=native"]),  # portable source, this machine's code generation (FMA for fmaf, …)
 }
 X86_ONLY = ("avx512", "avx2")
@@ -56,8 +57,11 @@ def missing(build: str, flags: set[str] | None = None) -> list[str]:
     """What this CPU lacks for `build` (empty: it runs it)."""
     flags = cpu_flags() if flags is None else flags
     needs, _ = BUILDS[build]
-    if build in X86_ONLY and platform.machine().lower() not in ("x86_64", "amd64"):
-        return [f"an x86-64 CPU (this is {platform.machine()})"]
+    machine = platform.machine().lower()
+    if build in X86_ONLY and machine not in ("x86_64", "amd64"):
+        return [f"an x86-64 CPU (this is {machine})"]
+    if build == "neon" and machine not in ("arm64", "aarch64"):
+        return [f"an ARM64 CPU (this is {machine})"]
     return [f for f in needs if f not in flags]
 
 

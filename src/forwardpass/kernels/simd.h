@@ -1,8 +1,9 @@
 // The vector operations the kernels are written in: 16 float32 lanes (V), 16 int32 lanes (VI) and a 64-byte weight
-// tile (T), in three builds chosen at compile time (kernels/__init__.py picks one at run time by the CPU):
+// tile (T), in four builds chosen at compile time (kernels/__init__.py picks one at run time by the CPU):
 //   FP_AVX512  AVX-512 F/BW/VL + VNNI: one register each
 //   FP_AVX2    AVX2 + FMA + F16C: two 8-lane halves (rows 0–7 and 8–15 of a tile)
-//   (neither)  portable C: plain loops over lanes, the reference the others are tested against
+//   FP_NEON    ARM64 Advanced SIMD: four 4-lane quarters
+//   (none)     portable C: plain loops over lanes, the reference the others are tested against
 // Every build does the same arithmetic lane by lane (fused multiply-adds where fma is written, round-to-nearest-even
 // where round is), so the integer kernels give the same bits in all three; only the order of a horizontal sum differs.
 #pragma once
@@ -188,6 +189,97 @@ static inline VI vi_dot_wide(VI acc, T t, int32_t word) {
     const __m256i even = _mm256_set1_epi32(word & 0x00FF00FF), odd = _mm256_set1_epi32(word & (int32_t)0xFF00FF00);
     return vi_make(dot8(dot8(acc.a, t.a, even), t.a, odd), dot8(dot8(acc.b, t.b, even), t.b, odd));
 }
+
+#elif defined(FP_NEON)
+#define KERNEL_ISA "neon"
+#include <arm_neon.h>
+typedef struct { float32x4_t v[4]; } V;  // lanes 4k … 4k + 3 in v[k]
+typedef struct { int32x4_t v[4]; } VI;
+typedef struct { uint8x16_t v[4]; } T;  // rows 4k … 4k + 3 of the tile in v[k]
+
+#define EACH4(body) for (int k = 0; k < 4; k++) { body; }
+static inline V v_zero(void) { V r; EACH4(r.v[k] = vdupq_n_f32(0.f)) return r; }
+static inline V v_set1(float x) { V r; EACH4(r.v[k] = vdupq_n_f32(x)) return r; }
+static inline V v_load(const float *p) { V r; EACH4(r.v[k] = vld1q_f32(p + 4 * k)) return r; }
+static inline void v_store(float *p, V a) { EACH4(vst1q_f32(p + 4 * k, a.v[k])) }
+static inline V v_load_n(const float *p, int n, float fill) {
+    if (n >= 16) return v_load(p);
+    float tmp[16];
+    for (int l = 0; l < 16; l++) tmp[l] = l < n ? p[l] : fill;
+    return v_load(tmp);
+}
+static inline void v_store_n(float *p, int n, V a) {
+    if (n >= 16) { v_store(p, a); return; }
+    float tmp[16];
+    v_store(tmp, a);
+    for (int l = 0; l < n; l++) p[l] = tmp[l];
+}
+#define N2(name, op) static inline V name(V a, V b) { EACH4(a.v[k] = op(a.v[k], b.v[k])) return a; }
+N2(v_add, vaddq_f32)
+N2(v_sub, vsubq_f32)
+N2(v_mul, vmulq_f32)
+N2(v_div, vdivq_f32)
+N2(v_max, vmaxq_f32)
+N2(v_min, vminq_f32)
+#undef N2
+static inline V v_fma(V a, V b, V c) { EACH4(c.v[k] = vfmaq_f32(c.v[k], a.v[k], b.v[k])) return c; }
+static inline V v_fnma(V a, V b, V c) { EACH4(c.v[k] = vfmsq_f32(c.v[k], a.v[k], b.v[k])) return c; }
+static inline V v_abs(V a) { EACH4(a.v[k] = vabsq_f32(a.v[k])) return a; }
+static inline V v_round(V a) { EACH4(a.v[k] = vrndnq_f32(a.v[k])) return a; }  // nearest, ties to even
+static inline V v_scalef(V a, V n) {  // a × 2^n for integral n in [-126, 127]
+    EACH4(a.v[k] = vmulq_f32(a.v[k], vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n.v[k]),
+                                                                                  vdupq_n_s32(127)), 23))))
+    return a;
+}
+static inline float v_reduce_add(V a) {
+    return vaddvq_f32(vaddq_f32(vaddq_f32(a.v[0], a.v[1]), vaddq_f32(a.v[2], a.v[3])));
+}
+static inline float v_reduce_max(V a) {
+    return vmaxvq_f32(vmaxq_f32(vmaxq_f32(a.v[0], a.v[1]), vmaxq_f32(a.v[2], a.v[3])));
+}
+static inline int v_any_nan(V a) {
+    uint32x4_t ordered = vdupq_n_u32(0xFFFFFFFFu);
+    EACH4(ordered = vandq_u32(ordered, vceqq_f32(a.v[k], a.v[k])))
+    return vminvq_u32(ordered) == 0;
+}
+static inline void v_store_i8(int8_t *p, V a) {  // integral values in [-128, 127]
+    const int16x8_t lo = vcombine_s16(vmovn_s32(vcvtq_s32_f32(a.v[0])), vmovn_s32(vcvtq_s32_f32(a.v[1])));
+    const int16x8_t hi = vcombine_s16(vmovn_s32(vcvtq_s32_f32(a.v[2])), vmovn_s32(vcvtq_s32_f32(a.v[3])));
+    vst1q_s8(p, vcombine_s8(vmovn_s16(lo), vmovn_s16(hi)));
+}
+static inline V v_load_f16_n(const uint16_t *p, int n) {
+    uint16_t tmp[16] = {0};
+    memcpy(tmp, p, sizeof(uint16_t) * (n < 16 ? (n > 0 ? n : 0) : 16));
+    V r;
+    EACH4(r.v[k] = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(tmp + 4 * k))))
+    return r;
+}
+static inline V v_load_bf16_n(const uint16_t *p, int n) {
+    uint16_t tmp[16] = {0};
+    memcpy(tmp, p, sizeof(uint16_t) * (n < 16 ? (n > 0 ? n : 0) : 16));
+    V r;
+    EACH4(r.v[k] = vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(tmp + 4 * k), 16)))
+    return r;
+}
+
+static inline VI vi_zero(void) { VI r; EACH4(r.v[k] = vdupq_n_s32(0)) return r; }
+static inline VI vi_add(VI a, VI b) { EACH4(a.v[k] = vaddq_s32(a.v[k], b.v[k])) return a; }
+static inline VI vi_shl7(VI a) { EACH4(a.v[k] = vshlq_n_s32(a.v[k], 7)) return a; }
+static inline V vi_float(VI a) { V r; EACH4(r.v[k] = vcvtq_f32_s32(a.v[k])) return r; }
+static inline T t_load(const uint8_t *p) { T t; EACH4(t.v[k] = vld1q_u8(p + 16 * k)) return t; }
+static inline T t_low(T t) { EACH4(t.v[k] = vandq_u8(t.v[k], vdupq_n_u8(15))) return t; }
+static inline T t_high(T t) { EACH4(t.v[k] = vshrq_n_u8(t.v[k], 4)) return t; }
+// four rows' 4-byte dot products: bytes widened to 16 bits (each product within int16 for |x| ≤ 128), then summed
+// in pairs twice
+static inline VI vi_dot(VI acc, T t, int32_t word) {
+    const int16x8_t x = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(word)));  // x0 … x3, x0 … x3
+    EACH4(const int16x8_t lo = vmulq_s16(vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(t.v[k]))), x);
+          const int16x8_t hi = vmulq_s16(vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(t.v[k]))), x);
+          acc.v[k] = vaddq_s32(acc.v[k], vpaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi))))
+    return acc;
+}
+static inline VI vi_dot_wide(VI acc, T t, int32_t word) { return vi_dot(acc, t, word); }
+#undef EACH4
 
 #else
 #define KERNEL_ISA "generic"

@@ -1,0 +1,70 @@
+// Runs the kernels of one build on fixed pseudo-random inputs and prints every result as its bits, one line per
+// value: "exact <tag> <hex>" where every build must agree bit for bit (the integer kernels), "close <tag> <hex>"
+// where only the order of a sum may differ. tests/test_kernel_builds.py compiles it once per build (for a CPU the
+// machine can only emulate, too) and compares the outputs.
+#include "decode_step.c"
+#include "gemv.c"
+
+#include <stdio.h>
+
+static uint32_t state = 2463534242u;
+static uint32_t next(void) { state ^= state << 13, state ^= state >> 17, state ^= state << 5; return state; }
+static float uniform(float lo, float hi) { return lo + (hi - lo) * (float)(next() >> 8) / 16777216.f; }
+
+static void print(const char *how, const char *tag, const float *v, int n) {
+    for (int i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, v + i, 4);
+        printf("%s %s %08x\n", how, tag, bits);
+    }
+}
+
+int main(void) {
+    enum { M = 5, K = 192, N = 70, KF = 200, GROUPS = (N + 15) / 16 };
+    static float x[M * KF], y[M * N], scale[GROUPS * (K / 32) * 16], minimum[GROUPS * (K / 32) * 16], wf[N * KF];
+    static uint8_t tiles[GROUPS * (K / 32) * 512];
+    static uint16_t wh[N * KF];
+    for (int i = 0; i < M * KF; i++) x[i] = uniform(-3.f, 3.f);
+    for (size_t i = 0; i < sizeof tiles; i++) tiles[i] = (uint8_t)next();
+    for (size_t i = 0; i < sizeof scale / 4; i++) scale[i] = uniform(0.001f, 0.02f), minimum[i] = uniform(-0.2f, 0.f);
+    const int kinds[2] = {Q8, Q4};
+    for (int i = 0; i < 2; i++) {
+        gemv(x, M, kinds[i], K, tiles, scale, minimum, N, y);
+        print("exact", kinds[i] == Q8 ? "q8" : "q4", y, M * N);
+    }
+    for (int i = 0; i < N * KF; i++) wf[i] = uniform(-0.1f, 0.1f);
+    gemv(x, M, F32, KF, wf, NULL, NULL, N, y);
+    print("close", "f32", y, M * N);
+    for (int i = 0; i < N * KF; i++) wh[i] = (uint16_t)((next() & 0x8000u) | ((5 + next() % 10) << 10) | (next() & 1023u));
+    gemv(x, M, F16, KF, wh, NULL, NULL, N, y);
+    print("close", "f16", y, M * N);
+    for (int i = 0; i < N * KF; i++) {
+        uint32_t bits;
+        memcpy(&bits, wf + i, 4);
+        wh[i] = (uint16_t)(bits >> 16);
+    }
+    gemv(x, M, BF16, KF, wh, NULL, NULL, N, y);
+    print("close", "bf16", y, M * N);
+
+    static float gate[50], up[50], h[50], v[41];
+    for (int i = 0; i < 50; i++) gate[i] = uniform(-100.f, 100.f), up[i] = uniform(-2.f, 2.f);
+    swiglu(gate, up, 50, h);
+    print("exact", "swiglu", h, 50);
+    for (int i = 0; i < 41; i++) v[i] = (float)(next() % 7);
+    const float best = (float)argmax(v, 41);
+    print("exact", "argmax", &best, 1);
+
+    enum { HD = 64, PAST = 20, HEADS = 3 };
+    static float q[HEADS * HD], keys[PAST * HD], values[PAST * HD], k_new[HD], v_new[HD], scores[4 * (PAST + 1)];
+    static float out[HEADS * HD], top[HEADS], total[HEADS];
+    for (int i = 0; i < HEADS * HD; i++) q[i] = uniform(-1.f, 1.f);
+    for (int i = 0; i < PAST * HD; i++) keys[i] = uniform(-1.f, 1.f), values[i] = uniform(-1.f, 1.f);
+    for (int i = 0; i < HD; i++) k_new[i] = uniform(-1.f, 1.f), v_new[i] = uniform(-1.f, 1.f);
+    const Rows k = {keys, HD, NULL, 1}, vr = {values, HD, NULL, 1};
+    attend_group(q, HEADS, &k, &vr, PAST, k_new, v_new, HD, 0, PAST + 1, scores, out, top, total);
+    print("close", "attention", out, HEADS * HD);
+    print("close", "attention-top", top, HEADS);
+    print("close", "attention-total", total, HEADS);
+    printf("isa %s\n", kernel_isa());
+    return 0;
+}
