@@ -78,7 +78,7 @@ class QuantizedLinear(nn.Module):
         out_features, in_features = blocks.shape
         self.bits, self.in_features, self.out_features = blocks.bits, in_features, out_features
         pad = -out_features % GROUP  # zero rows up to a whole group
-        q, scale, minimum = (torch.cat([t, t.new_zeros(pad, *t.shape[1:])]) for t in
+        q, scale, minimum = (torch.cat([t, t.new_zeros(pad, *t.shape[1:])]) if pad else t for t in
                              (blocks.q, blocks.scale, blocks.minimum))
         self.register_buffer("q", tile(q, self.bits))
         self.register_buffer("scale", tile_scales(scale))

@@ -46,7 +46,10 @@ def _half(b: np.ndarray, at: int) -> np.ndarray:
 
 def _nibbles(qs: np.ndarray) -> np.ndarray:
     """(…, 16) bytes → (…, 32): low nibbles are weights 0–15, high nibbles 16–31 (ggml's order)."""
-    return np.concatenate([qs & 15, qs >> 4], axis=-1)
+    out = np.empty((*qs.shape[:-1], 32), dtype=np.uint8)
+    np.bitwise_and(qs, 15, out=out[..., :16])
+    np.right_shift(qs, 4, out=out[..., 16:])
+    return out
 
 
 def _high_bits(qh: np.ndarray) -> np.ndarray:
