@@ -7,7 +7,7 @@ unless the caller chose the explicit "sliding" policy (drop the oldest pairs, po
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Protocol, runtime_checkable
 
 import torch
 
@@ -15,6 +15,33 @@ from .config import ModelConfig
 from .errors import ContextLengthError, InvariantError
 
 Policy = Literal["error", "sliding"]
+
+
+@runtime_checkable
+class Cache(Protocol):
+    """What the model asks of a KV cache, for one step of `batch` rows: the contiguous KVCache here and the engine's
+    paged view (engine/paged.py PagedBatch) both give it, with the seed's invariants: after t tokens a row holds t
+    pairs per layer, a new token's position is its row's length, appending never rewrites a pair a row holds
+    (checked at every write in checked mode), and a full cache raises unless its policy says otherwise."""
+
+    lengths: list[int]  # pairs each row holds
+    policy: Policy
+    checked: bool
+
+    @property
+    def batch(self) -> int: ...
+
+    def next_position(self, row: int = 0) -> int:
+        """The position row's next token takes."""
+
+    def begin(self, n_tokens: list[int], width: int) -> torch.Tensor:
+        """Room for `width` new slots per row, n_tokens[b] of them real; their positions (batch, width)."""
+
+    def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append k, v (batch, n_kv_heads, width, head_dim); every pair so far (batch, n_kv_heads, L, head_dim)."""
+
+    def commit(self) -> None:
+        """After every layer has written: each row holds its new pairs."""
 
 
 class KVCache:

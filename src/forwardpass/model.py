@@ -15,7 +15,7 @@ from torch import nn
 
 from .config import ModelConfig
 from .errors import ContextLengthError, InvariantError, TokenIdError
-from .kv_cache import KVCache, Policy
+from .kv_cache import Cache, KVCache, Policy
 
 
 def make_norm(config: ModelConfig) -> nn.Module:
@@ -93,7 +93,7 @@ class Attention(nn.Module):
         causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
         return torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
 
-    def forward(self, x: torch.Tensor, layer: int, cache: KVCache, rope: tuple | None,
+    def forward(self, x: torch.Tensor, layer: int, cache: Cache, rope: tuple | None,
                 mask: torch.Tensor | None) -> torch.Tensor:
         batch, T, _ = x.shape
         q, k, v = self.project(x, rope)  # (batch, n_heads | n_kv_heads, T, head_dim)
@@ -159,7 +159,7 @@ class Block(nn.Module):
         self.residual: Literal["add", "replace"] = "add"
         self.checked = False
 
-    def forward(self, x: torch.Tensor, cache: KVCache, rope: tuple | None, mask: torch.Tensor | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: Cache, rope: tuple | None, mask: torch.Tensor | None) -> torch.Tensor:
         x = self.sublayer(x, self.attn_norm, lambda h: self.attn(h, self.index, cache, rope, mask), "attention")
         return self.sublayer(x, self.ffn_norm, self.ffn, "ffn")
 
@@ -242,8 +242,8 @@ class Transformer(nn.Module):
             h = h + self.pos_embeddings(positions)
         return h
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None, n_tokens: list[int] | None = None,
-                last_only: bool = False) -> tuple[torch.Tensor, KVCache]:
+    def forward(self, x: torch.Tensor, cache: Cache | None = None, n_tokens: list[int] | None = None,
+                last_only: bool = False) -> tuple[torch.Tensor, Cache]:
         """x: (batch, T) token ids, appended after what `cache` holds; row b keeps n_tokens[b] of them
         (the rest is right padding). Returns logits (batch, T, vocab_size) — or (batch, 1, vocab_size) for
         each row's last kept token when `last_only` — and the cache."""
@@ -289,7 +289,7 @@ def attention_mask(lengths: list[int], T: int, device: torch.device) -> torch.Te
     return (slots[None, None, :] <= query_slots[:, :, None])[:, None]  # (batch, 1, T, L)
 
 
-def check_positions(positions: torch.Tensor, expected: list[int], cache: KVCache) -> None:
+def check_positions(positions: torch.Tensor, expected: list[int], cache: Cache) -> None:
     """Invariant 3: a new token's position is the cache's current length (its absolute count), never 0."""
     first = positions[:, 0].tolist()
     for b, (got, want) in enumerate(zip(first, expected, strict=True)):

@@ -38,7 +38,7 @@ class EngineConfig:
     max_num_seqs: int = 32  # running requests at once
     max_num_batched_tokens: int = 512  # tokens per step, prefill and decode together
     prefix_caching: bool = True
-    checked: bool = False  # assert the pool's invariants after every step
+    checked: bool = False  # assert the pool's invariants after every step, and at every cache write
     request_timeout: float | None = None  # seconds from arrival after which a request is ended ("abort")
 
 
@@ -179,7 +179,8 @@ class Engine:
         model, device = self.pipeline.model, self.pipeline.device
         width = max(n for _, n in batch)
         rows = [s.token_ids[s.num_computed:s.num_computed + n] + [0] * (width - n) for s, n in batch]
-        view = PagedBatch(self.pool, [s.blocks for s, _ in batch], [s.num_computed for s, _ in batch])
+        view = PagedBatch(self.pool, [s.blocks for s, _ in batch], [s.num_computed for s, _ in batch],
+                          checked=self.config.checked)
         try:
             logits, _ = model(torch.tensor(rows, device=device), view, n_tokens=[n for _, n in batch],
                               last_only=True)

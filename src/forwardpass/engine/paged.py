@@ -119,7 +119,9 @@ class BlockPool:
 
 
 class PagedBatch:
-    """The cache interface the model calls (`begin`, `write`, `commit`), over a batch of block tables."""
+    """The cache contract the model calls (kv_cache.Cache: `begin`, `write`, `commit`) over a batch of block
+    tables. In checked mode every write verifies that no pair a row already held changed (a table that sends a new
+    pair onto an old one is caught, not silently served)."""
 
     def __init__(self, pool: BlockPool, tables: list[list[int]], lengths: list[int], checked: bool = False):
         self.pool, self.tables, self.lengths, self.checked = pool, tables, list(lengths), checked
@@ -155,8 +157,16 @@ class PagedBatch:
 
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Store the real new pairs in their blocks; return each row's pairs (batch, n_kv_heads, end, head_dim)."""
+        held = [self.read_slots[b, :n] for b, n in enumerate(self.lengths)] if self.checked else None
+        before = [(self.pool.k[layer][s].clone(), self.pool.v[layer][s].clone()) for s in held] if held else None
         self.pool.k[layer][self.write_slots] = k.transpose(1, 2)[self.rows, self.cols]  # (N, n_kv_heads, head_dim)
         self.pool.v[layer][self.write_slots] = v.transpose(1, 2)[self.rows, self.cols]
+        if before is not None:
+            for b, (slots, (k_before, v_before)) in enumerate(zip(held, before, strict=True)):
+                if not (torch.equal(self.pool.k[layer][slots], k_before)
+                        and torch.equal(self.pool.v[layer][slots], v_before)):
+                    raise InvariantError(f"layer {layer}: appending to sequence {b} rewrote a (K, V) pair it already "
+                                         f"held (its block table sends a new pair onto an old one)")
         return self.pool.k[layer][self.read_slots].transpose(1, 2), self.pool.v[layer][self.read_slots].transpose(1, 2)
 
     def commit(self) -> None:
