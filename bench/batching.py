@@ -2,7 +2,7 @@
 beside llama.cpp's own batching (one `llama_batch` carrying every sequence's id, through llama-cpp-python's C API,
 as llama.cpp's server batches), on the same GGUF, the same prompts, greedy, the same number of new tokens.
 
-    .venv/bin/python bench/batching.py [--sequences 1,4,16] [--max-tokens 128] [--storage q4] [--json]
+    .venv/bin/python bench/batching.py [--sequences 1,4,16] [--max-tokens 128] [--storage stored] [--json]
 
 Each engine runs in its own process. For each count of sequences: every prompt goes in at once, then each step
 decodes one token for every sequence; the rate is all generated tokens over the wall time, prefill included.
@@ -158,7 +158,7 @@ def main() -> None:
                      "comma-separated counts ≥ 1")
     ap.add_argument("--sequences", type=counts, default=[1, 4, 16])
     ap.add_argument("--max-tokens", type=positive_int, default=128)
-    ap.add_argument("--storage", default="q4", choices=list(STORAGE))
+    ap.add_argument("--storage", default="stored", choices=list(STORAGE))
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--worker", choices=["forwardpass", "llama.cpp"], help=argparse.SUPPRESS)
     args = ap.parse_args()

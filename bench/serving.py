@@ -1,7 +1,7 @@
 """Serving throughput: 16 concurrent streaming clients against the same 16 requests served one at a time, both
 beside `forwardpass generate`'s own batch-1 decode rate on the same storage mode, in one run.
 
-    .venv/bin/python bench/serving.py [--clients 16] [--max-tokens 128] [--storage q4] [--json] [--device cuda]
+    .venv/bin/python bench/serving.py [--clients 16] [--max-tokens 128] [--storage stored] [--json] [--device cuda]
 
 Runs `forwardpass generate --json` for the batch-1 rate, then starts `forwardpass serve` on a free loopback port,
 drives it with the official `openai` client, and prints generated tokens per second each way and their ratios.
@@ -65,7 +65,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clients", type=positive_int, default=16)
     ap.add_argument("--max-tokens", type=positive_int, default=128)
-    ap.add_argument("--storage", default="fp32", choices=list(STORAGE))
+    ap.add_argument("--storage", default="stored", choices=list(STORAGE))
     ap.add_argument("--json", action="store_true")
     add_device_option(ap)
     args = ap.parse_args()
