@@ -41,6 +41,20 @@ CASES = [
     ("oversized body", "/v1/completions", {"prompt": "x" * 10000}, None, KEY, 413, "exceeds the limit of 4096"),
     ("token id out of range", "/v1/completions", {"prompt": [1, 49152]}, None, KEY, 400, "token id 49152"),
     ("bad n", "/v1/completions", {"prompt": "hi", "n": 0}, None, KEY, 422, "n: Input should be greater"),
+    ("response_format", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
+                                                 "response_format": {"type": "json_object"}}, None, KEY, 400,
+     "unsupported field 'response_format': structured output is not implemented"),
+    ("tools", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "tools": []}, None, KEY, 400,
+     "unsupported field 'tools': tool calling is not implemented"),
+    ("logit_bias", "/v1/completions", {"prompt": "hi", "logit_bias": {"7042": -100}}, None, KEY, 400,
+     "unsupported field 'logit_bias'"),
+    ("a made-up field", "/v1/completions", {"prompt": "hi", "temprature": 0}, None, KEY, 400,
+     "unsupported field 'temprature': not a field of this API"),
+    ("a message field", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi", "name": "ann"}]},
+     None, KEY, 400, "unsupported field 'messages.0.name'"),
+    ("a stream option", "/v1/completions", {"prompt": "hi", "stream": True,
+                                            "stream_options": {"include_usage": True, "continuous_usage": True}},
+     None, KEY, 400, "unsupported field 'stream_options.continuous_usage'"),
 ]
 
 
@@ -64,3 +78,16 @@ def test_still_serving_after_errors(url):
         post(url, path, body, raw, key)
     r = post(url, "/v1/completions", {"prompt": "The three primary colors are", "max_tokens": 3, "temperature": 0})
     assert r.status_code == 200 and r.json()["choices"][0]["text"] == " the primary colors"
+
+
+def test_an_unsupported_field_is_named_through_the_official_client(url):
+    """The error reaches an application as the client's BadRequestError, with the field in `param`."""
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=url + "/v1", api_key=KEY)
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=3,
+                                       tool_choice="none")
+    assert caught.value.body["param"] == "tool_choice" and caught.value.body["code"] == "unsupported_field"
+    ok = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=2,
+                                        user="ann")  # accepted: it changes nothing generated
+    assert ok.choices[0].message.content is not None

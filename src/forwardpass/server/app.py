@@ -26,7 +26,7 @@ from ..engine.sequence import Error
 from ..errors import ContextLengthError, EngineUnavailableError, ForwardpassError
 from ..sampling import SamplingParams
 from .errors import APIError
-from .protocol import ChatCompletionRequest, CompletionRequest
+from .protocol import UNSUPPORTED, ChatCompletionRequest, CompletionRequest
 
 log = logging.getLogger("forwardpass.server")
 
@@ -150,8 +150,11 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         try:
             parsed = schema.model_validate(data)
         except ValidationError as e:
-            first = e.errors()[0]
+            first = min(e.errors(), key=lambda error: error["type"] != "extra_forbidden")  # an unknown field first
             where = ".".join(str(p) for p in first["loc"])
+            if first["type"] == "extra_forbidden":
+                why = UNSUPPORTED.get(where, "not a field of this API")
+                raise APIError(400, f"unsupported field '{where}': {why}", "unsupported_field", where) from None
             raise APIError(422, f"{where}: {first['msg']}", param=where or None) from None
         if parsed.model is not None and parsed.model != config.model_name:
             raise APIError(404, f"model {parsed.model!r} does not exist; this server serves {config.model_name!r}",

@@ -8,15 +8,34 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..sampling import SamplingParams
 
+# Fields of OpenAI's chat and completions requests that forwardpass does not implement, and why: a request that
+# carries one is refused with a 400 naming it, never served as if the field were absent. Any other field this
+# module does not declare is refused the same way ("extra": "forbid" on every request model).
+UNSUPPORTED = {
+    "response_format": "structured output is not implemented",
+    "tools": "tool calling is not implemented", "tool_choice": "tool calling is not implemented",
+    "parallel_tool_calls": "tool calling is not implemented", "functions": "function calling is not implemented",
+    "function_call": "function calling is not implemented", "logit_bias": "logit_bias is not implemented",
+    "best_of": "best_of is not implemented (n is)", "suffix": "insertion (suffix) is not implemented",
+    "audio": "audio output is not implemented", "modalities": "only text output is implemented",
+    "prediction": "predicted outputs are not implemented", "service_tier": "there are no service tiers",
+    "store": "completions are not stored", "metadata": "completions are not stored",
+    "reasoning_effort": "this model does not reason in a separate channel",
+    "web_search_options": "web search is not implemented",
+}
 
-class StreamOptions(BaseModel):
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StreamOptions(Strict):
     include_usage: bool = False
 
 
-class SamplingFields(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class SamplingFields(Strict):
     model: str | None = None
+    user: str | None = None  # who the end user is, for the caller's own records: it changes nothing generated
     max_tokens: int | None = None
     temperature: float = 1.0
     top_p: float = 1.0
@@ -48,7 +67,7 @@ class CompletionRequest(SamplingFields):
     echo: Literal[False] = False
 
 
-class ChatMessage(BaseModel):
+class ChatMessage(Strict):
     role: Literal["system", "user", "assistant", "developer", "tool"]
     content: str
 
