@@ -1,4 +1,5 @@
-"""The loop (seed §04 and §07): run, sample, append, run again — cached or naive.
+"""The loop (seed §04 and §07): run, sample, append, run again — cached or naive. The cached loop is the engine's
+(one request is a batch of one); the naive one, kept for teaching, re-runs the whole prefix every step.
 
     cache = None
     while len(tokens) < max_len:
@@ -13,16 +14,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
 from .collapse import Loop, detect_loop
 from .detokenize import TextStream
+from .errors import ForwardpassError
 from .pipeline import Pipeline
 from .sampling import SamplingParams, TokenLogprob, make_generator, next_token
-
-BURST = 8  # greedy steps one native call runs before Python takes the tokens (text streams in bursts this long)
 
 
 @dataclass
@@ -70,63 +70,88 @@ class Generation:
         self.result: GenerationResult | None = None
 
     def __iter__(self) -> Iterator[str]:
-        return self._run()
+        return self._run() if self.naive else self._serve()
+
+    def _serve(self) -> Iterator[str]:
+        """The cached loop is the engine's (engine/): this request is a batch of one over a pool just large enough
+        for it, its prompt prefilled in one step, then decoded (greedy bursts included) and stopped as the server's
+        requests are."""
+        from .engine import Engine, EngineConfig
+
+        pipeline, prompt, p = self.pipeline, self.prompt_ids, self.params
+        room = min(p.max_tokens, pipeline.config.context_length - len(prompt))  # tokens this generation may choose
+        c, block = pipeline.config, 16
+        per_block = 2 * c.n_layers * c.kv_heads * c.head_dim * block * pipeline.model.dtype.itemsize
+        engine = Engine(pipeline, EngineConfig(
+            kv_cache_bytes=-(-(len(prompt) + room) // block) * per_block, block_size=block, max_num_seqs=1,
+            max_num_batched_tokens=max(len(prompt), 1), prefix_caching=False, checked=pipeline.model.checked))
+        outputs: list = []
+        engine.submit(prompt, replace(p, max_tokens=room), outputs.append)
+        result = GenerationResult(prompt, [], "", "length", "cached")
+        started, first = time.perf_counter(), None
+        while True:
+            engine.step()
+            for out in outputs:
+                if out.error is not None or out.finish_reason in ("error", "abort"):
+                    raise ForwardpassError(f"generation failed: {out.error.message if out.error else 'aborted'}")
+                now = time.perf_counter()
+                if first is None:
+                    first = now
+                    result.prefill_seconds = now - started
+                result.decode_seconds = now - first
+                result.work.append(len(prompt) if not result.work else 1)
+                if out.logprob is not None:
+                    result.logprobs.append(out.logprob)
+                if out.token_id is not None:
+                    result.token_ids.append(out.token_id)
+                result.text += out.text
+                if out.text:
+                    yield out.text
+                if out.finish_reason is not None:
+                    result.stop_reason = {"length": "length"}.get(out.finish_reason,
+                                                                  "eos" if out.token_id is None else "stop")
+                    result.loop = detect_loop(result.token_ids)
+                    self.result = result
+                    return
+            outputs.clear()
 
     @torch.inference_mode()
     def _run(self) -> Iterator[str]:
+        """The naive loop (seed §04): no cache kept between steps, every step runs every layer on every token so
+        far. The same tokens as the cached loop, at the work cost.py counts for it."""
         p, model, prompt = self.params, self.pipeline.model, self.prompt_ids
         context = self.pipeline.config.context_length
         eos = set() if p.ignore_eos or self.pipeline.tokenizer is None else set(self.pipeline.tokenizer.eos_ids)
-        stops = tuple(eos)  # what ends a burst in the native loop
         text = TextStream(self.pipeline.tokenizer, p.stop) if self.pipeline.tokenizer is not None else None
         generator = make_generator(p, model.device)
-        result = GenerationResult(prompt, [], "", "length", "naive" if self.naive else "cached")
-        cache = None if self.naive else model.new_cache(1, min(context, len(prompt) + p.max_tokens))
-        x = prompt
-        step = None  # the fused native decode, bound once the prompt is in, where it applies (fused_decode)
-        last = None  # the newest logits (vocab_size,)
-        # plain greedy needs no logits in Python: the native loop runs up to BURST steps back to back
-        burst = BURST if p.argmax_only and p.logprobs is None else 1
+        result = GenerationResult(prompt, [], "", "length", "naive")
         room = min(p.max_tokens, context - len(prompt))  # tokens this generation may choose
         started = time.perf_counter()
         while True:
-            if self.naive:  # re-run every layer on every token so far
-                x, cache = prompt + result.token_ids, model.new_cache(1, len(prompt) + len(result.token_ids))
-            chosen: list[int | None] = [None]  # argmaxes the native step found as it wrote the logits
-            if step is not None:  # the previous logits are spent: reuse their memory
-                last, chosen = step(x[0], cache, min(burst, room - len(result.token_ids)), stops, last)
+            x = prompt + result.token_ids
+            logits, _ = model(torch.tensor([x], device=model.device), model.new_cache(1, len(x)), last_only=True)
+            result.work.append(len(x))
+            next_id, logprob = next_token(logits[0, -1], p, generator, prompt, result.token_ids)
+            if logprob is not None:
+                result.logprobs.append(logprob)
+            now = time.perf_counter()
+            if len(result.work) == 1:
+                result.prefill_seconds, started = now - started, now
             else:
-                logits, cache = model(torch.tensor([x], device=model.device), cache, last_only=True)
-                last = logits[0, -1]
-            for i, greedy in enumerate(chosen):  # `last` is the last step's: only plain greedy gets several
-                result.work.append(len(x) if i == 0 else 1)
-                next_id, logprob = next_token(last, p, generator, prompt, result.token_ids, greedy)
-                if logprob is not None:
-                    result.logprobs.append(logprob)
-                now = time.perf_counter()
-                if len(result.work) == 1:
-                    result.prefill_seconds, started = now - started, now
-                else:
-                    result.decode_seconds = now - started
-                if next_id in eos:
-                    result.stop_reason = "eos"
+                result.decode_seconds = now - started
+            if next_id in eos:
+                result.stop_reason = "eos"
+                break
+            result.token_ids.append(next_id)
+            if text is not None:
+                delta = text.add(next_id)
+                if delta:
+                    yield delta
+                if text.stopped is not None:
+                    result.stop_reason = "stop"
                     break
-                result.token_ids.append(next_id)
-                if text is not None:
-                    delta = text.add(next_id)
-                    if delta:
-                        yield delta
-                    if text.stopped is not None:
-                        result.stop_reason = "stop"
-                        break
-                if len(result.token_ids) >= room:
-                    break
-            else:
-                x = [next_id]  # cached: only the newest token goes in; its position is the cache's length
-                if step is None and not self.naive and model.fused is not None and model.fused.binds(cache):
-                    step = model.fused.greedy_steps
-                continue
-            break  # an end-of-turn token, a stop string or the length ended it
+            if len(result.token_ids) >= room:
+                break
         if text is not None:
             if text.stopped is None:
                 tail = text.flush()

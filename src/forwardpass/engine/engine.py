@@ -20,7 +20,6 @@ import torch
 
 from ..detokenize import TextStream
 from ..errors import ContextLengthError, EngineUnavailableError, InvariantError
-from ..generate import BURST
 from ..pipeline import Pipeline
 from ..sampling import SamplingParams, make_generator, next_token
 from .metrics import EngineMetrics
@@ -29,6 +28,7 @@ from .scheduler import Scheduler
 from .sequence import Error, RequestOutput, Sequence
 
 log = logging.getLogger("forwardpass.engine")
+BURST = 8  # greedy steps one native call runs before Python takes the tokens (text streams in bursts this long)
 
 
 @dataclass
