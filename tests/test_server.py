@@ -203,3 +203,24 @@ def test_pool_exhaustion_over_http(smollm):
         with pytest.raises(openai.BadRequestError, match="needs 13 KV blocks but the pool holds 12"):
             c.completions.create(model=MODEL, prompt="hi", max_tokens=200)
         assert engine.pool.used == 0 and engine.scheduler.preemptions > 0
+
+
+def test_tokenize_and_detokenize(server, smollm):
+    """vLLM's routes: the ids the completions route runs for a prompt, the chat route's for messages, and back."""
+    url, auth = server[0], {"Authorization": f"Bearer {KEY}"}
+    r = httpx.post(url + "/tokenize", json={"prompt": "The capital of France is", "return_token_strs": True},
+                   headers=auth).json()
+    assert r["tokens"] == smollm.encode("The capital of France is") and r["count"] == len(r["tokens"])
+    assert r["max_model_len"] == 8192 and "".join(r["token_strs"]) == "The capital of France is"
+    messages = [{"role": "user", "content": "Hi"}]
+    chat = httpx.post(url + "/tokenize", json={"messages": messages}, headers=auth).json()
+    assert chat["tokens"] == smollm.encode(smollm.tokenizer.apply_chat_template(messages))
+    back = httpx.post(url + "/detokenize", json={"tokens": r["tokens"]}, headers=auth).json()
+    assert back == {"prompt": "The capital of France is"}
+    for path, bad, said in (("/tokenize", {}, "either prompt or messages"),
+                            ("/tokenize", {"prompt": "a", "messages": messages}, "either prompt or messages"),
+                            ("/detokenize", {"tokens": [49152]}, "token id 49152"),
+                            ("/tokenize", {"prompt": "a", "add_special_tokens": False},
+                             "unsupported field 'add_special_tokens'")):
+        r = httpx.post(url + path, json=bad, headers=auth)
+        assert r.status_code == 400 and said in r.json()["error"]["message"], r.text

@@ -26,7 +26,7 @@ from ..engine.sequence import Error
 from ..errors import ContextLengthError, EngineUnavailableError, ForwardpassError
 from ..sampling import SamplingParams
 from .errors import APIError
-from .protocol import UNSUPPORTED, ChatCompletionRequest, CompletionRequest
+from .protocol import UNSUPPORTED, ChatCompletionRequest, CompletionRequest, DetokenizeRequest, TokenizeRequest
 
 log = logging.getLogger("forwardpass.server")
 
@@ -313,5 +313,33 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         logprobs = (req.top_logprobs or 0) if req.logprobs else None
         params = params_for(req, prompt_ids, max_tokens, logprobs)
         return await respond(request, req, prompt_ids, params, chat=True)
+
+    def need_tokenizer() -> None:
+        if tokenizer is None:
+            raise APIError(400, "this model has no tokenizer")
+
+    @app.post("/tokenize")
+    async def tokenize(request: Request) -> dict:
+        """Token ids of a prompt (or of chat messages as the chat routes render them), and the context length."""
+        req = await body(request, TokenizeRequest)
+        need_tokenizer()
+        if (req.prompt is None) == (req.messages is None):
+            raise APIError(400, "send either prompt or messages", param="prompt")
+        if req.messages is not None:
+            if not tokenizer.chat_template:
+                raise APIError(400, "this model has no chat template", param="messages")
+            text = tokenizer.apply_chat_template([m.model_dump() for m in req.messages], req.add_generation_prompt)
+        else:
+            text = req.prompt
+        ids = tokenizer.encode(text)
+        out = {"count": len(ids), "max_model_len": context, "tokens": ids}
+        return out | ({"token_strs": [tokenizer.piece(i) for i in ids]} if req.return_token_strs else {})
+
+    @app.post("/detokenize")
+    async def detokenize(request: Request) -> dict:
+        req = await body(request, DetokenizeRequest)
+        need_tokenizer()
+        tokenizer.check_ids(req.tokens)
+        return {"prompt": tokenizer.decode(req.tokens)}
 
     return app
