@@ -99,3 +99,8 @@ def test_last_only_logits_equal_the_last_position(smollm):
         last, cache = smollm.model(ids, last_only=True)
     assert last.shape == (1, 1, 49152) and cache.lengths == [ids.shape[1]]
     assert (last[0, 0] - full[0, -1]).abs().max().item() <= 1e-4  # same numbers; a one-row matmul may round apart
+
+
+def test_fp32_keeps_one_copy_of_a_tied_table(smollm):
+    """The unembedding of a tied model in fp32 is the embedding table itself, not a second 113 MB copy."""
+    assert smollm.model.lm_head.weight.data_ptr() == smollm.model.tok_embeddings.weight.data_ptr()

@@ -13,7 +13,7 @@ from .config import ModelConfig
 from .errors import ContextLengthError, ForwardpassError, ModelFileError
 from .fused_decode import FusedDecode
 from .model import RotaryEmbedding, Transformer
-from .quant import Blocks, QuantizedEmbedding, make_linear
+from .quant import QuantizedEmbedding, as_float, make_linear
 from .tokenizer import Tokenizer
 from .weights import Checkpoint, is_blocks, read_checkpoint, resolve, return_freed_memory
 from .weights.progress import track
@@ -92,7 +92,11 @@ def build_model(checkpoint: Checkpoint, device: torch.device, dtype: torch.dtype
     if config.tied_embeddings and storage == "dtype":
         model.lm_head.weight = model.tok_embeddings.weight
     for name in track(linears, "loading", progress):
-        weight = resolve(checkpoint.tensors.get(f"{name}.weight", checkpoint.tensors["tok_embeddings.weight"]))
+        if name == "lm_head" and config.tied_embeddings:
+            # fp32 shares the table loaded above, as the dtype path does; the other modes store their own copy
+            weight = model.tok_embeddings.weight if storage == torch.float32 else resolve(table)
+        else:
+            weight = resolve(checkpoint.tensors[f"{name}.weight"])
         bias = checkpoint.tensors.get(f"{name}.bias")
         bias = None if bias is None else resolve(bias).float()
         parent, _, attr = name.rpartition(".")
@@ -104,10 +108,6 @@ def build_model(checkpoint: Checkpoint, device: torch.device, dtype: torch.dtype
     if model.rope is not None:
         model.rope = RotaryEmbedding(config).to(device)
     return model.eval()
-
-
-def as_float(t: torch.Tensor | Blocks) -> torch.Tensor:
-    return t.dequantize() if isinstance(t, Blocks) else t
 
 
 @dataclass

@@ -47,9 +47,9 @@ class Blocks:
     def shape(self) -> tuple[int, int]:
         return self.q.shape[0], self.q.shape[1] * BLOCK
 
-    def dequantize(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-        """(rows, cols) in `dtype`, computed in float32 as minimum + scale × q."""
-        return self.q.float().mul_(self.scale).add_(self.minimum).view(self.shape).to(dtype)  # one buffer
+    def dequantize(self) -> torch.Tensor:
+        """(rows, cols) float32, minimum + scale × q."""
+        return self.q.float().mul_(self.scale).add_(self.minimum).view(self.shape)  # one buffer
 
     def rows(self, index: torch.Tensor) -> Blocks:
         """The rows `index` picks, in its order."""
@@ -61,6 +61,11 @@ class Blocks:
         return Blocks(torch.cat([p.q for p in parts]), torch.cat([p.scale for p in parts]),
                       torch.cat([p.minimum for p in parts]), max(p.bits for p in parts),
                       all(p.exact for p in parts))
+
+
+def as_float(t: torch.Tensor | Blocks) -> torch.Tensor:
+    """A weight as floats: Blocks dequantized, a float tensor as it is."""
+    return t.dequantize() if isinstance(t, Blocks) else t
 
 
 class QuantizedLinear(nn.Module):
@@ -91,8 +96,6 @@ class QuantizedLinear(nn.Module):
         out_features, in_features = weight.shape
         if in_features % BLOCK:
             raise ForwardpassError(f"{bits}-bit storage needs in_features divisible by {BLOCK}, got {in_features}")
-        if bits not in (8, 4):
-            raise ForwardpassError(f"unsupported weight storage: {bits} bits (8 and 4 are)")
         w = weight.detach().float().view(out_features, in_features // BLOCK, BLOCK)
         return cls(Blocks(*quantize_blocks(w, bits), bits, exact=False), bias)
 
@@ -251,14 +254,14 @@ def make_linear(weight: torch.Tensor | Blocks, bias: torch.Tensor | None, storag
     if storage is None:
         storage = weight.bits if isinstance(weight, Blocks) else weight.dtype
     if isinstance(storage, torch.dtype):
-        w = weight.dequantize() if isinstance(weight, Blocks) else weight
+        w = as_float(weight)
         if storage == torch.float32:
             return float_linear(w.float(), bias)
         return HalfLinear(w.to(storage), bias, exact=head)
     bits = 8 if head else storage
     if isinstance(weight, Blocks) and weight.bits <= bits:
         return QuantizedLinear(replace(weight, bits=bits), bias)
-    return QuantizedLinear.quantize(weight.dequantize() if isinstance(weight, Blocks) else weight, bits, bias)
+    return QuantizedLinear.quantize(as_float(weight), bits, bias)
 
 
 def store_linears(model: nn.Module, storage: torch.dtype | int) -> nn.Module:

@@ -27,12 +27,11 @@ Unpacked = tuple[np.ndarray, np.ndarray, np.ndarray]  # q (n, 32) uint8, scale (
 class BlockFormat:
     kind: GGMLQuantizationType
     bits: int  # the kernel width that holds q: 4 or 8
-    unpack: Callable[[np.ndarray], Unpacked]  # (blocks, type_size) uint8 → blocks of 32 (exact formats)
-    exact: bool = True
+    unpack: Callable[[np.ndarray], Unpacked] | None  # (blocks, type_size) uint8 → blocks of 32; None: re-quantized
 
     @property
-    def block_size(self) -> int:  # weights per block
-        return GGML_QUANT_SIZES[self.kind][0]
+    def exact(self) -> bool:
+        return self.unpack is not None
 
     @property
     def type_size(self) -> int:  # bytes per block
@@ -112,7 +111,7 @@ def _q5_k(b):
 FORMATS = {f.kind: f for f in (
     BlockFormat(Q.Q4_0, 4, _q4_0), BlockFormat(Q.Q4_1, 4, _q4_1), BlockFormat(Q.Q5_0, 8, _q5_0),
     BlockFormat(Q.Q5_1, 8, _q5_1), BlockFormat(Q.Q8_0, 8, _q8_0), BlockFormat(Q.Q4_K, 4, _q4_k),
-    BlockFormat(Q.Q5_K, 8, _q5_k), BlockFormat(Q.Q6_K, 8, None, exact=False),
+    BlockFormat(Q.Q5_K, 8, _q5_k), BlockFormat(Q.Q6_K, 8, None),
 )}
 FLOATS = {Q.F32: torch.float32, Q.F16: torch.float16, Q.BF16: torch.bfloat16}
 
@@ -121,16 +120,11 @@ def supported() -> list[str]:
     return [k.name for k in (*FLOATS, *FORMATS)]
 
 
-def raw_blocks(data: np.ndarray, kind: GGMLQuantizationType) -> np.ndarray:
-    """A tensor's bytes as (rows × blocks per row, type_size) uint8."""
-    return np.asarray(data, dtype=np.uint8).reshape(-1, GGML_QUANT_SIZES[kind][1])
-
-
 def to_blocks(data: np.ndarray, kind: GGMLQuantizationType, rows: int, cols: int) -> Blocks:
     """A (rows, cols) tensor in block format `kind` → Blocks; exact for every format but Q6_K."""
     f = FORMATS[kind]
     if f.exact:
-        q, scale, minimum = f.unpack(raw_blocks(data, kind))
+        q, scale, minimum = f.unpack(np.asarray(data, dtype=np.uint8).reshape(-1, f.type_size))  # one block a row
         blocks = cols // BLOCK
         return Blocks(torch.from_numpy(np.ascontiguousarray(q)).view(rows, blocks, BLOCK),
                       torch.from_numpy(np.ascontiguousarray(scale)).view(rows, blocks, 1),

@@ -10,7 +10,7 @@ import torch
 
 from ..config import ModelConfig
 from ..errors import ModelFileError, UnsupportedModelError
-from ..quant import Blocks
+from ..quant import Blocks, as_float
 from ..tokenizer import Tokenizer
 from . import Checkpoint, Deferred
 from .formats import FLOATS, FORMATS, supported, to_blocks, to_float
@@ -92,7 +92,7 @@ def join(parts: list[torch.Tensor | Blocks]) -> torch.Tensor | Blocks:
     """Row-stacked weights: blocks stay blocks; mixed with floats, all become float32 (this tensor only)."""
     if all(isinstance(p, Blocks) for p in parts):
         return Blocks.cat(parts)
-    floats = [p.dequantize() if isinstance(p, Blocks) else p for p in parts]
+    floats = [as_float(p) for p in parts]
     dtype = floats[0].dtype if all(f.dtype == floats[0].dtype for f in floats) else torch.float32
     return torch.cat([f.to(dtype) for f in floats])
 
