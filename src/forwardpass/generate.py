@@ -76,15 +76,16 @@ class Generation:
         """The cached loop is the engine's (engine/): this request is a batch of one over a pool just large enough
         for it, its prompt prefilled in one step, then decoded (greedy bursts included) and stopped as the server's
         requests are."""
-        from .engine import Engine, EngineConfig
+        from .engine import BlockPool, Engine, EngineConfig
 
         pipeline, prompt, p = self.pipeline, self.prompt_ids, self.params
         room = min(p.max_tokens, pipeline.config.context_length - len(prompt))  # tokens this generation may choose
-        c, block = pipeline.config, 16
-        per_block = 2 * c.n_layers * c.kv_heads * c.head_dim * block * pipeline.model.dtype.itemsize
-        engine = Engine(pipeline, EngineConfig(
-            kv_cache_bytes=-(-(len(prompt) + room) // block) * per_block, block_size=block, max_num_seqs=1,
-            max_num_batched_tokens=max(len(prompt), 1), prefix_caching=False, checked=pipeline.model.checked))
+        config = EngineConfig(max_num_seqs=1, max_num_batched_tokens=max(len(prompt), 1), prefix_caching=False,
+                              checked=pipeline.model.checked)
+        blocks = -(-(len(prompt) + room) // config.block_size)
+        config.kv_cache_bytes = blocks * BlockPool.block_bytes(pipeline.config, config.block_size,
+                                                               pipeline.model.dtype)
+        engine = Engine(pipeline, config)
         outputs: list = []
         engine.submit(prompt, replace(p, max_tokens=room), outputs.append)
         result = GenerationResult(prompt, [], "", "length", "cached")
@@ -108,8 +109,9 @@ class Generation:
                 if out.text:
                     yield out.text
                 if out.finish_reason is not None:
-                    result.stop_reason = {"length": "length"}.get(out.finish_reason,
-                                                                  "eos" if out.token_id is None else "stop")
+                    # "stop" is an end-of-turn token (not kept) or a stop string (its token kept)
+                    result.stop_reason = ("length" if out.finish_reason == "length"
+                                          else "eos" if out.token_id is None else "stop")
                     result.loop = detect_loop(result.token_ids)
                     self.result = result
                     return

@@ -33,6 +33,11 @@ class BlockPool:
         self.cached: dict[int, int] = {}  # hash → block, for full blocks that may be shared
         self.hits = self.queries = 0  # prefix-cache lookups, in tokens
 
+    @staticmethod
+    def block_bytes(config: ModelConfig, block_size: int, dtype: torch.dtype) -> int:
+        """Bytes of K and V one block holds, every layer."""
+        return 2 * config.n_layers * config.kv_heads * config.head_dim * block_size * dtype.itemsize
+
     @property
     def used(self) -> int:
         return self.num_blocks - len(self.free)
