@@ -300,15 +300,20 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         params = params_for(req, prompt_ids, max_tokens, req.logprobs)
         return await respond(request, req, prompt_ids, params, chat=False)
 
+    def chat_ids(messages: list, add_generation_prompt: bool = True) -> list[int]:
+        """The ids of messages rendered through the model's chat template, as the chat route runs them."""
+        if tokenizer is None or not tokenizer.chat_template:
+            raise APIError(400, "this model has no chat template: send a prompt (to /v1/completions), not messages",
+                           param="messages")
+        return tokenizer.encode(tokenizer.apply_chat_template([m.model_dump() for m in messages],
+                                                              add_generation_prompt))
+
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):
         req = await body(request, ChatCompletionRequest)
         if not req.messages:
             raise APIError(400, "messages must hold at least one message", param="messages")
-        if tokenizer is None or not tokenizer.chat_template:
-            raise APIError(400, "this model has no chat template; use /v1/completions")
-        prompt = tokenizer.apply_chat_template([m.model_dump() for m in req.messages])
-        prompt_ids = tokenizer.encode(prompt)
+        prompt_ids = chat_ids(req.messages)
         max_tokens = req.max_completion_tokens if req.max_completion_tokens is not None else req.max_tokens
         logprobs = (req.top_logprobs or 0) if req.logprobs else None
         params = params_for(req, prompt_ids, max_tokens, logprobs)
@@ -326,12 +331,9 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         if (req.prompt is None) == (req.messages is None):
             raise APIError(400, "send either prompt or messages", param="prompt")
         if req.messages is not None:
-            if not tokenizer.chat_template:
-                raise APIError(400, "this model has no chat template", param="messages")
-            text = tokenizer.apply_chat_template([m.model_dump() for m in req.messages], req.add_generation_prompt)
+            ids = chat_ids(req.messages, req.add_generation_prompt)
         else:
-            text = req.prompt
-        ids = tokenizer.encode(text)
+            ids = tokenizer.encode(req.prompt)
         out = {"count": len(ids), "max_model_len": context, "tokens": ids}
         return out | ({"token_strs": [tokenizer.piece(i) for i in ids]} if req.return_token_strs else {})
 
