@@ -15,6 +15,7 @@ callers use the PyTorch path."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import platform
@@ -42,21 +43,21 @@ BUILDS = {
 X86_ONLY = ("avx512", "avx2")
 
 
-def cpu_flags() -> set[str]:
+@functools.cache
+def cpu_flags() -> frozenset[str]:
     """The CPU's feature flags (Linux's /proc/cpuinfo; elsewhere none, so only the generic build is chosen)."""
     info = Path("/proc/cpuinfo")
     if not info.exists():
-        return set()
+        return frozenset()
     for line in info.read_text().splitlines():
         if line.startswith(("flags", "Features")):
-            return set(line.split(":", 1)[1].split())
-    return set()
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
 
 
-def missing(build: str, flags: set[str] | None = None) -> list[str]:
+def missing(build: str) -> list[str]:
     """What this CPU lacks for `build` (empty: it runs it)."""
-    flags = cpu_flags() if flags is None else flags
-    needs, _ = BUILDS[build]
+    flags, (needs, _) = cpu_flags(), BUILDS[build]
     machine = platform.machine().lower()
     if build in X86_ONLY and machine not in ("x86_64", "amd64"):
         return [f"an x86-64 CPU (this is {machine})"]
@@ -85,6 +86,7 @@ def _cache_dir() -> Path:
     return root / "forwardpass" / "kernels"
 
 
+@functools.cache
 def _compiler() -> str:
     r = subprocess.run(["cc", "--version"], capture_output=True, text=True)
     return r.stdout.splitlines()[0] if r.stdout else "cc"
