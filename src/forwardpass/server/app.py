@@ -83,7 +83,9 @@ class Submission:
             self.engine.abort(request_id)
         self.running = set()
 
-    async def __aiter__(self) -> AsyncIterator[tuple[int, RequestOutput]]:
+    async def __aiter__(self) -> AsyncIterator[list[tuple[int, RequestOutput]]]:
+        """Everything delivered since the last iteration, in order, as (choice index, output) pairs: a burst of
+        tokens made in one step goes out as one piece, not one per token."""
         gone = asyncio.ensure_future(client_gone(self.request))
         try:
             while self.running:
@@ -92,13 +94,24 @@ class Submission:
                 if not get.done():
                     get.cancel()
                     return
-                index, out = get.result()
-                if out.finish_reason is not None:
-                    self.running.discard(out.request_id)
-                yield index, out
+                ready = [get.result()]
+                while not self.queue.empty():
+                    ready.append(self.queue.get_nowait())
+                for _, out in ready:
+                    if out.finish_reason is not None:
+                        self.running.discard(out.request_id)
+                yield ready
         finally:
             gone.cancel()
             self.abort()
+
+
+def by_choice(ready: list[tuple[int, RequestOutput]]) -> list[tuple[int, list[RequestOutput]]]:
+    """Outputs grouped by choice index, in the order each choice first appears."""
+    groups: dict[int, list[RequestOutput]] = {}
+    for i, out in ready:
+        groups.setdefault(i, []).append(out)
+    return list(groups.items())
 
 
 def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
@@ -219,16 +232,17 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         logs: list[list[RequestOutput]] = [[] for _ in params]
         completion_tokens, cached = 0, 0
         try:
-            async for i, out in submission:
-                if out.error is not None:
-                    raise engine_error(out.error)
-                texts[i] += out.text
-                if out.token_id is not None and with_logprobs:
-                    logs[i].append(out)
-                if out.finish_reason is not None:
-                    reasons[i] = out.finish_reason
-                    completion_tokens += out.completion_tokens
-                    cached = out.cached_tokens
+            async for ready in submission:
+                for i, out in ready:
+                    if out.error is not None:
+                        raise engine_error(out.error)
+                    texts[i] += out.text
+                    if out.token_id is not None and with_logprobs:
+                        logs[i].append(out)
+                    if out.finish_reason is not None:
+                        reasons[i] = out.finish_reason
+                        completion_tokens += out.completion_tokens
+                        cached = out.cached_tokens
         finally:
             submission.abort()  # the other choices of a request that failed
         choices = []
@@ -267,20 +281,23 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
                               "finish_reason": None}])
         completion_tokens, cached, offsets = 0, 0, [0] * len(params)
         error: Error | None = None
-        async for i, out in submission:
-            has_lp = with_logprobs and out.token_id is not None
-            if chat:
-                lp = {"content": [chat_logprob(out)]} if has_lp else None
-                yield chunk([{"index": i, "delta": {"content": out.text} if out.text else {}, "logprobs": lp,
-                              "finish_reason": out.finish_reason}])
-            else:
-                lp = completion_logprobs([out], offsets[i]) if has_lp else None
-                yield chunk([{"index": i, "text": out.text, "logprobs": lp, "finish_reason": out.finish_reason}])
-            offsets[i] += len(out.text)
-            if out.finish_reason is not None:
-                completion_tokens += out.completion_tokens
-                cached = out.cached_tokens
-                error = error or out.error
+        async for ready in submission:
+            for i, outs in by_choice(ready):
+                last = outs[-1]
+                text = "".join(o.text for o in outs)
+                scored = [o for o in outs if o.token_id is not None] if with_logprobs else []
+                if chat:
+                    lp = {"content": [chat_logprob(o) for o in scored]} if scored else None
+                    yield chunk([{"index": i, "delta": {"content": text} if text else {}, "logprobs": lp,
+                                  "finish_reason": last.finish_reason}])
+                else:
+                    lp = completion_logprobs(scored, offsets[i]) if scored else None
+                    yield chunk([{"index": i, "text": text, "logprobs": lp, "finish_reason": last.finish_reason}])
+                offsets[i] += len(text)
+                if last.finish_reason is not None:
+                    completion_tokens += last.completion_tokens
+                    cached = last.cached_tokens
+                    error = error or last.error
         if req.stream_options is not None and req.stream_options.include_usage:
             yield chunk([], usage=usage(len(prompt_ids), completion_tokens, cached))
         if error is not None:
