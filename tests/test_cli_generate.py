@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -100,3 +101,18 @@ def test_generate_with_a_storage_mode(storage):
 def test_unknown_storage_is_refused():
     r = cli("generate", "hi", "--storage", "int3")
     assert r.returncode == 2 and "invalid choice: 'int3'" in r.stderr
+
+
+def test_generate_structured_output_options(tmp_path):
+    """--json-schema (text or file), --regex and --logit-bias reach the engine; a bad pattern is one line, exit 2."""
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}},
+              "required": ["name"], "additionalProperties": False}
+    (tmp_path / "schema.json").write_text(json.dumps(schema))
+    r = cli("generate", "--chat", "Name a person, as JSON.", "--json-schema", str(tmp_path / "schema.json"), "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert set(json.loads(out["text"])) == {"name"} and out["stop_reason"] == "stop"
+    r = cli("generate", "Call me at", "--regex", " [0-9]{3}-[0-9]{4}", "--logit-bias", "35=5", "--max-tokens", "20")
+    assert r.returncode == 0 and re.fullmatch(r" [0-9]{3}-[0-9]{4}\n", r.stdout), r.stdout
+    bad = cli("generate", "hi", "--regex", "[0-9")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "unclosed character class" in bad.stderr

@@ -41,13 +41,26 @@ CASES = [
     ("oversized body", "/v1/completions", {"prompt": "x" * 10000}, None, KEY, 413, "exceeds the limit of 4096"),
     ("token id out of range", "/v1/completions", {"prompt": [1, 49152]}, None, KEY, 400, "token id 49152"),
     ("bad n", "/v1/completions", {"prompt": "hi", "n": 0}, None, KEY, 422, "n: Input should be greater"),
-    ("response_format", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
-                                                 "response_format": {"type": "json_object"}}, None, KEY, 400,
-     "unsupported field 'response_format': structured output is not implemented"),
-    ("tools", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "tools": []}, None, KEY, 400,
-     "unsupported field 'tools': tool calling is not implemented"),
-    ("logit_bias", "/v1/completions", {"prompt": "hi", "logit_bias": {"7042": -100}}, None, KEY, 400,
-     "unsupported field 'logit_bias'"),
+    ("a schema that is not one", "/v1/chat/completions",
+     {"messages": [{"role": "user", "content": "hi"}],
+      "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "objekt"}}}},
+     None, KEY, 400, "invalid json schema: Invalid type: objekt"),
+    ("a regex that is not one", "/v1/completions", {"prompt": "hi", "structured_outputs": {"regex": "[0-9"}},
+     None, KEY, 400, "invalid regex"),
+    ("two constraints", "/v1/completions", {"prompt": "hi", "response_format": {"type": "json_object"},
+                                            "structured_outputs": {"regex": "a+"}},
+     None, KEY, 400, "give response_format or structured_outputs, not both"),
+    ("a json_schema format without its schema", "/v1/chat/completions",
+     {"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema"}},
+     None, KEY, 400, "needs a json_schema"),
+    ("functions", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "functions": []}, None,
+     KEY, 400, "unsupported field 'functions': the deprecated function calling is not implemented: use tools"),
+    ("logit_bias past the vocabulary", "/v1/completions", {"prompt": "hi", "logit_bias": {"49152": 5}}, None, KEY,
+     400, "logit_bias names token 49152"),
+    ("logit_bias too strong", "/v1/completions", {"prompt": "hi", "logit_bias": {"7042": -101}}, None, KEY, 400,
+     "logit_bias[7042] must be ≥ -100.0"),
+    ("logit_bias key not an id", "/v1/completions", {"prompt": "hi", "logit_bias": {"cat": 1}}, None, KEY, 400,
+     "logit_bias keys are token ids"),
     ("a made-up field", "/v1/completions", {"prompt": "hi", "temprature": 0}, None, KEY, 400,
      "unsupported field 'temprature': not a field of this API"),
     ("a message field", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi", "name": "ann"}]},
@@ -86,8 +99,8 @@ def test_an_unsupported_field_is_named_through_the_official_client(url):
     client = openai.OpenAI(base_url=url + "/v1", api_key=KEY)
     with pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=3,
-                                       tool_choice="none")
-    assert caught.value.body["param"] == "tool_choice" and caught.value.body["code"] == "unsupported_field"
+                                       prediction={"type": "content", "content": "hello"})
+    assert caught.value.body["param"] == "prediction" and caught.value.body["code"] == "unsupported_field"
     ok = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=2,
                                         user="ann")  # accepted: it changes nothing generated
     assert ok.choices[0].message.content is not None

@@ -31,3 +31,7 @@ class InvariantError(ForwardpassError):
 
 class EngineUnavailableError(ForwardpassError):
     """The engine takes no new requests: it is shutting down, or its loop failed."""
+
+
+class ConstraintError(ForwardpassError):
+    """A structured-output constraint (schema, regular expression, grammar) that cannot be enforced."""

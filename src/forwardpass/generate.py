@@ -67,6 +67,8 @@ class Generation:
         self.pipeline, self.params, self.naive = pipeline, params or SamplingParams(), naive
         self.prompt_ids = pipeline.encode(prompt) if isinstance(prompt, str) else list(prompt)
         pipeline.check_prompt(self.prompt_ids)
+        if naive and self.params.constraint is not None:
+            raise ForwardpassError("structured output runs on the cached loop (the engine), not the naive one")
         self.result: GenerationResult | None = None
 
     def __iter__(self) -> Iterator[str]:

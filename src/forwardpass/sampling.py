@@ -1,7 +1,8 @@
 """What comes out (seed §03): logits → probabilities → the next token.
 
 The processors run in this order on the full vocabulary's logits (never a truncated top-N):
-penalties → temperature → top-k → top-p → min-p → sample (or argmax when temperature is 0).
+logit bias → penalties → the grammar's mask (structured output) → temperature → top-k → top-p → min-p → sample
+(or argmax when temperature is 0).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from .constraints import Constraint
 from .errors import ForwardpassError
 
 # The seed's five candidates for "the cat sat on the ___" (§03). Only mat = 4.0 is in the text; the others
@@ -36,6 +38,8 @@ class SamplingParams:
     stop: list[str] = field(default_factory=list)
     logprobs: int | None = None  # report the chosen token's log-probability and this many alternatives
     ignore_eos: bool = False
+    logit_bias: dict[int, float] = field(default_factory=dict)  # token id → added to its logit, -100 to 100
+    constraint: Constraint | None = None  # structured output: the grammar the text must match (constraints.py)
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, str):
@@ -55,6 +59,9 @@ class SamplingParams:
             check.integer("seed", self.seed, low=0, high=2**63 - 1)
         if any(not isinstance(s, str) or not s for s in self.stop):
             raise ForwardpassError("stop must be a list of non-empty strings")
+        for token_id, bias in self.logit_bias.items():
+            check.integer("a logit_bias token id", token_id, low=0)
+            check.number(f"logit_bias[{token_id}]", bias, low=-100.0, high=100.0)
 
     @property
     def greedy(self) -> bool:
@@ -66,8 +73,8 @@ class SamplingParams:
 
     @property
     def argmax_only(self) -> bool:
-        """Greedy with no penalties: the token is the raw logits' argmax."""
-        return self.greedy and not self.penalized
+        """Greedy with nothing else between the logits and the choice: the token is the raw logits' argmax."""
+        return self.greedy and not self.penalized and not self.logit_bias and self.constraint is None
 
 
 class _Checker:
@@ -161,12 +168,19 @@ def min_p_mask(logits: torch.Tensor, min_p: float) -> torch.Tensor:
 
 
 def process(logits: torch.Tensor, params: SamplingParams, prompt_ids: list[int] = (),
-            output_ids: list[int] = ()) -> torch.Tensor:
-    """The logits the next token is drawn from: (vocab_size,) float32, -inf where a filter removed a token.
-    Without penalties, greedy gets `logits` itself (as float32): nothing to copy."""
+            output_ids: list[int] = (), allowed: torch.Tensor | None = None) -> torch.Tensor:
+    """The logits the next token is drawn from: (vocab_size,) float32, -inf where a filter removed a token, or
+    where `allowed` ((vocab_size,) bool, a grammar's mask) is False. Plain greedy gets `logits` itself (as float32):
+    nothing to copy."""
     logits = logits.float()
+    if params.logit_bias:
+        ids = torch.tensor(list(params.logit_bias), dtype=torch.long, device=logits.device)
+        bias = torch.tensor(list(params.logit_bias.values()), dtype=logits.dtype, device=logits.device)
+        logits = logits.index_add(0, ids, bias)
     if params.penalized:
         logits = apply_penalties(logits, list(prompt_ids), list(output_ids), params)
+    if allowed is not None:
+        logits = logits.masked_fill(~allowed.to(logits.device), float("-inf"))
     if params.greedy:
         return logits
     logits = scale(logits, params.temperature)
@@ -202,13 +216,15 @@ def argmax(logits: torch.Tensor) -> int:
 
 
 def next_token(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator, prompt_ids: list[int],
-               output_ids: list[int], greedy: int | None = None) -> tuple[int, TokenLogprob | None]:
-    """One step of sampling: the chosen id, and its log-probability when the params ask for them. `greedy`: the
-    logits' argmax where the caller already has it (the fused decode step finds it as it writes them)."""
+               output_ids: list[int], greedy: int | None = None,
+               allowed: torch.Tensor | None = None) -> tuple[int, TokenLogprob | None]:
+    """One step of sampling: the chosen id, and its log-probability (under the model's own distribution) when the
+    params ask for them. `greedy`: the logits' argmax where the caller already has it (the fused decode step finds
+    it as it writes them). `allowed`: the grammar's mask, for structured output."""
     if greedy is not None and params.argmax_only:
         token = greedy
     else:
-        token = choose(process(logits, params, prompt_ids, output_ids), params, generator)
+        token = choose(process(logits, params, prompt_ids, output_ids, allowed), params, generator)
     return token, (logprob_of(logits, token, params.logprobs) if params.logprobs is not None else None)
 
 

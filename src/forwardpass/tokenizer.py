@@ -103,8 +103,15 @@ class Tokenizer:
             if not 0 <= i < self.vocab_size:
                 raise TokenIdError(f"token id {i} is outside the vocabulary [0, {self.vocab_size})")
 
-    def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True) -> str:
-        """The model's own chat template rendered over `messages` ({'role', 'content'} dicts)."""
+    @property
+    def template_takes_tools(self) -> bool:
+        """The chat template renders a `tools` list itself (Hugging Face's convention)."""
+        return bool(self.chat_template) and "tools" in self.chat_template
+
+    def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True,
+                            tools: list[dict] | None = None) -> str:
+        """The model's own chat template rendered over `messages` ({'role', 'content'} dicts), and `tools`
+        (OpenAI tool declarations) where the template takes them."""
         if not self.chat_template:
             raise UnsupportedModelError("this model has no chat template")
         env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
@@ -113,7 +120,8 @@ class Tokenizer:
         try:
             template = env.from_string(self.chat_template)
             return template.render(messages=messages, add_generation_prompt=add_generation_prompt,
-                                   bos_token=self.bos_token, eos_token=self.eos_token)
+                                   bos_token=self.bos_token, eos_token=self.eos_token,
+                                   **({"tools": tools} if tools else {}))
         except jinja2.TemplateError as e:
             raise UnsupportedModelError(f"the model's chat template failed: {e}") from None
 

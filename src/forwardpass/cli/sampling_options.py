@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
+from ..constraints import Constraint
+from ..errors import ConstraintError, ForwardpassError
 from ..sampling import SamplingParams
 
 
@@ -20,6 +24,14 @@ def add_sampling_options(p: argparse.ArgumentParser, max_tokens: int = 128) -> N
     p.add_argument("--frequency-penalty", type=float, default=0.0)
     p.add_argument("--logprobs", type=int, default=None, metavar="N",
                    help="report each token's log-probability and N alternatives")
+    p.add_argument("--logit-bias", action="append", default=[], metavar="ID=BIAS",
+                   help="add BIAS (-100 to 100) to token ID's logit (repeatable)")
+    shape = p.add_mutually_exclusive_group()
+    shape.add_argument("--json-schema", metavar="SCHEMA", help="output JSON valid against this schema (JSON text, or "
+                       "a file holding it)")
+    shape.add_argument("--json-object", action="store_true", help="output one JSON object")
+    shape.add_argument("--regex", metavar="PATTERN", help="output a whole match of this regular expression")
+    shape.add_argument("--grammar", metavar="FILE", help="output a string of this Lark grammar (llguidance's dialect)")
 
 
 def sampling_params(args) -> SamplingParams:
@@ -27,4 +39,37 @@ def sampling_params(args) -> SamplingParams:
     return SamplingParams(
         temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, min_p=args.min_p, seed=args.seed,
         stop=args.stop, repetition_penalty=args.repetition_penalty, presence_penalty=args.presence_penalty,
-        frequency_penalty=args.frequency_penalty, max_tokens=args.max_tokens, logprobs=args.logprobs)
+        frequency_penalty=args.frequency_penalty, max_tokens=args.max_tokens, logprobs=args.logprobs,
+        logit_bias=dict(bias(b) for b in args.logit_bias), constraint=constraint(args))
+
+
+def bias(text: str) -> tuple[int, float]:
+    token_id, _, value = text.partition("=")
+    try:
+        return int(token_id), float(value)
+    except ValueError:
+        raise ForwardpassError(f"--logit-bias takes ID=BIAS (e.g. 7042=-100), got {text!r}") from None
+
+
+def constraint(args) -> Constraint | None:
+    if args.json_object:
+        return Constraint("json_object")
+    if args.regex is not None:
+        return Constraint("regex", args.regex)
+    if args.grammar is not None:
+        return Constraint("grammar", read_text(args.grammar, "--grammar"))
+    if args.json_schema is None:
+        return None
+    text = args.json_schema if args.json_schema.lstrip().startswith("{") else read_text(args.json_schema,
+                                                                                        "--json-schema")
+    try:
+        return Constraint("json_schema", json.loads(text))
+    except json.JSONDecodeError as e:
+        raise ConstraintError(f"--json-schema is not JSON: {e}") from None
+
+
+def read_text(path: str, option: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError as e:
+        raise ForwardpassError(f"{option}: cannot read {path}: {e.strerror}") from None

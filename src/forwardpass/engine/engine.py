@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 import torch
 
+from ..constraints import Matcher
 from ..detokenize import TextStream
-from ..errors import ContextLengthError, EngineUnavailableError, InvariantError
+from ..errors import ContextLengthError, EngineUnavailableError, ForwardpassError, InvariantError
 from ..pipeline import Pipeline
 from ..sampling import SamplingParams, make_generator, next_token
 from .metrics import EngineMetrics
@@ -83,6 +84,9 @@ class Engine:
         if len(prompt_ids) + params.max_tokens > context:
             raise ContextLengthError(f"max_tokens {params.max_tokens} does not fit: the prompt is {len(prompt_ids)} "
                                      f"tokens and the context length is {context}")
+        vocab = self.pipeline.config.vocab_size
+        if any(token_id >= vocab for token_id in params.logit_bias):
+            raise ForwardpassError(f"logit_bias names token {max(params.logit_bias)}: the vocabulary has {vocab}")
         blocks = -(-(len(prompt_ids) + params.max_tokens) // self.pool.block_size)
         if blocks > self.pool.num_blocks:
             raise ContextLengthError(f"the request needs {blocks} KV blocks but the pool holds {self.pool.num_blocks}")
@@ -101,6 +105,8 @@ class Engine:
         eos = set() if params.ignore_eos or tok is None else set(tok.eos_ids)
         seq = Sequence(request_id, list(prompt_ids), params, make_generator(params, self.pipeline.device),
                        TextStream(tok, params.stop) if tok is not None else None, on_output, eos)
+        if params.constraint is not None:  # compiled here: a grammar that cannot be is the caller's error
+            seq.matcher = Matcher(params.constraint, tok, self.pipeline.config.vocab_size)
         if self.config.request_timeout is not None:
             seq.deadline = seq.arrival + self.config.request_timeout
         with self._admission:  # never queued after a failed loop took its last look at the inbox
@@ -265,8 +271,12 @@ class Engine:
             self._fail(seq, f"sampling failed: {type(e).__name__}: {e}")
 
     def _choose(self, seq: Sequence, logits: torch.Tensor, greedy: int | None) -> None:
-        p = seq.params
-        token, logprob = next_token(logits, p, seq.generator, seq.prompt_ids, seq.output_ids, greedy)
+        p, matcher = seq.params, seq.matcher
+        allowed = matcher.allowed() if matcher is not None else None
+        token, logprob = next_token(logits, p, seq.generator, seq.prompt_ids, seq.output_ids, greedy, allowed)
+        ends = matcher is not None and token in matcher.eos_ids  # the grammar allows it only where it is complete
+        if matcher is not None and not ends:
+            matcher.advance(token)
         now = time.perf_counter()
         if seq.first_token_at is None:
             seq.first_token_at = now
@@ -274,7 +284,7 @@ class Engine:
         else:
             self.metrics.inter_token_latency.observe(now - seq.last_token_at)
         seq.last_token_at = now
-        if token in seq.eos_ids:
+        if token in seq.eos_ids or ends:
             self._finish(seq, "stop", None, logprob)
             return
         seq.output_ids.append(token)
@@ -282,6 +292,9 @@ class Engine:
         delta = seq.text.add(token) if seq.text is not None else ""
         if seq.text is not None and seq.text.stopped is not None:
             self._finish(seq, "stop", token, logprob, delta)
+        elif matcher is not None and matcher.finished:  # the grammar allows nothing more
+            tail = seq.text.flush() if seq.text is not None else ""
+            self._finish(seq, "stop", token, logprob, delta + tail)
         elif len(seq.output_ids) >= p.max_tokens or seq.num_tokens >= self.pipeline.config.context_length:
             tail = seq.text.flush() if seq.text is not None else ""
             self._finish(seq, "length", token, logprob, delta + tail)

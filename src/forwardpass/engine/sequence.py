@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..constraints import Matcher
 from ..detokenize import TextStream
 from ..sampling import SamplingParams, TokenLogprob
 
@@ -55,6 +56,7 @@ class Sequence:
     finish_reason: str | None = None
     preemptions: int = 0
     deadline: float | None = None  # perf_counter time past which the engine ends it (the server's time limit)
+    matcher: Matcher | None = None  # structured output: where the text is in its grammar
 
     @property
     def token_ids(self) -> list[int]:

@@ -9,6 +9,7 @@ by an `error` event, as OpenAI's own streams report errors."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -23,8 +24,9 @@ from pydantic import BaseModel, ValidationError
 
 from ..engine import Engine, RequestOutput
 from ..engine.sequence import Error
-from ..errors import ContextLengthError, EngineUnavailableError, ForwardpassError
+from ..errors import ConstraintError, ContextLengthError, EngineUnavailableError, ForwardpassError
 from ..sampling import SamplingParams
+from . import tools
 from .errors import APIError
 from .protocol import UNSUPPORTED, ChatCompletionRequest, CompletionRequest, DetokenizeRequest, TokenizeRequest
 
@@ -104,6 +106,15 @@ class Submission:
         finally:
             gone.cancel()
             self.abort()
+
+
+@contextlib.contextmanager
+def constraint_errors(req, field: str | None = None):
+    """A constraint that cannot be enforced is a 400 naming the field that carried it."""
+    try:
+        yield
+    except ConstraintError as e:
+        raise APIError(400, str(e), "invalid_constraint", field or req.constraint_field) from None
 
 
 def by_choice(ready: list[tuple[int, RequestOutput]]) -> list[tuple[int, list[RequestOutput]]]:
@@ -203,7 +214,8 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         if budget is None:
             budget = min(config.default_max_tokens, engine.token_room(prompt_ids))
             budget = max(budget, 1)  # a prompt that leaves no room: check_request names why
-        params = [req.sampling(budget, logprobs, seed_offset=i) for i in range(req.n)]
+        with constraint_errors(req):
+            params = [req.sampling(budget, logprobs, seed_offset=i) for i in range(req.n)]
         engine.check_request(prompt_ids, params[0])
         return params
 
@@ -220,13 +232,24 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens, "prompt_tokens_details": {"cached_tokens": cached}}
 
-    async def respond(request: Request, req, prompt_ids: list[int], params: list[SamplingParams], chat: bool):
+    def chat_reply(text: str, reason: str | None, calls: dict | None) -> tuple[dict, str | None]:
+        """The assistant message of a finished choice, and its finish reason: with tools, a reply made of calls is
+        returned as tool_calls (finish reason "tool_calls")."""
+        made = tools.parse(text, calls) if calls else None
+        if made is None:
+            return {"role": "assistant", "content": text}, reason
+        return {"role": "assistant", "content": None, "tool_calls": made}, "tool_calls" if reason == "stop" else reason
+
+    async def respond(request: Request, req, prompt_ids: list[int], params: list[SamplingParams], chat: bool,
+                      calls: dict | None = None):
+        """`calls`: the functions the reply may call (chat with tools, tool_choice not "none")."""
         rid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex[:24]}"
         kind = "chat.completion" if chat else "text_completion"
         with_logprobs = params[0].logprobs is not None
-        submission = Submission(engine, request, prompt_ids, params)
+        with constraint_errors(req):  # the grammar is compiled as the request is queued
+            submission = Submission(engine, request, prompt_ids, params)
         if req.stream:
-            return StreamingResponse(stream_events(submission, req, prompt_ids, params, chat, rid),
+            return StreamingResponse(stream_events(submission, req, prompt_ids, params, chat, rid, calls),
                                      media_type="text/event-stream")
         texts, reasons = [""] * len(params), [None] * len(params)
         logs: list[list[RequestOutput]] = [[] for _ in params]
@@ -249,8 +272,8 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         for i in range(len(params)):
             if chat:
                 lp = {"content": [chat_logprob(o) for o in logs[i]]} if with_logprobs else None
-                choices.append({"index": i, "message": {"role": "assistant", "content": texts[i]}, "logprobs": lp,
-                                "finish_reason": reasons[i]})
+                message, reason = chat_reply(texts[i], reasons[i], calls)
+                choices.append({"index": i, "message": message, "logprobs": lp, "finish_reason": reason})
             else:
                 choices.append({"index": i, "text": texts[i], "logprobs": completion_logprobs(logs[i])
                                 if with_logprobs else None, "finish_reason": reasons[i]})
@@ -266,7 +289,9 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         return {"tokens": tokens, "token_logprobs": [o.logprob.logprob for o in outs],
                 "top_logprobs": [{piece(i): v for i, v in o.logprob.top} for o in outs], "text_offset": offsets}
 
-    async def stream_events(submission, req, prompt_ids, params, chat, rid) -> AsyncIterator[str]:
+    async def stream_events(submission, req, prompt_ids, params, chat, rid, calls) -> AsyncIterator[str]:
+        """Server-sent events. With tools (`calls`), a choice's text is held until it ends: then it goes out as
+        content, or as its tool calls (each whole, in one delta) if it is made of calls."""
         kind = "chat.completion.chunk" if chat else "text_completion"
         with_logprobs = params[0].logprobs is not None
         now = int(time.time())
@@ -281,12 +306,23 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
                               "finish_reason": None}])
         completion_tokens, cached, offsets = 0, 0, [0] * len(params)
         error: Error | None = None
+        held, held_scored = [""] * len(params), [[] for _ in params]
         async for ready in submission:
             for i, outs in by_choice(ready):
                 last = outs[-1]
                 text = "".join(o.text for o in outs)
                 scored = [o for o in outs if o.token_id is not None] if with_logprobs else []
-                if chat:
+                if calls is not None:
+                    held[i] += text
+                    held_scored[i] += scored
+                    if last.finish_reason is None:
+                        continue
+                    message, reason = chat_reply(held[i], last.finish_reason, calls)
+                    delta = {"content": message["content"]} if message["content"] is not None else {
+                        "tool_calls": [c | {"index": k} for k, c in enumerate(message["tool_calls"])]}
+                    lp = {"content": [chat_logprob(o) for o in held_scored[i]]} if held_scored[i] else None
+                    yield chunk([{"index": i, "delta": delta, "logprobs": lp, "finish_reason": reason}])
+                elif chat:
                     lp = {"content": [chat_logprob(o) for o in scored]} if scored else None
                     yield chunk([{"index": i, "delta": {"content": text} if text else {}, "logprobs": lp,
                                   "finish_reason": last.finish_reason}])
@@ -317,24 +353,31 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         params = params_for(req, prompt_ids, max_tokens, req.logprobs)
         return await respond(request, req, prompt_ids, params, chat=False)
 
-    def chat_ids(messages: list, add_generation_prompt: bool = True) -> list[int]:
-        """The ids of messages rendered through the model's chat template, as the chat route runs them."""
+    def chat_ids(messages: list, add_generation_prompt: bool = True, functions: dict | None = None) -> list[int]:
+        """The ids of messages (and the tools they may call) rendered through the model's chat template, as the
+        chat route runs them."""
         if tokenizer is None or not tokenizer.chat_template:
             raise APIError(400, "this model has no chat template: send a prompt (to /v1/completions), not messages",
                            param="messages")
-        return tokenizer.encode(tokenizer.apply_chat_template([m.model_dump() for m in messages],
-                                                              add_generation_prompt))
+        takes = tokenizer.template_takes_tools
+        with constraint_errors(None, "messages"):
+            rendered = tools.render([m.model_dump(exclude_none=True) for m in messages], functions or {}, takes)
+        declared = [{"type": "function", "function": f} for f in (functions or {}).values()] if takes else None
+        return tokenizer.encode(tokenizer.apply_chat_template(rendered, add_generation_prompt, declared))
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):
         req = await body(request, ChatCompletionRequest)
         if not req.messages:
             raise APIError(400, "messages must hold at least one message", param="messages")
-        prompt_ids = chat_ids(req.messages)
+        with constraint_errors(None, "tools"):
+            functions = req.functions()
+        prompt_ids = chat_ids(req.messages, functions=functions)
         max_tokens = req.max_completion_tokens if req.max_completion_tokens is not None else req.max_tokens
         logprobs = (req.top_logprobs or 0) if req.logprobs else None
         params = params_for(req, prompt_ids, max_tokens, logprobs)
-        return await respond(request, req, prompt_ids, params, chat=True)
+        return await respond(request, req, prompt_ids, params, chat=True,
+                             calls=None if req.tool_mode == "none" else functions)
 
     def need_tokenizer() -> None:
         if tokenizer is None:
@@ -348,7 +391,9 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         if (req.prompt is None) == (req.messages is None):
             raise APIError(400, "send either prompt or messages", param="prompt")
         if req.messages is not None:
-            ids = chat_ids(req.messages, req.add_generation_prompt)
+            with constraint_errors(None, "tools"):
+                functions = tools.functions(req.tools or [])
+            ids = chat_ids(req.messages, req.add_generation_prompt, functions)
         else:
             ids = tokenizer.encode(req.prompt)
         out = {"count": len(ids), "max_model_len": context, "tokens": ids}

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..constraints import Constraint
+from ..errors import ConstraintError, ForwardpassError
 from ..sampling import SamplingParams
+from . import tools
 
 # Fields of OpenAI's chat and completions requests that forwardpass does not implement, and why: a request that
 # carries one is refused with a 400 naming it, never served as if the field were absent. Any other field this
 # module does not declare is refused the same way ("extra": "forbid" on every request model).
 UNSUPPORTED = {
-    "response_format": "structured output is not implemented",
-    "tools": "tool calling is not implemented", "tool_choice": "tool calling is not implemented",
-    "parallel_tool_calls": "tool calling is not implemented", "functions": "function calling is not implemented",
-    "function_call": "function calling is not implemented", "logit_bias": "logit_bias is not implemented",
+    "functions": "the deprecated function calling is not implemented: use tools",
+    "function_call": "the deprecated function calling is not implemented: use tool_choice",
     "best_of": "best_of is not implemented (n is)", "suffix": "insertion (suffix) is not implemented",
     "audio": "audio output is not implemented", "modalities": "only text output is implemented",
     "prediction": "predicted outputs are not implemented", "service_tier": "there are no service tiers",
@@ -31,6 +33,30 @@ class Strict(BaseModel):
 
 class StreamOptions(Strict):
     include_usage: bool = False
+
+
+class JSONSchemaFormat(Strict):
+    name: str
+    description: str | None = None
+    schema_: dict[str, Any] = Field({}, alias="schema")  # {}: any JSON value
+    strict: bool | None = None  # the schema is always enforced, strict or not
+
+
+class ResponseFormat(Strict):
+    """OpenAI's structured output: free text, any JSON object, or JSON that validates against a schema."""
+
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JSONSchemaFormat | None = None
+
+
+class StructuredOutputs(Strict):
+    """vLLM's structured-output extension (one of): a JSON schema, a regular expression the whole output matches, a
+    list of choices, or a Lark grammar (llguidance's dialect)."""
+
+    json_: dict[str, Any] | str | None = Field(None, alias="json")
+    regex: str | None = None
+    choice: list[str] | None = None
+    grammar: str | None = None
 
 
 class SamplingFields(Strict):
@@ -50,6 +76,47 @@ class SamplingFields(Strict):
     n: int = Field(1, ge=1, le=16)
     stream: bool = False
     stream_options: StreamOptions | None = None
+    logit_bias: dict[str, float] | None = None  # token id (as a string, as JSON keys are) → added to its logit
+    response_format: ResponseFormat | None = None
+    structured_outputs: StructuredOutputs | None = None  # an extension (as in vLLM)
+
+    @property
+    def constraint_field(self) -> str:
+        return "structured_outputs" if self.structured_outputs is not None else "response_format"
+
+    def constraint(self) -> Constraint | None:
+        """The one constraint the request names (response_format or structured_outputs), if any."""
+        if self.response_format is not None and self.structured_outputs is not None:
+            raise ConstraintError("give response_format or structured_outputs, not both")
+        f = self.response_format
+        if f is not None:
+            if f.type == "json_schema":
+                if f.json_schema is None:
+                    raise ConstraintError("response_format of type json_schema needs a json_schema")
+                return Constraint("json_schema", f.json_schema.schema_)
+            return None if f.type == "text" else Constraint("json_object")
+        s = self.structured_outputs
+        if s is None:
+            return None
+        named = {k: v for k, v in (("json", s.json_), ("regex", s.regex), ("choice", s.choice),
+                                   ("grammar", s.grammar)) if v is not None}
+        if len(named) != 1:
+            raise ConstraintError("structured_outputs takes exactly one of json, regex, choice and grammar")
+        (kind, spec), = named.items()
+        if kind == "json" and isinstance(spec, str):
+            try:
+                spec = json.loads(spec)
+            except json.JSONDecodeError as e:
+                raise ConstraintError(f"structured_outputs.json is not JSON: {e}") from None
+        return Constraint("json_schema" if kind == "json" else kind, spec)
+
+    def bias(self) -> dict[int, float]:
+        out = {}
+        for key, value in (self.logit_bias or {}).items():
+            if not key.strip().isdigit():
+                raise ForwardpassError(f"logit_bias keys are token ids, got {key!r}")
+            out[int(key)] = value
+        return out
 
     def sampling(self, max_tokens: int, logprobs: int | None, seed_offset: int = 0) -> SamplingParams:
         stop = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
@@ -58,7 +125,7 @@ class SamplingFields(Strict):
             seed=None if self.seed is None else self.seed + seed_offset, stop=stop,
             presence_penalty=self.presence_penalty, frequency_penalty=self.frequency_penalty,
             repetition_penalty=self.repetition_penalty, max_tokens=max_tokens, logprobs=logprobs,
-            ignore_eos=self.ignore_eos)
+            ignore_eos=self.ignore_eos, logit_bias=self.bias(), constraint=self.constraint())
 
 
 class CompletionRequest(SamplingFields):
@@ -67,9 +134,53 @@ class CompletionRequest(SamplingFields):
     echo: Literal[False] = False
 
 
+class CalledFunction(Strict):
+    name: str
+    arguments: str  # JSON text, as OpenAI sends it
+
+
+class ToolCall(Strict):
+    id: str
+    type: Literal["function"] = "function"
+    function: CalledFunction
+
+
 class ChatMessage(Strict):
     role: Literal["system", "user", "assistant", "developer", "tool"]
-    content: str
+    content: str | None = None  # None only for an assistant message that carries tool_calls
+    tool_calls: list[ToolCall] | None = None  # assistant
+    tool_call_id: str | None = None  # tool
+
+    @model_validator(mode="after")
+    def _shape(self) -> ChatMessage:
+        if self.content is None and not (self.role == "assistant" and self.tool_calls):
+            raise ValueError("content is required (it may be null only in an assistant message with tool_calls)")
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError("only an assistant message carries tool_calls")
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError("a tool message needs the tool_call_id it answers")
+        return self
+
+
+class Function(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    description: str | None = None
+    parameters: dict[str, Any] | None = None  # a JSON schema of the arguments object
+    strict: bool | None = None  # the arguments are always held to the schema when a call is forced
+
+
+class Tool(Strict):
+    type: Literal["function"]
+    function: Function
+
+
+class FunctionName(Strict):
+    name: str
+
+
+class NamedToolChoice(Strict):
+    type: Literal["function"]
+    function: FunctionName
 
 
 class ChatCompletionRequest(SamplingFields):
@@ -77,6 +188,33 @@ class ChatCompletionRequest(SamplingFields):
     max_completion_tokens: int | None = None
     logprobs: bool = False
     top_logprobs: int | None = Field(None, ge=0, le=20)
+    tools: list[Tool] | None = None
+    tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
+    parallel_tool_calls: bool = True  # a forced call is one call; "auto" reads back as many as the model writes
+
+    @property
+    def tool_mode(self) -> str:
+        """"none", "auto" (the default with tools), "required", or the name of the function that must be called."""
+        choice = self.tool_choice or ("auto" if self.tools else "none")
+        return choice.function.name if isinstance(choice, NamedToolChoice) else choice
+
+    @property
+    def forced_call(self) -> str | None:
+        return None if self.tool_mode in ("none", "auto") else self.tool_mode
+
+    def functions(self) -> dict[str, dict]:
+        return tools.functions(self.tools or [])
+
+    @property
+    def constraint_field(self) -> str:
+        return "tool_choice" if self.forced_call else super().constraint_field
+
+    def constraint(self) -> Constraint | None:
+        """A forced tool call's grammar, or the response format's."""
+        own = super().constraint()
+        if self.tool_mode != "none" and own is not None:
+            raise ConstraintError("response_format and tools cannot apply together (unless tool_choice is 'none')")
+        return tools.constraint(self.functions(), self.forced_call) if self.forced_call else own
 
 
 class TokenizeRequest(Strict):
@@ -86,6 +224,7 @@ class TokenizeRequest(Strict):
     prompt: str | None = None
     messages: list[ChatMessage] | None = None
     add_generation_prompt: bool = True  # messages only: end with the assistant's turn opening
+    tools: list[Tool] | None = None  # messages only: the tools described as the chat route describes them
     return_token_strs: bool = False
 
 

@@ -1,0 +1,114 @@
+"""Tool calling: the request's tools described to the model, its calls constrained or read back out.
+
+The model writes each call as `<tool_call>\\n{"name": …, "arguments": {…}}\\n</tool_call>` (the Hermes / Qwen2.5
+convention, which instruction-tuned models of many families were trained on). A chat template that takes `tools`
+renders them itself; for one that does not (the default model's), the tools are described in the system message,
+in that convention. With `tool_choice` "required" or a named function the output is constrained to one such call
+whose arguments validate against the function's parameters (constraints.py); with "auto" the model writes freely
+and a reply made of well-formed calls to known functions is read back as calls; with "none" the tools are
+described but nothing is parsed."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+
+from ..constraints import COMPACT, Constraint
+from ..errors import ConstraintError
+
+OPEN, CLOSE = "<tool_call>\n", "\n</tool_call>"
+CALLS = re.compile(r"\s*<tool_call>\s*(.*?)\s*</tool_call>\s*", re.S)
+
+SYSTEM = """You can call functions. The functions, as JSON schemas:
+<tools>
+{tools}
+</tools>
+To call one, reply with its name and arguments as JSON inside tags, and nothing else:
+<tool_call>
+{{"name": <function name>, "arguments": <arguments object>}}
+</tool_call>"""
+
+
+def functions(tools: list) -> dict[str, dict]:
+    """name → function declaration ({"name", "description", "parameters"}); a name given twice is an error."""
+    named: dict[str, dict] = {}
+    for tool in tools:
+        f = tool.function.model_dump(exclude_none=True)
+        if f["name"] in named:
+            raise ConstraintError(f"two tools are named {f['name']!r}")
+        named[f["name"]] = f
+    return named
+
+
+def render(messages: list[dict], tools: dict[str, dict], template_takes_tools: bool) -> list[dict]:
+    """Messages as the chat template reads them: assistant calls and tool results written in the model's
+    convention; the tools described in the system message where the template does not take them itself."""
+    out = []
+    for m in messages:
+        m = dict(m)
+        if m.get("tool_calls") and not template_takes_tools:
+            calls = "".join(f"{OPEN}{json.dumps(call_body(c), ensure_ascii=False)}{CLOSE}" for c in m["tool_calls"])
+            m["content"] = (m.get("content") or "") + calls
+            del m["tool_calls"]
+        if m["role"] == "tool" and not template_takes_tools:
+            m["content"] = f"<tool_response>\n{m['content']}\n</tool_response>"
+        m.setdefault("content", "")
+        if m["content"] is None:
+            m["content"] = ""
+        out.append(m)
+    if tools and not template_takes_tools:
+        described = SYSTEM.format(tools="\n".join(json.dumps({"type": "function", "function": f}, ensure_ascii=False)
+                                                  for f in tools.values()))
+        if out and out[0]["role"] in ("system", "developer"):
+            out[0] = out[0] | {"role": "system", "content": out[0]["content"] + "\n\n" + described}
+        else:
+            out.insert(0, {"role": "system", "content": described})
+    return out
+
+
+def call_body(call: dict) -> dict:
+    """An assistant message's tool call ({"function": {"name", "arguments": JSON text}}) as the model writes it."""
+    f = call["function"]
+    try:
+        arguments = json.loads(f["arguments"])
+    except json.JSONDecodeError:
+        raise ConstraintError(f"the arguments of a tool call to {f['name']!r} are not JSON") from None
+    return {"name": f["name"], "arguments": arguments}
+
+
+def constraint(tools: dict[str, dict], choice: str | None) -> Constraint | None:
+    """The grammar of one call to `choice` (a function's name) or, for "required", to any of the tools."""
+    if choice is None:
+        return None
+    names = [choice] if choice != "required" else list(tools)
+    if not names:
+        raise ConstraintError("tool_choice is 'required' but the request has no tools")
+    for name in names:
+        if name not in tools:
+            raise ConstraintError(f"tool_choice names {name!r}, which is not among the tools")
+    one_of = [{"type": "object", "properties": {"name": {"const": name},
+                                               "arguments": tools[name].get("parameters", {"type": "object"})},
+               "required": ["name", "arguments"], "additionalProperties": False} for name in names]
+    schema = (one_of[0] if len(one_of) == 1 else {"anyOf": one_of}) | {"x-guidance": COMPACT}
+    return Constraint("grammar", f"start: {json.dumps(OPEN)} call {json.dumps(CLOSE)}\n"
+                                 f"call: %json {json.dumps(schema)}")
+
+
+def parse(text: str, tools: dict[str, dict]) -> list[dict] | None:
+    """The OpenAI tool_calls a reply makes, or None when it is not made of well-formed calls to known tools."""
+    pos, calls = 0, []
+    for m in CALLS.finditer(text):
+        if m.start() != pos:
+            return None
+        pos = m.end()
+        try:
+            body = json.loads(m.group(1))
+        except json.JSONDecodeError:
+            return None
+        if not isinstance(body, dict) or body.get("name") not in tools or not isinstance(body.get("arguments"), dict):
+            return None
+        calls.append({"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
+                      "function": {"name": body["name"], "arguments": json.dumps(body["arguments"],
+                                                                                 ensure_ascii=False)}})
+    return calls if calls and pos == len(text) else None

@@ -1,0 +1,129 @@
+"""Tool calling through the official `openai` client: forced calls validate against the tool's parameters,
+streamed or not; history with calls and results renders; a reply made of calls is read back; bad tools are 400s."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import jsonschema
+import openai
+import pytest
+from server_helpers import MODEL, running_server
+
+from forwardpass.errors import ConstraintError
+from forwardpass.server import tools
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 30},
+                                            "unit": {"enum": ["celsius", "fahrenheit"]}},
+           "required": ["city", "unit"], "additionalProperties": False}
+CLOCK = {"type": "object", "properties": {"zone": {"type": "string", "maxLength": 20}}, "required": ["zone"],
+         "additionalProperties": False}
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
+                                           "parameters": WEATHER}},
+         {"type": "function", "function": {"name": "get_time", "parameters": CLOCK}}]
+ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+PARAMETERS = {"get_weather": WEATHER, "get_time": CLOCK}
+
+
+@pytest.fixture(scope="module")
+def server(smollm):
+    with running_server(smollm) as (url, _):
+        yield url
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server + "/v1", api_key="none", max_retries=0, timeout=300)
+
+
+def test_a_named_tool_choice_returns_a_valid_call(client):
+    for name in ("get_time", "get_weather"):
+        r = client.chat.completions.create(model=MODEL, messages=ASK, tools=TOOLS, max_tokens=80, temperature=0,
+                                           tool_choice={"type": "function", "function": {"name": name}})
+        choice = r.choices[0]
+        assert choice.finish_reason == "tool_calls" and choice.message.content is None
+        (call,) = choice.message.tool_calls
+        assert call.type == "function" and call.function.name == name and call.id.startswith("call_")
+        jsonschema.validate(json.loads(call.function.arguments), PARAMETERS[name])
+
+
+def test_required_streams_the_call(client):
+    kw = {"model": MODEL, "messages": ASK, "tools": TOOLS, "tool_choice": "required", "max_tokens": 80,
+          "temperature": 0}
+    whole = client.chat.completions.create(**kw).choices[0].message.tool_calls[0]
+    chunks = [c.choices[0] for c in client.chat.completions.create(**kw, stream=True) if c.choices]
+    deltas = [d for c in chunks for d in (c.delta.tool_calls or [])]
+    assert chunks[-1].finish_reason == "tool_calls" and len(deltas) == 1 and deltas[0].index == 0
+    assert (deltas[0].function.name, deltas[0].function.arguments) == (whole.function.name, whole.function.arguments)
+    jsonschema.validate(json.loads(whole.function.arguments), PARAMETERS[whole.function.name])
+
+
+def test_auto_and_none_answer_in_text_when_the_model_writes_text(client):
+    for choice in ("auto", "none"):
+        r = client.chat.completions.create(model=MODEL, messages=ASK, tools=TOOLS, tool_choice=choice, max_tokens=8,
+                                           temperature=0)
+        assert r.choices[0].message.content and r.choices[0].message.tool_calls is None
+
+
+def test_a_conversation_with_calls_and_results(client, server, smollm):
+    """An assistant turn that called a tool and the tool's answer render in the model's convention, with the tools
+    described in the system message (the default model's template does not take tools itself)."""
+    history = ASK + [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {
+            "name": "get_weather", "arguments": json.dumps({"city": "Paris", "unit": "celsius"})}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "18 degrees and sunny"}]
+    r = client.chat.completions.create(model=MODEL, messages=history, tools=TOOLS, max_tokens=5, temperature=0)
+    assert r.choices[0].finish_reason in ("length", "stop")
+    ids = httpx.post(server + "/tokenize", json={"messages": history, "tools": TOOLS}).json()["tokens"]
+    text = smollm.tokenizer.decode(ids)
+    assert '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}\n</tool_call>' \
+        in text
+    assert "<tool_response>\n18 degrees and sunny\n</tool_response>" in text and '"name": "get_time"' in text
+    assert text.index("<tools>") < text.index("What is the weather")
+
+
+def test_a_reply_made_of_calls_is_read_back():
+    known = {"get_time": {"name": "get_time"}}
+    calls = tools.parse('<tool_call>\n{"name": "get_time", "arguments": {"zone": "UTC"}}\n</tool_call>\n'
+                        '<tool_call>{"name": "get_time", "arguments": {}}</tool_call>', known)
+    assert [c["function"]["name"] for c in calls] == ["get_time", "get_time"]
+    assert json.loads(calls[0]["function"]["arguments"]) == {"zone": "UTC"}
+    for text in ('Sure! <tool_call>{"name": "get_time", "arguments": {}}</tool_call>',  # prose: a text reply
+                 '<tool_call>{"name": "nope", "arguments": {}}</tool_call>',  # an unknown function
+                 '<tool_call>{"name": "get_time", "arguments": {</tool_call>', "plain text"):
+        assert tools.parse(text, known) is None
+
+
+@pytest.mark.parametrize("extra,param,message", [
+    ({"tool_choice": {"type": "function", "function": {"name": "get_news"}}}, "tool_choice", "not among the tools"),
+    ({"tools": TOOLS + TOOLS[:1]}, "tools", "two tools are named 'get_weather'"),
+    ({"tool_choice": "required", "response_format": {"type": "json_object"}}, "tool_choice", "cannot apply together"),
+    ({"tool_choice": "required", "tools": None}, "tool_choice", "has no tools"),
+    ({"tool_choice": "required", "tools": [{"type": "function", "function": {
+        "name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "nope"}}}}}]}, "tool_choice",
+     "invalid grammar"),
+])
+def test_bad_tools_are_refused_by_name(server, extra, param, message):
+    body = {"messages": ASK, "tools": TOOLS, "max_tokens": 5} | extra
+    r = httpx.post(server + "/v1/chat/completions", json={k: v for k, v in body.items() if v is not None})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == param and message in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("message,error", [
+    ({"role": "tool", "content": "18"}, "needs the tool_call_id"),
+    ({"role": "user", "content": None}, "content is required"),
+    ({"role": "user", "content": "hi", "tool_calls": [{"id": "c", "type": "function",
+                                                       "function": {"name": "f", "arguments": "{}"}}]},
+     "only an assistant message"),
+])
+def test_malformed_tool_messages(server, message, error):
+    r = httpx.post(server + "/v1/chat/completions", json={"messages": [message], "max_tokens": 2})
+    assert r.status_code == 422 and error in r.json()["error"]["message"]
+
+
+def test_call_arguments_in_history_must_be_json():
+    with pytest.raises(ConstraintError, match="not JSON"):
+        tools.render([{"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {
+            "name": "f", "arguments": "{oops"}}]}], {}, template_takes_tools=False)
