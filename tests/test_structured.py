@@ -165,3 +165,16 @@ def test_logit_bias_through_the_openai_client(client, smollm):
     kw = {"model": MODEL, "prompt": "The three primary colors are", "max_tokens": 3, "temperature": 0}
     r = client.completions.create(**kw, logit_bias={"7042": 100})
     assert r.choices[0].text == smollm.tokenizer.decode([7042] * 3)
+
+
+def test_stop_token_ids_end_before_the_token(client, smollm):
+    """vLLM's stop_token_ids: generation ends at the first such token, which is not kept."""
+    prompt = "The three primary colors are"
+    ids = generate(smollm, prompt, SamplingParams(temperature=0, max_tokens=8)).token_ids
+    at = next(i for i in range(2, len(ids)) if ids[i] not in ids[:i])  # the first chosen at i, not before
+    r = client.completions.create(model=MODEL, prompt=prompt, max_tokens=8, temperature=0,
+                                  extra_body={"stop_token_ids": [ids[at]]})
+    assert r.choices[0].text == smollm.tokenizer.decode(ids[:at]) and r.choices[0].finish_reason == "stop"
+    assert r.usage.completion_tokens == at
+    with pytest.raises(openai.BadRequestError, match="stop_token_ids names token 99999"):
+        client.completions.create(model=MODEL, prompt=prompt, max_tokens=2, extra_body={"stop_token_ids": [99999]})

@@ -36,6 +36,7 @@ class SamplingParams:
     seed: int | None = None  # fixes the random stream: same seed, same tokens
     max_tokens: int = 128
     stop: list[str] = field(default_factory=list)
+    stop_token_ids: list[int] = field(default_factory=list)  # end here too, as an end-of-turn token does (not kept)
     logprobs: int | None = None  # report the chosen token's log-probability and this many alternatives
     ignore_eos: bool = False
     logit_bias: dict[int, float] = field(default_factory=dict)  # token id → added to its logit, -100 to 100
@@ -59,6 +60,8 @@ class SamplingParams:
             check.integer("seed", self.seed, low=0, high=2**63 - 1)
         if any(not isinstance(s, str) or not s for s in self.stop):
             raise ForwardpassError("stop must be a list of non-empty strings")
+        for token_id in self.stop_token_ids:
+            check.integer("a stop token id", token_id, low=0)
         for token_id, bias in self.logit_bias.items():
             check.integer("a logit_bias token id", token_id, low=0)
             check.number(f"logit_bias[{token_id}]", bias, low=-100.0, high=100.0)

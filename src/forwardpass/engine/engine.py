@@ -85,8 +85,9 @@ class Engine:
             raise ContextLengthError(f"max_tokens {params.max_tokens} does not fit: the prompt is {len(prompt_ids)} "
                                      f"tokens and the context length is {context}")
         vocab = self.pipeline.config.vocab_size
-        if any(token_id >= vocab for token_id in params.logit_bias):
-            raise ForwardpassError(f"logit_bias names token {max(params.logit_bias)}: the vocabulary has {vocab}")
+        for what, ids in (("logit_bias", params.logit_bias), ("stop_token_ids", params.stop_token_ids)):
+            if any(token_id >= vocab for token_id in ids):
+                raise ForwardpassError(f"{what} names token {max(ids)}: the vocabulary has {vocab}")
         blocks = -(-(len(prompt_ids) + params.max_tokens) // self.pool.block_size)
         if blocks > self.pool.num_blocks:
             raise ContextLengthError(f"the request needs {blocks} KV blocks but the pool holds {self.pool.num_blocks}")
@@ -102,7 +103,7 @@ class Engine:
         self.check_request(prompt_ids, params)
         request_id = f"req-{next(self._ids)}"
         tok = self.pipeline.tokenizer
-        eos = set() if params.ignore_eos or tok is None else set(tok.eos_ids)
+        eos = (set() if params.ignore_eos or tok is None else set(tok.eos_ids)) | set(params.stop_token_ids)
         seq = Sequence(request_id, list(prompt_ids), params, make_generator(params, self.pipeline.device),
                        TextStream(tok, params.stop) if tok is not None else None, on_output, eos)
         if params.constraint is not None:  # compiled here: a grammar that cannot be is the caller's error

@@ -73,6 +73,7 @@ class SamplingFields(Strict):
     frequency_penalty: float = 0.0
     repetition_penalty: float = 1.0
     ignore_eos: bool = False  # an extension (as in vLLM): keep generating past end-of-turn tokens
+    stop_token_ids: list[int] | None = None  # an extension (as in vLLM): stop at these tokens (not kept)
     n: int = Field(1, ge=1, le=16)
     stream: bool = False
     stream_options: StreamOptions | None = None
@@ -125,7 +126,8 @@ class SamplingFields(Strict):
             seed=None if self.seed is None else self.seed + seed_offset, stop=stop,
             presence_penalty=self.presence_penalty, frequency_penalty=self.frequency_penalty,
             repetition_penalty=self.repetition_penalty, max_tokens=max_tokens, logprobs=logprobs,
-            ignore_eos=self.ignore_eos, logit_bias=self.bias(), constraint=self.constraint())
+            ignore_eos=self.ignore_eos, logit_bias=self.bias(), constraint=self.constraint(),
+            stop_token_ids=list(self.stop_token_ids or []))
 
 
 class CompletionRequest(SamplingFields):
