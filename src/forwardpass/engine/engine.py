@@ -305,7 +305,7 @@ class Engine:
     def _output(self, seq: Sequence, token: int | None, text: str, logprob=None, finish: str | None = None,
                 error: Error | None = None) -> RequestOutput:
         return RequestOutput(seq.request_id, token, text, logprob, finish, len(seq.prompt_ids), len(seq.output_ids),
-                             seq.cached_tokens, error)
+                             seq.cached_tokens, error, seq.text.stopped if seq.text is not None else None)
 
     def _emit(self, seq: Sequence, out: RequestOutput) -> None:
         """Hand `out` to the request's caller. A callback that raises ends its own request, nothing else."""

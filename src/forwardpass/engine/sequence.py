@@ -26,6 +26,7 @@ class RequestOutput:
     completion_tokens: int = 0
     cached_tokens: int = 0
     error: Error | None = None  # why an "abort" or "error" ended it; None when the client itself went away
+    stop_string: str | None = None  # the stop string that ended it ("stop")
 
 
 @dataclass(frozen=True)

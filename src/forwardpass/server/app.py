@@ -26,8 +26,10 @@ from ..engine import Engine, RequestOutput
 from ..engine.sequence import Error
 from ..errors import ConstraintError, ContextLengthError, EngineUnavailableError, ForwardpassError
 from ..sampling import SamplingParams
+from . import messages as messages_api
 from . import tools
 from .errors import APIError
+from .messages import MessagesRequest
 from .protocol import UNSUPPORTED, ChatCompletionRequest, CompletionRequest, DetokenizeRequest, TokenizeRequest
 
 log = logging.getLogger("forwardpass.server")
@@ -130,29 +132,35 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
     tokenizer, context = engine.pipeline.tokenizer, engine.pipeline.config.context_length
     created = int(time.time())
 
+    def anthropic(request: Request) -> bool:
+        """The request came to the Messages API: its errors take Anthropic's shape."""
+        return request.url.path.startswith("/v1/messages")
+
     @app.exception_handler(APIError)
-    async def api_error(_: Request, e: APIError) -> JSONResponse:
-        return e.response()
+    async def api_error(request: Request, e: APIError) -> JSONResponse:
+        return e.response(anthropic(request))
 
     @app.exception_handler(ForwardpassError)
-    async def refused(_: Request, e: ForwardpassError) -> JSONResponse:
+    async def refused(request: Request, e: ForwardpassError) -> JSONResponse:
         """What the library refuses with a one-line reason is the client's 400 (text it cannot tokenize, a prompt
         past the context, a sampling value out of range), or 503 when the engine takes no requests."""
         if isinstance(e, EngineUnavailableError):
-            return APIError(503, str(e), "server_unavailable").response()
+            return APIError(503, str(e), "server_unavailable").response(anthropic(request))
         code = "context_length_exceeded" if isinstance(e, ContextLengthError) else None
-        return APIError(400, str(e), code).response()
+        return APIError(400, str(e), code).response(anthropic(request))
 
     @app.exception_handler(Exception)
-    async def internal_error(_: Request, e: Exception) -> JSONResponse:
+    async def internal_error(request: Request, e: Exception) -> JSONResponse:
         log.error("internal error", exc_info=e)
-        return APIError(500, f"internal error: {type(e).__name__}: {e}").response()
+        return APIError(500, f"internal error: {type(e).__name__}: {e}").response(anthropic(request))
 
     def authorize(request: Request) -> None:
-        if config.api_key and request.headers.get("authorization") != f"Bearer {config.api_key}":
-            raise APIError(401, "invalid or missing API key (send 'Authorization: Bearer <key>')", "invalid_api_key")
+        if config.api_key and request.headers.get("authorization") != f"Bearer {config.api_key}" and \
+                request.headers.get("x-api-key") != config.api_key:
+            raise APIError(401, "invalid or missing API key (send 'Authorization: Bearer <key>' or 'x-api-key: "
+                                "<key>')", "invalid_api_key")
 
-    async def body(request: Request, schema: type[BaseModel]) -> BaseModel:
+    async def body(request: Request, schema: type[BaseModel], unsupported: dict = UNSUPPORTED) -> BaseModel:
         authorize(request)
         declared = request.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > config.max_body_bytes:
@@ -177,7 +185,7 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
             first = min(e.errors(), key=lambda error: error["type"] != "extra_forbidden")  # an unknown field first
             where = ".".join(str(p) for p in first["loc"])
             if first["type"] == "extra_forbidden":
-                why = UNSUPPORTED.get(where, "not a field of this API")
+                why = unsupported.get(where, "not a field of this API")
                 raise APIError(400, f"unsupported field '{where}': {why}", "unsupported_field", where) from None
             raise APIError(422, f"{where}: {first['msg']}", param=where or None) from None
         if parsed.model is not None and parsed.model != config.model_name:
@@ -378,6 +386,74 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
         params = params_for(req, prompt_ids, max_tokens, logprobs)
         return await respond(request, req, prompt_ids, params, chat=True,
                              calls=None if req.tool_mode == "none" else functions)
+
+    @app.post("/v1/messages")
+    async def messages(request: Request):
+        """Anthropic's Messages API: the chat route's generation, answered as content blocks."""
+        req = await body(request, MessagesRequest, messages_api.UNSUPPORTED)
+        with constraint_errors(req):
+            chat, declared = req.chat()
+            functions = tools.functions(declared)
+            params = req.sampling(functions)
+        prompt_ids = chat_ids(chat, functions=functions)
+        engine.check_request(prompt_ids, params)
+        calls = None if req.tool_mode == "none" else functions
+        with constraint_errors(req):
+            submission = Submission(engine, request, prompt_ids, [params])
+        if req.stream:
+            return StreamingResponse(message_events(submission, prompt_ids, calls), media_type="text/event-stream")
+        text, last = "", None
+        async for ready in submission:
+            for _, out in ready:
+                if out.error is not None:
+                    raise engine_error(out.error)
+                text, last = text + out.text, out
+        made = tools.parse(text, calls) if calls else None
+        return {"id": messages_api.message_id(), "type": "message", "role": "assistant", "model": config.model_name,
+                "content": messages_api.content_blocks(text, made),
+                "stop_reason": messages_api.stop_reason(last.finish_reason, last.stop_string, made),
+                "stop_sequence": last.stop_string, "usage": message_usage(prompt_ids, last)}
+
+    def message_usage(prompt_ids: list[int], out: RequestOutput | None) -> dict:
+        return {"input_tokens": len(prompt_ids), "output_tokens": out.completion_tokens if out else 0,
+                "cache_read_input_tokens": out.cached_tokens if out else 0}
+
+    async def message_events(submission, prompt_ids: list[int], calls: dict | None) -> AsyncIterator[str]:
+        """Anthropic's stream: message_start, each content block (start, deltas, stop), message_delta with the stop
+        reason and usage, message_stop. With tools the reply is held until it ends, then sent as its blocks."""
+        event = messages_api.event
+        yield event("message_start", {"message": {
+            "id": messages_api.message_id(), "type": "message", "role": "assistant", "model": config.model_name,
+            "content": [], "stop_reason": None, "stop_sequence": None, "usage": message_usage(prompt_ids, None)}})
+        text, last = "", None
+        if calls is None:
+            yield event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}})
+        async for ready in submission:
+            for _, out in ready:
+                text, last = text + out.text, out
+                if calls is None and out.text:
+                    yield event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": out.text}})
+        if last is not None and last.error is not None:
+            yield event("error", engine_error(last.error).body(anthropic=True))
+            return
+        made = tools.parse(text, calls) if calls else None
+        if calls is None:
+            yield event("content_block_stop", {"index": 0})
+        else:
+            for k, block in enumerate(messages_api.content_blocks(text, made)):
+                if block["type"] == "text":
+                    yield event("content_block_start", {"index": k, "content_block": {"type": "text", "text": ""}})
+                    delta = {"type": "text_delta", "text": block["text"]}
+                else:
+                    yield event("content_block_start", {"index": k, "content_block": block | {"input": {}}})
+                    delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+                yield event("content_block_delta", {"index": k, "delta": delta})
+                yield event("content_block_stop", {"index": k})
+        finish, stop_string = (last.finish_reason, last.stop_string) if last is not None else ("abort", None)
+        yield event("message_delta", {"delta": {"stop_reason": messages_api.stop_reason(finish, stop_string, made),
+                                                "stop_sequence": stop_string},
+                                      "usage": {"output_tokens": last.completion_tokens if last else 0}})
+        yield event("message_stop", {})
 
     def need_tokenizer() -> None:
         if tokenizer is None:

@@ -1,4 +1,5 @@
-"""OpenAI-style error bodies: {"error": {"message", "type", "param", "code"}} with the right status."""
+"""Error bodies with the right status: OpenAI's {"error": {"message", "type", "param", "code"}}, or on the
+Messages API Anthropic's {"type": "error", "error": {"type", "message"}}."""
 
 from __future__ import annotations
 
@@ -9,14 +10,23 @@ TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_fo
          504: "server_error"}
 
 
+# Anthropic's error types by status
+ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
+                   413: "request_too_large", 422: "invalid_request_error", 500: "api_error", 503: "overloaded_error",
+                   504: "api_error"}
+
+
 class APIError(Exception):
     def __init__(self, status: int, message: str, code: str | None = None, param: str | None = None):
         super().__init__(message)
         self.status, self.message, self.code, self.param = status, message, code, param
 
-    def body(self) -> dict:
+    def body(self, anthropic: bool = False) -> dict:
+        if anthropic:
+            return {"type": "error", "error": {"type": ANTHROPIC_TYPES.get(self.status, "invalid_request_error"),
+                                               "message": self.message}}
         return {"error": {"message": self.message, "type": TYPES.get(self.status, "invalid_request_error"),
                           "param": self.param, "code": self.code}}
 
-    def response(self) -> JSONResponse:
-        return JSONResponse(self.body(), status_code=self.status)
+    def response(self, anthropic: bool = False) -> JSONResponse:
+        return JSONResponse(self.body(anthropic), status_code=self.status)
