@@ -143,6 +143,18 @@ def test_mixed_sampling_parameters_each_kept(smollm):
     assert outs[3][-1].finish_reason in ("stop", "length") and len(tokens(outs[3])) <= 5
 
 
+def test_a_seed_gives_the_same_tokens_at_any_batch_size(smollm):
+    """A seeded, sampled request draws the same tokens alone as among others (each row has its own generator,
+    and a row's logits do not depend on its neighbours)."""
+    prompts = [smollm.encode(f"Tell me a story about animal number {i}") for i in range(6)]
+    params = [SamplingParams(temperature=0.9, top_p=0.95, seed=10 + i, max_tokens=24, ignore_eos=True)
+              for i in range(6)]
+    together = run(Engine(smollm, EngineConfig(kv_cache_bytes=64 * 2**20)), prompts, params)
+    for i in (0, 5):
+        alone = run(Engine(smollm, EngineConfig(kv_cache_bytes=64 * 2**20)), prompts[i:i + 1], params[i:i + 1])
+        assert tokens(alone[0]) == tokens(together[i])
+
+
 def test_tiny_random_model_without_tokenizer():
     torch.manual_seed(0)
     fp = Pipeline(Transformer(preset("toy")).eval(), None, "toy", {})

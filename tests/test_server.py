@@ -239,3 +239,16 @@ def test_tokenize_and_detokenize(server, smollm):
                              "unsupported field 'add_special_tokens'")):
         r = httpx.post(url + path, json=bad, headers=auth)
         assert r.status_code == 400 and said in r.json()["error"]["message"], r.text
+
+
+def test_n_choices_share_the_prompts_blocks(server, client, smollm):
+    """n = 4: the first choice computes the prompt; the other three find its full blocks in the prefix cache and
+    compute only the partial last block."""
+    url, engine = server
+    prompt = "Here is a list of every river I have ever seen, in order: " + ", ".join(f"river {i}" for i in range(40))
+    n_prompt = len(smollm.encode(prompt))
+    full = n_prompt // engine.pool.block_size * engine.pool.block_size
+    hits = engine.pool.hits
+    r = client.completions.create(model=MODEL, prompt=prompt, max_tokens=4, temperature=0.8, n=4, seed=3)
+    assert engine.pool.hits - hits == 3 * full and full >= 5 * engine.pool.block_size
+    assert len(r.choices) == 4 and r.usage.completion_tokens == 16

@@ -59,33 +59,42 @@ async def client_gone(request: Request) -> None:
 
 
 class Submission:
-    """One API request's engine requests, one per choice, submitted at once (so refusals are HTTP errors before
-    any response starts); iterate for (choice index, output) until all finish. If the client disconnects, or
-    the iteration stops early, every unfinished one is aborted."""
+    """One API request's engine requests, one per choice; iterate for (choice index, output) until all finish.
+    The first choice is submitted at once (so a refusal is an HTTP error before any response starts); the others
+    when its first output arrives, its prompt then being in the cache: they share the prompt's full blocks through
+    the prefix cache instead of each computing and holding its own. If the client disconnects, or the iteration
+    stops early, every unfinished one is aborted."""
 
     def __init__(self, engine: Engine, request: Request, prompt_ids: list[int], params: list[SamplingParams]):
-        self.engine, self.request = engine, request
-        loop = asyncio.get_running_loop()
+        self.engine, self.request, self.prompt_ids = engine, request, prompt_ids
+        self.loop = asyncio.get_running_loop()
         self.queue: asyncio.Queue = asyncio.Queue()
+        for p in params[1:]:
+            engine.check_request(prompt_ids, p)
+        self.pending = list(enumerate(params))[1:]
+        self.running: set[str] = {engine.submit(prompt_ids, params[0], lambda o: self._deliver(0, o))}
 
-        def deliver(i: int, out: RequestOutput) -> None:
-            try:
-                loop.call_soon_threadsafe(self.queue.put_nowait, (i, out))
-            except RuntimeError:  # the event loop is closed: nobody is left to read it
-                pass
-
-        self.running: set[str] = set()
+    def _deliver(self, i: int, out: RequestOutput) -> None:
+        """From the engine's thread: hand the output to the event loop."""
         try:
-            for i, p in enumerate(params):
-                self.running.add(engine.submit(prompt_ids, p, lambda o, i=i: deliver(i, o)))
-        except ForwardpassError:  # the app's handler answers it; the choices already queued go
-            self.abort()
-            raise
+            self.loop.call_soon_threadsafe(self._arrived, i, out)
+        except RuntimeError:  # the event loop is closed: nobody is left to read it
+            pass
+
+    def _arrived(self, i: int, out: RequestOutput) -> None:
+        pending, self.pending = self.pending, []
+        for j, p in pending:  # the first choice's prompt is computed: the others join it
+            try:
+                self.running.add(self.engine.submit(self.prompt_ids, p, lambda o, j=j: self._deliver(j, o)))
+            except ForwardpassError as e:  # the engine stopped taking requests meanwhile
+                self.queue.put_nowait((j, RequestOutput(f"choice-{j}", None, "", finish_reason="error",
+                                                        error=Error(str(e), "failed"))))
+        self.queue.put_nowait((i, out))
 
     def abort(self) -> None:
         for request_id in self.running:
             self.engine.abort(request_id)
-        self.running = set()
+        self.running, self.pending = set(), []
 
     async def __aiter__(self) -> AsyncIterator[list[tuple[int, RequestOutput]]]:
         """Everything delivered since the last iteration, in order, as (choice index, output) pairs: a burst of
