@@ -161,3 +161,16 @@ def test_roofline_arithmetic():
     assert per_token == cost.parameters(c).total * 4 + 100 * 46_080
     assert cost.roofline_decode_tokens_per_s(c, 1e10, 100, "fp32", "fp32") == 1e10 / per_token
     assert cost.compute_bound_prefill_tokens_per_s(c, 1e11, 64) == 1e11 * 64 / cost.forward_flops(c, 64)
+
+
+def test_parameters_and_attention_work_of_the_new_architecture_options():
+    """Qwen2's Q/K/V biases, Qwen3's QK-norm and own head_dim: the count is the module's own; a sliding window
+    caps the keys each query reads."""
+    base = ModelConfig("x", vocab_size=101, context_length=64, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2,
+                       ffn_hidden=96, norm="rmsnorm", positions="rope", ffn="swiglu", bias=False)
+    for c in (base.with_(qkv_bias=True), base.with_(qk_norm=True, head_size=24), base.with_(tied_embeddings=False)):
+        assert sum(p.numel() for p in Transformer(c).parameters()) == cost.parameters(c).total
+    window = base.with_(sliding_window=6)
+    brute = sum(min(10 + i + 1, 6) for i in range(20))
+    assert cost.attention_flops(window, 20, past=10) == 4 * 4 * 16 * brute * 2
+    assert cost.attention_flops(window, 3, past=0) == cost.attention_flops(base, 3, past=0)

@@ -7,6 +7,9 @@ import torch
 import transformers
 
 import forwardpass
+from forwardpass.generate import generate
+from forwardpass.pipeline import Pipeline
+from forwardpass.sampling import SamplingParams
 
 VOCAB = 101
 
@@ -28,7 +31,41 @@ def llama_gqa(tmp_path):
     return transformers.LlamaForCausalLM(cfg)
 
 
-BUILDERS = {"gpt2": gpt2, "openai-gpt": gpt1, "llama-gqa-untied": llama_gqa}
+def llama_rope(kind: str, **rope):
+    def build(tmp_path):
+        cfg = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                       rope_parameters={"rope_type": kind, "rope_theta": 500.0, **rope})
+        return transformers.LlamaForCausalLM(cfg)
+    return build
+
+
+def qwen2(tmp_path):  # biases on Q, K and V only
+    cfg = transformers.Qwen2Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                   tie_word_embeddings=True)
+    return transformers.Qwen2ForCausalLM(cfg)
+
+
+def qwen3(tmp_path):  # QK-norm, and a head_dim of its own (4 heads × 24 ≠ 64)
+    cfg = transformers.Qwen3Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, head_dim=24,
+                                   max_position_embeddings=64)
+    return transformers.Qwen3ForCausalLM(cfg)
+
+
+def mistral_window(tmp_path):  # each token sees itself and the 5 before it: shorter than most test sequences
+    cfg = transformers.MistralConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                     num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                     max_position_embeddings=64, sliding_window=6)
+    return transformers.MistralForCausalLM(cfg)
+
+
+BUILDERS = {"gpt2": gpt2, "openai-gpt": gpt1, "llama-gqa-untied": llama_gqa,
+            "llama-rope-linear": llama_rope("linear", factor=4.0),
+            "llama-rope-llama3": llama_rope("llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                                            original_max_position_embeddings=16),
+            "qwen2": qwen2, "qwen3": qwen3, "mistral-sliding-window": mistral_window}
 
 
 @pytest.fixture(params=list(BUILDERS), scope="module")
@@ -99,13 +136,54 @@ def test_architecture_options_loaded(pair):
     hf, fp = pair
     c = fp.config
     kind = hf.config.model_type
+    decoder = kind in ("llama", "mistral", "qwen2", "qwen3")
     assert c.norm_position == ("post" if kind == "openai-gpt" else "pre")
-    assert c.norm == ("rmsnorm" if kind == "llama" else "layernorm")
-    assert c.positions == ("rope" if kind == "llama" else "learned")
-    assert c.ffn == ("swiglu" if kind == "llama" else "gelu")
-    assert c.tied_embeddings == (kind != "llama")
-    if kind == "llama":
+    assert c.norm == ("rmsnorm" if decoder else "layernorm")
+    assert c.positions == ("rope" if decoder else "learned")
+    assert c.ffn == ("swiglu" if decoder else "gelu")
+    assert c.tied_embeddings == (kind in ("gpt2", "openai-gpt", "qwen2"))
+    assert (c.attention_bias, c.qk_norm) == (kind in ("gpt2", "openai-gpt", "qwen2"), kind == "qwen3")
+    assert c.sliding_window == (6 if kind == "mistral" else None)
+    assert c.head_dim == {"qwen3": 24}.get(kind, c.d_model // c.n_heads)
+    rope = getattr(hf.config, "rope_parameters", None) or {}
+    assert (c.rope_scaling.kind if c.rope_scaling else "default") == rope.get("rope_type", "default")
+    if kind == "llama" and c.rope_scaling is None:
         assert (c.n_heads, c.kv_heads) == (8, 2)
-        assert fp.lm_head.weight.data_ptr() != fp.tok_embeddings.weight.data_ptr()
-    else:
+    if c.tied_embeddings:
         assert fp.lm_head.weight.data_ptr() == fp.tok_embeddings.weight.data_ptr()
+    else:
+        assert fp.lm_head.weight.data_ptr() != fp.tok_embeddings.weight.data_ptr()
+
+
+def test_rope_frequencies_match(pair):
+    """The scaled RoPE frequencies are transformers' own (linear, llama3)."""
+    hf, fp = pair
+    if fp.rope is None:
+        pytest.skip("learned positions")
+    assert torch.allclose(fp.rope.inv_freq, hf.model.rotary_emb.inv_freq.float(), rtol=1e-6, atol=0)
+
+
+def test_the_engine_generates_what_the_naive_loop_does(pair):
+    """Through the paged engine (prefill, then decode steps over block tables), every family's greedy tokens are
+    those of the naive loop, which recomputes everything each step: windows, QK-norm, biases, scaled RoPE
+    included."""
+    _, fp = pair
+    pipeline = Pipeline(fp, None, "random weights", {})
+    prompt = torch.randint(0, VOCAB, (20,), generator=torch.Generator().manual_seed(5)).tolist()
+    params = SamplingParams(temperature=0, max_tokens=12)
+    assert generate(pipeline, prompt, params).token_ids == generate(pipeline, prompt, params, naive=True).token_ids
+
+
+def test_attention_weights_are_transformers(pair):
+    """The explorer's attention weights (causal, windowed where the model is) equal transformers' own."""
+    hf, fp = pair
+    if hf.config.model_type not in ("llama", "mistral", "qwen2", "qwen3"):
+        pytest.skip("a Llama-family layout")
+    ids = torch.randint(0, VOCAB, (1, 12), generator=torch.Generator().manual_seed(9))
+    hf.config._attn_implementation = "eager"
+    with torch.no_grad():
+        want = hf(ids, output_attentions=True).attentions[0]
+        block = fp.blocks[0]
+        rope = fp.rope(torch.arange(12)[None], 12)
+        got = block.attn.weights(block.attn_norm(fp.embed(ids, torch.arange(12)[None])), rope)
+    assert (got - want).abs().max() <= 1e-5

@@ -7,7 +7,9 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+import torch
 from gguf import GGMLQuantizationType
 
 import forwardpass
@@ -59,3 +61,17 @@ def test_a_1b_file_loads_in_its_own_formats_and_generates(synthetic_1b):
     size = synthetic_1b.stat().st_size
     print(f"{synthetic_1b.name}: {size / 1e9:.2f} GB file, loaded in {got['loaded_s']:.1f} s, "
           f"peak RSS {got['rss'] / 1e9:.2f} GB")
+
+
+def test_a_gguf_files_rope_freqs_divide_the_frequencies(tmp_path):
+    """A Llama 3 GGUF carries its RoPE scaling as `rope_freqs.weight`: each frequency's divisor. Loaded, the
+    model's frequencies are the base ones divided by it, and its logits differ from the same file without it."""
+    shape = {"d_model": 128, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "ffn_hidden": 256, "context": 256}
+    factors = np.linspace(1.0, 8.0, 16).astype(np.float32)  # head_dim 32: 16 frequencies
+    source = forwardpass.default_model_path()
+    scaled = forwardpass.load(write_synthetic_gguf(tmp_path / "a.gguf", source, rope_freqs=factors, **shape),
+                              storage="fp32")
+    plain = forwardpass.load(write_synthetic_gguf(tmp_path / "b.gguf", source, **shape), storage="fp32")
+    assert torch.equal(scaled.model.rope.inv_freq, plain.model.rope.inv_freq / torch.from_numpy(factors))
+    ids = list(range(100, 140))
+    assert not torch.allclose(scaled.next_token_logits(ids), plain.next_token_logits(ids))

@@ -9,6 +9,19 @@ from .errors import ForwardpassError
 
 
 @dataclass(frozen=True)
+class RopeScaling:
+    """Stretching RoPE past the context a model was trained on. "linear": every frequency ÷ factor (positions
+    interpolated). "llama3": low frequencies (wavelengths past original_context / low_freq_factor) ÷ factor, high
+    ones (shorter than original_context / high_freq_factor) kept, the band between blended."""
+
+    kind: Literal["linear", "llama3"]
+    factor: float
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    original_context: int = 8192
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     """The shape of a decoder-only transformer and the options that distinguish its family."""
 
@@ -29,13 +42,20 @@ class ModelConfig:
     gelu_approximate: Literal["none", "tanh"] = "tanh"
     bias: bool = True  # biases on the attention and FFN projections
     tied_embeddings: bool = True
+    head_size: int | None = None  # None: d_model / n_heads (Qwen3 and Gemma choose their own)
+    qkv_bias: bool | None = None  # biases on Q, K and V only (Qwen2); None: as `bias`
+    qk_norm: bool = False  # RMSNorm over each head of q and k before RoPE (Qwen3, Gemma 3)
+    sliding_window: int | None = None  # each token attends to itself and the window - 1 before it (Mistral)
+    rope_scaling: RopeScaling | None = None
 
     def __post_init__(self) -> None:
         for field in ("vocab_size", "context_length", "d_model", "n_layers", "n_heads"):
             if getattr(self, field) <= 0:
                 raise ForwardpassError(f"config {self.name}: {field} must be positive")
-        if self.d_model % self.n_heads:
+        if self.head_size is None and self.d_model % self.n_heads:
             raise ForwardpassError(f"config {self.name}: d_model {self.d_model} not divisible by n_heads")
+        if self.sliding_window is not None and self.sliding_window <= 0:
+            raise ForwardpassError(f"config {self.name}: sliding_window must be positive")
         if self.n_heads % self.kv_heads:
             raise ForwardpassError(f"config {self.name}: n_heads {self.n_heads} not divisible by n_kv_heads")
         if self.positions == "rope" and self.head_dim % 2:
@@ -47,7 +67,12 @@ class ModelConfig:
 
     @property
     def head_dim(self) -> int:
-        return self.d_model // self.n_heads
+        return self.head_size or self.d_model // self.n_heads
+
+    @property
+    def attention_bias(self) -> bool:
+        """Biases on Q, K and V."""
+        return self.bias if self.qkv_bias is None else self.qkv_bias
 
     @property
     def hidden(self) -> int:

@@ -59,7 +59,12 @@ def attention_params(c: ModelConfig) -> int:
     """One block's Q, K, V, O: d × (n_heads + 2 n_kv_heads) × head_dim in, n_heads × head_dim × d out."""
     qkv_out = (c.n_heads + 2 * c.kv_heads) * c.head_dim
     o_in = c.n_heads * c.head_dim
-    return c.d_model * qkv_out + o_in * c.d_model + (qkv_out + c.d_model if c.bias else 0)
+    return c.d_model * qkv_out + o_in * c.d_model + attention_biases(c) + (2 * c.head_dim if c.qk_norm else 0)
+
+
+def attention_biases(c: ModelConfig) -> int:
+    """Q, K, V biases (all of GPT-2's, Qwen2's) and O's (GPT-2's)."""
+    return ((c.n_heads + 2 * c.kv_heads) * c.head_dim if c.attention_bias else 0) + (c.d_model if c.bias else 0)
 
 
 def ffn_params(c: ModelConfig) -> int:
@@ -96,10 +101,9 @@ def block_matrix_split(d_model: int) -> tuple[int, int]:
 def matmul_params(c: ModelConfig) -> int:
     """Weights that take part in a matrix multiply for each token: every block's projections, and the
     unembedding (V × d, tied or not). The embedding and position tables are lookups, not matmuls."""
-    per_block = attention_params(c) + ffn_params(c)
-    if c.bias:  # biases are adds, not multiply-adds
-        per_block -= (c.n_heads + 2 * c.kv_heads) * c.head_dim + c.d_model + (ffn_params(c) - _ffn_matrices(c))
-    return per_block * c.n_layers + c.vocab_size * c.d_model
+    qkv_out = (c.n_heads + 2 * c.kv_heads) * c.head_dim
+    per_block = c.d_model * qkv_out + c.n_heads * c.head_dim * c.d_model + _ffn_matrices(c)  # biases and norms
+    return per_block * c.n_layers + c.vocab_size * c.d_model  # are adds and scales, not multiply-adds
 
 
 def _ffn_matrices(c: ModelConfig) -> int:
@@ -113,8 +117,12 @@ def matmul_flops(c: ModelConfig, tokens: int) -> int:
 
 def attention_flops(c: ModelConfig, new_tokens: int, past: int = 0) -> int:
     """Scores q·k and the weighted sum of v: 4 × n_heads × head_dim FLOPs per (query, key) pair per layer,
-    with causal attention (new token i reads past + i + 1 keys). Grows with context."""
+    with causal attention (new token i reads past + i + 1 keys, or the sliding window's last ones). Grows with
+    context, up to the window."""
     pairs = new_tokens * past + new_tokens * (new_tokens + 1) // 2
+    if c.sliding_window is not None:
+        under = min(max(c.sliding_window - past, 0), new_tokens)  # new tokens that still see every key
+        pairs = under * past + under * (under + 1) // 2 + (new_tokens - under) * c.sliding_window
     return 4 * c.n_heads * c.head_dim * pairs * c.n_layers
 
 

@@ -7,13 +7,14 @@ own positions: `logits, cache = model(x, cache)`.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import ModelConfig
+from .config import ModelConfig, RopeScaling
 from .errors import ContextLengthError, InvariantError, TokenIdError
 from .kv_cache import Cache, KVCache, Policy
 
@@ -30,10 +31,13 @@ class RotaryEmbedding(nn.Module):
     cos and sin are tabulated once for every position of the context (float32), then looked up. The tables are
     made on the CPU (a model moves them with itself), even while a model is laid out on the meta device."""
 
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: ModelConfig, freq_factors: torch.Tensor | None = None):
         super().__init__()
         exponents = torch.arange(0, config.head_dim, 2, dtype=torch.float32, device="cpu") / config.head_dim
-        self.register_buffer("inv_freq", 1.0 / config.rope_theta ** exponents, persistent=False)
+        inv_freq = scaled(1.0 / config.rope_theta ** exponents, config.rope_scaling)
+        if freq_factors is not None:  # a file's own divisors (GGUF rope_freqs: llama3 scaling, precomputed)
+            inv_freq = inv_freq / freq_factors.float().cpu()
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
         cos, sin = self.angles(torch.arange(config.context_length, device="cpu"))
         self.register_buffer("cos", cos, persistent=False)  # (context_length, head_dim)
         self.register_buffer("sin", sin, persistent=False)
@@ -52,6 +56,22 @@ class RotaryEmbedding(nn.Module):
         return cos[:, None], sin[:, None]
 
 
+def scaled(inv_freq: torch.Tensor, scaling: RopeScaling | None) -> torch.Tensor:
+    """RoPE frequencies (head_dim/2,) under a scaling rule (config.RopeScaling)."""
+    if scaling is None:
+        return inv_freq
+    if scaling.kind == "linear":
+        return inv_freq / scaling.factor
+    low_wavelength = scaling.original_context / scaling.high_freq_factor  # shorter: kept
+    high_wavelength = scaling.original_context / scaling.low_freq_factor  # longer: divided by factor
+    wavelength = 2 * math.pi / inv_freq
+    blend = (scaling.original_context / wavelength - scaling.low_freq_factor) / (
+        scaling.high_freq_factor - scaling.low_freq_factor)
+    between = (1 - blend) * inv_freq / scaling.factor + blend * inv_freq
+    out = torch.where(wavelength > high_wavelength, inv_freq / scaling.factor, inv_freq)
+    return torch.where((wavelength >= low_wavelength) & (wavelength <= high_wavelength), between, out)
+
+
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     half = x.shape[-1] // 2
     rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
@@ -68,9 +88,13 @@ class Attention(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = config.n_heads, config.kv_heads, config.head_dim
+        self.window = config.sliding_window
         qkv_out = (config.n_heads + 2 * config.kv_heads) * config.head_dim
-        self.qkv = nn.Linear(config.d_model, qkv_out, bias=config.bias)  # Q, K, V in one matmul
+        self.qkv = nn.Linear(config.d_model, qkv_out, bias=config.attention_bias)  # Q, K, V in one matmul
         self.out = nn.Linear(config.n_heads * config.head_dim, config.d_model, bias=config.bias)
+        # QK-norm: each head of q and k RMS-normalized (its own learned scale) before RoPE
+        self.q_norm = nn.RMSNorm(config.head_dim, eps=config.norm_eps) if config.qk_norm else None
+        self.k_norm = nn.RMSNorm(config.head_dim, eps=config.norm_eps) if config.qk_norm else None
 
     def project(self, x: torch.Tensor, rope: tuple | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """q (batch, n_heads, T, head_dim), k and v (batch, n_kv_heads, T, head_dim), rotated when RoPE."""
@@ -80,6 +104,8 @@ class Attention(nn.Module):
         q = q.view(batch, T, self.n_heads, self.head_dim).transpose(1, 2)
         k = k.view(batch, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
         v = v.view(batch, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
         if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
         return q, k, v
@@ -91,6 +117,8 @@ class Attention(nn.Module):
         scores = (q @ k.transpose(-1, -2)).float() * self.head_dim**-0.5
         T = x.shape[1]
         causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        if self.window is not None:
+            causal = causal.triu(1 - self.window)  # and no further back than the window
         return torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
 
     def forward(self, x: torch.Tensor, layer: int, cache: Cache, rope: tuple | None,
@@ -268,7 +296,7 @@ class Transformer(nn.Module):
             check_positions(positions, expected, cache)
         h = self.embed(x, positions)  # (batch, T, d_model)
         rope = self.rope(positions, longest) if self.rope is not None else None
-        mask = attention_mask(cache.lengths, T, x.device)
+        mask = attention_mask(cache.lengths, T, x.device, self.config.sliding_window)
         for block in self.blocks:  # N identical blocks; the stream keeps its shape throughout
             h = block(h, cache, rope, mask)
         cache.commit()
@@ -279,14 +307,20 @@ class Transformer(nn.Module):
         return self.lm_head(h), cache  # unembedding → logits (batch, T, vocab_size)
 
 
-def attention_mask(lengths: list[int], T: int, device: torch.device) -> torch.Tensor | None:
-    """Which cache slots each new query may read: slot j ≤ the query's own slot. None when SDPA's own
-    causal rule (fresh aligned rows) or no rule at all (one new token per aligned row) is exact."""
-    if len(set(lengths)) == 1 and (lengths[0] == 0 or T == 1):
+def attention_mask(lengths: list[int], T: int, device: torch.device,
+                   window: int | None = None) -> torch.Tensor | None:
+    """Which cache slots each new query may read: slot j ≤ the query's own slot q (and, with a sliding window,
+    j > q - window). None when SDPA's own causal rule (fresh aligned rows) or no rule at all (one new token per
+    aligned row) is exact."""
+    windowed = window is not None and max(lengths) + T > window
+    if len(set(lengths)) == 1 and (lengths[0] == 0 or T == 1) and not windowed:
         return None
     query_slots = torch.tensor(lengths, device=device)[:, None] + torch.arange(T, device=device)  # (batch, T)
-    slots = torch.arange(max(lengths) + T, device=device)
-    return (slots[None, None, :] <= query_slots[:, :, None])[:, None]  # (batch, 1, T, L)
+    slots = torch.arange(max(lengths) + T, device=device)[None, None, :]
+    allowed = slots <= query_slots[:, :, None]
+    if windowed:
+        allowed &= slots > query_slots[:, :, None] - window
+    return allowed[:, None]  # (batch, 1, T, L)
 
 
 def check_positions(positions: torch.Tensor, expected: list[int], cache: Cache) -> None:

@@ -106,7 +106,8 @@ def build_model(checkpoint: Checkpoint, device: torch.device, dtype: torch.dtype
         shared = model.lm_head if config.tied_embeddings else make_linear(resolve(table), None, None).to(device)
         model.tok_embeddings = QuantizedEmbedding(shared)
     if model.rope is not None:
-        model.rope = RotaryEmbedding(config).to(device)
+        factors = checkpoint.tensors.get("rope.freq_factors")
+        model.rope = RotaryEmbedding(config, None if factors is None else as_float(resolve(factors))).to(device)
     return model.eval()
 
 

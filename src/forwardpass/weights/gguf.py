@@ -147,6 +147,8 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
         tensors[b + "ffn_norm.weight"] = one(p + "ffn_norm.weight")
         tensors[b + "ffn.gate_up.weight"] = joined([p + "ffn_gate.weight", p + "ffn_up.weight"], [None, None])
         tensors[b + "ffn.down.weight"] = one(p + "ffn_down.weight")
+    if "rope_freqs.weight" in by_name:  # Llama 3's RoPE scaling, as divisors of each frequency
+        tensors["rope.freq_factors"] = one("rope_freqs.weight")
     tok_fields = {k: v for k, v in reader.fields.items() if k.startswith("tokenizer.")}
     tokenizer = Tokenizer.from_gguf_fields(tok_fields) if "tokenizer.ggml.tokens" in tok_fields else None
     types = sorted({t.kind.name for t in reader.tensors})

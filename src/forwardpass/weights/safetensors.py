@@ -1,4 +1,5 @@
-"""Hugging Face checkpoints: config.json + safetensors shards, for GPT-2, GPT-1 and Llama naming."""
+"""Hugging Face checkpoints: config.json + safetensors shards, for GPT-2, GPT-1 and Llama naming (Llama, Mistral,
+Qwen2, Qwen3)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
-from ..config import ModelConfig
+from ..config import ModelConfig, RopeScaling
 from ..errors import ModelFileError, UnsupportedModelError
 from ..tokenizer import Tokenizer
 from . import Checkpoint
@@ -31,24 +32,45 @@ def _gpt_config(c: dict, name: str, post_norm: bool) -> ModelConfig:
     )
 
 
-def _llama_config(c: dict, name: str) -> ModelConfig:
-    if c.get("attention_bias") or c.get("mlp_bias"):
-        raise UnsupportedModelError("Llama checkpoints with projection biases are not supported")
-    rope = c.get("rope_parameters") or {}
-    scaling = (c.get("rope_scaling") or {}).get("rope_type", "default"), rope.get("rope_type", "default")
-    if scaling != ("default", "default"):
-        raise UnsupportedModelError("RoPE scaling is not supported")
+def _rope_scaling(c: dict, where: str) -> tuple[float, RopeScaling | None]:
+    """RoPE's base and scaling rule, from `rope_parameters` (transformers ≥ 5) or `rope_scaling` + `rope_theta`."""
+    rope = c.get("rope_parameters") or c.get("rope_scaling") or {}
+    theta = rope.get("rope_theta", c.get("rope_theta", 10000.0))
+    kind = rope.get("rope_type", rope.get("type", "default"))
+    if kind == "default":
+        return theta, None
+    if kind == "linear":
+        return theta, RopeScaling("linear", rope["factor"])
+    if kind == "llama3":
+        return theta, RopeScaling("llama3", rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"],
+                                  rope["original_max_position_embeddings"])
+    raise UnsupportedModelError(f"{where}: RoPE scaling {kind!r} is not supported (linear and llama3 are)")
+
+
+def _llama_config(c: dict, name: str, kind: str, where: str) -> ModelConfig:
+    """Llama and the families that differ from it by switches: Mistral (a sliding window), Qwen2 (biases on Q, K
+    and V), Qwen3 (QK-norm, its own head_dim)."""
+    if c.get("mlp_bias") or (c.get("attention_bias") and kind != "qwen2"):
+        raise UnsupportedModelError(f"{where}: projection biases other than Qwen2's on Q, K and V are not supported")
     if c.get("hidden_act", "silu") != "silu":
-        raise UnsupportedModelError(f"activation {c['hidden_act']!r} is not supported")
+        raise UnsupportedModelError(f"{where}: activation {c['hidden_act']!r} is not supported")
+    if kind in ("qwen2", "qwen3") and c.get("use_sliding_window"):
+        raise UnsupportedModelError(f"{where}: {kind}'s per-layer sliding window is not supported")
+    if kind != "mistral" and c.get("sliding_window") and c.get("use_sliding_window", True):
+        raise UnsupportedModelError(f"{where}: a sliding window on {kind} is not supported")
+    theta, scaling = _rope_scaling(c, where)
     d_model, n_heads = c["hidden_size"], c["num_attention_heads"]
-    if c.get("head_dim", d_model // n_heads) != d_model // n_heads:
-        raise UnsupportedModelError("head_dim other than hidden_size / num_attention_heads is not supported")
+    head_dim = c.get("head_dim") or d_model // n_heads
+    if head_dim != d_model // n_heads and kind not in ("qwen3", "mistral"):
+        raise UnsupportedModelError(f"{where}: head_dim other than hidden_size / num_attention_heads is not supported")
     return ModelConfig(
         name=name, vocab_size=c["vocab_size"], context_length=c["max_position_embeddings"], d_model=d_model,
         n_layers=c["num_hidden_layers"], n_heads=n_heads, n_kv_heads=c.get("num_key_value_heads", n_heads),
         ffn_hidden=c["intermediate_size"], norm="rmsnorm", norm_eps=c.get("rms_norm_eps", 1e-6), positions="rope",
-        rope_theta=rope.get("rope_theta", c.get("rope_theta", 10000.0)), ffn="swiglu", bias=False,
-        tied_embeddings=c.get("tie_word_embeddings", False),
+        rope_theta=theta, ffn="swiglu", bias=False, tied_embeddings=c.get("tie_word_embeddings", False),
+        head_size=None if head_dim == d_model // n_heads else head_dim, qkv_bias=True if kind == "qwen2" else None,
+        qk_norm=kind == "qwen3", sliding_window=c.get("sliding_window") if kind == "mistral" else None,
+        rope_scaling=scaling,
     )
 
 
@@ -68,7 +90,7 @@ def _gpt_names(n_layers: int) -> dict:
     return names
 
 
-ARCHITECTURES = ("gpt2", "openai-gpt", "llama", "mistral")  # model_type values (Mistral without a sliding window)
+ARCHITECTURES = ("gpt2", "openai-gpt", "llama", "mistral", "qwen2", "qwen3")  # model_type values
 
 
 def safetensors_config(path: Path) -> tuple[ModelConfig, str]:
@@ -84,10 +106,8 @@ def safetensors_config(path: Path) -> tuple[ModelConfig, str]:
             raise UnsupportedModelError(f"{config_path}: model_type {kind!r} is not supported "
                                         f"(supported: {', '.join(ARCHITECTURES)})")
         name = c.get("_name_or_path") or directory.name
-        if kind in ("llama", "mistral"):
-            if c.get("sliding_window"):
-                raise UnsupportedModelError(f"{config_path}: sliding-window attention is not supported")
-            config = _llama_config(c, name)
+        if kind in ("llama", "mistral", "qwen2", "qwen3"):
+            config = _llama_config(c, name, kind, str(config_path))
         else:
             config = _gpt_config(c, name, post_norm=kind == "openai-gpt")
     except KeyError as e:
@@ -149,6 +169,11 @@ def _llama_tensors(raw: dict, config: ModelConfig) -> dict:
     for i in range(config.n_layers):
         p, b = f"model.layers.{i}.", f"blocks.{i}."
         out[b + "attn.qkv.weight"] = torch.cat([_take(raw, p + f"self_attn.{x}_proj.weight") for x in "qkv"])
+        if config.attention_bias:
+            out[b + "attn.qkv.bias"] = torch.cat([_take(raw, p + f"self_attn.{x}_proj.bias") for x in "qkv"])
+        if config.qk_norm:
+            out[b + "attn.q_norm.weight"] = _take(raw, p + "self_attn.q_norm.weight")
+            out[b + "attn.k_norm.weight"] = _take(raw, p + "self_attn.k_norm.weight")
         out[b + "attn.out.weight"] = _take(raw, p + "self_attn.o_proj.weight")
         out[b + "attn_norm.weight"] = _take(raw, p + "input_layernorm.weight")
         out[b + "ffn_norm.weight"] = _take(raw, p + "post_attention_layernorm.weight")

@@ -29,8 +29,10 @@ def random_blocks(rows: int, cols: int, kind: GGMLQuantizationType, rng: np.rand
 
 def write_synthetic_gguf(path: str | Path, tokenizer_from: str | Path, kind=GGMLQuantizationType.Q4_0,
                          d_model: int = 2048, n_layers: int = 22, n_heads: int = 32, n_kv_heads: int = 4,
-                         ffn_hidden: int = 5632, context: int = 2048, seed: int = 0) -> Path:
-    """Write the file tensor by tensor (memory holds one at a time); returns its path."""
+                         ffn_hidden: int = 5632, context: int = 2048, seed: int = 0,
+                         rope_freqs: np.ndarray | None = None) -> Path:
+    """Write the file tensor by tensor (memory holds one at a time); returns its path. `rope_freqs`: a
+    `rope_freqs.weight` tensor (head_dim / 2 divisors of the RoPE frequencies, as Llama 3 files carry)."""
     source = GGUFFile(Path(tokenizer_from))
     vocab = len(source.fields["tokenizer.ggml.tokens"])
     w = GGUFWriter(str(path), "llama")
@@ -58,6 +60,8 @@ def write_synthetic_gguf(path: str | Path, tokenizer_from: str | Path, kind=GGML
                    p + "attn_v.weight": (n_kv_heads * head_dim, d_model), p + "attn_output.weight": (d_model, d_model),
                    p + "ffn_gate.weight": (ffn_hidden, d_model), p + "ffn_up.weight": (ffn_hidden, d_model),
                    p + "ffn_down.weight": (d_model, ffn_hidden)}
+    given = {} if rope_freqs is None else {"rope_freqs.weight": np.asarray(rope_freqs, np.float32)}
+    shapes |= {name: t.shape for name, t in given.items()}
     block, size = GGML_QUANT_SIZES[kind]
     for name, shape in shapes.items():
         if len(shape) == 1:
@@ -69,7 +73,8 @@ def write_synthetic_gguf(path: str | Path, tokenizer_from: str | Path, kind=GGML
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
     rng = np.random.default_rng(seed)
-    for shape in shapes.values():
-        w.write_tensor_data(np.ones(shape, np.float32) if len(shape) == 1 else random_blocks(*shape, kind, rng))
+    for name, shape in shapes.items():
+        data = given.get(name, np.ones(shape, np.float32)) if len(shape) == 1 else random_blocks(*shape, kind, rng)
+        w.write_tensor_data(data)
     w.close()
     return Path(path)
