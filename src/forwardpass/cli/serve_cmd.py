@@ -31,6 +31,9 @@ def add_parser(sub):
                    help="new tokens for a chat request that sets no max_tokens (default 1024)")
     p.add_argument("--request-timeout", type=seconds, default=600.0,
                    help="end a request this many seconds after it arrives (default 600; 0: no limit)")
+    p.add_argument("--embedding-model", nargs="?", const="default", metavar="PATH",
+                   help="also serve /v1/embeddings: the embedded all-MiniLM-L6-v2, or a BERT sentence-embedding "
+                        "model at PATH (a directory or a zip of one)")
     p.add_argument("--shutdown-grace", type=seconds, default=5.0,
                    help="on SIGTERM, seconds requests in flight may still run before they are ended (default 5)")
     return p
@@ -48,7 +51,12 @@ def run(args) -> int:
                                      prefix_caching=not args.no_prefix_caching,
                                      request_timeout=args.request_timeout or None))
     name = args.served_model_name or Path(fp.source).name.removesuffix(".gguf")
-    app = build_app(engine, ServerConfig(name, args.api_key, args.max_body_bytes, args.default_max_tokens))
+    embedder = None
+    if args.embedding_model is not None:
+        from ..embeddings import load_embedder
+        embedder = load_embedder(None if args.embedding_model == "default" else args.embedding_model, args.device)
+    app = build_app(engine, ServerConfig(name, args.api_key, args.max_body_bytes, args.default_max_tokens),
+                    embedder)
     server = make_server(app, engine, args.host, args.port, args.shutdown_grace)
     address = f"http://{args.host}:{args.port}/v1"
     if args.json:

@@ -9,9 +9,11 @@ by an `error` event, as OpenAI's own streams report errors."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -22,6 +24,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ValidationError
 
+from ..embeddings import Embedder
 from ..engine import Engine, RequestOutput
 from ..engine.sequence import Error
 from ..errors import ConstraintError, ContextLengthError, EngineUnavailableError, ForwardpassError
@@ -30,7 +33,14 @@ from . import messages as messages_api
 from . import tools
 from .errors import APIError
 from .messages import MessagesRequest
-from .protocol import UNSUPPORTED, ChatCompletionRequest, CompletionRequest, DetokenizeRequest, TokenizeRequest
+from .protocol import (
+    UNSUPPORTED,
+    ChatCompletionRequest,
+    CompletionRequest,
+    DetokenizeRequest,
+    EmbeddingRequest,
+    TokenizeRequest,
+)
 
 log = logging.getLogger("forwardpass.server")
 
@@ -136,8 +146,10 @@ def by_choice(ready: list[tuple[int, RequestOutput]]) -> list[tuple[int, list[Re
     return list(groups.items())
 
 
-def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
+def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = None) -> FastAPI:
+    """The routes over `engine`, and /v1/embeddings over `embedder` when the server has one."""
     app = FastAPI(title="forwardpass", docs_url=None, redoc_url=None)
+    embedding_lock = threading.Lock()  # one embedding batch at a time: each already uses every core
     tokenizer, context = engine.pipeline.tokenizer, engine.pipeline.config.context_length
     created = int(time.time())
 
@@ -169,7 +181,8 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
             raise APIError(401, "invalid or missing API key (send 'Authorization: Bearer <key>' or 'x-api-key: "
                                 "<key>')", "invalid_api_key")
 
-    async def body(request: Request, schema: type[BaseModel], unsupported: dict = UNSUPPORTED) -> BaseModel:
+    async def body(request: Request, schema: type[BaseModel], unsupported: dict = UNSUPPORTED,
+                   served: str | None = None) -> BaseModel:
         authorize(request)
         declared = request.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > config.max_body_bytes:
@@ -197,8 +210,9 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
                 why = unsupported.get(where, "not a field of this API")
                 raise APIError(400, f"unsupported field '{where}': {why}", "unsupported_field", where) from None
             raise APIError(422, f"{where}: {first['msg']}", param=where or None) from None
-        if parsed.model is not None and parsed.model != config.model_name:
-            raise APIError(404, f"model {parsed.model!r} does not exist; this server serves {config.model_name!r}",
+        served = served or config.model_name
+        if parsed.model is not None and parsed.model != served:
+            raise APIError(404, f"model {parsed.model!r} does not exist; this server serves {served!r} here",
                            "model_not_found", "model")
         return parsed
 
@@ -221,8 +235,44 @@ def build_app(engine: Engine, config: ServerConfig) -> FastAPI:
     @app.get("/v1/models")
     async def models(request: Request) -> dict:
         authorize(request)
-        return {"object": "list", "data": [{"id": config.model_name, "object": "model", "created": created,
-                                            "owned_by": "forwardpass", "max_model_len": context}]}
+        listed = [{"id": config.model_name, "object": "model", "created": created, "owned_by": "forwardpass",
+                   "max_model_len": context}]
+        if embedder is not None:
+            listed.append({"id": embedder.name, "object": "model", "created": created, "owned_by": "forwardpass",
+                           "max_model_len": embedder.max_tokens})
+        return {"object": "list", "data": listed}
+
+    @app.post("/v1/embeddings")
+    async def embeddings(request: Request) -> dict:
+        """OpenAI's embeddings: unit vectors from the embedding model, float lists or base64 float32."""
+        if embedder is None:
+            authorize(request)
+            raise APIError(404, "this server has no embedding model (start it with --embedding-model)",
+                           "model_not_found", "model")
+        req = await body(request, EmbeddingRequest, served=embedder.name)
+        inputs = req.input if isinstance(req.input, list) else [req.input]
+        if not inputs:
+            raise APIError(400, "input holds nothing to embed", param="input")
+        if len(inputs) > 2048:
+            raise APIError(400, f"input holds {len(inputs)} items; at most 2048 per request", param="input")
+        if isinstance(inputs[0], int):  # one input as token ids
+            inputs = [inputs]
+        if req.dimensions is not None and req.dimensions != embedder.dimensions:
+            raise APIError(400, f"{embedder.name} makes {embedder.dimensions}-dimensional vectors and cannot shorten "
+                                f"them", param="dimensions")
+        ids = [embedder.encode(x) if isinstance(x, str) else list(x) for x in inputs]
+
+        def run():
+            with embedding_lock:
+                return embedder.embed(ids)
+        vectors = await asyncio.to_thread(run)
+        if req.encoding_format == "base64":
+            data = [base64.b64encode(v.numpy().astype("<f4").tobytes()).decode() for v in vectors]
+        else:
+            data = vectors.tolist()
+        tokens = sum(len(x) for x in ids)
+        return {"object": "list", "model": embedder.name, "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+                "data": [{"object": "embedding", "index": i, "embedding": e} for i, e in enumerate(data)]}
 
     def params_for(req, prompt_ids: list[int], max_tokens: int | None, logprobs: int | None) -> list[SamplingParams]:
         """One SamplingParams per choice. With no max_tokens: the server's default, or less where the context or

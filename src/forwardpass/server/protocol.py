@@ -233,3 +233,13 @@ class TokenizeRequest(Strict):
 class DetokenizeRequest(Strict):
     model: str | None = None
     tokens: list[int]
+
+
+class EmbeddingRequest(Strict):
+    """OpenAI's POST /v1/embeddings: one input or a batch, as text or token ids."""
+
+    input: str | list[str] | list[int] | list[list[int]]
+    model: str | None = None
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: int | None = None  # only the model's own: its vectors cannot be shortened
+    user: str | None = None
