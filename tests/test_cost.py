@@ -168,7 +168,10 @@ def test_parameters_and_attention_work_of_the_new_architecture_options():
     caps the keys each query reads."""
     base = ModelConfig("x", vocab_size=101, context_length=64, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2,
                        ffn_hidden=96, norm="rmsnorm", positions="rope", ffn="swiglu", bias=False)
-    for c in (base.with_(qkv_bias=True), base.with_(qk_norm=True, head_size=24), base.with_(tied_embeddings=False)):
+    gemma = base.with_(ffn="geglu", sandwich_norm=True, embed_scale=True, qk_norm=True, head_size=24, sliding_window=6,
+                       layer_types=("sliding", "full"), local_rope_theta=1e4, query_scale=0.2)
+    for c in (base.with_(qkv_bias=True), base.with_(qk_norm=True, head_size=24), base.with_(tied_embeddings=False),
+              gemma):
         assert sum(p.numel() for p in Transformer(c).parameters()) == cost.parameters(c).total
     window = base.with_(sliding_window=6)
     brute = sum(min(10 + i + 1, 6) for i in range(20))

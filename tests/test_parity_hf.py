@@ -61,11 +61,19 @@ def mistral_window(tmp_path):  # each token sees itself and the 5 before it: sho
     return transformers.MistralForCausalLM(cfg)
 
 
+def gemma3(tmp_path):  # GeGLU, sandwich norms, √d embeddings, QK-norm, 2 sliding layers (own RoPE base) + 1 full
+    cfg = transformers.Gemma3TextConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+                                        num_attention_heads=4, num_key_value_heads=2, head_dim=24,
+                                        query_pre_attn_scalar=20, sliding_window=6, max_position_embeddings=64,
+                                        layer_types=["sliding_attention", "sliding_attention", "full_attention"])
+    return transformers.Gemma3ForCausalLM(cfg)
+
+
 BUILDERS = {"gpt2": gpt2, "openai-gpt": gpt1, "llama-gqa-untied": llama_gqa,
             "llama-rope-linear": llama_rope("linear", factor=4.0),
             "llama-rope-llama3": llama_rope("llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
                                             original_max_position_embeddings=16),
-            "qwen2": qwen2, "qwen3": qwen3, "mistral-sliding-window": mistral_window}
+            "qwen2": qwen2, "qwen3": qwen3, "mistral-sliding-window": mistral_window, "gemma3": gemma3}
 
 
 @pytest.fixture(params=list(BUILDERS), scope="module")
@@ -136,16 +144,20 @@ def test_architecture_options_loaded(pair):
     hf, fp = pair
     c = fp.config
     kind = hf.config.model_type
-    decoder = kind in ("llama", "mistral", "qwen2", "qwen3")
+    gemma = kind == "gemma3_text"
+    decoder = kind in ("llama", "mistral", "qwen2", "qwen3") or gemma
     assert c.norm_position == ("post" if kind == "openai-gpt" else "pre")
     assert c.norm == ("rmsnorm" if decoder else "layernorm")
     assert c.positions == ("rope" if decoder else "learned")
-    assert c.ffn == ("swiglu" if decoder else "gelu")
-    assert c.tied_embeddings == (kind in ("gpt2", "openai-gpt", "qwen2"))
-    assert (c.attention_bias, c.qk_norm) == (kind in ("gpt2", "openai-gpt", "qwen2"), kind == "qwen3")
-    assert c.sliding_window == (6 if kind == "mistral" else None)
-    assert c.head_dim == {"qwen3": 24}.get(kind, c.d_model // c.n_heads)
+    assert c.ffn == ("geglu" if gemma else "swiglu" if decoder else "gelu")
+    assert c.tied_embeddings == (kind in ("gpt2", "openai-gpt", "qwen2", "gemma3_text"))
+    assert (c.attention_bias, c.qk_norm) == (kind in ("gpt2", "openai-gpt", "qwen2"), kind in ("qwen3", "gemma3_text"))
+    assert c.sliding_window == (6 if kind in ("mistral", "gemma3_text") else None)
+    assert c.head_dim == {"qwen3": 24, "gemma3_text": 24}.get(kind, c.d_model // c.n_heads)
+    assert (c.embed_scale, c.sandwich_norm, c.layer_types) == (gemma, gemma, ("sliding", "sliding", "full") if gemma
+                                                                 else None)
     rope = getattr(hf.config, "rope_parameters", None) or {}
+    rope = rope.get("full_attention", rope)
     assert (c.rope_scaling.kind if c.rope_scaling else "default") == rope.get("rope_type", "default")
     if kind == "llama" and c.rope_scaling is None:
         assert (c.n_heads, c.kv_heads) == (8, 2)
@@ -160,7 +172,12 @@ def test_rope_frequencies_match(pair):
     hf, fp = pair
     if fp.rope is None:
         pytest.skip("learned positions")
-    assert torch.allclose(fp.rope.inv_freq, hf.model.rotary_emb.inv_freq.float(), rtol=1e-6, atol=0)
+    rotary = hf.model.rotary_emb
+    if fp.rope_local is not None:  # Gemma 3: one set of frequencies per layer type
+        assert torch.allclose(fp.rope.inv_freq, rotary.full_attention_inv_freq.float(), rtol=1e-6, atol=0)
+        assert torch.allclose(fp.rope_local.inv_freq, rotary.sliding_attention_inv_freq.float(), rtol=1e-6, atol=0)
+        return
+    assert torch.allclose(fp.rope.inv_freq, rotary.inv_freq.float(), rtol=1e-6, atol=0)
 
 
 def test_the_engine_generates_what_the_naive_loop_does(pair):
@@ -177,13 +194,14 @@ def test_the_engine_generates_what_the_naive_loop_does(pair):
 def test_attention_weights_are_transformers(pair):
     """The explorer's attention weights (causal, windowed where the model is) equal transformers' own."""
     hf, fp = pair
-    if hf.config.model_type not in ("llama", "mistral", "qwen2", "qwen3"):
+    if hf.config.model_type not in ("llama", "mistral", "qwen2", "qwen3", "gemma3_text"):
         pytest.skip("a Llama-family layout")
     ids = torch.randint(0, VOCAB, (1, 12), generator=torch.Generator().manual_seed(9))
     hf.config._attn_implementation = "eager"
     with torch.no_grad():
         want = hf(ids, output_attentions=True).attentions[0]
         block = fp.blocks[0]
-        rope = fp.rope(torch.arange(12)[None], 12)
-        got = block.attn.weights(block.attn_norm(fp.embed(ids, torch.arange(12)[None])), rope)
+        rotary = fp.rope_local if block.sliding and fp.rope_local is not None else fp.rope
+        rope = rotary(torch.arange(12)[None], 12)
+        got = block.attn.weights(block.attn_norm(fp.embed(ids, torch.arange(12)[None])), rope, fp.config.window(0))
     assert (got - want).abs().max() <= 1e-5

@@ -38,7 +38,7 @@ class ModelConfig:
     norm_eps: float = 1e-5
     positions: Literal["learned", "rope"] = "learned"
     rope_theta: float = 10000.0
-    ffn: Literal["gelu", "swiglu"] = "gelu"
+    ffn: Literal["gelu", "swiglu", "geglu"] = "gelu"  # geglu: gated like swiglu, with tanh GELU (Gemma)
     gelu_approximate: Literal["none", "tanh"] = "tanh"
     bias: bool = True  # biases on the attention and FFN projections
     tied_embeddings: bool = True
@@ -46,7 +46,12 @@ class ModelConfig:
     qkv_bias: bool | None = None  # biases on Q, K and V only (Qwen2); None: as `bias`
     qk_norm: bool = False  # RMSNorm over each head of q and k before RoPE (Qwen3, Gemma 3)
     sliding_window: int | None = None  # each token attends to itself and the window - 1 before it (Mistral)
-    rope_scaling: RopeScaling | None = None
+    rope_scaling: RopeScaling | None = None  # on the full-attention layers
+    embed_scale: bool = False  # embeddings × √d_model (Gemma)
+    sandwich_norm: bool = False  # each sublayer's output normalized again before the add (Gemma 2, 3)
+    query_scale: float | None = None  # scores × this; None: head_dim ** -0.5 (Gemma: query_pre_attn_scalar ** -0.5)
+    layer_types: tuple[str, ...] | None = None  # "sliding" or "full" per layer (Gemma 3); None: all as sliding_window
+    local_rope_theta: float | None = None  # the sliding layers' own RoPE base (Gemma 3)
 
     def __post_init__(self) -> None:
         for field in ("vocab_size", "context_length", "d_model", "n_layers", "n_heads"):
@@ -56,6 +61,10 @@ class ModelConfig:
             raise ForwardpassError(f"config {self.name}: d_model {self.d_model} not divisible by n_heads")
         if self.sliding_window is not None and self.sliding_window <= 0:
             raise ForwardpassError(f"config {self.name}: sliding_window must be positive")
+        if self.layer_types is not None and (len(self.layer_types) != self.n_layers or self.sliding_window is None
+                                             or set(self.layer_types) - {"sliding", "full"}):
+            raise ForwardpassError(f"config {self.name}: layer_types must name 'sliding' or 'full' for each of the "
+                                   f"{self.n_layers} layers, with a sliding_window")
         if self.n_heads % self.kv_heads:
             raise ForwardpassError(f"config {self.name}: n_heads {self.n_heads} not divisible by n_kv_heads")
         if self.positions == "rope" and self.head_dim % 2:
@@ -68,6 +77,12 @@ class ModelConfig:
     @property
     def head_dim(self) -> int:
         return self.head_size or self.d_model // self.n_heads
+
+    def window(self, layer: int) -> int | None:
+        """The sliding window of layer `layer` (None: it attends to every earlier token)."""
+        if self.layer_types is not None and self.layer_types[layer] == "full":
+            return None
+        return self.sliding_window
 
     @property
     def attention_bias(self) -> bool:

@@ -69,7 +69,7 @@ def attention_biases(c: ModelConfig) -> int:
 
 def ffn_params(c: ModelConfig) -> int:
     """One block's FFN: GELU has up and down (2 d h); SwiGLU adds the gate (3 d h)."""
-    matrices = 3 if c.ffn == "swiglu" else 2
+    matrices = 2 if c.ffn == "gelu" else 3
     biases = ((matrices - 1) * c.hidden + c.d_model) if c.bias else 0
     return matrices * c.d_model * c.hidden + biases
 
@@ -80,13 +80,14 @@ def norm_params(c: ModelConfig) -> int:
 
 def parameters(c: ModelConfig) -> Parameters:
     """GPT-2 small: V d + C d + N (12 d² + 13 d) + 2 d = 124,439,808."""
-    per_block = attention_params(c) + ffn_params(c) + 2 * norm_params(c)
+    norms_per_block = 4 if c.sandwich_norm else 2
+    per_block = attention_params(c) + ffn_params(c) + norms_per_block * norm_params(c)
     return Parameters(
         embeddings=c.vocab_size * c.d_model,
         positions=c.context_length * c.d_model if c.positions == "learned" else 0,
         attention=attention_params(c) * c.n_layers,
         ffn=ffn_params(c) * c.n_layers,
-        norms=2 * norm_params(c) * c.n_layers + (norm_params(c) if c.has_final_norm else 0),
+        norms=norms_per_block * norm_params(c) * c.n_layers + (norm_params(c) if c.has_final_norm else 0),
         unembedding=0 if c.tied_embeddings else c.vocab_size * c.d_model,
         per_block=per_block, n_layers=c.n_layers,
     )
@@ -107,7 +108,7 @@ def matmul_params(c: ModelConfig) -> int:
 
 
 def _ffn_matrices(c: ModelConfig) -> int:
-    return (3 if c.ffn == "swiglu" else 2) * c.d_model * c.hidden
+    return (2 if c.ffn == "gelu" else 3) * c.d_model * c.hidden
 
 
 def matmul_flops(c: ModelConfig, tokens: int) -> int:

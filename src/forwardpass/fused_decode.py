@@ -102,7 +102,8 @@ class FusedDecode:
     def build(cls, model: nn.Module) -> FusedDecode | None:
         c = model.config
         llama = c.norm == "rmsnorm" and c.norm_position == "pre" and c.positions == "rope" and c.ffn == "swiglu" \
-            and not c.qk_norm and c.sliding_window is None and c.n_heads * c.head_dim == c.d_model  # what C runs
+            and not c.qk_norm and c.sliding_window is None and c.n_heads * c.head_dim == c.d_model \
+            and not (c.embed_scale or c.sandwich_norm or c.query_scale)  # what C runs
         if not (kernels.available() and model.device.type == "cpu" and model.dtype == torch.float32 and llama
                 and c.head_dim % 16 == 0 and c.head_dim <= 256):  # attention keeps a head in registers
             return None

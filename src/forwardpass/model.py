@@ -31,10 +31,13 @@ class RotaryEmbedding(nn.Module):
     cos and sin are tabulated once for every position of the context (float32), then looked up. The tables are
     made on the CPU (a model moves them with itself), even while a model is laid out on the meta device."""
 
-    def __init__(self, config: ModelConfig, freq_factors: torch.Tensor | None = None):
+    def __init__(self, config: ModelConfig, freq_factors: torch.Tensor | None = None, local: bool = False):
         super().__init__()
         exponents = torch.arange(0, config.head_dim, 2, dtype=torch.float32, device="cpu") / config.head_dim
-        inv_freq = scaled(1.0 / config.rope_theta ** exponents, config.rope_scaling)
+        if local:  # the sliding layers' own base, unscaled (Gemma 3)
+            inv_freq = 1.0 / config.local_rope_theta ** exponents
+        else:
+            inv_freq = scaled(1.0 / config.rope_theta ** exponents, config.rope_scaling)
         if freq_factors is not None:  # a file's own divisors (GGUF rope_freqs: llama3 scaling, precomputed)
             inv_freq = inv_freq / freq_factors.float().cpu()
         self.register_buffer("inv_freq", inv_freq, persistent=False)
@@ -88,7 +91,7 @@ class Attention(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = config.n_heads, config.kv_heads, config.head_dim
-        self.window = config.sliding_window
+        self.scale = config.query_scale or config.head_dim**-0.5
         qkv_out = (config.n_heads + 2 * config.kv_heads) * config.head_dim
         self.qkv = nn.Linear(config.d_model, qkv_out, bias=config.attention_bias)  # Q, K, V in one matmul
         self.out = nn.Linear(config.n_heads * config.head_dim, config.d_model, bias=config.bias)
@@ -110,15 +113,15 @@ class Attention(nn.Module):
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
         return q, k, v
 
-    def weights(self, x: torch.Tensor, rope: tuple | None) -> torch.Tensor:
+    def weights(self, x: torch.Tensor, rope: tuple | None, window: int | None = None) -> torch.Tensor:
         """The causal attention weights of a fresh sequence: (batch, n_heads, T, T), rows sum to 1."""
         q, k, _ = self.project(x, rope)
         k = k.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
-        scores = (q @ k.transpose(-1, -2)).float() * self.head_dim**-0.5
+        scores = (q @ k.transpose(-1, -2)).float() * self.scale
         T = x.shape[1]
         causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
-        if self.window is not None:
-            causal = causal.triu(1 - self.window)  # and no further back than the window
+        if window is not None:
+            causal = causal.triu(1 - window)  # and no further back than the window
         return torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
 
     def forward(self, x: torch.Tensor, layer: int, cache: Cache, rope: tuple | None,
@@ -127,20 +130,21 @@ class Attention(nn.Module):
         q, k, v = self.project(x, rope)  # (batch, n_heads | n_kv_heads, T, head_dim)
         k, v = cache.write(layer, k, v)  # (batch, n_kv_heads, L, head_dim): every pair so far
         if T == 1 and mask is None:
-            y = decode_attention(q, k, v)
+            y = decode_attention(q, k, v, self.scale)
         else:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None and T > 1,
-                                               enable_gqa=self.n_kv_heads != self.n_heads)
+                                               enable_gqa=self.n_kv_heads != self.n_heads, scale=self.scale)
         return self.out(y.transpose(1, 2).reshape(batch, T, -1))  # (batch, T, d_model)
 
 
-def decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """One new query per sequence against every cached key: softmax(q kᵀ / √head_dim) v as two small
-    matmuls, each K/V head serving its group of query heads. (SDPA's set-up costs more than the work here.)"""
+def decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None) -> torch.Tensor:
+    """One new query per sequence against every cached key: softmax(q kᵀ × scale) v (scale: 1/√head_dim unless
+    the family says otherwise) as two small matmuls, each K/V head serving its group of query heads. (SDPA's
+    set-up costs more than the work here.)"""
     batch, n_heads, _, head_dim = q.shape
     n_kv_heads = k.shape[1]
     q = q.view(batch, n_kv_heads, n_heads // n_kv_heads, head_dim)  # (batch, n_kv_heads, group, head_dim)
-    scores = (q @ k.transpose(-1, -2)) * head_dim**-0.5  # (batch, n_kv_heads, group, L)
+    scores = (q @ k.transpose(-1, -2)) * (scale or head_dim**-0.5)  # (batch, n_kv_heads, group, L)
     weights = torch.softmax(scores.float(), dim=-1).to(v.dtype)
     return (weights @ v).view(batch, n_heads, 1, head_dim)
 
@@ -159,16 +163,18 @@ class MLP(nn.Module):
 
 
 class SwiGLU(nn.Module):
-    """Gated feed-forward (Llama): down(silu(gate(x)) * up(x)), gate and up in one matmul."""
+    """Gated feed-forward: down(act(gate(x)) * up(x)), gate and up in one matmul; act is SiLU (SwiGLU, Llama) or
+    tanh GELU (GeGLU, Gemma)."""
 
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.gate_up = nn.Linear(config.d_model, 2 * config.hidden, bias=config.bias)
         self.down = nn.Linear(config.hidden, config.d_model, bias=config.bias)
+        self.act = F.silu if config.ffn == "swiglu" else lambda g: F.gelu(g, approximate="tanh")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate, up = self.gate_up(x).chunk(2, dim=-1)  # (batch, T, ffn_hidden) each
-        return self.down(F.silu(gate) * up)
+        return self.down(self.act(gate) * up)
 
 
 class Block(nn.Module):
@@ -183,19 +189,28 @@ class Block(nn.Module):
         self.index, self.norm_position = index, config.norm_position
         self.attn_norm, self.attn = make_norm(config), Attention(config)
         self.ffn_norm = make_norm(config)
-        self.ffn = SwiGLU(config) if config.ffn == "swiglu" else MLP(config)
+        self.ffn = MLP(config) if config.ffn == "gelu" else SwiGLU(config)
+        # sandwich norms (Gemma): each branch's output normalized before it is added
+        self.attn_post_norm = make_norm(config) if config.sandwich_norm else None
+        self.ffn_post_norm = make_norm(config) if config.sandwich_norm else None
+        self.sliding = config.window(index) is not None  # attends through the sliding window (its own RoPE)
         self.residual: Literal["add", "replace"] = "add"
         self.checked = False
 
     def forward(self, x: torch.Tensor, cache: Cache, rope: tuple | None, mask: torch.Tensor | None) -> torch.Tensor:
-        x = self.sublayer(x, self.attn_norm, lambda h: self.attn(h, self.index, cache, rope, mask), "attention")
-        return self.sublayer(x, self.ffn_norm, self.ffn, "ffn")
+        x = self.sublayer(x, self.attn_norm, lambda h: self.attn(h, self.index, cache, rope, mask), "attention",
+                          self.attn_post_norm)
+        return self.sublayer(x, self.ffn_norm, self.ffn, "ffn", self.ffn_post_norm)
 
-    def sublayer(self, stream: torch.Tensor, norm: nn.Module, branch_fn, name: str) -> torch.Tensor:
+    def sublayer(self, stream: torch.Tensor, norm: nn.Module, branch_fn, name: str,
+                 post_norm: nn.Module | None = None) -> torch.Tensor:
         """Read the stream, run one branch, write its output back. Pre-norm normalizes only the branch's
-        copy; post-norm (the 2017 design) normalizes the stream itself after the add."""
+        copy; post-norm (the 2017 design) normalizes the stream itself after the add; a sandwich norm normalizes
+        the branch's output before the add."""
         before = stream.clone() if self.checked else None
         branch = branch_fn(norm(stream) if self.norm_position == "pre" else stream)
+        if post_norm is not None:
+            branch = post_norm(branch)
         after = stream + branch if self.residual == "add" else branch
         if self.checked:
             check_residual_write(before, stream, branch, after, f"block {self.index} {name}")
@@ -229,6 +244,8 @@ class Transformer(nn.Module):
         learned = config.positions == "learned"
         self.pos_embeddings = embedding(config.context_length, config.d_model) if learned else None
         self.rope = RotaryEmbedding(config) if config.positions == "rope" else None
+        local = config.positions == "rope" and config.local_rope_theta is not None
+        self.rope_local = RotaryEmbedding(config, local=True) if local else None  # the sliding layers' (Gemma 3)
         self.blocks = nn.ModuleList(Block(config, i) for i in range(config.n_layers))
         self.norm_f = make_norm(config) if config.has_final_norm else nn.Identity()
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
@@ -266,6 +283,8 @@ class Transformer(nn.Module):
     def embed(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """Embedding + position: row x[b, t] of the table, plus the learned row for its position."""
         h = self.tok_embeddings(x)  # (batch, T, d_model)
+        if self.config.embed_scale:
+            h = h * self.config.d_model**0.5
         if self.pos_embeddings is not None:
             h = h + self.pos_embeddings(positions)
         return h
@@ -296,9 +315,11 @@ class Transformer(nn.Module):
             check_positions(positions, expected, cache)
         h = self.embed(x, positions)  # (batch, T, d_model)
         rope = self.rope(positions, longest) if self.rope is not None else None
-        mask = attention_mask(cache.lengths, T, x.device, self.config.sliding_window)
+        windows = {self.config.window(i) for i in range(self.config.n_layers)}
+        masks = {w: attention_mask(cache.lengths, T, x.device, w) for w in windows}
+        local = self.rope_local(positions, longest) if self.rope_local is not None else rope
         for block in self.blocks:  # N identical blocks; the stream keeps its shape throughout
-            h = block(h, cache, rope, mask)
+            h = block(h, cache, local if block.sliding else rope, masks[self.config.window(block.index)])
         cache.commit()
         if last_only:
             rows = torch.arange(batch, device=h.device)

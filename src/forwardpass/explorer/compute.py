@@ -150,8 +150,9 @@ def reach(fp: Pipeline, prompt: str, layer: int, head: int, token: int) -> dict:
         x = captured["x"]
         normed = block.attn_norm(x) if c.norm_position == "pre" else x
         positions = torch.arange(len(ids), device=fp.device)[None]
-        rope = fp.model.rope(positions, len(ids)) if fp.model.rope is not None else None
-        weights = block.attn.weights(normed, rope)[0, head]  # (T, T)
+        rotary = fp.model.rope_local if block.sliding and fp.model.rope_local is not None else fp.model.rope
+        rope = rotary(positions, len(ids)) if rotary is not None else None
+        weights = block.attn.weights(normed, rope, c.window(layer))[0, head]  # (T, T)
     return {"layer": layer, "head": head, "token": token, "pieces": [fp.tokenizer.piece(i) for i in ids],
             "attention": [round(float(w), 5) for w in weights[token, : token + 1]], "ffn_reads": [token]}
 

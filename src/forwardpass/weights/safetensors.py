@@ -74,6 +74,44 @@ def _llama_config(c: dict, name: str, kind: str, where: str) -> ModelConfig:
     )
 
 
+def _gemma3_config(c: dict, name: str, where: str) -> ModelConfig:
+    """Gemma 3: GeGLU, sandwich norms, embeddings × √d_model, QK-norm, its own head_dim and attention scale, and
+    sliding-window layers (with their own RoPE base) between full-attention ones."""
+    for key in ("final_logit_softcapping", "attn_logit_softcapping"):
+        if c.get(key):
+            raise UnsupportedModelError(f"{where}: {key} is not supported")
+    if c.get("use_bidirectional_attention"):
+        raise UnsupportedModelError(f"{where}: bidirectional attention is not supported")
+    if c.get("hidden_activation", "gelu_pytorch_tanh") != "gelu_pytorch_tanh":
+        raise UnsupportedModelError(f"{where}: activation {c['hidden_activation']!r} is not supported")
+    rope = c.get("rope_parameters") or {}
+    if "full_attention" in rope:  # transformers ≥ 5: one set per layer type
+        full, local = rope["full_attention"], rope.get("sliding_attention", {})
+    else:
+        full = rope or {"rope_theta": c.get("rope_theta", 1e6), **(c.get("rope_scaling") or {})}
+        local = {"rope_theta": c.get("rope_local_base_freq", 10000.0)}
+    if local.get("rope_type", "default") != "default":
+        raise UnsupportedModelError(f"{where}: RoPE scaling on the sliding layers is not supported")
+    theta, scaling = _rope_scaling({"rope_parameters": full}, where)
+    n_layers = c["num_hidden_layers"]
+    kinds = c.get("layer_types") or ["sliding_attention" if (i + 1) % c.get("sliding_window_pattern", 6) else
+                                     "full_attention" for i in range(n_layers)]
+    d_model, n_heads = c["hidden_size"], c["num_attention_heads"]
+    head_dim = c.get("head_dim") or d_model // n_heads
+    return ModelConfig(
+        name=name, vocab_size=c["vocab_size"], context_length=c["max_position_embeddings"], d_model=d_model,
+        n_layers=n_layers, n_heads=n_heads, n_kv_heads=c.get("num_key_value_heads", n_heads),
+        ffn_hidden=c["intermediate_size"], norm="rmsnorm", norm_eps=c.get("rms_norm_eps", 1e-6), positions="rope",
+        rope_theta=theta, rope_scaling=scaling, ffn="geglu", bias=False,
+        tied_embeddings=c.get("tie_word_embeddings", True),
+        head_size=None if head_dim == d_model // n_heads else head_dim, qkv_bias=bool(c.get("attention_bias")) or None,
+        qk_norm=True, embed_scale=True, sandwich_norm=True,
+        query_scale=c.get("query_pre_attn_scalar", head_dim) ** -0.5, sliding_window=c["sliding_window"],
+        layer_types=tuple("sliding" if k == "sliding_attention" else "full" for k in kinds),
+        local_rope_theta=local.get("rope_theta", 10000.0),
+    )
+
+
 def _gpt_names(n_layers: int) -> dict:
     """GPT-1/GPT-2 block tensor names → ours. Their Conv1D weights are stored (in, out): transposed on the way in."""
     names = {}
@@ -90,7 +128,7 @@ def _gpt_names(n_layers: int) -> dict:
     return names
 
 
-ARCHITECTURES = ("gpt2", "openai-gpt", "llama", "mistral", "qwen2", "qwen3")  # model_type values
+ARCHITECTURES = ("gpt2", "openai-gpt", "llama", "mistral", "qwen2", "qwen3", "gemma3_text")  # model_type values
 
 
 def safetensors_config(path: Path) -> tuple[ModelConfig, str]:
@@ -108,6 +146,8 @@ def safetensors_config(path: Path) -> tuple[ModelConfig, str]:
         name = c.get("_name_or_path") or directory.name
         if kind in ("llama", "mistral", "qwen2", "qwen3"):
             config = _llama_config(c, name, kind, str(config_path))
+        elif kind == "gemma3_text":
+            config = _gemma3_config(c, name, str(config_path))
         else:
             config = _gpt_config(c, name, post_norm=kind == "openai-gpt")
     except KeyError as e:
@@ -134,7 +174,7 @@ def read_safetensors(path: Path, progress: bool = False) -> Checkpoint:
             raise ModelFileError(f"{f}: not a readable safetensors file ({e})") from None
 
     try:
-        tensors = _llama_tensors(raw, config) if config.ffn == "swiglu" else _gpt_tensors(raw, config, kind)
+        tensors = _gpt_tensors(raw, config, kind) if config.ffn == "gelu" else _llama_tensors(raw, config)
     except RuntimeError as e:  # projections whose shapes cannot be joined
         raise ModelFileError(f"{path}: tensors of mismatched shapes ({e})") from None
     return Checkpoint(config, tensors, Tokenizer.from_directory(directory), str(path),
@@ -162,8 +202,9 @@ def _gpt_tensors(raw: dict, config: ModelConfig, kind: str) -> dict:
 
 
 def _llama_tensors(raw: dict, config: ModelConfig) -> dict:
-    out = {"tok_embeddings.weight": _take(raw, "model.embed_tokens.weight"),
-           "norm_f.weight": _take(raw, "model.norm.weight")}
+    gemma = config.sandwich_norm  # Gemma's RMSNorm scales by 1 + weight: stored here as the factor itself
+    norm = (lambda key: _take(raw, key) + 1) if gemma else (lambda key: _take(raw, key))
+    out = {"tok_embeddings.weight": _take(raw, "model.embed_tokens.weight"), "norm_f.weight": norm("model.norm.weight")}
     if not config.tied_embeddings:
         out["lm_head.weight"] = _take(raw, "lm_head.weight")
     for i in range(config.n_layers):
@@ -172,11 +213,16 @@ def _llama_tensors(raw: dict, config: ModelConfig) -> dict:
         if config.attention_bias:
             out[b + "attn.qkv.bias"] = torch.cat([_take(raw, p + f"self_attn.{x}_proj.bias") for x in "qkv"])
         if config.qk_norm:
-            out[b + "attn.q_norm.weight"] = _take(raw, p + "self_attn.q_norm.weight")
-            out[b + "attn.k_norm.weight"] = _take(raw, p + "self_attn.k_norm.weight")
+            out[b + "attn.q_norm.weight"] = norm(p + "self_attn.q_norm.weight")
+            out[b + "attn.k_norm.weight"] = norm(p + "self_attn.k_norm.weight")
         out[b + "attn.out.weight"] = _take(raw, p + "self_attn.o_proj.weight")
-        out[b + "attn_norm.weight"] = _take(raw, p + "input_layernorm.weight")
-        out[b + "ffn_norm.weight"] = _take(raw, p + "post_attention_layernorm.weight")
+        out[b + "attn_norm.weight"] = norm(p + "input_layernorm.weight")
+        if gemma:  # pre- and post-norm around each sublayer
+            out[b + "attn_post_norm.weight"] = norm(p + "post_attention_layernorm.weight")
+            out[b + "ffn_norm.weight"] = norm(p + "pre_feedforward_layernorm.weight")
+            out[b + "ffn_post_norm.weight"] = norm(p + "post_feedforward_layernorm.weight")
+        else:  # Llama's "post-attention" norm is the FFN's pre-norm
+            out[b + "ffn_norm.weight"] = _take(raw, p + "post_attention_layernorm.weight")
         gate, up = _take(raw, p + "mlp.gate_proj.weight"), _take(raw, p + "mlp.up_proj.weight")
         out[b + "ffn.gate_up.weight"] = torch.cat([gate, up])
         out[b + "ffn.down.weight"] = _take(raw, p + "mlp.down_proj.weight")
