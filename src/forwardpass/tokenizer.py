@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jinja2
 import jinja2.sandbox
-from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
+from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers
 from tokenizers import Tokenizer as Backend
 
 from .errors import ModelFileError, TokenIdError, TokenizerError, UnsupportedModelError
@@ -44,20 +44,22 @@ def _byte_level_alphabet() -> dict[str, int]:
 
 _UNICODE_TO_BYTE = _byte_level_alphabet()
 
-_END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "</s>")
+_END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "</s>", "<end_of_turn>", "<eos>")
 
 
 class Tokenizer:
     """Text ↔ token ids for one model; special tokens written in the text are matched whole."""
 
     def __init__(self, backend: Backend, eos_ids: list[int], chat_template: str | None = None,
-                 bos_token: str = "", eos_token: str = ""):
+                 bos_token: str = "", eos_token: str = "", bos_id: int | None = None):
         self.backend = backend
+        self.bos_id = bos_id  # prepended to a text that does not already begin with it (SentencePiece models)
         self.eos_ids = sorted(set(eos_ids))
         self.chat_template = chat_template
         self.bos_token, self.eos_token = bos_token, eos_token
         vocab = backend.get_vocab(with_added_tokens=False)
-        byte_level = sum(ch in vocab for ch in _UNICODE_TO_BYTE) > 128
+        byte_level = not getattr(backend.model, "byte_fallback", False) and \
+            sum(ch in vocab for ch in _UNICODE_TO_BYTE) > 128
         # bytes a byte-level vocabulary has no token for: BPE would drop them without a word
         self.missing_bytes = frozenset(b for ch, b in _UNICODE_TO_BYTE.items() if ch not in vocab) if byte_level \
             else frozenset()
@@ -67,15 +69,19 @@ class Tokenizer:
         return self.backend.get_vocab_size(with_added_tokens=True)
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of `text`. Adds no BOS: the reference tokenizers of byte-level BPE models add none (the
-        SmolLM2 GGUF's add_bos_token flag disagrees with its own reference tokenizer, which is followed).
+        """Token ids of `text`. A byte-level BPE model gets no BOS: the reference tokenizers add none (the SmolLM2
+        GGUF's add_bos_token flag disagrees with its own reference tokenizer, which is followed); a model with
+        `bos_id` gets it first, once (a chat template that writes it already is not given a second).
         Text holding a byte the vocabulary has no token for is refused rather than silently cut."""
         if self.missing_bytes and not self.missing_bytes.isdisjoint(text.encode()):
             bad = next(ch for ch in text if not self.missing_bytes.isdisjoint(ch.encode()))
             byte = min(self.missing_bytes & set(bad.encode()))
             raise TokenizerError(f"the text holds {bad!r} (U+{ord(bad):04X}), which this model's vocabulary "
                                  f"cannot represent (it has no token for byte 0x{byte:02x})")
-        return self.backend.encode(text, add_special_tokens=False).ids
+        ids = self.backend.encode(text, add_special_tokens=False).ids
+        if self.bos_id is not None and ids[:1] != [self.bos_id]:
+            ids = [self.bos_id, *ids]
+        return ids
 
     def decode(self, ids: list[int]) -> str:
         self.check_ids(ids)
@@ -126,11 +132,16 @@ class Tokenizer:
             raise UnsupportedModelError(f"the model's chat template failed: {e}") from None
 
     @classmethod
-    def from_gguf_fields(cls, fields: dict) -> Tokenizer:
-        """Build from GGUF metadata (`tokenizer.ggml.*`, already decoded to Python values)."""
+    def from_gguf_fields(cls, fields: dict, chat_template: str | None = None) -> Tokenizer:
+        """Build from GGUF metadata (`tokenizer.ggml.*`, already decoded to Python values): byte-level BPE
+        ("gpt2") or SentencePiece BPE with byte fallback ("llama": Gemma, Llama 2, Mistral). `chat_template`: the
+        family's own, for a file that carries none."""
         kind = fields.get("tokenizer.ggml.model")
+        if kind == "llama":
+            return cls._sentencepiece(fields, chat_template)
         if kind != "gpt2":
-            raise UnsupportedModelError(f"GGUF tokenizer {kind!r} is not supported (byte-level BPE 'gpt2' is)")
+            raise UnsupportedModelError(f"GGUF tokenizer {kind!r} is not supported (byte-level BPE 'gpt2' and "
+                                        f"SentencePiece 'llama' are)")
         pre = fields.get("tokenizer.ggml.pre", "default")
         if pre not in _PRE_SPLITS:
             raise UnsupportedModelError(f"GGUF pre-tokenizer {pre!r} is not supported; known: {', '.join(_PRE_SPLITS)}")
@@ -154,6 +165,38 @@ class Tokenizer:
                    eos_token=tokens[eos[0]] if eos else "")
 
     @classmethod
+    def _sentencepiece(cls, fields: dict, chat_template: str | None) -> Tokenizer:
+        """SentencePiece BPE from the file's pieces and scores: spaces become "▁", adjacent pieces merge while
+        their join is a piece (the highest-scoring join first), and what no piece covers falls back to byte tokens
+        (<0x41>). Written as `tokenizers` BPE, with merges ranked by the score of the piece they make."""
+        tokens: list[str] = fields["tokenizer.ggml.tokens"]
+        scores: list[float] = fields.get("tokenizer.ggml.scores") or [0.0] * len(tokens)
+        types: list[int] = fields.get("tokenizer.ggml.token_type") or [1] * len(tokens)
+        vocab = {t: i for i, t in enumerate(tokens)}
+        unk = fields.get("tokenizer.ggml.unknown_token_id")
+        backend = Backend(models.BPE(vocab, _sentencepiece_merges(tokens, scores, types, vocab),
+                                     unk_token=tokens[unk] if unk is not None else None, fuse_unk=True,
+                                     byte_fallback=True))
+        prefix = fields.get("tokenizer.ggml.add_space_prefix", True)
+        backend.normalizer = normalizers.Sequence(([normalizers.Prepend("▁")] if prefix else [])
+                                                  + [normalizers.Replace(" ", "▁")])
+        backend.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]
+                                            + ([decoders.Strip(" ", 1, 0)] if prefix else []))
+        # control tokens (3) are special; user-defined ones (4: newline runs, tags) are matched whole, as text
+        backend.add_special_tokens([AddedToken(tokens[i], special=True, normalized=False)
+                                    for i, t in enumerate(types) if t == 3])
+        backend.add_tokens([AddedToken(tokens[i], special=False, normalized=False)
+                            for i, t in enumerate(types) if t == 4])
+        eos_id = fields.get("tokenizer.ggml.eos_token_id")
+        eos = [i for i, t in enumerate(tokens) if t in _END_OF_TURN and types[i] == 3] or \
+            ([eos_id] if eos_id is not None else [])
+        bos_id = fields.get("tokenizer.ggml.bos_token_id")
+        add_bos = bool(fields.get("tokenizer.ggml.add_bos_token", False)) and bos_id is not None
+        return cls(backend, eos, fields.get("tokenizer.chat_template") or chat_template,
+                   bos_token=tokens[bos_id] if bos_id is not None else "",
+                   eos_token=tokens[eos[0]] if eos else "", bos_id=bos_id if add_bos else None)
+
+    @classmethod
     def from_directory(cls, directory: Path) -> Tokenizer | None:
         """Build from a checkpoint directory's `tokenizer.json` (and `tokenizer_config.json`), if it has one."""
         path = directory / "tokenizer.json"
@@ -169,6 +212,26 @@ class Tokenizer:
         eos = [vocab[t] for t in _END_OF_TURN if t in vocab]
         return cls(backend, eos, config.get("chat_template"), bos_token=_token_text(config.get("bos_token")),
                    eos_token=_token_text(config.get("eos_token")))
+
+
+def _sentencepiece_merges(tokens: list[str], scores: list[float], types: list[int],
+                          vocab: dict[str, int]) -> list[tuple[str, str]]:
+    """Every (left, right) split of a normal piece into two pieces, ranked by the joined piece's score (highest
+    first), then by the halves' ids: BPE applying them in that order makes SentencePiece's choices."""
+    found = []
+    get = vocab.get
+    for i, piece in enumerate(tokens):
+        if types[i] != 1 or len(piece) < 2:
+            continue
+        rank = -scores[i]
+        for cut in range(1, len(piece)):
+            left = get(piece[:cut])
+            if left is not None:
+                right = get(piece[cut:])
+                if right is not None:
+                    found.append((rank, left, right))
+    found.sort()
+    return [(tokens[left], tokens[right]) for _, left, right in found]
 
 
 def _token_text(token) -> str:

@@ -14,7 +14,8 @@ from .options import add_device_option
 def add_model_options(p: argparse.ArgumentParser) -> None:
     """Options of every command that runs the model."""
     p.add_argument("--model", metavar="PATH",
-                   help="a .gguf file or safetensors checkpoint (default: the embedded SmolLM2-135M-Instruct)")
+                   help="a .gguf file or safetensors checkpoint, or gemma3-270m (default: the embedded "
+                        "SmolLM2-135M-Instruct)")
     add_device_option(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
 

@@ -7,8 +7,9 @@ import struct
 from pathlib import Path
 
 import torch
+from gguf.quants import dequantize
 
-from ..config import ModelConfig
+from ..config import ModelConfig, RopeScaling
 from ..errors import ModelFileError, UnsupportedModelError
 from ..quant import Blocks, as_float
 from ..tokenizer import Tokenizer
@@ -16,7 +17,17 @@ from . import Checkpoint, Deferred
 from .formats import FLOATS, FORMATS, supported, to_blocks, to_float
 from .gguf_file import GGUFFile, Truncated
 
-SUPPORTED_ARCHITECTURES = ("llama",)
+SUPPORTED_ARCHITECTURES = ("llama", "gemma3")
+GEMMA3_SLIDING_PATTERN = 6  # every 6th layer attends to everything, the others through the window (llama.cpp's too)
+GEMMA3_LOCAL_ROPE_THETA = 10000.0  # the sliding layers' RoPE base, which Gemma 3 files do not store
+# Gemma's turns: system text opens the first user turn; the assistant is "model"; a tool's answer is a user turn
+GEMMA3_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% set ns = namespace(system='') %}{% for m in messages %}"
+    "{% if m['role'] in ['system', 'developer'] %}{% set ns.system = ns.system + m['content'] + '\\n\\n' %}"
+    "{% else %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' else 'user' }}\n"
+    "{% if m['role'] != 'assistant' %}{{ ns.system }}{% set ns.system = '' %}{% endif %}"
+    "{{ m['content'] | trim }}<end_of_turn>\n{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
 
 
 def open_gguf(path: Path) -> GGUFFile:
@@ -49,21 +60,34 @@ def gguf_config(reader: GGUFFile, path: Path) -> ModelConfig:
         return default
 
     d_model, n_heads = get("embedding_length"), get("attention.head_count")
-    if get("rope.dimension_count", d_model // n_heads) != d_model // n_heads:
+    head_dim = get("attention.key_length", d_model // n_heads)
+    if get("attention.value_length", head_dim) != head_dim:
+        raise UnsupportedModelError(f"{path}: keys and values of different widths are not supported")
+    if get("rope.dimension_count", head_dim) != head_dim:
         raise UnsupportedModelError(f"{path}: partial rotary embeddings are not supported")
-    if fields.get(f"{arch}.rope.scaling.type", "none") != "none":
-        raise UnsupportedModelError(f"{path}: RoPE scaling is not supported")
+    scaling = fields.get(f"{arch}.rope.scaling.type", "none")
+    if scaling not in ("none", "linear"):
+        raise UnsupportedModelError(f"{path}: RoPE scaling {scaling!r} is not supported (linear is)")
     names = {t.name for t in reader.tensors}
     tokens = fields.get("tokenizer.ggml.tokens")
     vocab = get("vocab_size", len(tokens) if tokens is not None else 0)
-    return ModelConfig(
+    n_layers = get("block_count")
+    config = ModelConfig(
         name=fields.get("general.name", path.stem),
-        vocab_size=vocab, context_length=get("context_length"), d_model=d_model, n_layers=get("block_count"),
+        vocab_size=vocab, context_length=get("context_length"), d_model=d_model, n_layers=n_layers,
         n_heads=n_heads, n_kv_heads=get("attention.head_count_kv", n_heads), ffn_hidden=get("feed_forward_length"),
         norm="rmsnorm", norm_eps=get("attention.layer_norm_rms_epsilon"), positions="rope",
         rope_theta=get("rope.freq_base", 10000.0), ffn="swiglu", bias=False,
         tied_embeddings="output.weight" not in names,
+        head_size=None if head_dim == d_model // n_heads else head_dim,
+        rope_scaling=RopeScaling("linear", get("rope.scaling.factor")) if scaling == "linear" else None,
     )
+    if arch == "gemma3":  # see weights/safetensors.py's Gemma 3: the same switches
+        config = config.with_(
+            ffn="geglu", qk_norm=True, embed_scale=True, sandwich_norm=True, query_scale=head_dim**-0.5,
+            sliding_window=get("attention.sliding_window"), local_rope_theta=GEMMA3_LOCAL_ROPE_THETA,
+            layer_types=tuple("sliding" if (i + 1) % GEMMA3_SLIDING_PATTERN else "full" for i in range(n_layers)))
+    return config
 
 
 def rotary_order(rows: int, n_heads: int) -> torch.Tensor:
@@ -121,8 +145,19 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
         except Exception as e:
             raise ModelFileError(f"{path}: cannot read tensor {name} ({type(e).__name__}: {e})") from None
 
+    def exact(name: str) -> torch.Tensor:
+        """A re-quantizing format's weights as float32, as `gguf` dequantizes them (this tensor only)."""
+        t = info(name)
+        w = torch.from_numpy(dequantize(t.data, t.kind)).view(-1, t.shape[-1])
+        reader.release(t)
+        return w
+
+    def inexact(names: list[str]) -> bool:
+        return any(info(n).kind in FORMATS and not FORMATS[info(n).kind].exact for n in names)
+
     def one(name: str) -> Deferred:
-        return Deferred(info(name).shape, lambda: take(name), info(name).kind in FORMATS)
+        return Deferred(info(name).shape, lambda: take(name), info(name).kind in FORMATS,
+                        (lambda: exact(name)) if inexact([name]) else None)
 
     def joined(names: list[str], heads: list[int | None]) -> Deferred:
         """Row-stacked tensors (Q and K back in rotary halves: heads gives their head counts)."""
@@ -130,26 +165,38 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
         if len({s[1:] for s in shapes}) > 1:
             raise ModelFileError(f"{path}: {', '.join(names)} have shapes {shapes} that cannot be joined")
 
-        def read():
-            parts = [take(n) for n in names]
+        def read(parts=None):
+            parts = parts or [take(n) for n in names]
             return join([p if h is None else unpermute_rotary(p, h) for p, h in zip(parts, heads, strict=True)])
-        return Deferred((sum(s[0] for s in shapes), *shapes[0][1:]), read, all(info(n).kind in FORMATS for n in names))
+
+        def read_float():  # every part as exact float32 (one of them re-quantizes)
+            return read([exact(n) if info(n).kind in FORMATS else as_float(take(n)).float() for n in names])
+        return Deferred((sum(s[0] for s in shapes), *shapes[0][1:]), read, all(info(n).kind in FORMATS for n in names),
+                        read_float if inexact(names) else None)
 
     tensors = {"tok_embeddings.weight": one("token_embd.weight"), "norm_f.weight": one("output_norm.weight")}
     if not config.tied_embeddings:
         tensors["lm_head.weight"] = one("output.weight")
+    gemma = config.sandwich_norm  # Gemma: rotary pairs already in halves; norms stored as their factor (1 + w)
     for i in range(config.n_layers):
         p, b = f"blk.{i}.", f"blocks.{i}."
-        tensors[b + "attn.qkv.weight"] = joined([p + f"attn_{x}.weight" for x in "qkv"],
-                                                [config.n_heads, config.kv_heads, None])
+        heads = [None, None, None] if gemma else [config.n_heads, config.kv_heads, None]
+        tensors[b + "attn.qkv.weight"] = joined([p + f"attn_{x}.weight" for x in "qkv"], heads)
         tensors[b + "attn.out.weight"] = one(p + "attn_output.weight")
         tensors[b + "attn_norm.weight"] = one(p + "attn_norm.weight")
         tensors[b + "ffn_norm.weight"] = one(p + "ffn_norm.weight")
+        if config.qk_norm:
+            tensors[b + "attn.q_norm.weight"] = one(p + "attn_q_norm.weight")
+            tensors[b + "attn.k_norm.weight"] = one(p + "attn_k_norm.weight")
+        if gemma:
+            tensors[b + "attn_post_norm.weight"] = one(p + "post_attention_norm.weight")
+            tensors[b + "ffn_post_norm.weight"] = one(p + "post_ffw_norm.weight")
         tensors[b + "ffn.gate_up.weight"] = joined([p + "ffn_gate.weight", p + "ffn_up.weight"], [None, None])
         tensors[b + "ffn.down.weight"] = one(p + "ffn_down.weight")
     if "rope_freqs.weight" in by_name:  # Llama 3's RoPE scaling, as divisors of each frequency
         tensors["rope.freq_factors"] = one("rope_freqs.weight")
     tok_fields = {k: v for k, v in reader.fields.items() if k.startswith("tokenizer.")}
-    tokenizer = Tokenizer.from_gguf_fields(tok_fields) if "tokenizer.ggml.tokens" in tok_fields else None
+    template = GEMMA3_CHAT_TEMPLATE if config.sandwich_norm else None  # Gemma 3 files carry none
+    tokenizer = Tokenizer.from_gguf_fields(tok_fields, template) if "tokenizer.ggml.tokens" in tok_fields else None
     types = sorted({t.kind.name for t in reader.tensors})
     return Checkpoint(config, tensors, tokenizer, str(path), {"format": "gguf", "tensor_types": types})
