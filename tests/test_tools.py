@@ -54,8 +54,11 @@ def test_required_streams_the_call(client):
     whole = client.chat.completions.create(**kw).choices[0].message.tool_calls[0]
     chunks = [c.choices[0] for c in client.chat.completions.create(**kw, stream=True) if c.choices]
     deltas = [d for c in chunks for d in (c.delta.tool_calls or [])]
-    assert chunks[-1].finish_reason == "tool_calls" and len(deltas) == 1 and deltas[0].index == 0
-    assert (deltas[0].function.name, deltas[0].function.arguments) == (whole.function.name, whole.function.arguments)
+    assert chunks[-1].finish_reason == "tool_calls" and all(d.index == 0 for d in deltas)
+    first, rest = deltas[0], deltas[1:]
+    assert first.id.startswith("call_") and first.function.name == whole.function.name and len(rest) >= 2
+    assert all(d.id is None and d.function.name is None for d in rest)  # then the arguments, piece by piece
+    assert "".join(d.function.arguments for d in deltas) == whole.function.arguments
     jsonschema.validate(json.loads(whole.function.arguments), PARAMETERS[whole.function.name])
 
 

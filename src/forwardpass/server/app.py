@@ -357,7 +357,8 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
                 "top_logprobs": [{piece(i): v for i, v in o.logprob.top} for o in outs], "text_offset": offsets}
 
     async def stream_events(submission, req, prompt_ids, params, chat, rid, calls) -> AsyncIterator[str]:
-        """Server-sent events. With tools (`calls`), a choice's text is held until it ends: then it goes out as
+        """Server-sent events. A forced tool call streams as OpenAI's do: its id and name, then its arguments piece
+        by piece. With tools and tool_choice "auto", a choice's text is held until it ends: then it goes out as
         content, or as its tool calls (each whole, in one delta) if it is made of calls."""
         kind = "chat.completion.chunk" if chat else "text_completion"
         with_logprobs = params[0].logprobs is not None
@@ -374,12 +375,31 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
         completion_tokens, cached, offsets = 0, 0, [0] * len(params)
         error: Error | None = None
         held, held_scored = [""] * len(params), [[] for _ in params]
+        forced = [tools.ForcedCallStream() for _ in params] if calls is not None and req.forced_call else None
         async for ready in submission:
             for i, outs in by_choice(ready):
                 last = outs[-1]
                 text = "".join(o.text for o in outs)
                 scored = [o for o in outs if o.token_id is not None] if with_logprobs else []
-                if calls is not None:
+                if forced is not None:  # the call's name, then its arguments, as they are written
+                    deltas = forced[i].feed(text)
+                    held_scored[i] += scored
+                    if last.finish_reason is not None:
+                        complete = tools.parse(forced[i].text, calls) is not None
+                        rest = forced[i].finish(complete)
+                        deltas = None if rest is None else deltas + rest
+                    if deltas is None:  # no call began (cut short): the text is the reply
+                        delta = {"content": forced[i].text}
+                    elif deltas or last.finish_reason is not None:
+                        delta = {"tool_calls": deltas} if deltas else {}
+                    else:
+                        continue
+                    finish = last.finish_reason
+                    reason = "tool_calls" if finish == "stop" and deltas is not None else finish
+                    lp = {"content": [chat_logprob(o) for o in held_scored[i]]} \
+                        if held_scored[i] and finish is not None else None
+                    yield chunk([{"index": i, "delta": delta, "logprobs": lp, "finish_reason": reason}])
+                elif calls is not None:
                     held[i] += text
                     held_scored[i] += scored
                     if last.finish_reason is None:

@@ -108,7 +108,63 @@ def parse(text: str, tools: dict[str, dict]) -> list[dict] | None:
             return None
         if not isinstance(body, dict) or body.get("name") not in tools or not isinstance(body.get("arguments"), dict):
             return None
-        calls.append({"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
-                      "function": {"name": body["name"], "arguments": json.dumps(body["arguments"],
-                                                                                 ensure_ascii=False)}})
+        calls.append({"id": call_id(), "type": "function",
+                      "function": {"name": body["name"], "arguments": raw_arguments(m.group(1), body["arguments"])}})
     return calls if calls and pos == len(text) else None
+
+
+def call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+ARGUMENTS = re.compile(r'"arguments"\s*:\s*')
+
+
+def raw_arguments(body: str, arguments: dict) -> str:
+    """The arguments object as the model wrote it: its own JSON text, as a stream sends it piece by piece."""
+    for m in ARGUMENTS.finditer(body):
+        try:
+            value, end = json.JSONDecoder().raw_decode(body, m.end())
+        except json.JSONDecodeError:
+            continue
+        if value == arguments:
+            return body[m.end():end]
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+class ForcedCallStream:
+    """A forced call streamed as OpenAI streams calls: a first delta with the call's id and name once the name is
+    written, then the arguments text as it comes, holding back only what may be the closing `}` and tag."""
+
+    HEAD = re.compile(r'<tool_call>\n\{"name":("(?:[^"\\]|\\.)*"),"arguments":')
+    TAIL = len("}" + CLOSE)
+
+    def __init__(self):
+        self.text, self.id, self.start, self.sent = "", call_id(), None, 0
+
+    def feed(self, text: str) -> list[dict]:
+        """The tool_calls deltas this much more text allows."""
+        self.text += text
+        out = []
+        if self.start is None:
+            m = self.HEAD.match(self.text)
+            if m is None:
+                return out
+            self.start = m.end()
+            out.append({"index": 0, "id": self.id, "type": "function",
+                        "function": {"name": json.loads(m.group(1)), "arguments": ""}})
+        ready = len(self.text) - self.TAIL
+        if ready > self.start + self.sent:
+            out.append({"index": 0, "function": {"arguments": self.text[self.start + self.sent:ready]}})
+            self.sent = ready - self.start
+        return out
+
+    def finish(self, complete: bool) -> list[dict] | None:
+        """The last deltas: the rest of the arguments (without the closing tail when the call is complete). None
+        when no call began (the caller sends the reply another way)."""
+        if self.start is None:
+            return None
+        end = len(self.text) - self.TAIL if complete else len(self.text)
+        rest = self.text[self.start + self.sent:end]
+        self.sent += len(rest)
+        return [{"index": 0, "function": {"arguments": rest}}] if rest else []
