@@ -91,6 +91,9 @@ def test_a_reply_made_of_calls_is_read_back():
     calls = tools.parse('<tool_call>\n{"name": "get_time", "arguments": {"zone": "UTC"}}\n</tool_call>\n'
                         '<tool_call>{"name": "get_time", "arguments": {}}</tool_call>', known)
     assert [c["function"]["name"] for c in calls] == ["get_time", "get_time"]
+    two = '<tool_call>{"name": "get_time", "arguments": {"zone": "A"}}</tool_call><tool_call>{"name": "get_time", ' \
+          '"arguments": {"zone": "B"}}</tool_call>'
+    assert [c["function"]["arguments"] for c in tools.parse(two, known, parallel=False)] == ['{"zone": "A"}']
     assert json.loads(calls[0]["function"]["arguments"]) == {"zone": "UTC"}
     for text in ('Sure! <tool_call>{"name": "get_time", "arguments": {}}</tool_call>',  # prose: a text reply
                  '<tool_call>{"name": "nope", "arguments": {}}</tool_call>',  # an unknown function

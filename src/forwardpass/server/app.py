@@ -299,10 +299,10 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
         return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens, "prompt_tokens_details": {"cached_tokens": cached}}
 
-    def chat_reply(text: str, reason: str | None, calls: dict | None) -> tuple[dict, str | None]:
+    def chat_reply(text: str, reason: str | None, calls: dict | None, parallel: bool = True) -> tuple[dict, str | None]:
         """The assistant message of a finished choice, and its finish reason: with tools, a reply made of calls is
-        returned as tool_calls (finish reason "tool_calls")."""
-        made = tools.parse(text, calls) if calls else None
+        returned as tool_calls (finish reason "tool_calls"); without `parallel`, its first call only."""
+        made = tools.parse(text, calls, parallel) if calls else None
         if made is None:
             return {"role": "assistant", "content": text}, reason
         return {"role": "assistant", "content": None, "tool_calls": made}, "tool_calls" if reason == "stop" else reason
@@ -339,7 +339,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
         for i in range(len(params)):
             if chat:
                 lp = {"content": [chat_logprob(o) for o in logs[i]]} if with_logprobs else None
-                message, reason = chat_reply(texts[i], reasons[i], calls)
+                message, reason = chat_reply(texts[i], reasons[i], calls, req.parallel_tool_calls)
                 choices.append({"index": i, "message": message, "logprobs": lp, "finish_reason": reason})
             else:
                 choices.append({"index": i, "text": texts[i], "logprobs": completion_logprobs(logs[i])
@@ -404,7 +404,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
                     held_scored[i] += scored
                     if last.finish_reason is None:
                         continue
-                    message, reason = chat_reply(held[i], last.finish_reason, calls)
+                    message, reason = chat_reply(held[i], last.finish_reason, calls, req.parallel_tool_calls)
                     delta = {"content": message["content"]} if message["content"] is not None else {
                         "tool_calls": [c | {"index": k} for k, c in enumerate(message["tool_calls"])]}
                     lp = {"content": [chat_logprob(o) for o in held_scored[i]]} if held_scored[i] else None

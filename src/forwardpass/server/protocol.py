@@ -192,7 +192,7 @@ class ChatCompletionRequest(SamplingFields):
     top_logprobs: int | None = Field(None, ge=0, le=20)
     tools: list[Tool] | None = None
     tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
-    parallel_tool_calls: bool = True  # a forced call is one call; "auto" reads back as many as the model writes
+    parallel_tool_calls: bool = True  # a forced call is one call; "auto" reads back all the model writes, or the first
 
     @property
     def tool_mode(self) -> str:

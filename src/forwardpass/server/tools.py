@@ -95,8 +95,9 @@ def constraint(tools: dict[str, dict], choice: str | None) -> Constraint | None:
                                  f"call: %json {json.dumps(schema)}")
 
 
-def parse(text: str, tools: dict[str, dict]) -> list[dict] | None:
-    """The OpenAI tool_calls a reply makes, or None when it is not made of well-formed calls to known tools."""
+def parse(text: str, tools: dict[str, dict], parallel: bool = True) -> list[dict] | None:
+    """The OpenAI tool_calls a reply makes (without `parallel`, its first only), or None when it is not made of
+    well-formed calls to known tools."""
     pos, calls = 0, []
     for m in CALLS.finditer(text):
         if m.start() != pos:
@@ -110,7 +111,9 @@ def parse(text: str, tools: dict[str, dict]) -> list[dict] | None:
             return None
         calls.append({"id": call_id(), "type": "function",
                       "function": {"name": body["name"], "arguments": raw_arguments(m.group(1), body["arguments"])}})
-    return calls if calls and pos == len(text) else None
+    if not calls or pos != len(text):
+        return None
+    return calls if parallel else calls[:1]
 
 
 def call_id() -> str:
