@@ -61,6 +61,13 @@ def mistral_window(tmp_path):  # each token sees itself and the 5 before it: sho
     return transformers.MistralForCausalLM(cfg)
 
 
+def phi3(tmp_path):  # Q, K, V and gate, up stored fused; a sliding window
+    cfg = transformers.Phi3Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                  sliding_window=7, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    return transformers.Phi3ForCausalLM(cfg)
+
+
 def gemma3(tmp_path):  # GeGLU, sandwich norms, √d embeddings, QK-norm, 2 sliding layers (own RoPE base) + 1 full
     cfg = transformers.Gemma3TextConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
                                         num_attention_heads=4, num_key_value_heads=2, head_dim=24,
@@ -73,7 +80,9 @@ BUILDERS = {"gpt2": gpt2, "openai-gpt": gpt1, "llama-gqa-untied": llama_gqa,
             "llama-rope-linear": llama_rope("linear", factor=4.0),
             "llama-rope-llama3": llama_rope("llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
                                             original_max_position_embeddings=16),
-            "qwen2": qwen2, "qwen3": qwen3, "mistral-sliding-window": mistral_window, "gemma3": gemma3}
+            "llama-rope-yarn": llama_rope("yarn", factor=4.0, original_max_position_embeddings=16, beta_fast=8.0),
+            "qwen2": qwen2, "qwen3": qwen3, "mistral-sliding-window": mistral_window, "phi3": phi3,
+            "gemma3": gemma3}
 
 
 @pytest.fixture(params=list(BUILDERS), scope="module")
@@ -145,14 +154,14 @@ def test_architecture_options_loaded(pair):
     c = fp.config
     kind = hf.config.model_type
     gemma = kind == "gemma3_text"
-    decoder = kind in ("llama", "mistral", "qwen2", "qwen3") or gemma
+    decoder = kind in ("llama", "mistral", "qwen2", "qwen3", "phi3") or gemma
     assert c.norm_position == ("post" if kind == "openai-gpt" else "pre")
     assert c.norm == ("rmsnorm" if decoder else "layernorm")
     assert c.positions == ("rope" if decoder else "learned")
     assert c.ffn == ("geglu" if gemma else "swiglu" if decoder else "gelu")
     assert c.tied_embeddings == (kind in ("gpt2", "openai-gpt", "qwen2", "gemma3_text"))
     assert (c.attention_bias, c.qk_norm) == (kind in ("gpt2", "openai-gpt", "qwen2"), kind in ("qwen3", "gemma3_text"))
-    assert c.sliding_window == (6 if kind in ("mistral", "gemma3_text") else None)
+    assert c.sliding_window == {"mistral": 6, "gemma3_text": 6, "phi3": 7}.get(kind)
     assert c.head_dim == {"qwen3": 24, "gemma3_text": 24}.get(kind, c.d_model // c.n_heads)
     assert (c.embed_scale, c.sandwich_norm, c.layer_types) == (gemma, gemma, ("sliding", "sliding", "full") if gemma
                                                                  else None)
@@ -194,7 +203,7 @@ def test_the_engine_generates_what_the_naive_loop_does(pair):
 def test_attention_weights_are_transformers(pair):
     """The explorer's attention weights (causal, windowed where the model is) equal transformers' own."""
     hf, fp = pair
-    if hf.config.model_type not in ("llama", "mistral", "qwen2", "qwen3", "gemma3_text"):
+    if hf.config.model_type not in ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma3_text"):
         pytest.skip("a Llama-family layout")
     ids = torch.randint(0, VOCAB, (1, 12), generator=torch.Generator().manual_seed(9))
     hf.config._attn_implementation = "eager"

@@ -12,13 +12,19 @@ from .errors import ForwardpassError
 class RopeScaling:
     """Stretching RoPE past the context a model was trained on. "linear": every frequency ÷ factor (positions
     interpolated). "llama3": low frequencies (wavelengths past original_context / low_freq_factor) ÷ factor, high
-    ones (shorter than original_context / high_freq_factor) kept, the band between blended."""
+    ones (shorter than original_context / high_freq_factor) kept, the band between blended. "yarn": the same idea
+    with the band set by how many turns each frequency makes over original_context (beta_fast to beta_slow), and
+    cos and sin × attention_factor."""
 
-    kind: Literal["linear", "llama3"]
+    kind: Literal["linear", "llama3", "yarn"]
     factor: float
     low_freq_factor: float = 1.0
     high_freq_factor: float = 4.0
     original_context: int = 8192
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    attention_factor: float = 1.0
+    truncate: bool = True  # yarn: the band's ends rounded outwards to whole dimensions
 
 
 @dataclass(frozen=True)

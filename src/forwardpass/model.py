@@ -37,10 +37,12 @@ class RotaryEmbedding(nn.Module):
         if local:  # the sliding layers' own base, unscaled (Gemma 3)
             inv_freq = 1.0 / config.local_rope_theta ** exponents
         else:
-            inv_freq = scaled(1.0 / config.rope_theta ** exponents, config.rope_scaling)
+            inv_freq = scaled(1.0 / config.rope_theta ** exponents, config.rope_scaling, config.rope_theta)
         if freq_factors is not None:  # a file's own divisors (GGUF rope_freqs: llama3 scaling, precomputed)
             inv_freq = inv_freq / freq_factors.float().cpu()
         self.register_buffer("inv_freq", inv_freq, persistent=False)
+        scaling = None if local else config.rope_scaling
+        self.attention_factor = scaling.attention_factor if scaling is not None else 1.0  # YaRN's × on cos, sin
         cos, sin = self.angles(torch.arange(config.context_length, device="cpu"))
         self.register_buffer("cos", cos, persistent=False)  # (context_length, head_dim)
         self.register_buffer("sin", sin, persistent=False)
@@ -48,6 +50,8 @@ class RotaryEmbedding(nn.Module):
     def angles(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         angles = positions[..., None].float() * self.inv_freq  # (..., head_dim/2)
         angles = torch.cat((angles, angles), dim=-1)  # (..., head_dim)
+        if self.attention_factor != 1.0:
+            return angles.cos() * self.attention_factor, angles.sin() * self.attention_factor
         return angles.cos(), angles.sin()
 
     def forward(self, positions: torch.Tensor, longest: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -59,12 +63,14 @@ class RotaryEmbedding(nn.Module):
         return cos[:, None], sin[:, None]
 
 
-def scaled(inv_freq: torch.Tensor, scaling: RopeScaling | None) -> torch.Tensor:
-    """RoPE frequencies (head_dim/2,) under a scaling rule (config.RopeScaling)."""
+def scaled(inv_freq: torch.Tensor, scaling: RopeScaling | None, theta: float) -> torch.Tensor:
+    """RoPE frequencies (head_dim/2,) of base `theta` under a scaling rule (config.RopeScaling)."""
     if scaling is None:
         return inv_freq
     if scaling.kind == "linear":
         return inv_freq / scaling.factor
+    if scaling.kind == "yarn":
+        return yarn(inv_freq, scaling, theta)
     low_wavelength = scaling.original_context / scaling.high_freq_factor  # shorter: kept
     high_wavelength = scaling.original_context / scaling.low_freq_factor  # longer: divided by factor
     wavelength = 2 * math.pi / inv_freq
@@ -73,6 +79,24 @@ def scaled(inv_freq: torch.Tensor, scaling: RopeScaling | None) -> torch.Tensor:
     between = (1 - blend) * inv_freq / scaling.factor + blend * inv_freq
     out = torch.where(wavelength > high_wavelength, inv_freq / scaling.factor, inv_freq)
     return torch.where((wavelength >= low_wavelength) & (wavelength <= high_wavelength), between, out)
+
+
+def yarn(inv_freq: torch.Tensor, s: RopeScaling, base: float) -> torch.Tensor:
+    """YaRN: frequencies that turn more than beta_fast times over the original context are kept, those turning
+    fewer than beta_slow times are ÷ factor, and a linear ramp over the dimensions between blends the two."""
+    half = inv_freq.shape[0]
+    dim = 2 * half
+
+    def dimension(turns: float) -> float:  # the dimension whose frequency turns this often over the context
+        return dim * math.log(s.original_context / (turns * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = dimension(s.beta_fast), dimension(s.beta_slow)
+    if s.truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    dims = torch.arange(half, dtype=torch.float32, device=inv_freq.device)
+    ramp = ((dims - low) / (high - low if high != low else 0.001)).clamp(0, 1)
+    return inv_freq / s.factor * ramp + inv_freq * (1 - ramp)
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

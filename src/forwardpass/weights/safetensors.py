@@ -4,6 +4,7 @@ Qwen2, Qwen3)."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -44,24 +45,40 @@ def _rope_scaling(c: dict, where: str) -> tuple[float, RopeScaling | None]:
     if kind == "llama3":
         return theta, RopeScaling("llama3", rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"],
                                   rope["original_max_position_embeddings"])
-    raise UnsupportedModelError(f"{where}: RoPE scaling {kind!r} is not supported (linear and llama3 are)")
+    if kind == "yarn":
+        original = rope.get("original_max_position_embeddings") or c["max_position_embeddings"]
+        factor = rope.get("factor") or c["max_position_embeddings"] / original
+        attention = rope.get("attention_factor")
+        if attention is None:  # 0.1 ln(factor) + 1, or the ratio of two such with their own multipliers
+            def mscale(m: float = 1.0) -> float:
+                return 1.0 if factor <= 1 else 0.1 * m * math.log(factor) + 1.0
+            both = rope.get("mscale") and rope.get("mscale_all_dim")
+            attention = mscale(rope["mscale"]) / mscale(rope["mscale_all_dim"]) if both else mscale()
+        return theta, RopeScaling("yarn", factor, original_context=original, beta_fast=rope.get("beta_fast") or 32.0,
+                                  beta_slow=rope.get("beta_slow") or 1.0, attention_factor=attention,
+                                  truncate=rope.get("truncate", True))
+    raise UnsupportedModelError(f"{where}: RoPE scaling {kind!r} is not supported (linear, llama3 and yarn are)")
 
 
 def _llama_config(c: dict, name: str, kind: str, where: str) -> ModelConfig:
     """Llama and the families that differ from it by switches: Mistral (a sliding window), Qwen2 (biases on Q, K
-    and V), Qwen3 (QK-norm, its own head_dim)."""
+    and V), Qwen3 (QK-norm, its own head_dim), Phi-3 (Q, K, V and gate, up stored fused, a sliding window)."""
     if c.get("mlp_bias") or (c.get("attention_bias") and kind != "qwen2"):
         raise UnsupportedModelError(f"{where}: projection biases other than Qwen2's on Q, K and V are not supported")
     if c.get("hidden_act", "silu") != "silu":
         raise UnsupportedModelError(f"{where}: activation {c['hidden_act']!r} is not supported")
     if kind in ("qwen2", "qwen3") and c.get("use_sliding_window"):
         raise UnsupportedModelError(f"{where}: {kind}'s per-layer sliding window is not supported")
-    if kind != "mistral" and c.get("sliding_window") and c.get("use_sliding_window", True):
+    windowed = kind in ("mistral", "phi3")
+    if not windowed and c.get("sliding_window") and c.get("use_sliding_window", True):
         raise UnsupportedModelError(f"{where}: a sliding window on {kind} is not supported")
+    rotary = (c.get("rope_parameters") or {}).get("partial_rotary_factor", c.get("partial_rotary_factor")) or 1.0
+    if rotary != 1.0:
+        raise UnsupportedModelError(f"{where}: partial rotary embeddings (factor {rotary}) are not supported")
     theta, scaling = _rope_scaling(c, where)
     d_model, n_heads = c["hidden_size"], c["num_attention_heads"]
     head_dim = c.get("head_dim") or d_model // n_heads
-    if head_dim != d_model // n_heads and kind not in ("qwen3", "mistral"):
+    if head_dim != d_model // n_heads and kind not in ("qwen3", "mistral", "phi3"):
         raise UnsupportedModelError(f"{where}: head_dim other than hidden_size / num_attention_heads is not supported")
     return ModelConfig(
         name=name, vocab_size=c["vocab_size"], context_length=c["max_position_embeddings"], d_model=d_model,
@@ -69,7 +86,7 @@ def _llama_config(c: dict, name: str, kind: str, where: str) -> ModelConfig:
         ffn_hidden=c["intermediate_size"], norm="rmsnorm", norm_eps=c.get("rms_norm_eps", 1e-6), positions="rope",
         rope_theta=theta, ffn="swiglu", bias=False, tied_embeddings=c.get("tie_word_embeddings", False),
         head_size=None if head_dim == d_model // n_heads else head_dim, qkv_bias=True if kind == "qwen2" else None,
-        qk_norm=kind == "qwen3", sliding_window=c.get("sliding_window") if kind == "mistral" else None,
+        qk_norm=kind == "qwen3", sliding_window=c.get("sliding_window") if windowed else None,
         rope_scaling=scaling,
     )
 
@@ -128,7 +145,7 @@ def _gpt_names(n_layers: int) -> dict:
     return names
 
 
-ARCHITECTURES = ("gpt2", "openai-gpt", "llama", "mistral", "qwen2", "qwen3", "gemma3_text")  # model_type values
+ARCHITECTURES = ("gpt2", "openai-gpt", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma3_text")  # model_types
 
 
 def safetensors_config(path: Path) -> tuple[ModelConfig, str]:
@@ -144,7 +161,7 @@ def safetensors_config(path: Path) -> tuple[ModelConfig, str]:
             raise UnsupportedModelError(f"{config_path}: model_type {kind!r} is not supported "
                                         f"(supported: {', '.join(ARCHITECTURES)})")
         name = c.get("_name_or_path") or directory.name
-        if kind in ("llama", "mistral", "qwen2", "qwen3"):
+        if kind in ("llama", "mistral", "qwen2", "qwen3", "phi3"):
             config = _llama_config(c, name, kind, str(config_path))
         elif kind == "gemma3_text":
             config = _gemma3_config(c, name, str(config_path))
@@ -209,7 +226,9 @@ def _llama_tensors(raw: dict, config: ModelConfig) -> dict:
         out["lm_head.weight"] = _take(raw, "lm_head.weight")
     for i in range(config.n_layers):
         p, b = f"model.layers.{i}.", f"blocks.{i}."
-        out[b + "attn.qkv.weight"] = torch.cat([_take(raw, p + f"self_attn.{x}_proj.weight") for x in "qkv"])
+        fused = p + "self_attn.qkv_proj.weight"  # Phi-3 stores Q, K, V as one matrix, as forwardpass does
+        out[b + "attn.qkv.weight"] = raw[fused] if fused in raw else torch.cat(
+            [_take(raw, p + f"self_attn.{x}_proj.weight") for x in "qkv"])
         if config.attention_bias:
             out[b + "attn.qkv.bias"] = torch.cat([_take(raw, p + f"self_attn.{x}_proj.bias") for x in "qkv"])
         if config.qk_norm:
@@ -223,7 +242,10 @@ def _llama_tensors(raw: dict, config: ModelConfig) -> dict:
             out[b + "ffn_post_norm.weight"] = norm(p + "post_feedforward_layernorm.weight")
         else:  # Llama's "post-attention" norm is the FFN's pre-norm
             out[b + "ffn_norm.weight"] = _take(raw, p + "post_attention_layernorm.weight")
-        gate, up = _take(raw, p + "mlp.gate_proj.weight"), _take(raw, p + "mlp.up_proj.weight")
-        out[b + "ffn.gate_up.weight"] = torch.cat([gate, up])
+        if p + "mlp.gate_up_proj.weight" in raw:  # Phi-3: gate and up fused, gate first
+            out[b + "ffn.gate_up.weight"] = raw[p + "mlp.gate_up_proj.weight"]
+        else:
+            gate, up = _take(raw, p + "mlp.gate_proj.weight"), _take(raw, p + "mlp.up_proj.weight")
+            out[b + "ffn.gate_up.weight"] = torch.cat([gate, up])
         out[b + "ffn.down.weight"] = _take(raw, p + "mlp.down_proj.weight")
     return out
