@@ -66,3 +66,12 @@ def test_measure_prints_prediction_beside_measurement():
 def test_bad_options(args, message):
     r = cli(*args)
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_model_option_is_the_model_costed():
+    """`--model` names the model as the positional MODEL does (it was once ignored, costing the default model)."""
+    r = cli("--model", "gpt2-small", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["parameters"]["total"] == cost.parameters(preset("gpt2-small")).total
+    both = cli("gpt2-small", "--model", "gpt2-xl")
+    assert both.returncode == 2 and "name the model once" in both.stderr

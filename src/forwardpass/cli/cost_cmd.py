@@ -8,6 +8,7 @@ from pathlib import Path
 from .. import cost
 from ..config import PRESETS, ModelConfig, preset
 from ..errors import ForwardpassError
+from ..models import NAMED, resolve_model
 from ..weights import read_config
 
 DTYPES = list(cost.BYTES_PER_WEIGHT)
@@ -36,9 +37,11 @@ def resolve_config(target: str | None) -> tuple[ModelConfig, str | None]:
         return read_config(path), str(path)
     if target in PRESETS:
         return preset(target), None
-    if Path(target).exists():
-        return read_config(target), target
-    raise ForwardpassError(f"unknown model {target!r}: not a preset ({', '.join(PRESETS)}) and not a file")
+    if target in NAMED or Path(target).exists():
+        path = resolve_model(target)
+        return read_config(path), str(path)
+    raise ForwardpassError(f"unknown model {target!r}: not a preset ({', '.join(PRESETS)}), not an installed model "
+                           f"({', '.join(NAMED)}) and not a file")
 
 
 def report(c: ModelConfig, context: int, prompt: int, new: int, dtype: str, concurrency: int) -> dict:
@@ -76,7 +79,9 @@ def run(args) -> int:
         folder = Path(args.plot).resolve().parent
         if not folder.is_dir():
             raise ForwardpassError(f"--plot {args.plot}: the directory {folder} does not exist")
-    c, path = resolve_config(args.target)
+    if args.target is not None and args.model is not None and args.target != args.model:
+        raise ForwardpassError(f"name the model once: MODEL is {args.target!r} but --model is {args.model!r}")
+    c, path = resolve_config(args.target or args.model)
     context = c.context_length if args.context is None else args.context
     data = report(c, context, args.prompt, args.new, args.dtype, args.concurrency)
     if args.measure:
