@@ -16,6 +16,7 @@ from .errors import ModelFileError, TokenIdError, TokenizerError, UnsupportedMod
 # GPT-2's split, which the byte-level pre-tokenizer applies when use_regex=True
 _LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
                  r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_QWEN2_SPLIT = _LLAMA3_SPLIT.replace(r"\p{N}{1,3}", r"\p{N}")  # Qwen2: every digit on its own
 
 # How each GGUF `tokenizer.ggml.pre` splits text before merging (llama.cpp's table): extra splits first,
 # then the byte-level step; True means the byte-level step applies GPT-2's own regex.
@@ -27,7 +28,9 @@ _PRE_SPLITS: dict[str, tuple[list[str], bool]] = {
     "refact": ([r"\p{N}"], True),
     "llama-bpe": ([_LLAMA3_SPLIT], False),
     "llama3": ([_LLAMA3_SPLIT], False),
+    "qwen2": ([_QWEN2_SPLIT], False),  # and NFC first (_NFC)
 }
+_NFC = {"qwen2"}  # pre-tokenizers whose reference tokenizer composes the text (Unicode NFC) before splitting
 
 def _byte_level_alphabet() -> dict[str, int]:
     """GPT-2's byte-level alphabet: each byte 0-255 is written as one printable character."""
@@ -152,6 +155,8 @@ class Tokenizer:
         backend.pre_tokenizer = pre_tokenizers.Sequence(
             [pre_tokenizers.Split(Regex(s), behavior="isolated") for s in splits]
             + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=gpt2_regex)])
+        if pre in _NFC:
+            backend.normalizer = normalizers.NFC()
         backend.decoder = decoders.ByteLevel()
         types = fields.get("tokenizer.ggml.token_type", [])
         special = [tokens[i] for i, t in enumerate(types) if t == 3]  # 3: control token
