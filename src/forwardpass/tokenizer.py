@@ -66,10 +66,11 @@ class Tokenizer:
         # bytes a byte-level vocabulary has no token for: BPE would drop them without a word
         self.missing_bytes = frozenset(b for ch, b in _UNICODE_TO_BYTE.items() if ch not in vocab) if byte_level \
             else frozenset()
-
-    @property
-    def vocab_size(self) -> int:
-        return self.backend.get_vocab_size(with_added_tokens=True)
+        # asked of the backend once: each ask costs ~1 ms on a 262,144-token vocabulary, and streaming checks ids
+        # every token
+        self.vocab_size: int = backend.get_vocab_size(with_added_tokens=True)
+        self.special_ids: frozenset[int] = frozenset(
+            i for i, t in backend.get_added_tokens_decoder().items() if t.special)
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text`. A byte-level BPE model gets no BOS: the reference tokenizers add none (the SmolLM2
@@ -103,14 +104,11 @@ class Tokenizer:
             return bytes(_UNICODE_TO_BYTE[ch] for ch in token)
         return token.encode()
 
-    @property
-    def special_ids(self) -> set[int]:
-        return {i for i, t in self.backend.get_added_tokens_decoder().items() if t.special}
-
     def check_ids(self, ids: list[int]) -> None:
+        size = self.vocab_size
         for i in ids:
-            if not 0 <= i < self.vocab_size:
-                raise TokenIdError(f"token id {i} is outside the vocabulary [0, {self.vocab_size})")
+            if not 0 <= i < size:
+                raise TokenIdError(f"token id {i} is outside the vocabulary [0, {size})")
 
     @property
     def template_takes_tools(self) -> bool:
