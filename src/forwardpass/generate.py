@@ -125,8 +125,7 @@ class Generation:
         far. The same tokens as the cached loop, at the work cost.py counts for it."""
         p, model, prompt = self.params, self.pipeline.model, self.prompt_ids
         context = self.pipeline.config.context_length
-        tok = self.pipeline.tokenizer
-        eos = (set() if p.ignore_eos or tok is None else set(tok.eos_ids)) | set(p.stop_token_ids)
+        eos = p.end_ids(self.pipeline.tokenizer.eos_ids if self.pipeline.tokenizer is not None else [])
         text = TextStream(self.pipeline.tokenizer, p.stop) if self.pipeline.tokenizer is not None else None
         generator = make_generator(p, model.device)
         result = GenerationResult(prompt, [], "", "length", "naive")

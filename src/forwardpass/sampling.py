@@ -66,6 +66,11 @@ class SamplingParams:
             check.integer("a logit_bias token id", token_id, low=0)
             check.number(f"logit_bias[{token_id}]", bias, low=-100.0, high=100.0)
 
+    def end_ids(self, eos_ids: list[int]) -> set[int]:
+        """The tokens that end generation (not kept): the model's end-of-turn ids unless ignore_eos, and
+        stop_token_ids."""
+        return (set() if self.ignore_eos else set(eos_ids)) | set(self.stop_token_ids)
+
     @property
     def greedy(self) -> bool:
         return self.temperature == 0

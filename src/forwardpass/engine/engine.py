@@ -103,7 +103,7 @@ class Engine:
         self.check_request(prompt_ids, params)
         request_id = f"req-{next(self._ids)}"
         tok = self.pipeline.tokenizer
-        eos = (set() if params.ignore_eos or tok is None else set(tok.eos_ids)) | set(params.stop_token_ids)
+        eos = params.end_ids(tok.eos_ids if tok is not None else [])
         seq = Sequence(request_id, list(prompt_ids), params, make_generator(params, self.pipeline.device),
                        TextStream(tok, params.stop) if tok is not None else None, on_output, eos)
         if params.constraint is not None:  # compiled here: a grammar that cannot be is the caller's error
