@@ -9,7 +9,14 @@ from pathlib import Path
 import torch
 from gguf.quants import dequantize
 
-from ..config import ModelConfig, RopeScaling
+from ..config import (
+    GEMMA3,
+    GEMMA3_LOCAL_ROPE_THETA,
+    GEMMA3_SLIDING_PATTERN,
+    ModelConfig,
+    RopeScaling,
+    every_nth_full,
+)
 from ..errors import ModelFileError, UnsupportedModelError
 from ..quant import Blocks, as_float
 from ..tokenizer import Tokenizer
@@ -18,8 +25,6 @@ from .formats import FLOATS, FORMATS, supported, to_blocks, to_float
 from .gguf_file import GGUFFile, Truncated
 
 SUPPORTED_ARCHITECTURES = ("llama", "gemma3")
-GEMMA3_SLIDING_PATTERN = 6  # every 6th layer attends to everything, the others through the window (llama.cpp's too)
-GEMMA3_LOCAL_ROPE_THETA = 10000.0  # the sliding layers' RoPE base, which Gemma 3 files do not store
 # Gemma's turns: system text opens the first user turn; the assistant is "model"; a tool's answer is a user turn
 GEMMA3_CHAT_TEMPLATE = (
     "{{ bos_token }}{% set ns = namespace(system='') %}{% for m in messages %}"
@@ -82,11 +87,12 @@ def gguf_config(reader: GGUFFile, path: Path) -> ModelConfig:
         head_size=None if head_dim == d_model // n_heads else head_dim,
         rope_scaling=RopeScaling("linear", get("rope.scaling.factor")) if scaling == "linear" else None,
     )
-    if arch == "gemma3":  # see weights/safetensors.py's Gemma 3: the same switches
+    if arch == "gemma3":  # the file stores neither the layer pattern nor the sliding layers' RoPE base (llama.cpp
+        # takes the same defaults)
         config = config.with_(
-            ffn="geglu", qk_norm=True, embed_scale=True, sandwich_norm=True, query_scale=head_dim**-0.5,
-            sliding_window=get("attention.sliding_window"), local_rope_theta=GEMMA3_LOCAL_ROPE_THETA,
-            layer_types=tuple("sliding" if (i + 1) % GEMMA3_SLIDING_PATTERN else "full" for i in range(n_layers)))
+            query_scale=head_dim**-0.5, sliding_window=get("attention.sliding_window"),
+            local_rope_theta=GEMMA3_LOCAL_ROPE_THETA, layer_types=every_nth_full(n_layers, GEMMA3_SLIDING_PATTERN),
+            **GEMMA3)
     return config
 
 

@@ -11,7 +11,14 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
-from ..config import ModelConfig, RopeScaling
+from ..config import (
+    GEMMA3,
+    GEMMA3_LOCAL_ROPE_THETA,
+    GEMMA3_SLIDING_PATTERN,
+    ModelConfig,
+    RopeScaling,
+    every_nth_full,
+)
 from ..errors import ModelFileError, UnsupportedModelError
 from ..tokenizer import Tokenizer
 from . import Checkpoint
@@ -106,26 +113,24 @@ def _gemma3_config(c: dict, name: str, where: str) -> ModelConfig:
         full, local = rope["full_attention"], rope.get("sliding_attention", {})
     else:
         full = rope or {"rope_theta": c.get("rope_theta", 1e6), **(c.get("rope_scaling") or {})}
-        local = {"rope_theta": c.get("rope_local_base_freq", 10000.0)}
+        local = {"rope_theta": c.get("rope_local_base_freq", GEMMA3_LOCAL_ROPE_THETA)}
     if local.get("rope_type", "default") != "default":
         raise UnsupportedModelError(f"{where}: RoPE scaling on the sliding layers is not supported")
     theta, scaling = _rope_scaling({"rope_parameters": full}, where)
     n_layers = c["num_hidden_layers"]
-    kinds = c.get("layer_types") or ["sliding_attention" if (i + 1) % c.get("sliding_window_pattern", 6) else
-                                     "full_attention" for i in range(n_layers)]
+    kinds = c.get("layer_types")
+    layer_types = tuple("sliding" if k == "sliding_attention" else "full" for k in kinds) if kinds else \
+        every_nth_full(n_layers, c.get("sliding_window_pattern", GEMMA3_SLIDING_PATTERN))
     d_model, n_heads = c["hidden_size"], c["num_attention_heads"]
     head_dim = c.get("head_dim") or d_model // n_heads
     return ModelConfig(
         name=name, vocab_size=c["vocab_size"], context_length=c["max_position_embeddings"], d_model=d_model,
         n_layers=n_layers, n_heads=n_heads, n_kv_heads=c.get("num_key_value_heads", n_heads),
         ffn_hidden=c["intermediate_size"], norm="rmsnorm", norm_eps=c.get("rms_norm_eps", 1e-6), positions="rope",
-        rope_theta=theta, rope_scaling=scaling, ffn="geglu", bias=False,
-        tied_embeddings=c.get("tie_word_embeddings", True),
+        rope_theta=theta, rope_scaling=scaling, bias=False, tied_embeddings=c.get("tie_word_embeddings", True),
         head_size=None if head_dim == d_model // n_heads else head_dim, qkv_bias=bool(c.get("attention_bias")) or None,
-        qk_norm=True, embed_scale=True, sandwich_norm=True,
         query_scale=c.get("query_pre_attn_scalar", head_dim) ** -0.5, sliding_window=c["sliding_window"],
-        layer_types=tuple("sliding" if k == "sliding_attention" else "full" for k in kinds),
-        local_rope_theta=local.get("rope_theta", 10000.0),
+        layer_types=layer_types, local_rope_theta=local.get("rope_theta", GEMMA3_LOCAL_ROPE_THETA), **GEMMA3,
     )
 
 
