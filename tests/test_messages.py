@@ -125,3 +125,13 @@ def test_the_key_is_checked(server):
     with pytest.raises(anthropic.AuthenticationError):
         anthropic.Anthropic(base_url=server, api_key="wrong", max_retries=0).messages.create(
             model=MODEL, max_tokens=2, messages=[{"role": "user", "content": "hi"}])
+
+
+def test_disable_parallel_tool_use_is_read():
+    """tool_choice.disable_parallel_tool_use is the chat route's parallel_tool_calls: false (one call at most)."""
+    from forwardpass.server.messages import MessagesRequest
+
+    base = {"max_tokens": 4, "messages": [{"role": "user", "content": "hi"}], "tools": [WEATHER]}
+    assert MessagesRequest.model_validate(base).parallel_tool_calls
+    one = MessagesRequest.model_validate(base | {"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}})
+    assert not one.parallel_tool_calls

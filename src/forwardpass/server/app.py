@@ -475,19 +475,19 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
             functions = tools.functions(declared)
             params = req.sampling(functions)
         prompt_ids = chat_ids(chat, functions=functions)
-        engine.check_request(prompt_ids, params)
         calls = None if req.tool_mode == "none" else functions
         with constraint_errors(req):
             submission = Submission(engine, request, prompt_ids, [params])
         if req.stream:
-            return StreamingResponse(message_events(submission, prompt_ids, calls), media_type="text/event-stream")
+            return StreamingResponse(message_events(submission, prompt_ids, calls, req.parallel_tool_calls),
+                                     media_type="text/event-stream")
         text, last = "", None
         async for ready in submission:
             for _, out in ready:
                 if out.error is not None:
                     raise engine_error(out.error)
                 text, last = text + out.text, out
-        made = tools.parse(text, calls) if calls else None
+        made = tools.parse(text, calls, req.parallel_tool_calls) if calls else None
         return {"id": messages_api.message_id(), "type": "message", "role": "assistant", "model": config.model_name,
                 "content": messages_api.content_blocks(text, made),
                 "stop_reason": messages_api.stop_reason(last.finish_reason, last.stop_string, made),
@@ -497,7 +497,8 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
         return {"input_tokens": len(prompt_ids), "output_tokens": out.completion_tokens if out else 0,
                 "cache_read_input_tokens": out.cached_tokens if out else 0}
 
-    async def message_events(submission, prompt_ids: list[int], calls: dict | None) -> AsyncIterator[str]:
+    async def message_events(submission, prompt_ids: list[int], calls: dict | None,
+                             parallel: bool) -> AsyncIterator[str]:
         """Anthropic's stream: message_start, each content block (start, deltas, stop), message_delta with the stop
         reason and usage, message_stop. With tools the reply is held until it ends, then sent as its blocks."""
         event = messages_api.event
@@ -515,7 +516,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
         if last is not None and last.error is not None:
             yield event("error", engine_error(last.error).body(anthropic=True))
             return
-        made = tools.parse(text, calls) if calls else None
+        made = tools.parse(text, calls, parallel) if calls else None
         if calls is None:
             yield event("content_block_stop", {"index": 0})
         else:

@@ -13,7 +13,8 @@ from pydantic import Field
 from ..constraints import Constraint
 from ..errors import ConstraintError
 from ..sampling import SamplingParams
-from .protocol import ChatMessage, Strict, Tool, tools
+from . import tools
+from .protocol import ChatMessage, Strict, Tool
 
 # Fields of the Messages API forwardpass does not implement: a request carrying one is refused by name
 UNSUPPORTED = {
@@ -64,7 +65,7 @@ class AnthropicTool(Strict):
 class ToolChoice(Strict):
     type: Literal["auto", "any", "tool", "none"]
     name: str | None = None
-    disable_parallel_tool_use: bool | None = None  # a forced call is one call either way
+    disable_parallel_tool_use: bool | None = None  # at most one call (a forced call is one call either way)
 
 
 class OutputFormat(Strict):
@@ -97,6 +98,10 @@ class MessagesRequest(Strict):
     cache_control: dict | None = None  # a prompt-caching hint: the prefix cache works without it
     user_profile_id: str | None = None  # whom the caller acts for: it changes nothing generated
 
+    @property
+    def parallel_tool_calls(self) -> bool:
+        """Several calls may come back from one reply (as the chat route's field of that name)."""
+        return not (self.tool_choice is not None and self.tool_choice.disable_parallel_tool_use)
 
     @property
     def constraint_field(self) -> str:
