@@ -2,7 +2,7 @@
 on the same GGUF, the same prompts, the same machine.
 
     .venv/bin/python bench/speed.py [--runs 3] [--json] [--only forwardpass:fp16,...] [--omp-wait-policy P]
-                                    [--device cuda]
+                                    [--device cuda] [--model gemma3-270m | PATH]
 
 Each engine runs in its own process (so peak memory is its own): prefill tokens/s of a 128-token prompt,
 time to first token, decode tokens/s (batch 1, 128 new tokens), throughput of 16 sequences × 128 new
@@ -12,6 +12,8 @@ taken just before and after each decode run: it drifts between about 20 and 63 G
 samples differ by more than 15% — the machine changed speed during it — is run again, up to 4 times) and each storage
 mode's accuracy cost against fp32 over bench/text.txt (600 tokens): top-1 agreement and perplexity.
 llama.cpp comes from `llama-cpp-python` (see the README); without it that row is skipped with a message.
+--model runs another model file (default: the embedded one) through every engine; an engine that cannot load it
+(transformers reads few GGUF architectures) is reported as skipped with its error.
 On --device cuda every engine runs there (llama.cpp only if its build offloads to a GPU; the roofline then uses
 the device's own read bandwidth) and the peak device memory is shown beside the resident memory.
 """
@@ -71,14 +73,14 @@ def decode_bytes(model) -> int:
 
 
 # ---- workers: one engine each, in its own process ---------------------------------------------------
-def worker_forwardpass(storage: str, runs: int, device: str) -> dict:
+def worker_forwardpass(path: Path, storage: str, runs: int, device: str) -> dict:
     import forwardpass
     from forwardpass.generate import generate
     from forwardpass.machine import memory_bandwidth
     from forwardpass.sampling import SamplingParams
 
     start = time.perf_counter()
-    fp = forwardpass.load(storage=storage, device=device)
+    fp = forwardpass.load(path, storage=storage, device=device)
     load_s = time.perf_counter() - start
     prompts = windows(fp.encode)
     params = SamplingParams(temperature=0, max_tokens=NEW, ignore_eos=True)
@@ -106,11 +108,9 @@ def worker_forwardpass(storage: str, runs: int, device: str) -> dict:
             "roofline_decode_tps": median(roofs), "roofline_share": median(shares), "bandwidth_gb_s_around": samples}
 
 
-def worker_transformers(runs: int, device: str) -> dict:
+def worker_transformers(path: Path, runs: int, device: str) -> dict:
     import transformers
 
-    import forwardpass
-    path = forwardpass.default_model_path()
     start = time.perf_counter()
     tok = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
     model = transformers.AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
@@ -145,19 +145,18 @@ def worker_transformers(runs: int, device: str) -> dict:
             "decode_tps": median(decode), "batch16_tps": batch_tps, **peak_memory(device)}
 
 
-def worker_llama_cpp(runs: int, device: str) -> dict:
+def worker_llama_cpp(path: Path, runs: int, device: str) -> dict:
     try:
         import llama_cpp
     except ImportError:
         return {"engine": "llama.cpp", "skipped": "llama-cpp-python is not installed (see the README)"}
-    import forwardpass
     gpu = torch.device(device).type == "cuda"
     if gpu and not llama_cpp.llama_supports_gpu_offload():
         return {"engine": "llama.cpp", "skipped": "this llama-cpp-python build runs on the CPU only (rebuild it with "
                                                   "CMAKE_ARGS=-DGGML_CUDA=on to compare on the GPU)"}
     threads = torch.get_num_threads()
     start = time.perf_counter()
-    llm = llama_cpp.Llama(str(forwardpass.default_model_path()), n_ctx=1024, n_threads=threads,
+    llm = llama_cpp.Llama(str(path), n_ctx=1024, n_threads=threads,
                           n_threads_batch=threads, n_batch=512, n_gpu_layers=-1 if gpu else 0,
                           main_gpu=torch.device(device).index or 0, verbose=False)
     load_s = time.perf_counter() - start
@@ -189,20 +188,20 @@ def worker_llama_cpp(runs: int, device: str) -> dict:
     for p in prompts:
         run(p, NEW)
     batch_tps = BATCH * NEW / (time.perf_counter() - t)
-    return {"engine": "llama.cpp (Q4_1 GGUF)", "load_s": load_s, "prefill_tps": median(prefill),
+    return {"engine": "llama.cpp", "load_s": load_s, "prefill_tps": median(prefill),
             "ttft_s": median(ttft), "decode_tps": median(decode), "batch16_tps": batch_tps,
             "batch16_note": "sequential: llama-cpp-python serves one sequence at a time",
             "peak_rss_mb": peak_memory("cpu")["peak_rss_mb"]}
 
 
-def worker_accuracy(device: str) -> dict:
+def worker_accuracy(path: Path, device: str) -> dict:
     """Top-1 agreement with fp32 and perplexity over the fixed text, for each storage mode."""
     import forwardpass
 
     def run(storage: str, one_by_one: bool = False):
         """Logits at every position of the text: in one forward (the prefill path), or token by token
         through the cache (the decode path: the fused native step where it applies)."""
-        fp = forwardpass.load(storage=storage, device=device)
+        fp = forwardpass.load(path, storage=storage, device=device)
         ids = fp.encode(TEXT)
         with torch.inference_mode():
             if one_by_one:
@@ -226,12 +225,13 @@ def worker_accuracy(device: str) -> dict:
 
 
 # ---- the driver -------------------------------------------------------------------------------------
-def spawn(spec: str, runs: int, wait_policy: str, device: str) -> dict:
+def spawn(spec: str, runs: int, wait_policy: str, device: str, model: Path) -> dict:
     print(f"  {spec} …", file=sys.stderr, flush=True)
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     if wait_policy != "default":
         env["OMP_WAIT_POLICY"] = wait_policy
-    r = subprocess.run([sys.executable, __file__, "--worker", spec, "--runs", str(runs), "--device", device],
+    r = subprocess.run([sys.executable, __file__, "--worker", spec, "--runs", str(runs), "--device", device,
+                        "--model", str(model)],
                        capture_output=True, text=True, env=env)
     if r.returncode:
         last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
@@ -248,33 +248,38 @@ def main() -> None:
                     help="OpenMP wait policy of every engine's process (default: the runtime's own)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--save", metavar="FILE", help="also write the report as JSON to FILE")
+    ap.add_argument("--model", default=None, help="a model name (gemma3-270m) or GGUF path (default: the embedded one)")
     add_device_option(ap)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(os.cpu_count())
     device = checked_device(args.device)
+    import forwardpass
+    from forwardpass.models import resolve_model
+    try:
+        model = resolve_model(args.model) if args.model else forwardpass.default_model_path()
+    except forwardpass.ForwardpassError as e:
+        sys.exit(f"error: {e}")
     if args.worker:
         kind, _, storage = args.worker.partition(":")
-        result = {"forwardpass": lambda: worker_forwardpass(storage, args.runs, device),
-                  "transformers": lambda: worker_transformers(args.runs, device),
-                  "llama.cpp": lambda: worker_llama_cpp(args.runs, device),
-                  "accuracy": lambda: worker_accuracy(device)}[kind]()
+        result = {"forwardpass": lambda: worker_forwardpass(model, storage, args.runs, device),
+                  "transformers": lambda: worker_transformers(model, args.runs, device),
+                  "llama.cpp": lambda: worker_llama_cpp(model, args.runs, device),
+                  "accuracy": lambda: worker_accuracy(model, device)}[kind]()
         print(json.dumps(result))
         return
     specs = args.only.split(",") if args.only else [f"forwardpass:{s}" for s in STORAGES] + [
         "transformers", "llama.cpp", "accuracy"]
-    from forwardpass import cost, preset
     from forwardpass.machine import memory_bandwidth
     bandwidth = memory_bandwidth(device=device)
     before = machine(device)
-    rows = [spawn(s, args.runs, args.omp_wait_policy, device) for s in specs]
+    rows = [spawn(s, args.runs, args.omp_wait_policy, device, model) for s in specs]
     accuracy = next((r for r in rows if "tokens" in r), None)
     rows = [r for r in rows if "engine" in r]
     base = next((r for r in rows if r["engine"] == "forwardpass fp32" and "skipped" not in r), None)
-    report = {"benchmark": "speed", "omp_wait_policy": args.omp_wait_policy, "bandwidth_gb_s": bandwidth / 1e9,
-              "machine": before, "after": machine(device),
-              "rows": rows, "accuracy": accuracy,
-              "smollm_params": cost.parameters(preset("smollm2-135m")).total}
+    report = {"benchmark": "speed", "model": str(model), "omp_wait_policy": args.omp_wait_policy,
+              "bandwidth_gb_s": bandwidth / 1e9, "machine": before, "after": machine(device), "rows": rows,
+              "accuracy": accuracy}
     if args.save:
         Path(args.save).write_text(json.dumps(report, indent=1))
     if args.json:

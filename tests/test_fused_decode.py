@@ -501,3 +501,68 @@ def test_batched_rows_equal_each_row_alone_on_odd_widths(storage):
         store_linears(model, storage)
     model.fused = FusedDecode.build(model)
     assert_rows_as_alone(model, [299, 0, 17])
+
+
+# Families beyond Llama, each a few switches on the same step: their tiny random models decode through the native
+# step, contiguous and paged, with the PyTorch blocks' logits. Windows of 5 slots against 9–13 tokens, so the
+# window's edge moves inside every run.
+FAMILIES = {
+    "qwen2": {"qkv_bias": True, "bias": False},
+    "qwen3": {"qk_norm": True, "head_size": 64},
+    "mistral": {"sliding_window": 5},
+    "gemma3": {"ffn": "geglu", "qk_norm": True, "embed_scale": True, "sandwich_norm": True, "head_size": 64,
+               "query_scale": 0.1, "sliding_window": 5, "layer_types": ("sliding", "full"), "local_rope_theta": 77.0},
+}
+
+
+def tiny_family(family: str) -> Transformer:
+    torch.manual_seed(5)
+    options = {"bias": False, "ffn": "swiglu", **FAMILIES[family]}
+    config = ModelConfig(family, vocab_size=300, context_length=48, d_model=96, n_layers=2, n_heads=3, n_kv_heads=1,
+                         ffn_hidden=160, norm="rmsnorm", positions="rope", rope_theta=500.0, **options)
+    model = Transformer(config).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn_like(p) * 0.3)
+    return model
+
+
+@pytest.mark.parametrize("storage", [None, 4])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_fused_step_on_other_families(family, storage):
+    model = tiny_family(family)
+    if storage is not None:
+        store_linears(model, storage)
+    model.fused = FusedDecode.build(model)
+    assert model.fused is not None
+    decode = [2, 3, 4, 5, 299, 0, 7, 8, 9]
+    got, cache = steps(model, [1, 6], decode, capacity=16)
+    want, _ = steps(model, [1, 6], decode, capacity=16, fused=False)
+    assert (got - want).abs().max().item() < 1e-3 * want.abs().max().item()
+    assert cache.lengths == [11]
+
+
+@pytest.mark.parametrize("family", ["mistral", "gemma3"])
+def test_batched_paged_step_on_other_families(family):
+    """decode_batch over rows at lengths 7, 2 and 13 (two of them past a window of 5): the PyTorch path's logits, and
+    each row as it is alone."""
+    from forwardpass.engine import BlockPool
+    from forwardpass.engine.paged import PagedBatch
+
+    model = tiny_family(family)
+    model.fused = FusedDecode.build(model)
+    pool = BlockPool(model.config, num_blocks=12, block_size=4)
+    saved, model.fused = model.fused, None
+    tables, lengths = paged_rows(model, pool)
+    model.fused = saved
+    reference = BlockPool(model.config, num_blocks=12, block_size=4)
+    reference.k.copy_(pool.k)
+    reference.v.copy_(pool.v)
+    tokens = [299, 0, 17]
+    with torch.inference_mode():
+        got, _ = model.fused.batch_step(pool, tokens, lengths, tables)
+        fused, model.fused = model.fused, None
+        want, _ = model(torch.tensor([[t] for t in tokens]), PagedBatch(reference, tables, lengths))
+        model.fused = fused
+    assert (got - want[:, 0]).abs().max().item() < 1e-3 * want.abs().max().item()
+    assert_rows_as_alone(model, tokens)

@@ -124,7 +124,7 @@ def reference_model(gemma_path, gemma):
 
 def test_logits_match_transformers(gemma, gemma_path, reference_model):
     """fp32: the same logits (≤ 1e-3, top-20 identical); the default stored mode (Q6_K kept in 8 bits): the same
-    top token and ≥ 18 of the top 20."""
+    top token and ≥ 18 of the top 20. The native decode step gives the last token's logits as well."""
     stored = forwardpass.load(gemma_path)
     for prompt in PROMPTS:
         ids = gemma.encode(prompt)
@@ -136,6 +136,12 @@ def test_logits_match_transformers(gemma, gemma_path, reference_model):
         fast = stored.next_token_logits(ids)
         assert fast.argmax() == want.argmax()
         assert len(set(fast.topk(20).indices.tolist()) & set(want.topk(20).indices.tolist())) >= 18
+        for pipeline, tol in ((gemma, 1e-3), (stored, 0.2)):  # the last token through the native decode step
+            cache = pipeline.model.new_cache(1, len(ids))
+            with torch.no_grad():
+                pipeline.model(torch.tensor([ids[:-1]]), cache)
+            stepped = pipeline.model.fused.step(ids[-1], cache)[0]
+            assert (stepped - want).abs().max() <= tol and stepped.argmax() == want.argmax()
 
 
 def test_generation_chat_and_serving(gemma):

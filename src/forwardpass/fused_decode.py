@@ -1,9 +1,11 @@
-"""The fused decode step: one native call runs a whole Llama-family decode step for one sequence.
+"""The fused decode step: one native call runs a whole decode step of a Llama-family model, or of a batch of them.
 
 A decode step of a small model is ~20 framework ops per layer, each doing microseconds of work; their
 dispatch costs as much as reading the weights. `kernels/decode_step.c` does the same arithmetic as the
 blocks in one call: RMSNorm, Q/K/V, RoPE, the cache append, grouped-query attention, the output projection,
-SwiGLU, the residual adds, the final norm and the unembedding. It reads the model's own tensors (float32,
+SwiGLU, the residual adds, the final norm and the unembedding, with the switches other families declare
+(QK-norm, sandwich norms, GeGLU, scaled embeddings, per-layer sliding windows and RoPE tables, the attention
+scale): Qwen2/3, Mistral, Phi-3 and Gemma 3 decode through it as Llama does. It reads the model's own tensors (float32,
 or int8/q4 blocks) and writes into the model's own KVCache, so prefill (PyTorch) and decode (fused) share
 one cache. It applies to batch-1 decode on CPU in float32 arithmetic; everything else takes the PyTorch path.
 """
@@ -30,7 +32,8 @@ class _Linear(ctypes.Structure):
 
 class _Layer(ctypes.Structure):
     _fields_ = [("attn_norm", _p), ("ffn_norm", _p), ("qkv", _Linear), ("out", _Linear), ("gate_up", _Linear),
-                ("down", _Linear)]
+                ("down", _Linear), ("q_norm", _p), ("k_norm", _p), ("attn_post_norm", _p), ("ffn_post_norm", _p),
+                ("window", _i), ("local_rope", _i)]
 
 
 class _Model(ctypes.Structure):
@@ -38,7 +41,8 @@ class _Model(ctypes.Structure):
                                         "vocab_size", "context_length", "capacity")] + [
         ("norm_eps", ctypes.c_float), ("embeddings", _Linear), ("layers", ctypes.POINTER(_Layer)), ("norm_f", _p),
         ("lm_head", _Linear), ("cos", _p), ("sin", _p), ("k_cache", _p), ("v_cache", _p), ("work", _p),
-        ("threads", _i), ("rows", _i)]
+        ("threads", _i), ("rows", _i), ("attn_scale", ctypes.c_float), ("embed_scale", ctypes.c_float),
+        ("gelu", _i), ("cos_local", _p), ("sin_local", _p)]
 
 
 class _Batch(ctypes.Structure):
@@ -94,26 +98,35 @@ class FusedDecode:
                            c.context_length, 0,
                            model.blocks[0].attn_norm.eps or torch.finfo(torch.float32).eps,
                            embeddings, self.layers, _ptr(model.norm_f.weight), lm_head,
-                           _ptr(model.rope.cos), _ptr(model.rope.sin), None, None, None, 0, 1)
+                           _ptr(model.rope.cos), _ptr(model.rope.sin), None, None, None, 0, 1,
+                           c.query_scale or c.head_dim**-0.5, c.d_model**0.5 if c.embed_scale else 1.0,
+                           int(c.ffn == "geglu"))
+        local = model.rope_local or model.rope
+        self.spec.cos_local, self.spec.sin_local = _ptr(local.cos), _ptr(local.sin)
         self.fingerprint = self._fingerprint()
         self._work = _Workspace()
 
     @classmethod
     def build(cls, model: nn.Module) -> FusedDecode | None:
         c = model.config
-        llama = c.norm == "rmsnorm" and c.norm_position == "pre" and c.positions == "rope" and c.ffn == "swiglu" \
-            and not c.qk_norm and c.sliding_window is None and c.n_heads * c.head_dim == c.d_model \
-            and not (c.embed_scale or c.sandwich_norm or c.query_scale)  # what C runs
+        llama = c.norm == "rmsnorm" and c.norm_position == "pre" and c.positions == "rope" \
+            and c.ffn in ("swiglu", "geglu")  # what C runs; the other switches are read per layer below
         if not (kernels.available() and model.device.type == "cpu" and model.dtype == torch.float32 and llama
                 and c.head_dim % 16 == 0 and c.head_dim <= 256):  # attention keeps a head in registers
             return None
         layers = []
-        for block in model.blocks:
+        for i, block in enumerate(model.blocks):
             linears = [_linear(m) for m in (block.attn.qkv, block.attn.out, block.ffn.gate_up, block.ffn.down)]
-            norms = (block.attn_norm.weight, block.ffn_norm.weight)
-            if None in linears or any(w is None or w.dtype != torch.float32 for w in norms):
+            qk = (block.attn.q_norm, block.attn.k_norm) if c.qk_norm else (None, None)
+            post = (block.attn_post_norm, block.ffn_post_norm)
+            norms = [block.attn_norm, block.ffn_norm, *qk, *post]
+            weights = [n.weight if n is not None else None for n in norms]
+            if None in linears or None in weights[:2] or any(
+                    n is not None and (w is None or w.dtype != torch.float32 or not w.is_contiguous())
+                    for n, w in zip(norms, weights, strict=True)):
                 return None
-            layers.append(_Layer(_ptr(norms[0]), _ptr(norms[1]), *linears))
+            layers.append(_Layer(*map(_ptr, weights[:2]), *linears, *map(_ptr, weights[2:]), c.window(i) or 0,
+                                 int(block.sliding and model.rope_local is not None)))
         lm_head, table = _linear(model.lm_head), model.tok_embeddings
         if isinstance(table, QuantizedEmbedding):
             embeddings = _linear(table.table)

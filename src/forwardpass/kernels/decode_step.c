@@ -1,4 +1,6 @@
-// Decode steps of a Llama-family model (RMSNorm, pre-norm, RoPE, grouped-query attention, SwiGLU) in one call:
+// Decode steps of a Llama-family model (RMSNorm, pre-norm, RoPE, grouped-query attention, SwiGLU) in one call, with
+// the switches other families add (QK-norm, sandwich norms, GeGLU, scaled embeddings, sliding windows with their own
+// RoPE tables, a family's attention scale):
 // each row's token embedding in, its logits out, its K and V appended to its cache. One sequence over its own
 // contiguous cache (decode_step, decode_greedy), or a batch of sequences over a paged pool of blocks, each row
 // at its own position and reading its K and V through its block table (decode_batch). The same arithmetic as
@@ -19,6 +21,10 @@ typedef struct {
     Linear out;                         // d_model × n_heads head_dim
     Linear gate_up;                     // 2 hidden × d_model: gate rows, then up rows
     Linear down;                        // d_model × hidden
+    const float *q_norm, *k_norm;       // (head_dim): QK-norm, each head of q and k RMS-normalized before RoPE; or NULL
+    const float *attn_post_norm, *ffn_post_norm;  // (d_model): sandwich norms on each branch before its add; or NULL
+    int window;                         // attends to its own slot and window - 1 before it; 0: to every earlier one
+    int local_rope;                     // rotates by the model's local tables (cos_local, sin_local)
 } Layer;
 
 typedef struct {
@@ -33,6 +39,10 @@ typedef struct {
     float *work;              // decode_workspace(this) floats, made once: a step allocates nothing
     int threads;              // the team a step asks for; the workspace holds this many threads' buffers
     int rows;                 // the most sequences one call decodes; the workspace holds this many rows
+    float attn_scale;         // scores q·k × this (1/√head_dim unless the family says otherwise)
+    float embed_scale;        // embeddings × this (1, or √d_model for Gemma)
+    int gelu;                 // the feed-forward's gate: 0 SiLU (SwiGLU), 1 tanh GELU (GeGLU)
+    const float *cos_local, *sin_local;  // (context_length, head_dim): the sliding layers' tables (local_rope)
 } Model;
 
 // One call's rows: sequence r's token at positions[r], its pairs so far in its cache's first lengths[r] slots, its
@@ -114,11 +124,11 @@ static inline V exp_v(V x) {
 // (`merge_heads`); an empty range leaves -inf, 0, 0. head_dim is a multiple of 16, at most 256.
 static inline __attribute__((always_inline)) void attend_heads(const float *q, const int n, const Rows *k,
                                                                const Rows *v, int past, const float *k_new,
-                                                               const float *v_new, int head_dim, int lo, int hi,
-                                                               float *scores, float *out, float *top, float *total) {
+                                                               const float *v_new, int head_dim, float scale, int lo,
+                                                               int hi, float *scores, float *out, float *top,
+                                                               float *total) {
     const int nv = head_dim / LANES, len = hi - lo;
-    const float scale = 1.f / sqrtf((float)head_dim);
-    for (int j = lo; j < hi; j += 4) {  // scores q·k / √head_dim: four positions, every head
+    for (int j = lo; j < hi; j += 4) {  // scores q·k × scale: four positions, every head
         const float *row[4];
         for (int r = 0; r < 4; r++) {
             const int at = j + r < hi ? j + r : j;  // past the range: a repeat, not stored
@@ -167,17 +177,17 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
 
 // attend_heads for any n ≤ 4, each count compiled on its own (its accumulators stay in registers)
 static void attend_group(const float *q, int n, const Rows *k, const Rows *v, int past, const float *k_new,
-                         const float *v_new, int head_dim, int lo, int hi, float *scores, float *out, float *top,
-                         float *total) {
+                         const float *v_new, int head_dim, float scale, int lo, int hi, float *scores, float *out,
+                         float *top, float *total) {
     switch (n) {
-    case 1: attend_heads(q, 1, k, v, past, k_new, v_new, head_dim, lo, hi, scores, out, top, total); break;
-    case 2: attend_heads(q, 2, k, v, past, k_new, v_new, head_dim, lo, hi, scores, out, top, total); break;
-    case 3: attend_heads(q, 3, k, v, past, k_new, v_new, head_dim, lo, hi, scores, out, top, total); break;
-    default: attend_heads(q, 4, k, v, past, k_new, v_new, head_dim, lo, hi, scores, out, top, total);
+    case 1: attend_heads(q, 1, k, v, past, k_new, v_new, head_dim, scale, lo, hi, scores, out, top, total); break;
+    case 2: attend_heads(q, 2, k, v, past, k_new, v_new, head_dim, scale, lo, hi, scores, out, top, total); break;
+    case 3: attend_heads(q, 3, k, v, past, k_new, v_new, head_dim, scale, lo, hi, scores, out, top, total); break;
+    default: attend_heads(q, 4, k, v, past, k_new, v_new, head_dim, scale, lo, hi, scores, out, top, total);
     }
 }
 
-// softmax(q kᵀ / √head_dim) v over every position, from the T threads' parts (out, top, total: (T, H × head_dim),
+// softmax(q kᵀ × scale) v over every position, from the T threads' parts (out, top, total: (T, H × head_dim),
 // (T, H), (T, H)): Σ_t e^(top_t - M) out_t / Σ_t e^(top_t - M) total_t, with M the largest top_t
 static void merge_heads(const float *out, const float *top, const float *total, int T, int H, int head_dim,
                         float *attn) {
@@ -204,6 +214,25 @@ static void swiglu(const float *gate, const float *up, int n, float *h) {
     }
 }
 
+// h = gelu_tanh(gate) × up, 16 at a time: 0.5 g (1 + tanh u) = g / (1 + e^-2u), u = √(2/π) (g + 0.044715 g³)
+static void geglu(const float *gate, const float *up, int n, float *h) {
+    for (int i = 0; i < n; i += LANES) {
+        const V g = v_load_n(gate + i, n - i, 0.f);
+        const V u = v_mul(v_mul(g, v_set1(0.7978845608f)), v_fma(v_mul(g, g), v_set1(0.044715f), v_set1(1.f)));
+        const V e = exp_v(v_min(v_mul(u, v_set1(-2.f)), v_set1(88.f)));
+        v_store_n(h + i, n - i, v_mul(v_div(g, v_add(v_set1(1.f), e)), v_load_n(up + i, n - i, 0.f)));
+    }
+}
+
+// x[r] += norm(branch[r]) for this thread's rows of R (a sandwich norm's add); branch is normalized in place
+static void add_normed(float *x, float *branch, int R, int n, const float *weight, float eps, int t, int T) {
+    for (int r = t; r < R; r += T) {
+        float *b = branch + (size_t)r * n, *y = x + (size_t)r * n;
+        rmsnorm(b, weight, n, eps, b);
+        for (int i = 0; i < n; i++) y[i] += b[i];
+    }
+}
+
 // The first index of the largest of v[0 … n-1] (n ≥ 1), a NaN counting as the largest, as torch.argmax has it
 static int argmax(const float *v, int n) {
     V top = v_set1(-INFINITY);
@@ -222,6 +251,19 @@ static int argmax(const float *v, int n) {
 // this thread's share of y = W x for `rows` rows (y: rows × L->N; accumulate: y += W x)
 static void gemv_share(const Linear *L, const Activation *a, int rows, float *y, int accumulate) {
     gemv_part(L, a, rows, omp_get_thread_num(), omp_get_num_threads(), y, L->N, accumulate);
+}
+
+// A branch's output projection written into the stream: x += W a, or with a sandwich norm x += norm(W a), the
+// product first into `branch` (a barrier between, as the norm reads whole rows)
+static void branch_into(const Model *m, const Linear *W, const Activation *a, int R, float *x, float *branch,
+                        const float *post_norm, int t, int T) {
+    if (!post_norm) {
+        gemv_share(W, a, R, x, 1);
+        return;
+    }
+    gemv_share(W, a, R, branch, 0);
+    #pragma omp barrier
+    add_normed(x, branch, R, m->d_model, post_norm, m->norm_eps, t, T);
 }
 
 // Where a step's buffers lie in its workspace: pieces cut one after another, each 64-byte aligned; with no
@@ -244,7 +286,7 @@ static int widest_row(const Model *m) {
 
 // the buffers every thread shares, then thread t's own: the same cuts for sizing and for use; R rows of each
 typedef struct {
-    float *x, *qkv, *gate_up, *part_out, *part_top, *part_total, *best_logit;
+    float *x, *qkv, *gate_up, *part_out, *part_top, *part_total, *best_logit, *branch;
     int *best;
 } Shared;
 
@@ -255,7 +297,8 @@ typedef struct {
 static Shared cut_shared(Cut *c, const Model *m) {
     const size_t H = m->n_heads, T = m->threads, hd = m->head_dim, R = m->rows;
     Shared s = {cut(c, R * m->d_model), cut(c, R * (H + 2 * m->n_kv_heads) * hd), cut(c, R * 2 * m->hidden),
-                cut(c, R * T * H * hd), cut(c, R * T * H), cut(c, R * T * H), cut(c, R * T), cut(c, R * T)};
+                cut(c, R * T * H * hd), cut(c, R * T * H), cut(c, R * T * H), cut(c, R * T), cut(c, R * m->d_model),
+                (int *)cut(c, R * T)};
     return s;
 }
 
@@ -295,7 +338,12 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
     float *x = s.x, *qkv = s.qkv, *gate_up = s.gate_up, *part_out = s.part_out, *part_top = s.part_top;
     float *part_total = s.part_total, *best_logit = s.best_logit;
     int *best = s.best, teams = 1;  // each thread's argmax over its share of each row's logits
-    for (int r = 0; r < R; r++) linear_row(&m->embeddings, b->tokens[r], x + (size_t)r * d);
+    for (int r = 0; r < R; r++) {
+        float *row = x + (size_t)r * d;
+        linear_row(&m->embeddings, b->tokens[r], row);
+        if (m->embed_scale != 1.f)
+            for (int i = 0; i < d; i++) row[i] *= m->embed_scale;
+    }
 
     #pragma omp parallel num_threads(m->threads)
     {
@@ -318,12 +366,19 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
             // Attention splits each row's slots: each thread reads its share of every K/V head once, for all the
             // group's query heads, after rotating every query and new key itself (cheaper than a barrier).
             for (int r = 0; r < R; r++) {
-                const int past = b->lengths[r], len = past + 1, lo = len * t / T, hi = len * (t + 1) / T;
-                const float *cos = m->cos + (size_t)b->positions[r] * hd, *sin = m->sin + (size_t)b->positions[r] * hd;
+                const int past = b->lengths[r], len = past + 1;
+                const int first = L->window > 0 && len > L->window ? len - L->window : 0, span = len - first;
+                const int lo = first + span * t / T, hi = first + span * (t + 1) / T;
+                const size_t at = (size_t)b->positions[r] * hd;
+                const float *cos = (L->local_rope ? m->cos_local : m->cos) + at;
+                const float *sin = (L->local_rope ? m->sin_local : m->sin) + at;
                 const float *q = qkv + (size_t)r * QKV;
                 float *rot = rotated + (size_t)r * (H + KV) * hd;
                 for (int i = 0; i < H + KV; i++) {
-                    memcpy(rot + i * hd, q + i * hd, sizeof(float) * hd);
+                    if (L->q_norm)
+                        rmsnorm(q + i * hd, i < H ? L->q_norm : L->k_norm, hd, m->norm_eps, rot + i * hd);
+                    else
+                        memcpy(rot + i * hd, q + i * hd, sizeof(float) * hd);
                     rope(rot + i * hd, cos, sin, hd);
                 }
                 for (int i = 0, n; i < H; i += n) {  // up to four query heads of one group at a time
@@ -331,8 +386,9 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
                     n = (g + 1) * group - i < 4 ? (g + 1) * group - i : 4;
                     const Rows k = rows_of(m, b, b->k, l, r, g), v = rows_of(m, b, b->v, l, r, g);
                     const size_t part = ((size_t)r * T + t) * H + i;
-                    attend_group(rot + i * hd, n, &k, &v, past, rot + (H + g) * hd, q + (H + KV + g) * hd, hd, lo,
-                                 hi, scores, part_out + part * hd, part_top + part, part_total + part);
+                    attend_group(rot + i * hd, n, &k, &v, past, rot + (H + g) * hd, q + (H + KV + g) * hd, hd,
+                                 m->attn_scale, lo, hi, scores, part_out + part * hd, part_top + part,
+                                 part_total + part);
                 }
             }
             #pragma omp barrier
@@ -349,16 +405,17 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
                 merge_heads(part_out + (size_t)r * T * H * hd, part_top + (size_t)r * T * H,
                             part_total + (size_t)r * T * H, T, H, hd, attn + (size_t)r * H * hd);
             prepare(attn, R, H * hd, NULL, 0.f, L->out.kind, NULL, a);
-            gemv_share(&L->out, a, R, x, 1);
+            branch_into(m, &L->out, a, R, x, s.branch, L->attn_post_norm, t, T);
             #pragma omp barrier
-            // feed-forward: x += down(silu(gate) × up) over norm(x)
+            // feed-forward: x += down(act(gate) × up) over norm(x)
             prepare(x, R, d, L->ffn_norm, m->norm_eps, L->gate_up.kind, xn, a);
             gemv_share(&L->gate_up, a, R, gate_up, 0);
             #pragma omp barrier
             for (int r = 0; r < R; r++)
-                swiglu(gate_up + (size_t)r * 2 * F, gate_up + (size_t)r * 2 * F + F, F, xn + (size_t)r * F);
+                (m->gelu ? geglu : swiglu)(gate_up + (size_t)r * 2 * F, gate_up + (size_t)r * 2 * F + F, F,
+                                           xn + (size_t)r * F);
             prepare(xn, R, F, NULL, 0.f, L->down.kind, NULL, a);
-            gemv_share(&L->down, a, R, x, 1);
+            branch_into(m, &L->down, a, R, x, s.branch, L->ffn_post_norm, t, T);
             #pragma omp barrier
         }
         prepare(x, R, d, m->norm_f, m->norm_eps, m->lm_head.kind, xn, a);  // final norm, then unembedding
