@@ -50,6 +50,8 @@ int main(void) {
     for (int i = 0; i < 50; i++) gate[i] = uniform(-100.f, 100.f), up[i] = uniform(-2.f, 2.f);
     swiglu(gate, up, 50, h);
     print("exact", "swiglu", h, 50);
+    geglu(gate, up, 50, h);
+    print("exact", "geglu", h, 50);
     for (int i = 0; i < 41; i++) v[i] = (float)(next() % 7);
     const float best = (float)argmax(v, 41);
     print("exact", "argmax", &best, 1);
@@ -61,7 +63,7 @@ int main(void) {
     for (int i = 0; i < PAST * HD; i++) keys[i] = uniform(-1.f, 1.f), values[i] = uniform(-1.f, 1.f);
     for (int i = 0; i < HD; i++) k_new[i] = uniform(-1.f, 1.f), v_new[i] = uniform(-1.f, 1.f);
     const Rows k = {keys, HD, NULL, 1}, vr = {values, HD, NULL, 1};
-    attend_group(q, HEADS, &k, &vr, PAST, k_new, v_new, HD, 0, PAST + 1, scores, out, top, total);
+    attend_group(q, HEADS, &k, &vr, PAST, k_new, v_new, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
     print("close", "attention", out, HEADS * HD);
     print("close", "attention-top", top, HEADS);
     print("close", "attention-total", total, HEADS);
