@@ -161,6 +161,31 @@ def test_generation_chat_and_serving(gemma):
             gemma.tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}])))
 
 
+def test_the_explorer_runs_on_gemma(gemma):
+    """Every widget that reads the model answers on Gemma's shapes (18 layers, d_model 640, a 262,144-token vocabulary,
+    BOS), with the engine's numbers."""
+    from fastapi.testclient import TestClient
+
+    from forwardpass.explorer.app import build_explorer
+
+    client = TestClient(build_explorer(gemma))
+    prompt = "the cat sat on the"
+    ids = gemma.encode(prompt)
+    assert client.get("/api/model").json()["config"]["d_model"] == 640
+    assert client.get("/api/loop-cost").status_code == 200
+    assert [t["id"] for t in client.post("/api/lookup", json={"prompt": prompt}).json()["tokens"]] == ids
+    shapes = client.post("/api/residual", json={"prompt": prompt}).json()["stream_shapes"]
+    assert shapes == [[1, len(ids), 640]] * 18
+    assert len(client.post("/api/block-steps", json={"prompt": prompt}).json()["blocks"]) == 18
+    reach = client.post("/api/reach", json={"prompt": prompt, "layer": 17, "head": 3, "token": 4}).json()
+    assert len(reach["attention"]) == 5 and abs(sum(reach["attention"]) - 1) < 1e-3
+    steps = client.post("/api/autoregress", json={"prompt": prompt, "steps": 4}).json()["steps"]
+    greedy = generate(gemma, ids, SamplingParams(temperature=0, max_tokens=4, ignore_eos=True)).token_ids
+    assert [s["id"] for s in steps] == greedy
+    for path in ("sampling", "sample", "greedy-loop", "ring-overflow", "position-bug"):
+        assert client.post(f"/api/{path}", json={"prompt": prompt}).status_code == 200, path
+
+
 def test_a_model_package_that_is_not_installed_is_named():
     from forwardpass.models import installed
     with pytest.raises(ModelFileError, match="no-such-model is not installed: make install .*no-such-model==2.0"):
