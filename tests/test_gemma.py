@@ -38,12 +38,15 @@ def gemma(gemma_path):
 
 @pytest.fixture(scope="session")
 def sentencepiece_reference(gemma_path):
-    """Google's sentencepiece on a model built from the file's own pieces, scores and types (whitespace
-    pieces written as sentencepiece writes them, "▁")."""
+    return sentencepiece_of(GGUFFile(gemma_path).fields)
+
+
+def sentencepiece_of(f: dict):
+    """Google's sentencepiece on a model built from a file's own pieces, scores and types (whitespace pieces
+    written as sentencepiece writes them, "▁")."""
     spm = pytest.importorskip("sentencepiece")
     from sentencepiece import sentencepiece_model_pb2 as pb
 
-    f = GGUFFile(gemma_path).fields
     m = pb.ModelProto()
     m.trainer_spec.model_type = pb.TrainerSpec.BPE
     m.trainer_spec.byte_fallback = True
@@ -81,6 +84,22 @@ def test_any_text_tokenizes_as_sentencepiece_does_and_round_trips(gemma, sentenc
     ids = gemma.encode(text)
     assert ids[1:] == sentencepiece_reference.encode(text)
     assert gemma.tokenizer.decode(ids[1:]) == text
+
+
+def test_a_dummy_space_prefix_as_llama_2_and_mistral_have(gemma_path):
+    """tokenizer.ggml.add_space_prefix (Llama 2, Mistral, Phi-3: "▁" before the text): the same ids as sentencepiece
+    with add_dummy_prefix, and decoding drops the added space again. Their vocabularies have no user-defined pieces:
+    Gemma's (space and newline runs, tags) become normal pieces here, for both."""
+    from forwardpass.tokenizer import Tokenizer
+
+    fields = {k: v for k, v in GGUFFile(gemma_path).fields.items() if k.startswith("tokenizer.")}
+    fields["tokenizer.ggml.add_space_prefix"] = True
+    fields["tokenizer.ggml.token_type"] = [1 if kind == 4 else kind for kind in fields["tokenizer.ggml.token_type"]]
+    ours, reference = Tokenizer.from_gguf_fields(fields), sentencepiece_of(fields)
+    for text in PROMPTS + ["  two  spaces\n\nand tabs\t\there", "naïve café — “quotes” 🙂 ẞ", " lead", ""]:
+        ids = ours.encode(text)
+        assert ids[0] == ours.bos_id and ids[1:] == reference.encode(text), text
+        assert ours.decode(ids[1:]) == text
 
 
 @pytest.fixture(scope="session")

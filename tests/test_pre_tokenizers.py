@@ -50,3 +50,35 @@ def test_qwen2_on_any_text(qwen2, text):
     except TokenizerError:  # a byte this vocabulary has no token for: refused here, dropped silently there
         return
     assert ids == reference.encode(text, add_special_tokens=False)
+
+
+@pytest.fixture(scope="module")
+def llama3(fields):
+    """Ours with the `llama-bpe` pre-tokenizer (Llama 3's split), and transformers' own split for that name (its GGUF
+    loader's) on a byte-level BPE of the same vocabulary and merges."""
+    from transformers.integrations.gguf.gguf_tokenizer_mapping import set_split_regex
+
+    ours = Tokenizer.from_gguf_fields(fields | {"tokenizer.ggml.pre": "llama-bpe"})
+    vocab = {t: i for i, t in enumerate(fields["tokenizer.ggml.tokens"])}
+    merges = [tuple(m.split(" ", 1)) for m in fields["tokenizer.ggml.merges"]]
+    reference = transformers.GPT2TokenizerFast(vocab=vocab, merges=merges)
+    return ours, set_split_regex(reference, {"pre_tokenizer_type": "llama-bpe"})
+
+
+def test_llama3_splits_as_transformers_does(llama3):
+    ours, reference = llama3
+    for text in TEXTS:
+        assert ours.encode(text) == reference.encode(text, add_special_tokens=False), text
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.text(st.characters(blacklist_categories=["Cs"]), max_size=40))
+def test_llama3_on_any_text(llama3, text):
+    ours, reference = llama3
+    if "<|" in text:
+        return
+    try:
+        ids = ours.encode(text)
+    except TokenizerError:
+        return
+    assert ids == reference.encode(text, add_special_tokens=False)
