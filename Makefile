@@ -24,8 +24,10 @@ demo: install
 	$(VENV)/bin/forwardpass generate --chat "$(PROMPT)" --max-tokens 96
 
 # Debian's headless Chromium for the explorer's end-to-end tests (Playwright cannot download browsers here)
+# the browser the explorer's tests drive, and a CJK font for its Chinese text
 browser:
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	@fc-list :lang=zh | grep -q . || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei)
 
 lint: install
 	$(PY) -m ruff check src tests bench

@@ -28,6 +28,11 @@ class NaiveRingCache(KVCache):
         """Positions whose pairs the ring has overwritten so far."""
         return list(range(max(0, self.lengths[row] - self.capacity)))
 
+    def slots(self, row: int = 0) -> list[int | None]:
+        """The position whose pair each slot holds now: the last one written there (None: never written)."""
+        n = self.lengths[row]
+        return [j + (n - 1 - j) // self.capacity * self.capacity if j < n else None for j in range(self.capacity)]
+
 
 class StuckPositionCache(KVCache):
     """W-position-bug: every new token is given position 0 instead of the cache's length. The model

@@ -92,8 +92,24 @@ class Tokenizer:
         return self.backend.decode(list(ids), skip_special_tokens=False)
 
     def piece(self, token_id: int) -> str:
-        """One token as text, e.g. ' cat' (a byte-level piece that is part of a UTF-8 character shows as '�')."""
-        return self.decode([token_id])
+        """One token as text, e.g. ' cat'. A piece holding only part of a UTF-8 character (byte-level BPE splits 猫
+        into three) shows those bytes as SentencePiece names its byte pieces: '<0xE7><0x8C>'."""
+        text = self.decode([token_id])
+        if "\ufffd" not in text:
+            return text
+        raw, out, i = self.token_bytes(token_id), [], 0
+        while i < len(raw):  # whole characters as text, stray bytes by name
+            for n in (1, 2, 3, 4):
+                try:
+                    out.append(raw[i:i + n].decode())
+                    i += n
+                    break
+                except UnicodeDecodeError:
+                    continue
+            else:
+                out.append(f"<0x{raw[i]:02X}>")
+                i += 1
+        return "".join(out)
 
     def token_bytes(self, token_id: int) -> bytes:
         """The raw bytes a token stands for (a byte-level piece may be part of a UTF-8 character)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -44,7 +43,7 @@ class Steps(Prompt):
 
 def build_explorer(fp: Pipeline) -> FastAPI:
     app = FastAPI(title="forwardpass explorer", docs_url=None, redoc_url=None)
-    model_lock = threading.Lock()  # one forward pass at a time: some widgets flip the model's switches
+    model_lock = compute.model_lock(fp)
 
     @app.exception_handler(ForwardpassError)
     async def bad_input(_: Request, e: ForwardpassError) -> JSONResponse:
@@ -99,6 +98,11 @@ def build_explorer(fp: Pipeline) -> FastAPI:
     def reach(body: Steps):
         with model_lock:
             return compute.reach(fp, body.prompt, body.layer, body.head, body.token)
+
+    @app.post("/api/attention")
+    def attention(body: Steps):
+        with model_lock:
+            return compute.attention_steps(fp, body.prompt, body.layer, body.head, body.token)
 
     @app.post("/api/sampling")
     def sampling(body: Sampling):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import torch
 
 from .. import cost
@@ -24,6 +26,14 @@ from ..sampling import (
 )
 
 GPT2, GPT3 = preset("gpt2-small"), preset("gpt3-175b")
+_LOCKS: dict[int, threading.Lock] = {}
+
+
+def model_lock(fp: Pipeline) -> threading.Lock:
+    """One widget's computation at a time on a model, across every explorer serving it: some widgets flip the model's
+    switches or hook its blocks."""
+    return _LOCKS.setdefault(id(fp), threading.Lock())
+
 STAGES = ["tokenize", "embedding + position", "N identical blocks", "final norm", "unembedding", "logits"]
 LOOP = [  # the seed's §07 loop, each line with the section that puts a number on it
     ("cache = None", "§05 the KV cache"),
@@ -133,12 +143,10 @@ def block_steps(fp: Pipeline, prompt: str) -> dict:
                       "normalize a copy", "FFN on the copy", "add it back"], "blocks": rows}
 
 
-def reach(fp: Pipeline, prompt: str, layer: int, head: int, token: int) -> dict:
-    """W-reach with real weights: what the picked token's query attends to, in one layer and head."""
+def _attention_inputs(fp: Pipeline, ids: list[int], layer: int) -> tuple:
+    """What layer `layer`'s attention reads for a fresh prompt: its block, the normalized stream (1, T, d_model), the
+    RoPE angles of its positions (the layer's own table) and its sliding window."""
     c = fp.config
-    ids = _ids(fp, prompt)
-    if not (0 <= layer < c.n_layers and 0 <= head < c.n_heads and 0 <= token < len(ids)):
-        raise ForwardpassError(f"layer < {c.n_layers}, head < {c.n_heads} and token < {len(ids)} are required")
     block = fp.model.blocks[layer]
     captured = {}
     h = block.register_forward_hook(lambda m, i, o: captured.setdefault("x", i[0]))
@@ -152,9 +160,48 @@ def reach(fp: Pipeline, prompt: str, layer: int, head: int, token: int) -> dict:
         positions = torch.arange(len(ids), device=fp.device)[None]
         rotary = fp.model.rope_local if block.sliding and fp.model.rope_local is not None else fp.model.rope
         rope = rotary(positions, len(ids)) if rotary is not None else None
-        weights = block.attn.weights(normed, rope, c.window(layer))[0, head]  # (T, T)
+    return block, normed, rope, c.window(layer)
+
+
+def _check_choice(fp: Pipeline, ids: list[int], layer: int, head: int, token: int) -> None:
+    c = fp.config
+    if not (0 <= layer < c.n_layers and 0 <= head < c.n_heads and 0 <= token < len(ids)):
+        raise ForwardpassError(f"layer < {c.n_layers}, head < {c.n_heads} and token < {len(ids)} are required")
+
+
+def reach(fp: Pipeline, prompt: str, layer: int, head: int, token: int) -> dict:
+    """W-reach with real weights: what the picked token's query attends to, in one layer and head."""
+    ids = _ids(fp, prompt)
+    _check_choice(fp, ids, layer, head, token)
+    block, normed, rope, window = _attention_inputs(fp, ids, layer)
+    with torch.inference_mode():
+        weights = block.attn.weights(normed, rope, window)[0, head]  # (T, T)
     return {"layer": layer, "head": head, "token": token, "pieces": [fp.tokenizer.piece(i) for i in ids],
             "attention": [round(float(w), 5) for w in weights[token, : token + 1]], "ffn_reads": [token]}
+
+
+def attention_steps(fp: Pipeline, prompt: str, layer: int, head: int, token: int) -> dict:
+    """Attention opened up for one query (layer, head, token) over the whole prompt: q·k for every key, × the scale,
+    the causal mask (and sliding window), softmax, and the weighted sum of the values (its first 8 numbers)."""
+    ids = _ids(fp, prompt)
+    _check_choice(fp, ids, layer, head, token)
+    block, normed, rope, window = _attention_inputs(fp, ids, layer)
+    attn = block.attn
+    with torch.inference_mode():
+        q, k, v = attn.project(normed, rope)  # (1, heads | kv heads, T, head_dim)
+        g = head // (attn.n_heads // attn.n_kv_heads)
+        query, keys, values = q[0, head, token].float(), k[0, g].float(), v[0, g].float()
+        dots = keys @ query  # (T,)
+        scaled = dots * attn.scale
+        j = torch.arange(len(ids), device=dots.device)
+        allowed = (j <= token) & ((j > token - window) if window is not None else True)
+        weights = torch.softmax(scaled.masked_fill(~allowed, float("-inf")), dim=-1)
+        out = weights @ values
+    return {"layer": layer, "head": head, "kv_head": g, "token": token, "head_dim": attn.head_dim,
+            "scale": attn.scale, "window": window, "pieces": [fp.tokenizer.piece(i) for i in ids],
+            "dots": [round(float(x), 4) for x in dots], "scaled": [round(float(x), 4) for x in scaled],
+            "allowed": [bool(a) for a in allowed], "weights": [round(float(w), 5) for w in weights],
+            "output_head": [round(float(x), 4) for x in out[:8]], "output_norm": round(float(out.norm()), 4)}
 
 
 def sampling_view(fp: Pipeline, prompt: str, temperature: float, top_k: int, top_p: float, min_p: float) -> dict:
@@ -195,7 +242,7 @@ def greedy_loop(fp: Pipeline, prompt: str, steps: int, sample_at: int | None, se
         raise ForwardpassError("steps must be between 1 and 96")
     ids = _ids(fp, prompt)
     greedy = generate(fp, ids, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True))
-    out = {"greedy": {"text": greedy.text, "loop": greedy.loop.to_dict() if greedy.loop else None}}
+    out = {"steps": steps, "greedy": {"text": greedy.text, "loop": greedy.loop.to_dict() if greedy.loop else None}}
     if sample_at is not None:
         if not 0 <= sample_at < steps:
             raise ForwardpassError("sample_at must be one of the generated steps")
@@ -326,7 +373,8 @@ def ring_overflow(fp: Pipeline, prompt: str, capacity: int, steps: int) -> dict:
                 guard = str(e)
                 break
             x = [token]
-    return {"capacity": capacity, "prompt_tokens": len(ids), "overwritten_positions": ring.overwritten(),
+    return {"capacity": capacity, "prompt_tokens": len(ids), "steps": steps, "written": ring.lengths[0],
+            "overwritten_positions": ring.overwritten(), "slots": ring.slots(),
             "correct": right.text, "ring": fp.tokenizer.decode(wrong), "guard": guard}
 
 
