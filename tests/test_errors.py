@@ -131,24 +131,37 @@ def test_cli_not_a_model_file(tmp_path):
     assert r.returncode == 2 and "not a GGUF file" in r.stderr and "Traceback" not in r.stderr
 
 
-def run_bench(script: str, *args: str) -> subprocess.CompletedProcess:
-    bench = Path(__file__).parents[1] / "bench" / f"{script}.py"
-    return subprocess.run([sys.executable, str(bench), *args], capture_output=True, text=True, timeout=120)
+DEVICES = ["gpu0"] + ([] if torch.cuda.is_available() else ["cuda"])
+COUNTS = [("speed", "--runs", "0"), ("compile", "--rounds", "-1"), ("serving", "--clients", "0"),
+          ("serving", "--max-tokens", "x")]
+
+
+@pytest.fixture(scope="module")
+def bench_runs() -> dict[tuple[str, ...], subprocess.CompletedProcess]:
+    """Every refusal below, each benchmark started at once (each mostly imports PyTorch)."""
+    bench = Path(__file__).parents[1] / "bench"
+    runs = [(script, "--device", device) for script in ("speed", "compile", "serving") for device in DEVICES] + COUNTS
+    procs = {args: subprocess.Popen([sys.executable, str(bench / f"{args[0]}.py"), *args[1:]], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True) for args in runs}
+    done = {}
+    for args, proc in procs.items():
+        out, err = proc.communicate(timeout=120)
+        done[args] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return done
 
 
 @pytest.mark.parametrize("script", ["speed", "compile", "serving"])
-def test_benchmarks_refuse_a_device_before_loading_anything(script):
-    for device in ["gpu0"] + ([] if torch.cuda.is_available() else ["cuda"]):
-        r = run_bench(script, "--device", device)
+def test_benchmarks_refuse_a_device_before_loading_anything(script, bench_runs):
+    for device in DEVICES:
+        r = bench_runs[(script, "--device", device)]
         want = "unknown device 'gpu0'" if device == "gpu0" else "device 'cuda' requested but CUDA is not available"
         assert r.returncode == 1 and want in r.stderr and not r.stdout
         assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("script,option,value", [("speed", "--runs", "0"), ("compile", "--rounds", "-1"),
-                                                 ("serving", "--clients", "0"), ("serving", "--max-tokens", "x")])
-def test_benchmarks_refuse_counts_below_one(script, option, value):
-    r = run_bench(script, option, value)
+@pytest.mark.parametrize("script,option,value", COUNTS)
+def test_benchmarks_refuse_counts_below_one(script, option, value, bench_runs):
+    r = bench_runs[(script, option, value)]
     assert r.returncode == 2 and not r.stdout and "Traceback" not in r.stderr
     want = f"{script}.py: error: argument {option}: must be a positive integer, got {value}"
     assert r.stderr.strip().splitlines()[-1] == want

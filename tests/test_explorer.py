@@ -29,9 +29,10 @@ pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's ch
 
 
 @contextlib.contextmanager
-def explorer(pipeline):
+def explorer(pipeline, others=None):
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(build_explorer(pipeline), host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(build_explorer(pipeline, others), host="127.0.0.1", port=port,
+                                           log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
@@ -56,9 +57,9 @@ def browser():
 
 @pytest.fixture(scope="module", params=[1280, 390], ids=["1280px", "390px"])
 def page(request, browser, smollm):
-    with explorer(smollm) as url:
+    with explorer(smollm, {"smollm-again": lambda: smollm}) as url:  # a second name to switch to
         page = browser.new_page(viewport={"width": request.param, "height": 900})
-        page.width = request.param
+        page.width, page.base = request.param, url
         errors: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
@@ -83,6 +84,12 @@ def wait_for(page, widget: str, text: str) -> str:
     script = "([w, t]) => document.querySelector(`[data-widget=\"${w}\"] .readout`).innerText.includes(t)"
     page.wait_for_function(script, arg=[widget, text], timeout=60_000)
     return readout(page, widget)
+
+
+def at_one_width(page) -> None:
+    """Behaviour that does not depend on the page's width is checked at 1280 px only."""
+    if page.width != 1280:
+        pytest.skip("the same at every width: checked at 1280 px")
 
 
 def test_loads_without_errors_or_network(page):
@@ -175,6 +182,7 @@ def test_keyboard_moves_a_slider(page):
 
 
 def test_bugs_run_side_by_side(page):
+    at_one_width(page)
     page.locator('[data-widget="W-ring-overflow"] .run').click()
     text = wait_for(page, "W-ring-overflow", "overwrote")
     assert "the guarded cache refused" in text
@@ -290,6 +298,7 @@ def test_tables_keep_every_column_on_screen(page):
 
 # ---- honest demos: each once a defect -----------------------------------------------------------------------------
 def test_the_default_prompt_shows_a_shared_row_and_explains_the_leading_space(page, smollm):
+    at_one_width(page)
     assert page.locator("#prompt").get_attribute("value") == DEFAULT_PROMPT
     use_prompt(page, smollm, DEFAULT_PROMPT)
     ids = page.locator("#token-table tbody tr td:nth-child(2)").all_inner_texts()
@@ -301,6 +310,7 @@ def test_the_default_prompt_shows_a_shared_row_and_explains_the_leading_space(pa
 
 
 def test_byte_pieces_are_named_not_replaced(page, smollm):
+    at_one_width(page)
     use_prompt(page, smollm, "猫 the cat")
     cells = page.locator("#token-table tbody tr td:nth-child(3)").all_inner_texts()
     assert "\ufffd" not in "".join(cells) and any("<0xE7>" in c for c in cells)
@@ -308,6 +318,7 @@ def test_byte_pieces_are_named_not_replaced(page, smollm):
 
 
 def test_greedy_loop_verdict_states_its_window_and_is_the_engines(page, smollm):
+    at_one_width(page)
     from forwardpass.explorer import compute
 
     page.locator('[data-widget="W-greedy-loop"] .run').click()
@@ -321,6 +332,7 @@ def test_greedy_loop_verdict_states_its_window_and_is_the_engines(page, smollm):
 
 
 def test_ring_overflow_shows_its_prompt_and_its_slots(page):
+    at_one_width(page)
     page.fill("#ring-prompt", "Red green blue")
     set_range(page, "#ring-capacity", 6)
     page.locator('[data-widget="W-ring-overflow"] .run').click()
@@ -341,6 +353,7 @@ def test_charts_are_drawn_at_their_defaults_with_full_labels(page):
 
 
 def test_counts_read_as_words(page):
+    at_one_width(page)
     set_range(page, "#sequences", 1)
     wait_for(page, "W-concurrency", "1 sequence:")
     set_range(page, "#top-k", 5)
@@ -350,6 +363,7 @@ def test_counts_read_as_words(page):
 
 
 def test_attention_opened_up_is_the_engines(page, smollm):
+    at_one_width(page)
     from forwardpass.explorer import compute
 
     set_range(page, "#att-layer", 3)
@@ -366,6 +380,7 @@ def test_attention_opened_up_is_the_engines(page, smollm):
 
 
 def test_reopen_links_every_section_and_returns_to_the_prompt(page):
+    at_one_width(page)
     links = page.locator('[data-widget="W-reopen"] .recap a').evaluate_all("els => els.map(e => e.hash)")
     assert links == [f"#s0{i}" for i in (0, 1, 3, 4, 5, 6, 7)]
     page.locator('[data-widget="W-reopen"] .reopen').click()
@@ -398,8 +413,23 @@ CHANGE = """async (w) => {  // move the widget's first control to another value;
 
 
 def test_moving_each_widgets_control_changes_its_output(page):
-    if page.width != 1280:
-        pytest.skip("once is enough: the same script at either width")
+    at_one_width(page)
     moved = {name: page.evaluate(CHANGE, name) for name in PAGE}
     assert {n for n, how in moved.items() if how == "no control"} == {"W-logits", "W-param-split"}
     assert [n for n, how in moved.items() if how == "unchanged"] == []
+
+
+def test_switching_the_model_reloads_the_page_on_it(page, browser):
+    at_one_width(page)
+    assert page.locator("#model-select option").all_inner_texts()[1:] == ["smollm-again"]
+    other = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        other.goto(page.base)
+        other.wait_for_selector("body[data-ready=true]", timeout=120_000)
+        other.select_option("#model-select", "smollm-again")
+        other.wait_for_url("**/?model=smollm-again", timeout=60_000)
+        other.wait_for_selector("body[data-ready=true]", timeout=120_000)
+        assert other.locator("#model-select").input_value() == "smollm-again"
+        assert other.locator("#token-table tbody tr").count() > 1
+    finally:
+        other.close()

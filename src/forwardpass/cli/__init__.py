@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..errors import ForwardpassError
-from . import chat_cmd, cost_cmd, embed_cmd, explore_cmd, generate_cmd, inspect_cmd, serve_cmd
+from . import batch_cmd, chat_cmd, cost_cmd, embed_cmd, explore_cmd, generate_cmd, inspect_cmd, serve_cmd
 from .options import add_device_option
 
 
@@ -30,7 +30,7 @@ def add_storage_option(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="forwardpass", description="A transformer inference engine you can read.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (generate_cmd, chat_cmd, inspect_cmd, cost_cmd, serve_cmd, explore_cmd):
+    for module in (generate_cmd, chat_cmd, inspect_cmd, cost_cmd, serve_cmd, explore_cmd, batch_cmd):
         p = module.add_parser(sub)
         add_model_options(p)
         if module is not cost_cmd:

@@ -17,6 +17,17 @@ def add_parser(sub):
     return p
 
 
+def others(args) -> dict:
+    """The models a page may switch to, each loaded on first use: the embedded default and every named one."""
+    from ..models import NAMED
+
+    def loader(name):
+        return lambda: load(name, device=args.device, storage=args.storage)
+    found = {"smollm2-135m": loader(None)} if args.model is not None else {}
+    found.update({name: loader(name) for name in NAMED if name != args.model})
+    return found
+
+
 def run(args) -> int:
     import uvicorn
 
@@ -31,5 +42,5 @@ def run(args) -> int:
         print(json.dumps({"address": address, "model": fp.config.name}), flush=True)
     else:
         print(f"explorer for {fp.config.name} at {address}", file=sys.stderr, flush=True)
-    uvicorn.run(build_explorer(fp), host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(build_explorer(fp, others(args)), host=args.host, port=args.port, log_level="warning")
     return 0

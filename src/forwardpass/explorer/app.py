@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -20,6 +22,7 @@ log = logging.getLogger("forwardpass.explorer")
 
 class Prompt(BaseModel):
     prompt: str = "the cat sat on the"
+    model: str | None = None  # one of /api/models; None: the one the explorer started with
 
 
 class Sampling(Prompt):
@@ -41,9 +44,32 @@ class Steps(Prompt):
     token: int = 0
 
 
-def build_explorer(fp: Pipeline) -> FastAPI:
+class Models:
+    """The models a page can switch between: the one the explorer started with, and others loaded on first use."""
+
+    def __init__(self, first: Pipeline, others: dict[str, Callable[[], Pipeline]] | None = None):
+        self.first = first.config.name
+        self.loaded = {self.first: first}
+        self.loaders = {k: v for k, v in (others or {}).items() if k != self.first}
+        self.lock = threading.Lock()
+
+    def names(self) -> list[str]:
+        return [self.first, *self.loaders]
+
+    def get(self, name: str | None) -> Pipeline:
+        name = name or self.first
+        with self.lock:  # one load at a time; a failed one is said and may be tried again
+            if name not in self.loaded:
+                if name not in self.loaders:
+                    raise ForwardpassError(f"no model {name!r} here (this explorer has {', '.join(self.names())})")
+                self.loaded[name] = self.loaders[name]()
+            return self.loaded[name]
+
+
+def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | None = None) -> FastAPI:
+    """The explorer on `fp`; `others` name models a page may switch to, each loaded when first asked for."""
     app = FastAPI(title="forwardpass explorer", docs_url=None, redoc_url=None)
-    model_lock = compute.model_lock(fp)
+    models = Models(fp, others)
 
     @app.exception_handler(ForwardpassError)
     async def bad_input(_: Request, e: ForwardpassError) -> JSONResponse:
@@ -68,8 +94,10 @@ def build_explorer(fp: Pipeline) -> FastAPI:
         "/api/concurrency": lambda sequences=1, context=2048: compute.concurrency(int(sequences), int(context)),
         "/api/intensity": lambda prompt=16: compute.intensity(int(prompt)),
         "/api/param-split": lambda: compute.param_split(),
-        "/api/model": lambda: compute.model_info(fp),
-        "/api/loop-cost": lambda prompt=5, new=12: compute.loop_cost(fp, int(prompt), int(new)),
+        "/api/models": lambda: {"models": models.names(), "loaded": list(models.loaded)},
+        "/api/model": lambda model=None: compute.model_info(models.get(model)),
+        "/api/loop-cost": lambda prompt=5, new=12, model=None: compute.loop_cost(models.get(model), int(prompt),
+                                                                                  int(new)),
     }
     for path, fn in get.items():
         async def route(request: Request, fn=fn):
@@ -79,59 +107,30 @@ def build_explorer(fp: Pipeline) -> FastAPI:
                 raise ForwardpassError(f"bad query parameters: {e}") from None
         app.add_api_route(path, route, methods=["GET"])
 
-    @app.post("/api/lookup")
-    def lookup(body: Prompt):
-        with model_lock:
-            return compute.lookup(fp, body.prompt)
+    def on_model(fn, body: Prompt, *args):
+        """fn(model, prompt, *args) on the body's model, one computation at a time on it"""
+        chosen = models.get(body.model)
+        with compute.model_lock(chosen):
+            return fn(chosen, body.prompt, *args)
 
-    @app.post("/api/residual")
-    def residual(body: Steps):
-        with model_lock:
-            return compute.residual(fp, body.prompt, body.mode)
-
-    @app.post("/api/block-steps")
-    def block_steps(body: Prompt):
-        with model_lock:
-            return compute.block_steps(fp, body.prompt)
-
-    @app.post("/api/reach")
-    def reach(body: Steps):
-        with model_lock:
-            return compute.reach(fp, body.prompt, body.layer, body.head, body.token)
-
-    @app.post("/api/attention")
-    def attention(body: Steps):
-        with model_lock:
-            return compute.attention_steps(fp, body.prompt, body.layer, body.head, body.token)
-
-    @app.post("/api/sampling")
-    def sampling(body: Sampling):
-        with model_lock:
-            return compute.sampling_view(fp, body.prompt, body.temperature, body.top_k, body.top_p, body.min_p)
-
-    @app.post("/api/sample")
-    def sample(body: Sampling):
-        with model_lock:
-            return compute.sample(fp, body.prompt, body.temperature, body.top_k, body.top_p, body.seed)
-
-    @app.post("/api/greedy-loop")
-    def greedy_loop(body: Steps):
-        with model_lock:
-            return compute.greedy_loop(fp, body.prompt, body.steps, body.sample_at, body.seed)
-
-    @app.post("/api/autoregress")
-    def autoregress(body: Steps):
-        with model_lock:
-            return compute.autoregress(fp, body.prompt, body.steps)
-
-    @app.post("/api/ring-overflow")
-    def ring_overflow(body: Steps):
-        with model_lock:
-            return compute.ring_overflow(fp, body.prompt, body.capacity, body.steps)
-
-    @app.post("/api/position-bug")
-    def position_bug(body: Steps):
-        with model_lock:
-            return compute.position_bug(fp, body.prompt, body.steps)
+    posts = {
+        "/api/lookup": (Prompt, lambda b: on_model(compute.lookup, b)),
+        "/api/residual": (Steps, lambda b: on_model(compute.residual, b, b.mode)),
+        "/api/block-steps": (Prompt, lambda b: on_model(compute.block_steps, b)),
+        "/api/reach": (Steps, lambda b: on_model(compute.reach, b, b.layer, b.head, b.token)),
+        "/api/attention": (Steps, lambda b: on_model(compute.attention_steps, b, b.layer, b.head, b.token)),
+        "/api/sampling": (Sampling, lambda b: on_model(compute.sampling_view, b, b.temperature, b.top_k, b.top_p,
+                                                       b.min_p)),
+        "/api/sample": (Sampling, lambda b: on_model(compute.sample, b, b.temperature, b.top_k, b.top_p, b.seed)),
+        "/api/greedy-loop": (Steps, lambda b: on_model(compute.greedy_loop, b, b.steps, b.sample_at, b.seed)),
+        "/api/autoregress": (Steps, lambda b: on_model(compute.autoregress, b, b.steps)),
+        "/api/ring-overflow": (Steps, lambda b: on_model(compute.ring_overflow, b, b.capacity, b.steps)),
+        "/api/position-bug": (Steps, lambda b: on_model(compute.position_bug, b, b.steps)),
+    }
+    for path, (shape, fn) in posts.items():
+        def route(body, fn=fn):
+            return fn(body)
+        route.__annotations__ = {"body": shape}
+        app.add_api_route(path, route, methods=["POST"])
 
     return app

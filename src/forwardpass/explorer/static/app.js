@@ -5,7 +5,12 @@ const W = (name) => document.querySelector(`[data-widget="${name}"]`);
 const q = (root, sel) => root.querySelector(sel);
 const SVG = "http://www.w3.org/2000/svg";
 
+// the model this page shows: ?model=NAME (one of /api/models), else the one the explorer started with
+const MODEL = new URLSearchParams(location.search).get("model");
+
 async function api(path, body) {
+  if (MODEL && body) body = { ...body, model: MODEL };
+  if (MODEL && !body && /^\/api\/(model|loop-cost)\b/.test(path)) path += `${path.includes("?") ? "&" : "?"}model=${encodeURIComponent(MODEL)}`;
   const init = body ? { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) } : {};
   const response = await fetch(path, init);
   const data = await response.json();
@@ -584,7 +589,16 @@ async function main() {
   try { lang = localStorage.getItem("forwardpass-lang") || "en"; } catch { /* storage may be off */ }
   setLanguage(lang);
   document.querySelectorAll("[data-lang]").forEach((b) => b.addEventListener("click", () => setLanguage(b.dataset.lang)));
+  const choices = await api("/api/models"), picker = document.getElementById("model-select");
+  picker.replaceChildren(...choices.models.map((name) => new Option(name, name)));
+  picker.value = MODEL || choices.models[0];
+  picker.addEventListener("change", () => {  // another model: the page again, on it (the language stays)
+    status(`loading ${picker.value} …`);
+    location.search = `?model=${encodeURIComponent(picker.value)}`;
+  });
+  if (MODEL) status(`loading ${MODEL} …`);
   model = await api("/api/model");
+  status("");
   document.getElementById("model-name").textContent = model.name;
   for (const id of ["reach-layer", "att-layer"]) document.getElementById(id).max = model.config.n_layers - 1;
   for (const id of ["reach-head", "att-head"]) document.getElementById(id).max = model.config.n_heads - 1;

@@ -6,6 +6,7 @@ export const PROSE = {
     "page-title": "The Transformer forward pass, live",
     "page-intro": "This page walks through how a language model turns text into its next word, and every number on it is computed by forwardpass on the model named here. Type your own prompt: the widgets follow it.",
     "prompt-label": "Prompt",
+    "model-label": "Model",
 
     "title-s00": "1. The pipeline: from text to scores",
     "intro-s00": "A language model turns text into one score for every token it knows. Six stages do it, and the middle one, a stack of identical blocks, does almost all of the work.",
@@ -123,6 +124,7 @@ export const PROSE = {
     "page-title": "Transformer 前向传播，实时演示",
     "page-intro": "本页逐步说明语言模型如何把文字变成下一个词；页面上的每个数字都由 forwardpass 在下面注明的模型上实时算出。输入你自己的提示词，所有组件都会随之更新。",
     "prompt-label": "提示词",
+    "model-label": "模型",
 
     "title-s00": "1. 流水线：从文字到分数",
     "intro-s00": "语言模型把文字变成一组分数，词表里的每个词元各有一个。这要经过六个阶段，中间那个由一摞相同的块组成，几乎承担了全部计算。",

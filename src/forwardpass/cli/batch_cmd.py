@@ -1,0 +1,73 @@
+"""`forwardpass batch IN.jsonl OUT.jsonl`: OpenAI-shaped requests answered offline, in order, resumably (batch.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from ..errors import ForwardpassError
+from ..pipeline import load
+from .options import positive_int
+
+
+def add_parser(sub):
+    p = sub.add_parser("batch", help="answer a JSONL file of OpenAI-shaped requests offline (the Batch API's format), "
+                                     "in order; run again to resume")
+    p.add_argument("requests", type=Path, help="input: one {custom_id, method, url, body} per line")
+    p.add_argument("output", type=Path, help="answers, in the input's order (appended to when resuming)")
+    p.add_argument("--served-model-name", default=None,
+                   help="the model id the requests name (default: the file's name); another is answered 404")
+    p.add_argument("--concurrency", type=positive_int, default=64, help="requests in flight at once (default 64)")
+    p.add_argument("--kv-cache-gib", type=float, default=1.0, help="KV block pool size (default 1 GiB)")
+    p.add_argument("--max-num-seqs", type=positive_int, default=32, help="requests decoding at once (default 32)")
+    p.add_argument("--default-max-tokens", type=positive_int, default=1024,
+                   help="new tokens for a chat request that sets no max_tokens (default 1024)")
+    return p
+
+
+def run(args) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from ..batch import run_batch
+    from ..engine import Engine, EngineConfig
+    from ..server import ServerConfig, build_app
+
+    if not args.requests.is_file():
+        raise ForwardpassError(f"{args.requests}: no such file")
+    if args.output.resolve() == args.requests.resolve():
+        raise ForwardpassError("the output file must not be the input file")
+    if not (math.isfinite(args.kv_cache_gib) and args.kv_cache_gib > 0):
+        raise ForwardpassError(f"--kv-cache-gib must be a positive number, got {args.kv_cache_gib}")
+    fp = load(args.model, device=args.device, storage=args.storage, progress=not args.json)
+    engine = Engine(fp, EngineConfig(kv_cache_bytes=int(args.kv_cache_gib * 2**30), max_num_seqs=args.max_num_seqs))
+    name = args.served_model_name or Path(fp.source).name.removesuffix(".gguf")
+    app = build_app(engine, ServerConfig(name, default_max_tokens=args.default_max_tokens))
+    stop = threading.Event()
+
+    def interrupt(sig, frame) -> None:  # finish what runs, write every answer before the first unfinished one
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print("forwardpass: stopping: the requests running finish; run the same command again to resume",
+              file=sys.stderr, flush=True)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, interrupt)
+    with Progress("{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  disable=args.json, transient=True) as bar:
+        task = bar.add_task("answering", total=None)
+        report = run_batch(engine, app, args.requests, args.output, concurrency=args.concurrency,
+                           progress=lambda done, total: bar.update(task, completed=done, total=total), stop=stop)
+    if args.json:
+        print(json.dumps(report.__dict__))
+    else:
+        cut = " — interrupted" if report.interrupted else ""
+        print(f"{report.succeeded} answered, {report.failed} failed, {report.skipped} already in {args.output} "
+              f"({report.requests} requests, {report.seconds:.1f} s){cut}", file=sys.stderr)
+        for failure in report.failures:
+            print(f"  {failure}", file=sys.stderr)
+    return 130 if report.interrupted else 0
