@@ -50,6 +50,19 @@ def test_kernel_keeps_batch_shape():
     assert torch.allclose(layer(x)[1, 0], layer(x[1, 0][None])[0])
 
 
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("shape", [(576, 960), (96, 40), (32, 8)])  # rows padded to a group, and not
+def test_native_dequantize_is_the_pytorch_ops_bit_for_bit(bits, shape):
+    from forwardpass.quant import untiled
+
+    torch.manual_seed(bits)
+    k, n = shape
+    layer = quantized(nn.Linear(k, n), bits)
+    want = untiled(layer.q, layer.scale, layer.minimum, bits, n)
+    got = layer.dequantize()
+    assert got.shape == want.shape == (n, k) and torch.equal(got, want)
+
+
 def test_prefill_rows_take_the_dequantized_path():
     layer = quantized(nn.Linear(64, 32), 4)
     x = torch.randn(40, 64)  # more rows than a decode step

@@ -3,6 +3,7 @@
 // where only the order of a sum may differ. tests/test_kernel_builds.py compiles it once per build (for a CPU the
 // machine can only emulate, too) and compares the outputs.
 #include "decode_step.c"
+#include "dequantize.c"
 #include "gemv.c"
 
 #include <stdio.h>
@@ -31,6 +32,10 @@ int main(void) {
     for (int i = 0; i < 2; i++) {
         gemv(x, M, kinds[i], K, tiles, scale, minimum, N, y);
         print("exact", kinds[i] == Q8 ? "q8" : "q4", y, M * N);
+    }
+    for (int i = 0; i < 2; i++) {  // the tiles back to floats: wf holds N × K
+        dequantize(kinds[i] == Q8 ? 8 : 4, N, K, tiles, scale, minimum, wf);
+        print("exact", kinds[i] == Q8 ? "dequantize-q8" : "dequantize-q4", wf, N * K);
     }
     for (int i = 0; i < N * KF; i++) wf[i] = uniform(-0.1f, 0.1f);
     gemv(x, M, F32, KF, wf, NULL, NULL, N, y);

@@ -2,7 +2,7 @@
 
 Matrix-vector products over weights as they are stored — fp32, fp16, bf16, 8- and 4-bit blocks (`gemv.h`;
 `gemv.c` runs a decode step's few rows at a time), a whole Llama decode step in one call (`decode_step.c`,
-driven by `forwardpass.fused_decode`), and a read of memory in concurrent streams (`stream_read.c`, the
+driven by `forwardpass.fused_decode`), quantized tiles back to float32 for prefill (`dequantize.c`), and a read of memory in concurrent streams (`stream_read.c`, the
 bandwidth roof of `forwardpass.machine`).
 
 One source, four builds of its vector operations (`simd.h`): avx512 (F, BW, VL and VNNI), avx2 (with FMA and
@@ -29,7 +29,7 @@ import torch
 from ..errors import ForwardpassError
 
 HERE = Path(__file__).parent
-SOURCES = [HERE / n for n in ("gemv.c", "decode_step.c", "stream_read.c")]
+SOURCES = [HERE / n for n in ("gemv.c", "decode_step.c", "stream_read.c", "dequantize.c")]
 HEADERS = [HERE / n for n in ("gemv.h", "simd.h")]
 COMMON_FLAGS = ["-O3", "-fopenmp", "-shared", "-fPIC", "-std=c11"]
 # build → (the CPU flags it needs, as /proc/cpuinfo names them; its compiler flags)
@@ -152,6 +152,8 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.decode_batch.argtypes = [p, p, p, p]
     lib.decode_batch_greedy.restype = ctypes.c_int
     lib.decode_batch_greedy.argtypes = [p, p, i, p, i, p, p]
+    lib.dequantize.restype = None
+    lib.dequantize.argtypes = [i, i, i, p, p, p, p]
     lib.stream_read.restype = ctypes.c_float
     lib.stream_read.argtypes = [p, ctypes.c_size_t]
     return lib
@@ -192,6 +194,15 @@ def gemv(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, n: int, scal
     scales = [None if t is None else t.data_ptr() for t in (scale, minimum)]
     (lib or _LIB).gemv(x.data_ptr(), M, KINDS[kind], K, w.data_ptr(), *scales, n, y.data_ptr())
     return y
+
+
+def dequantize(bits: int, q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor, n: int, k: int,
+               lib: ctypes.CDLL | None = None) -> torch.Tensor:
+    """(n, k) float32 from 8- or 4-bit tiles as quant.QuantizedLinear stores them (its `dequantize`, bit for bit).
+    Call only where available() (or with `lib`); every tensor contiguous and on the CPU."""
+    w = torch.empty(n, k, dtype=torch.float32)
+    (lib or _LIB).dequantize(bits, n, k, q.data_ptr(), scale.data_ptr(), minimum.data_ptr(), w.data_ptr())
+    return w
 
 
 def stream_read(x: torch.Tensor) -> float:
