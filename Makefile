@@ -33,13 +33,14 @@ lint: install
 	$(PY) -m ruff check src tests bench
 
 # the suite shares two cores with its own servers and browser: OpenMP threads sleep rather than spin; then the
-# native tests again under every other build of the kernels this CPU runs (the suite itself uses the best one)
+# native tests again under every other build of the kernels this CPU runs (the suite itself uses the best one), less
+# the sweeps that load the real model in every storage mode
 NATIVE_TESTS := tests/test_kernels.py tests/test_fused_decode.py
 test: lint browser
 	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q
 	for build in $$($(PY) -c "from forwardpass import kernels; print(*kernels.choice()[1:])"); do \
 	  echo "native tests, $$build kernels:"; \
-	  FORWARDPASS_KERNELS=$$build OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q $(NATIVE_TESTS) || exit 1; \
+	  FORWARDPASS_KERNELS=$$build OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q $(NATIVE_TESTS) -k "not real_model" || exit 1; \
 	done
 
 clean:

@@ -117,10 +117,8 @@ def test_every_build_here_gives_the_reference_numbers(tmp_path):
 
 @pytest.mark.skipif(not (ARM and shutil.which("cc")), reason="no aarch64-linux-gnu-gcc and qemu-aarch64 here")
 def test_the_neon_build_gives_the_reference_numbers(tmp_path):
-    """ARM64, emulated: the neon build and the generic one compiled for ARM against this machine's generic build."""
-    reference = check_output("generic", tmp_path)
-    for build in ("neon", "generic"):
-        assert_same(check_output(build, tmp_path, arm=True), reference)
+    """ARM64, emulated: the neon build compiled for ARM against this machine's generic build."""
+    assert_same(check_output("neon", tmp_path, arm=True), check_output("generic", tmp_path))
 
 
 @needs_compiler

@@ -143,12 +143,12 @@ def test_32_concurrent_mixed_requests(server, client):
         q = questions[i % len(questions)]
         if i % 4 == 3:  # sampled, seeded: runs beside the greedy ones with its own parameters
             return None, client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": q}],
-                                                        max_tokens=16 + i, temperature=0.8, top_p=0.9, seed=i)
+                                                        max_tokens=8 + i // 2, temperature=0.8, top_p=0.9, seed=i)
         if i % 2:
             return "chat", client.chat.completions.create(
-                model=MODEL, messages=[{"role": "user", "content": q}], max_tokens=8 + i, temperature=0,
+                model=MODEL, messages=[{"role": "user", "content": q}], max_tokens=8 + i // 2, temperature=0,
                 logprobs=True, top_logprobs=2)
-        return "completion", client.completions.create(model=MODEL, prompt=q, max_tokens=8 + i, temperature=0,
+        return "completion", client.completions.create(model=MODEL, prompt=q, max_tokens=8 + i // 2, temperature=0,
                                                        logprobs=2)
 
     with concurrent.futures.ThreadPoolExecutor(32) as pool:

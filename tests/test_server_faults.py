@@ -207,7 +207,7 @@ def first_difference(a: list[int], b: list[int]) -> int | None:
 def test_64_clients_random_disconnects_a_tenth_of_the_pool(smollm):
     """Every request that fits finishes with its greedy text alone (or differs only after a shown near-tie);
     clients that leave are cancelled; nothing is lost; the pool ends empty."""
-    new = 24
+    new = 16
     prompts = [smollm.encode(SYSTEM + q) for q in QUESTIONS]
     demand = sum(-(-(len(p) + new) // 16) for p in prompts) * 4  # blocks the 64 requests would hold at once
     blocks = demand // 10

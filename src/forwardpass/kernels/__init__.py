@@ -1,9 +1,9 @@
 """Native kernels, compiled on first use with the machine's C compiler and loaded with ctypes.
 
 Matrix-vector products over weights as they are stored — fp32, fp16, bf16, 8- and 4-bit blocks (`gemv.h`;
-`gemv.c` runs a decode step's few rows at a time), a whole Llama decode step in one call (`decode_step.c`,
-driven by `forwardpass.fused_decode`), quantized tiles back to float32 for prefill (`dequantize.c`), and a read of memory in concurrent streams (`stream_read.c`, the
-bandwidth roof of `forwardpass.machine`).
+`gemv.c` runs a decode step's few rows at a time), a whole decode step in one call (`decode_step.c`, driven by
+`forwardpass.fused_decode`), quantized tiles back to float32 for prefill (`dequantize.c`), and a read of memory in
+concurrent streams (`stream_read.c`, the bandwidth roof of `forwardpass.machine`).
 
 One source, four builds of its vector operations (`simd.h`): avx512 (F, BW, VL and VNNI), avx2 (with FMA and
 F16C), neon (ARM64) and generic (portable C, the reference). The best build this CPU runs is chosen at run time;

@@ -6,24 +6,39 @@
 
 #include "gemv.h"
 
+// one group's block b: 16 rows × 32 inputs of tiles t (8 bits: tile i / 4 holds input i; 4 bits: tile i / 8, the low
+// nibble for i % 8 < 4, else the high one), rows [0, n) written at w + r × K
+static void block_out(int bits, const uint8_t *t, const float *s, const float *m, int n, int K, float *w) {
+    for (int r = 0; r < n; r++) {
+        float *out = w + (size_t)r * K;
+        const float scale = s[r], minimum = m[r];
+        if (bits == 8)
+            for (int tile = 0; tile < 8; tile++)
+                for (int j = 0; j < 4; j++) {
+                    const float scaled = (float)t[tile * 64 + 4 * r + j] * scale;
+                    out[4 * tile + j] = scaled + minimum;
+                }
+        else
+            for (int tile = 0; tile < 4; tile++)
+                for (int j = 0; j < 4; j++) {
+                    const uint8_t byte = t[tile * 64 + 4 * r + j];
+                    const float lo = (float)(byte & 15) * scale, hi = (float)(byte >> 4) * scale;
+                    out[8 * tile + j] = lo + minimum;
+                    out[8 * tile + 4 + j] = hi + minimum;
+                }
+    }
+}
+
 // w (N, K) float32 from `bits` (8 or 4) tiles q (groups, K / 32, 512 or 256) and scale, minimum (groups, K / 32, 16)
 void dequantize(int bits, int N, int K, const uint8_t *q, const float *scale, const float *minimum, float *w) {
     const int blocks = K / BLOCK, groups = (N + GROUP - 1) / GROUP, tile = bits == 8 ? 512 : 256;
     #pragma omp parallel for schedule(static)
-    for (int g = 0; g < groups; g++)
+    for (int g = 0; g < groups; g++) {
+        const int n = N - g * GROUP < GROUP ? N - g * GROUP : GROUP;
         for (int b = 0; b < blocks; b++) {
             const size_t unit = (size_t)g * blocks + b;
-            const uint8_t *t = q + unit * tile;
-            const float *s = scale + unit * GROUP, *m = minimum + unit * GROUP;
-            for (int r = 0; r < GROUP && g * GROUP + r < N; r++) {
-                float *out = w + (size_t)(g * GROUP + r) * K + b * BLOCK;
-                for (int i = 0; i < BLOCK; i++) {
-                    // 8 bits: tile i / 4 holds input i; 4 bits: tile i / 8, low nibble for i % 8 < 4, else high
-                    const uint8_t byte = bits == 8 ? t[(i / 4) * 64 + 4 * r + i % 4] : t[(i / 8) * 64 + 4 * r + i % 4];
-                    const int v = bits == 8 ? byte : (i % 8 < 4 ? byte & 15 : byte >> 4);
-                    const float scaled = (float)v * s[r];
-                    out[i] = scaled + m[r];
-                }
-            }
+            block_out(bits, q + unit * tile, scale + unit * GROUP, minimum + unit * GROUP, n, K,
+                      w + (size_t)g * GROUP * K + b * BLOCK);
         }
+    }
 }
