@@ -32,12 +32,13 @@ browser:
 lint: install
 	$(PY) -m ruff check src tests bench
 
-# the suite shares two cores with its own servers and browser: OpenMP threads sleep rather than spin; then the
+# the suite runs in two workers, a test file each at a time (much of its time is waiting on servers, subprocesses and
+# the browser), sharing two cores with its own servers and browser: OpenMP threads sleep rather than spin; then the
 # native tests again under every other build of the kernels this CPU runs (the suite itself uses the best one), less
 # the sweeps that load the real model in every storage mode
 NATIVE_TESTS := tests/test_kernels.py tests/test_fused_decode.py
 test: lint browser
-	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q
+	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2 --dist loadfile
 	for build in $$($(PY) -c "from forwardpass import kernels; print(*kernels.choice()[1:])"); do \
 	  echo "native tests, $$build kernels:"; \
 	  FORWARDPASS_KERNELS=$$build OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q $(NATIVE_TESTS) -k "not real_model" || exit 1; \

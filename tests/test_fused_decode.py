@@ -89,12 +89,18 @@ def test_greedy_generation_is_unchanged_in_fp32(smollm):
             break
 
 
-def tiny_llama(bias: bool, n_heads: int = 3, n_kv_heads: int = 1) -> Transformer:
-    """Random Llama-family weights whose widths leave a lone block of 32 at the end of every row (96, 160)."""
-    torch.manual_seed(3)
-    config = ModelConfig("tiny", vocab_size=300, context_length=48, d_model=96, n_layers=2, n_heads=n_heads,
-                         n_kv_heads=n_kv_heads, ffn_hidden=160, norm="rmsnorm", positions="rope", ffn="swiglu",
-                         bias=bias, tied_embeddings=not bias)
+def bound(model: Transformer, storage=None) -> Transformer:
+    """The model with its linear layers stored as `storage` (None: as they are) and the fused step bound to it."""
+    if storage is not None:
+        store_linears(model, storage)
+    model.fused = FusedDecode.build(model)
+    assert model.fused is not None
+    return model
+
+
+def randomized(config: ModelConfig, seed: int) -> Transformer:
+    """A model of `config` with random weights large enough to make every path count."""
+    torch.manual_seed(seed)
     model = Transformer(config).eval()
     with torch.no_grad():
         for p in model.parameters():
@@ -102,14 +108,18 @@ def tiny_llama(bias: bool, n_heads: int = 3, n_kv_heads: int = 1) -> Transformer
     return model
 
 
+def tiny_llama(bias: bool, n_heads: int = 3, n_kv_heads: int = 1) -> Transformer:
+    """Random Llama-family weights whose widths leave a lone block of 32 at the end of every row (96, 160)."""
+    config = ModelConfig("tiny", vocab_size=300, context_length=48, d_model=96, n_layers=2, n_heads=n_heads,
+                         n_kv_heads=n_kv_heads, ffn_hidden=160, norm="rmsnorm", positions="rope", ffn="swiglu",
+                         bias=bias, tied_embeddings=not bias)
+    return randomized(config, 3)
+
+
 @pytest.mark.parametrize("storage", [None, torch.float16, torch.bfloat16, 8, 4])
 @pytest.mark.parametrize("bias", [False, True])
 def test_fused_step_on_odd_widths_and_biases(storage, bias):
-    model = tiny_llama(bias)
-    if storage is not None:
-        store_linears(model, storage)
-    model.fused = FusedDecode.build(model)
-    assert model.fused is not None
+    model = bound(tiny_llama(bias), storage)
     got, cache = steps(model, [1], [2, 3, 4, 5, 299, 0], capacity=16)  # every token through the fused step
     plain = widened(model) if storage == torch.bfloat16 else model
     want, _ = steps(plain, [1], [2, 3, 4, 5, 299, 0], capacity=16, fused=False)
@@ -325,10 +335,7 @@ def prefilled(model, ids: list[int], capacity: int, policy: str = "error") -> KV
 def test_greedy_steps_are_single_steps_back_to_back(storage):
     """n greedy steps in one native call: the same ids, the same last logits and the same cache, bit for bit, as
     n calls of one step; a stop id ends the run after it is chosen, without feeding it."""
-    model = tiny_llama(False)
-    if storage is not None:
-        store_linears(model, storage)
-    model.fused = FusedDecode.build(model)
+    model = bound(tiny_llama(False), storage)
     want_cache = prefilled(model, [1, 2], 32)
     want_logits, want = one_by_one(model, want_cache, 5, 12)
     got_cache = prefilled(model, [1, 2], 32)
@@ -391,10 +398,7 @@ def test_batched_paged_step_equals_the_blocks(storage):
     from forwardpass.engine import BlockPool
     from forwardpass.engine.paged import PagedBatch
 
-    model = tiny_llama(False)
-    if storage is not None:
-        store_linears(model, storage)
-    model.fused = FusedDecode.build(model)
+    model = bound(tiny_llama(False), storage)
     pool = BlockPool(model.config, num_blocks=12, block_size=4)
     saved, model.fused = model.fused, None
     tables, lengths = paged_rows(model, pool)
@@ -496,10 +500,7 @@ def test_batched_rows_equal_each_row_alone_on_odd_widths(storage):
     are those it gets alone, bit for bit, whichever way it was paired (widths with a lone block of 32 and groups
     that do not split evenly between threads)."""
 
-    model = tiny_llama(False)
-    if storage is not None:
-        store_linears(model, storage)
-    model.fused = FusedDecode.build(model)
+    model = bound(tiny_llama(False), storage)
     assert_rows_as_alone(model, [299, 0, 17])
 
 
@@ -516,25 +517,16 @@ FAMILIES = {
 
 
 def tiny_family(family: str) -> Transformer:
-    torch.manual_seed(5)
     options = {"bias": False, "ffn": "swiglu", **FAMILIES[family]}
     config = ModelConfig(family, vocab_size=300, context_length=48, d_model=96, n_layers=2, n_heads=3, n_kv_heads=1,
                          ffn_hidden=160, norm="rmsnorm", positions="rope", rope_theta=500.0, **options)
-    model = Transformer(config).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn_like(p) * 0.3)
-    return model
+    return randomized(config, 5)
 
 
 @pytest.mark.parametrize("storage", [None, 4])
 @pytest.mark.parametrize("family", FAMILIES)
 def test_fused_step_on_other_families(family, storage):
-    model = tiny_family(family)
-    if storage is not None:
-        store_linears(model, storage)
-    model.fused = FusedDecode.build(model)
-    assert model.fused is not None
+    model = bound(tiny_family(family), storage)
     decode = [2, 3, 4, 5, 299, 0, 7, 8, 9]
     got, cache = steps(model, [1, 6], decode, capacity=16)
     want, _ = steps(model, [1, 6], decode, capacity=16, fused=False)
@@ -549,8 +541,7 @@ def test_batched_paged_step_on_other_families(family):
     from forwardpass.engine import BlockPool
     from forwardpass.engine.paged import PagedBatch
 
-    model = tiny_family(family)
-    model.fused = FusedDecode.build(model)
+    model = bound(tiny_family(family))
     pool = BlockPool(model.config, num_blocks=12, block_size=4)
     saved, model.fused = model.fused, None
     tables, lengths = paged_rows(model, pool)
