@@ -35,6 +35,11 @@ class Line:
     body: dict | None = None
     problem: str | None = None
 
+    @property
+    def id(self) -> str:
+        """Its answer's id, which also names a line without a custom_id when a run resumes."""
+        return f"batch_req_{self.number}"
+
 
 def read_requests(path: Path) -> list[Line]:
     """Every non-blank line of the input. A custom_id used twice refuses the whole file (answers could not be told
@@ -118,9 +123,9 @@ class Report:
 
 def answer(line: Line, status: int | None, body: dict | None) -> dict:
     if line.problem is not None:
-        return {"id": f"batch_req_{line.number}", "custom_id": line.custom_id, "response": None,
+        return {"id": line.id, "custom_id": line.custom_id, "response": None,
                 "error": {"code": "invalid_request", "message": line.problem, "line": line.number}}
-    return {"id": f"batch_req_{line.number}", "custom_id": line.custom_id,
+    return {"id": line.id, "custom_id": line.custom_id,
             "response": {"status_code": status, "body": body}, "error": None}
 
 
@@ -132,7 +137,7 @@ def run_batch(engine: Engine, app, requests: Path, output: Path, concurrency: in
     before the first unfinished one is written. `progress(done, total)` after each answer written."""
     lines = read_requests(requests)
     done_before = answered(output)
-    todo = [line for line in lines if (line.custom_id or f"batch_req_{line.number}") not in done_before]
+    todo = [line for line in lines if (line.custom_id or line.id) not in done_before]
     report = Report(len(lines), skipped=len(lines) - len(todo), output=str(output))
     stop = stop or threading.Event()
     start = time.perf_counter()
@@ -157,32 +162,30 @@ async def send_all(app, todo: list[Line], output: Path, concurrency: int, report
                    progress: Callable[[int, int], None] | None, stop: threading.Event) -> None:
     import httpx
 
-    results: dict[int, dict] = {}
-    written, gate = 0, asyncio.Semaphore(concurrency)
+    gate = asyncio.Semaphore(concurrency)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://batch", timeout=None) as client:
 
-        async def one(i: int, line: Line) -> None:
+        async def one(line: Line) -> dict | None:
+            """The line's answer, or None if `stop` came before it started."""
             async with gate:
                 if stop.is_set():
-                    return
+                    return None
                 if line.problem is not None:
-                    results[i] = answer(line, None, None)
-                    return
+                    return answer(line, None, None)
                 r = await client.post(line.url, json=line.body)
                 try:
                     body = r.json()
                 except json.JSONDecodeError:
                     body = {"error": {"message": r.text}}
-                results[i] = answer(line, r.status_code, body)
+                return answer(line, r.status_code, body)
 
         with open(output, "a", encoding="utf-8") as out:
-            tasks = [asyncio.create_task(one(i, line)) for i, line in enumerate(todo)]
-            for task in tasks:  # in input order: write each answer once every earlier one is written
-                await task
-                if written not in results:
+            tasks = [asyncio.create_task(one(line)) for line in todo]
+            for written, task in enumerate(tasks, 1):  # in input order: each once every earlier one is written
+                row = await task
+                if row is None:
                     break  # stopped before this one ran: the rest wait for the next run
-                row = results.pop(written)
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
                 out.flush()
                 ok = row["error"] is None and row["response"]["status_code"] == 200
@@ -191,7 +194,6 @@ async def send_all(app, todo: list[Line], output: Path, concurrency: int, report
                 if not ok and len(report.failures) < 5:
                     reason = row["error"]["message"] if row["error"] else str(row["response"]["body"])[:200]
                     report.failures.append(f"{row['custom_id']}: {reason}")
-                written += 1
                 if progress:
                     progress(report.skipped + written, report.requests)
             for task in tasks:

@@ -298,7 +298,7 @@ static Shared cut_shared(Cut *c, const Model *m) {
     const size_t H = m->n_heads, T = m->threads, hd = m->head_dim, R = m->rows;
     Shared s = {cut(c, R * m->d_model), cut(c, R * (H + 2 * m->n_kv_heads) * hd), cut(c, R * 2 * m->hidden),
                 cut(c, R * T * H * hd), cut(c, R * T * H), cut(c, R * T * H), cut(c, R * T), cut(c, R * m->d_model),
-                (int *)cut(c, R * T)};
+                cut(c, R * T)};
     return s;
 }
 

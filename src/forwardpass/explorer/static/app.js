@@ -266,12 +266,18 @@ async function blockSteps() {
   });
 }
 
-async function reach() {
-  const w = W("W-reach"), select = document.getElementById("reach-token");
+// The prompt's tokens in a token menu, keeping its choice where the prompt still has it (at first: first(count));
+// returns the chosen position
+async function pickToken(select, first) {
   const tokens = (await api("/api/lookup", { prompt: prompt() })).tokens;
-  const keep = Math.min(select.value === "" ? tokens.length - 1 : +select.value, tokens.length - 1);
+  const keep = Math.min(select.value === "" ? first(tokens.length) : +select.value, tokens.length - 1);
   select.replaceChildren(...tokens.map((t) => new Option(`${t.position}: ${fmt.piece(t.piece)}`, t.position)));
   select.value = keep;
+  return keep;
+}
+
+async function reach() {
+  const w = W("W-reach"), keep = await pickToken(document.getElementById("reach-token"), (n) => n - 1);
   const layer = +document.getElementById("reach-layer").value, head = +document.getElementById("reach-head").value;
   const d = await api("/api/reach", { prompt: prompt(), layer, head, token: keep });
   bars(q(w, ".chart"), d.attention.map((a, i) => ({ label: `${i}: ${fmt.piece(d.pieces[i])}`, value: a, text: a.toFixed(3),
@@ -281,12 +287,8 @@ async function reach() {
 }
 
 async function attention() {
-  const w = W("W-attention"), select = document.getElementById("att-token");
-  const tokens = (await api("/api/lookup", { prompt: prompt() })).tokens;
   // first shown: a token in the middle, so that the mask has later tokens to hide
-  const keep = Math.min(select.value === "" ? Math.floor(tokens.length / 2) : +select.value, tokens.length - 1);
-  select.replaceChildren(...tokens.map((t) => new Option(`${t.position}: ${fmt.piece(t.piece)}`, t.position)));
-  select.value = keep;
+  const w = W("W-attention"), keep = await pickToken(document.getElementById("att-token"), (n) => Math.floor(n / 2));
   const layer = +document.getElementById("att-layer").value, head = +document.getElementById("att-head").value;
   const d = await api("/api/attention", { prompt: prompt(), layer, head, token: keep });
   const heads = ["key", "q·k", `× ${d.scale.toFixed(4)}`, "mask", "softmax weight"];
