@@ -75,3 +75,43 @@ def test_the_model_option_is_the_model_costed():
     assert json.loads(r.stdout)["parameters"]["total"] == cost.parameters(preset("gpt2-small")).total
     both = cli("gpt2-small", "--model", "gpt2-xl")
     assert both.returncode == 2 and "name the model once" in both.stderr
+
+
+def test_plan_sizes_replicas_from_a_measured_replica():
+    """`--plan`: one replica measured at 1 and 2 requests at once; the replicas, CPUs and memory follow from it."""
+    r = cli("--plan", "--rate", "5", "--prompt", "8", "--new", "4", "--max-batch", "2", "--threads-per-replica", "1",
+            "--json")
+    assert r.returncode == 0, r.stderr
+    p = json.loads(r.stdout)["plan"]
+    m = p["measured"]
+    assert [x["batch"] for x in m["rounds"]] == [1, 2] and m["threads"] == 1 and m["storage"] == "stored"
+    best = max(x["requests_per_s"] for x in m["rounds"])
+    chosen = next(x for x in m["rounds"] if x["requests_per_s"] >= 0.9 * best)
+    assert p["batch_per_replica"] == chosen["batch"] and p["replicas"] == -(-5 // chosen["requests_per_s"])
+    assert p["cpus"] == p["replicas"]
+    kv = chosen["batch"] * 12 * m["kv_bytes_per_token"]
+    assert m["kv_bytes_per_token"] == 2 * 30 * 3 * 64 * 4  # K and V, 30 layers, 3 KV heads of 64, float32
+    assert p["memory_bytes"] == p["replicas"] * (m["loaded_rss_bytes"] + kv)
+
+
+def test_plan_arithmetic_on_given_rounds():
+    from forwardpass.plan import plan
+    rounds = [{"batch": 1, "seconds": 1.0, "requests_per_s": 1.0, "tokens_per_s": 10.0},
+              {"batch": 2, "seconds": 1.1, "requests_per_s": 1.8, "tokens_per_s": 18.0},
+              {"batch": 4, "seconds": 2.1, "requests_per_s": 1.9, "tokens_per_s": 19.0}]
+    measured = {"rounds": rounds, "prompt": 6, "new": 10, "loaded_rss_bytes": 1000, "kv_bytes_per_token": 10}
+    p = plan(measured, rate=5.0, threads=2)
+    assert (p["batch_per_replica"], p["replicas"], p["cpus"]) == (2, 3, 6)  # 1.8 ≥ 0.9 × 1.9; ⌈5 / 1.8⌉ = 3
+    assert p["memory_per_replica_bytes"] == 1000 + 2 * 16 * 10 and p["memory_bytes"] == 3 * 1320
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--rate", "2"], "--rate applies to --plan only"),
+    (["--plan"], "--plan needs --rate, a positive number of requests per second (got None)"),
+    (["--plan", "--rate", "nan"], "--plan needs --rate, a positive number of requests per second (got nan)"),
+    (["--plan", "--rate", "1", "--max-batch", "0"], "--threads-per-replica and --max-batch must be positive integers"),
+    (["gpt2-small", "--plan", "--rate", "1"], "--plan measures a replica: give a model file, not a preset"),
+])
+def test_plan_refusals(args, message):
+    r = cli(*args)
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr

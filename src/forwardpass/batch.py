@@ -158,6 +158,27 @@ def run_batch(engine: Engine, app, requests: Path, output: Path, concurrency: in
     return report
 
 
+async def respond(client, line: Line) -> tuple[int, dict]:
+    """A request line's (status, body) through the routes `client` reaches."""
+    r = await client.post(line.url, json=line.body)
+    try:
+        return r.status_code, r.json()
+    except json.JSONDecodeError:
+        return r.status_code, {"error": {"message": r.text}}
+
+
+def record(out, row: dict, report: Report) -> None:
+    """Write one answer line (flushed: a run cut short leaves whole lines) and count it."""
+    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    out.flush()
+    ok = row["error"] is None and row["response"]["status_code"] == 200
+    report.succeeded += ok
+    report.failed += not ok
+    if not ok and len(report.failures) < 5:
+        reason = row["error"]["message"] if row["error"] else str(row["response"]["body"])[:200]
+        report.failures.append(f"{row['custom_id']}: {reason}")
+
+
 async def send_all(app, todo: list[Line], output: Path, concurrency: int, report: Report,
                    progress: Callable[[int, int], None] | None, stop: threading.Event) -> None:
     import httpx
@@ -173,12 +194,7 @@ async def send_all(app, todo: list[Line], output: Path, concurrency: int, report
                     return None
                 if line.problem is not None:
                     return answer(line, None, None)
-                r = await client.post(line.url, json=line.body)
-                try:
-                    body = r.json()
-                except json.JSONDecodeError:
-                    body = {"error": {"message": r.text}}
-                return answer(line, r.status_code, body)
+                return answer(line, *await respond(client, line))
 
         with open(output, "a", encoding="utf-8") as out:
             tasks = [asyncio.create_task(one(line)) for line in todo]
@@ -186,14 +202,7 @@ async def send_all(app, todo: list[Line], output: Path, concurrency: int, report
                 row = await task
                 if row is None:
                     break  # stopped before this one ran: the rest wait for the next run
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                out.flush()
-                ok = row["error"] is None and row["response"]["status_code"] == 200
-                report.succeeded += ok
-                report.failed += not ok
-                if not ok and len(report.failures) < 5:
-                    reason = row["error"]["message"] if row["error"] else str(row["response"]["body"])[:200]
-                    report.failures.append(f"{row['custom_id']}: {reason}")
+                record(out, row, report)
                 if progress:
                     progress(report.skipped + written, report.requests)
             for task in tasks:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import sys
 from pathlib import Path
 
 from .. import cost
@@ -26,6 +28,14 @@ def add_parser(sub):
     p.add_argument("--plot", metavar="FILE", help="write the seed's curves as a PNG")
     p.add_argument("--measure", action="store_true",
                    help="measure this machine's bandwidth and matmul rate, predict prefill and decode, run them")
+    p.add_argument("--plan", action="store_true",
+                   help="size a deployment: the replicas, CPUs and memory --rate requests/s of --prompt and --new "
+                        "tokens need, from one replica measured here (weights as stored)")
+    p.add_argument("--rate", type=float, default=None, help="with --plan: target requests per second")
+    p.add_argument("--threads-per-replica", type=int, default=1,
+                   help="with --plan: CPU threads each replica computes with (default 1)")
+    p.add_argument("--max-batch", type=int, default=16,
+                   help="with --plan: the most requests a replica is measured answering at once (default 16)")
     return p
 
 
@@ -81,12 +91,30 @@ def run(args) -> int:
             raise ForwardpassError(f"--plot {args.plot}: the directory {folder} does not exist")
     if args.target is not None and args.model is not None and args.target != args.model:
         raise ForwardpassError(f"name the model once: MODEL is {args.target!r} but --model is {args.model!r}")
+    if not args.plan:
+        for name in ("rate",):
+            if getattr(args, name) is not None:
+                raise ForwardpassError(f"--{name} applies to --plan only")
+    elif args.rate is None or not (math.isfinite(args.rate) and args.rate > 0):
+        raise ForwardpassError(f"--plan needs --rate, a positive number of requests per second (got {args.rate})")
+    elif args.threads_per_replica <= 0 or args.max_batch <= 0:
+        raise ForwardpassError("--threads-per-replica and --max-batch must be positive integers")
     c, path = resolve_config(args.target or args.model)
+    if args.plan and path is None:
+        raise ForwardpassError("--plan measures a replica: give a model file, not a preset")
     context = c.context_length if args.context is None else args.context
     data = report(c, context, args.prompt, args.new, args.dtype, args.concurrency)
     if args.measure:
         from ..measure import measure
         data["measured"] = measure(c, path, args.prompt, args.new, args.device, progress=not args.json)
+    if args.plan:
+        from ..plan import measure_replica, plan
+        if not args.json:
+            print(f"measuring one replica ({args.threads_per_replica} thread(s), up to {args.max_batch} requests at "
+                  "once)…", file=sys.stderr, flush=True)
+        measured = measure_replica(path, None, args.device or "cpu", args.prompt, args.new, args.max_batch,
+                                   args.threads_per_replica)
+        data["plan"] = plan(measured, args.rate, args.threads_per_replica) | {"measured": measured}
     if args.plot:
         from ..cost_plot import plot
         plot(c, context, args.dtype, args.plot)
@@ -136,6 +164,8 @@ def show(d: dict) -> None:
     console.print(t)
     if "measured" in d:
         show_measured(console, d["measured"])
+    if "plan" in d:
+        show_plan(console, d["plan"])
     if "plot" in d:
         console.print(f"plot written to {d['plot']}")
 
@@ -151,4 +181,26 @@ def show_measured(console, r: dict) -> None:
     for key in ("prefill", "decode"):
         pred, got = r[f"predicted_{key}_tokens_per_s"], r[f"measured_{key}_tokens_per_s"]
         t.add_row(f"{key} tokens/s", f"{pred:.1f}", f"{got:.1f}", f"{got / pred:.0%}")
+    console.print(t)
+
+
+def show_plan(console, p: dict) -> None:
+    from rich.table import Table
+
+    m = p["measured"]
+    t = Table(title=f"one replica, measured ({m['threads']} thread(s), {m['storage']} weights, P = {m['prompt']}, "
+                    f"N = {m['new']}, load average {m['load_average']})")
+    for col in ("requests at once", "round (s)", "requests/s", "tokens/s"):
+        t.add_column(col, justify="right")
+    for r in m["rounds"]:
+        t.add_row(str(r["batch"]), f"{r['seconds']:.2f}", f"{r['requests_per_s']:.2f}", f"{r['tokens_per_s']:.1f}")
+    console.print(t)
+    t = Table(title=f"plan for {p['rate']:g} requests/s", show_header=False)
+    t.add_column(style="bold")
+    t.add_column(justify="right")
+    t.add_row("replicas", f"{p['replicas']} (each {p['batch_per_replica']} requests at once, "
+                          f"{p['replica_requests_per_s']:.2f} requests/s, {p['latency_s']:.2f} s per request)")
+    t.add_row("CPUs", f"{p['cpus']} ({p['threads_per_replica']} per replica)")
+    t.add_row("memory", f"{_gib(p['memory_bytes'])} ({_gib(p['memory_per_replica_bytes'])} per replica)")
+    t.add_row("capacity", f"{p['capacity_requests_per_s']:.2f} requests/s")
     console.print(t)

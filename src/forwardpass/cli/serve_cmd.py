@@ -7,6 +7,7 @@ import math
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 from ..engine import Engine, EngineConfig
@@ -36,6 +37,17 @@ def add_parser(sub):
                         "model at PATH (a directory or a zip of one)")
     p.add_argument("--shutdown-grace", type=seconds, default=5.0,
                    help="on SIGTERM, seconds requests in flight may still run before they are ended (default 5)")
+    ray = p.add_argument_group("replicas on Ray Serve (the extra forwardpass[ray])")
+    ray.add_argument("--replicas", type=positive_int, default=None,
+                     help="run N engine replicas on Ray Serve behind the same routes (default: one engine, no Ray)")
+    ray.add_argument("--threads-per-replica", type=positive_int, default=None,
+                     help="CPU threads each replica computes with (default: the cores divided among the replicas)")
+    ray.add_argument("--ray-address", default=None,
+                     help="join this Ray cluster (e.g. ray://head:10001 or auto); default: a local one for this "
+                          "command. The model path must exist on every node")
+    ray.add_argument("--routing", choices=("prefix", "round-robin", "pow2"), default="prefix",
+                     help="how requests pick a replica: the one caching the longest prompt prefix, balanced against "
+                          "load (default); each in turn; or the less loaded of two at random")
     return p
 
 
@@ -45,6 +57,11 @@ def run(args) -> int:
     if not (math.isfinite(args.kv_cache_gib) and args.kv_cache_gib > 0):
         raise ForwardpassError(f"--kv-cache-gib must be a positive number, got {args.kv_cache_gib}")
     check_listen(args.host, args.port)
+    if args.replicas is not None:
+        return run_replicas(args)
+    for name in ("threads_per_replica", "ray_address"):
+        if getattr(args, name) is not None:
+            raise ForwardpassError(f"--{name.replace('_', '-')} applies to --replicas only")
     fp = load(args.model, device=args.device, storage=args.storage, progress=not args.json)
     engine = Engine(fp, EngineConfig(kv_cache_bytes=int(args.kv_cache_gib * 2**30), block_size=args.block_size,
                                      max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
@@ -73,4 +90,45 @@ def run(args) -> int:
     http.join()
     if not server.started:
         raise ForwardpassError(f"could not listen on {args.host}:{args.port}")
+    return 0
+
+
+def run_replicas(args) -> int:
+    """`serve --replicas N`: the routes on Ray Serve's proxy, the engines in N replicas; ends on SIGINT/SIGTERM."""
+    import os
+
+    try:
+        from ..scale import cluster
+        from ..scale.hosted import ReplicaSpec
+    except ImportError as e:
+        raise ForwardpassError(f"--replicas needs Ray Serve ({e.name} is missing): pip install 'forwardpass[ray]'") \
+            from None
+    from ..models import resolve_model
+    from ..pipeline import default_model_path
+
+    path = default_model_path() if args.model is None else resolve_model(args.model)
+    threads = args.threads_per_replica or max(1, (os.cpu_count() or 1) // args.replicas)
+    spec = ReplicaSpec(
+        model=str(Path(path).resolve()), model_name=args.served_model_name or Path(path).name.removesuffix(".gguf"),
+        storage=args.storage, device=args.device,
+        engine={"kv_cache_bytes": int(args.kv_cache_gib * 2**30), "block_size": args.block_size,
+                "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
+                "prefix_caching": not args.no_prefix_caching, "request_timeout": args.request_timeout or None},
+        api_key=args.api_key, max_body_bytes=args.max_body_bytes, default_max_tokens=args.default_max_tokens,
+        embedding_model=args.embedding_model, grace=args.shutdown_grace)
+    if not args.json:
+        print(f"starting {args.replicas} replicas of {threads} thread(s) on Ray Serve…", file=sys.stderr, flush=True)
+    running = cluster.start(spec, args.replicas, threads, args.host, args.port, args.routing, args.ray_address)
+    signals: list[int] = []  # a handler that only appends: a second signal inside the first cannot deadlock it
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda sig, frame: signals.append(sig))
+    if args.json:
+        print(json.dumps({"address": running.address, "model": spec.model_name, "replicas": args.replicas,
+                          "threads_per_replica": threads, "routing": args.routing}), flush=True)
+    else:
+        print(f"serving {spec.model_name} at {running.address} ({args.replicas} replicas × {threads} thread(s), "
+              f"{args.routing} routing)", file=sys.stderr, flush=True)
+    while not signals:
+        time.sleep(0.2)
+    running.stop()
     return 0

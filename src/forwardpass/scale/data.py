@@ -1,0 +1,106 @@
+"""`forwardpass batch --replicas N`: the requests answered by N engine actors through Ray Data's `map_batches`, in
+the input's order (Ray Data keeps it: `preserve_order`), written one flushed line at a time as they come back, so an
+interrupted run resumes as the local one does (batch.py: what is skipped, what is redone)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import ray
+
+from ..batch import Line, Report, answer, answered, read_requests, record, respond
+from ..errors import ForwardpassError
+from .hosted import HostedEngine, ReplicaSpec
+
+
+class Answerer:
+    """A Ray Data actor: one engine, answering each batch of rows through the server's routes."""
+
+    def __init__(self, spec: ReplicaSpec):
+        self.hosted = HostedEngine(spec)
+
+    def __call__(self, batch: dict) -> dict:
+        columns = zip(batch["number"], batch["url"], batch["body"], strict=True)
+        lines = [Line(int(n), None, u, json.loads(b)) for n, u, b in columns]
+        rows = asyncio.run(self.answer(lines))
+        return {"number": [line.number for line in lines], "status": [s for s, _ in rows],
+                "body": [json.dumps(b, ensure_ascii=False) for _, b in rows]}
+
+    async def answer(self, lines: list[Line]) -> list[tuple[int, dict]]:
+        import httpx
+
+        transport = httpx.ASGITransport(app=self.hosted.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://batch", timeout=None) as client:
+            return await asyncio.gather(*(respond(client, line) for line in lines))
+
+
+def run_on_ray(spec: ReplicaSpec, requests: Path, output: Path, replicas: int, threads: int,
+               ray_address: str | None = None, progress: Callable[[int, int], None] | None = None,
+               stop: threading.Event | None = None, rows_per_batch: int = 16) -> Report:
+    """Answer every request of `requests` not yet in `output` on `replicas` engine actors of `threads` threads, each
+    given `rows_per_batch` requests at a time (answered at once: the engine batches them)."""
+    from ray.data import DataContext
+
+    lines = read_requests(requests)
+    done_before = answered(output)
+    todo = [line for line in lines if (line.custom_id or line.id) not in done_before]
+    report = Report(len(lines), skipped=len(lines) - len(todo), output=str(output))
+    stop = stop or threading.Event()
+    start = time.perf_counter()
+    started = not ray.is_initialized() and ray_address is None
+    if started and replicas * threads > (os.cpu_count() or 1):
+        raise ForwardpassError(f"{replicas} replicas × {threads} threads need {replicas * threads} CPUs; this machine "
+                               f"has {os.cpu_count()} (give fewer, or --ray-address to use a cluster)")
+    if not ray.is_initialized():
+        handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}  # the caller's: kept
+        try:
+            ray.init(address=ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                     **({} if ray_address else {"num_cpus": os.cpu_count()}))
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            raise ForwardpassError(f"cannot join the Ray cluster at {ray_address}: {e}") from None
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    try:
+        context = DataContext.get_current()
+        context.execution_options.preserve_order = True
+        context.enable_progress_bars = False
+        env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+        for name in ("OMP_WAIT_POLICY", "FORWARDPASS_KERNELS", "XDG_CACHE_HOME"):
+            if name in os.environ:
+                env[name] = os.environ[name]
+        asked = [{"number": line.number, "url": line.url, "body": json.dumps(line.body)}
+                 for line in todo if line.problem is None]
+        results = iter(())
+        if asked:
+            data = ray.data.from_items(asked, override_num_blocks=max(1, -(-len(asked) // rows_per_batch)))
+            results = iter(data.map_batches(Answerer, fn_constructor_args=(spec,), batch_size=rows_per_batch,
+                                            batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=replicas),
+                                            num_cpus=threads, runtime_env={"env_vars": env}).iter_rows())
+        with open(output, "a", encoding="utf-8") as out:
+            for written, line in enumerate(todo, 1):
+                if stop.is_set():
+                    break
+                if line.problem is not None:
+                    row = answer(line, None, None)
+                else:
+                    got = next(results)
+                    if int(got["number"]) != line.number:  # Ray Data keeps the order; nothing else is written
+                        raise ForwardpassError(f"answers came back out of order (line {got['number']} for "
+                                               f"{line.number})")
+                    row = answer(line, int(got["status"]), json.loads(got["body"]))
+                record(out, row, report)
+                if progress:
+                    progress(report.skipped + written, report.requests)
+    finally:
+        if started:
+            ray.shutdown()
+    report.seconds = time.perf_counter() - start
+    report.interrupted = stop.is_set() and report.skipped + report.succeeded + report.failed < report.requests
+    return report

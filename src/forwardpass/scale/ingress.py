@@ -1,0 +1,156 @@
+"""The replicas' front door: one Ray Serve deployment that keeps the single server's HTTP surface. It answers
+/health (replicas ready / wanted) and /metrics (every replica's series, labelled `replica`) itself, and forwards
+every other request, unchanged, to an engine replica chosen by the router from the prompt's prefix. A replica that
+dies before its answer has begun is replaced by another (up to `ATTEMPTS` tries); one that dies mid-stream ends the
+stream with an error event, so a client either gets its whole answer or sees it fail."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+
+import ray
+from ray import serve
+from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ..server.errors import APIError
+from . import asgi
+from .router import prefix_hashes, route_key
+
+log = logging.getLogger("forwardpass.scale")
+
+ATTEMPTS = 3  # replicas tried for one request before it is refused
+GONE = (ActorDiedError, ActorUnavailableError, RayActorError)
+SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (.*)$")
+
+
+def labelled(texts: dict[str, str], extra: list[str]) -> str:
+    """Prometheus texts from several replicas as one exposition: each family's HELP and TYPE once, then every
+    replica's samples of it with a `replica` label."""
+    families: dict[str, list[str]] = {}
+    for replica, text in sorted(texts.items()):
+        family = None
+        for line in text.splitlines():
+            if line.startswith("# "):
+                family = line.split()[2]
+                head = families.setdefault(family, [])
+                if line not in head:
+                    head.append(line)
+                continue
+            m = SAMPLE.match(line)
+            if m and family is not None:
+                labels = f'replica="{replica}"' + (f",{m[2]}" if m[2] else "")
+                families[family].append(f"{m[1]}{{{labels}}} {m[3]}")
+    return "\n".join(extra + [line for lines in families.values() for line in lines]) + "\n"
+
+
+class Ingress:
+    def __init__(self, engines, wanted: int, api_key: str | None, max_body_bytes: int, board: str,
+                 app_name: str, deployment: str = "EngineReplica"):
+        self.engines, self.wanted, self.api_key, self.max_body_bytes = engines, wanted, api_key, max_body_bytes
+        self.board_name, self.app_name, self.deployment = board, app_name, deployment
+
+    def authorized(self, request: Request) -> bool:
+        return not self.api_key or request.headers.get("authorization") == f"Bearer {self.api_key}" or \
+            request.headers.get("x-api-key") == self.api_key
+
+    def ready(self) -> int:
+        status = serve.status().applications.get(self.app_name)
+        overview = status.deployments.get(self.deployment) if status else None
+        return overview.replica_states.get("RUNNING", 0) if overview else 0
+
+    async def __call__(self, request: Request) -> Response:
+        anthropic = request.url.path.startswith("/v1/messages")
+        try:
+            if request.method == "GET" and request.url.path == "/health":
+                return await self.health()
+            if request.method == "GET" and request.url.path == "/metrics":
+                return await self.metrics(request)
+            return await self.forward(request, anthropic)
+        except APIError as e:
+            return e.response(anthropic)
+
+    async def health(self) -> JSONResponse:
+        """200 while at least one replica serves; the count ready and the count wanted either way."""
+        ready = await asyncio.to_thread(self.ready)
+        body = {"status": "ok" if ready else "unavailable", "replicas": {"ready": ready, "wanted": self.wanted}}
+        return JSONResponse(body, status_code=200 if ready else 503)
+
+    async def metrics(self, request: Request) -> Response:
+        if not self.authorized(request):
+            raise APIError(401, "invalid or missing API key (send 'Authorization: Bearer <key>' or 'x-api-key: <key>')",
+                           "invalid_api_key")
+        board = ray.get_actor(self.board_name)
+        posts = await board.read.remote(within=5.0)
+        ready = await asyncio.to_thread(self.ready)
+        extra = ["# HELP forwardpass:replicas_ready Engine replicas serving.",
+                 "# TYPE forwardpass:replicas_ready gauge", f"forwardpass:replicas_ready {ready}",
+                 "# HELP forwardpass:replicas_wanted Engine replicas asked for.",
+                 "# TYPE forwardpass:replicas_wanted gauge", f"forwardpass:replicas_wanted {self.wanted}",
+                 "# HELP forwardpass:replica_pid Each replica's process id.", "# TYPE forwardpass:replica_pid gauge"]
+        extra += [f'forwardpass:replica_pid{{replica="{r}"}} {pid}' for r, (pid, _) in sorted(posts.items())]
+        text = labelled({r: t for r, (_, t) in posts.items()}, extra)
+        return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    async def read_body(self, request: Request) -> bytes:
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise APIError(413, f"request body of {declared} bytes exceeds the limit of {self.max_body_bytes}")
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > self.max_body_bytes:
+                raise APIError(413, f"request body exceeds the limit of {self.max_body_bytes} bytes")
+        return body
+
+    async def forward(self, request: Request, anthropic: bool) -> Response:
+        body = await self.read_body(request)
+        forwarded = asgi.Forwarded(request.method, request.url.path, request.url.query.encode(),
+                                   [(k.lower(), v) for k, v in request.headers.raw], body)
+        prefix = prefix_hashes(route_key(request.url.path, body))
+        failure = None
+        for attempt in range(ATTEMPTS):
+            stream = self.engines.options(stream=True).forward.remote(forwarded, prefix=prefix)
+            try:
+                status, headers, first = await stream.__anext__()
+            except GONE as e:  # the replica died before answering: another one answers instead
+                failure = e
+                log.warning("replica gone before answering (try %d of %d): %s", attempt + 1, ATTEMPTS, e)
+                await asyncio.sleep(0.5 * (attempt + 1))
+                continue
+            except StopAsyncIteration:
+                raise APIError(500, "the replica ended the request without an answer") from None
+            return Relay(status, headers, first, stream, anthropic)
+        raise APIError(503, f"no replica could answer after {ATTEMPTS} tries ({type(failure).__name__}); retry",
+                       "replica_unavailable")
+
+
+class Relay(Response):
+    """A replica's response passed through as it arrives: its status and headers, then its body pieces."""
+
+    def __init__(self, status: int, headers: list, first: bytes, stream, anthropic: bool):
+        self.status_code, self.raw_headers, self.background = status, list(headers), None
+        self.first, self.stream, self.anthropic = first, stream, anthropic
+        self.sse = any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in headers)
+
+    async def __call__(self, scope, receive, send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        try:
+            await send({"type": "http.response.body", "body": self.first, "more_body": True})
+            async for piece in self.stream:
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
+        except GONE as e:
+            log.warning("replica gone mid-answer: %s", e)
+            if not self.sse:
+                raise  # the connection is cut short: the client sees the answer fail
+            error = APIError(503, "the replica answering this request stopped; retry", "replica_unavailable")
+            data = json.dumps(error.body(self.anthropic), ensure_ascii=False)
+            event = f"event: error\ndata: {data}\n\n" if self.anthropic else f"data: {data}\n\n"
+            await send({"type": "http.response.body", "body": event.encode(), "more_body": True})
+        finally:
+            self.stream.cancel()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -1,0 +1,281 @@
+"""`forwardpass serve --replicas 2` on a local Ray cluster (1 thread per replica), started as a user starts it: the
+same answers as one server, prefix-aware routing against round-robin, a replica killed mid-load, and the parts
+(routing keys, metric labels, the in-process ASGI call) on their own. Skipped without the extra forwardpass[ray]."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+from server_helpers import free_port, running_server
+
+pytest.importorskip("ray.serve", reason="the extra forwardpass[ray] is not installed")
+
+from forwardpass.scale import asgi  # noqa: E402
+from forwardpass.scale.ingress import labelled  # noqa: E402
+from forwardpass.scale.router import CHUNK, prefix_hashes, route_key  # noqa: E402
+
+KEY = "sekret"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+NAME = "smol"
+
+
+@contextlib.contextmanager
+def replicas(routing: str):
+    """`forwardpass serve --replicas 2` in fp32 (the `smollm` fixture's arithmetic); its base URL."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "forwardpass", "serve", "--replicas", "2", "--threads-per-replica",
+                             "1", "--routing", routing, "--port", str(port), "--json", "--storage", "fp32",
+                             "--kv-cache-gib", "0.05", "--served-model-name", NAME, "--api-key", KEY,
+                             "--shutdown-grace", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read()
+        info = json.loads(line)
+        assert info["replicas"] == 2 and info["threads_per_replica"] == 1 and info["routing"] == routing
+        yield f"http://127.0.0.1:{port}"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=90) == 0
+        assert "Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def prefix_served():
+    with replicas("prefix") as url:
+        yield url
+
+
+def chat(url: str, messages: list[dict], max_tokens: int = 8, **extra) -> dict:
+    r = httpx.post(f"{url}/v1/chat/completions", headers=AUTH, timeout=120,
+                   json={"model": NAME, "messages": messages, "max_tokens": max_tokens, "temperature": 0, **extra})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def metric(text: str, name: str) -> dict[str, float]:
+    """One counter's value per replica label."""
+    pattern = rf'^{re.escape(name)}{{replica="([^"]+)"[^}}]*}} (\S+)$'
+    return {m[1]: float(m[2]) for m in re.finditer(pattern, text, re.M)}
+
+
+def metrics(url: str) -> str:
+    r = httpx.get(f"{url}/metrics", headers=AUTH, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.text
+
+
+PROMPTS = ["The capital of France is", "List three colors:", "Write a haiku about rain.", "What is 12 times 12?"]
+
+
+def test_replicas_answer_as_one_server_does(prefix_served, smollm):
+    """Greedy answers through the replicas equal the single server's, plain and streamed; the routes, auth and
+    errors are the single server's; /health counts the replicas."""
+    url = prefix_served
+    with running_server(smollm, api_key=KEY) as (single, _):
+        for prompt in PROMPTS:
+            messages = [{"role": "user", "content": prompt}]
+            expected = chat(single, messages, 16, model="smollm")["choices"][0]["message"]
+            assert chat(url, messages, 16)["choices"][0]["message"] == expected
+            body = {"model": NAME, "messages": messages, "max_tokens": 16, "temperature": 0, "stream": True}
+            with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, headers=AUTH, timeout=120) as s:
+                events = [json.loads(line[6:]) for line in s.iter_lines() if line.startswith("data: {")]
+            assert "".join(e["choices"][0]["delta"].get("content") or "" for e in events) == expected["content"]
+    assert httpx.get(f"{url}/health", timeout=30).json() == {"status": "ok", "replicas": {"ready": 2, "wanted": 2}}
+    assert httpx.get(f"{url}/v1/models", timeout=30).status_code == 401
+    assert httpx.get(f"{url}/metrics", timeout=30).status_code == 401
+    r = httpx.post(f"{url}/v1/chat/completions", headers=AUTH, json={"model": NAME, "messages": [], "bogus": 1})
+    assert r.status_code == 400 and r.json()["error"]["message"].startswith("unsupported field 'bogus'")
+    r = httpx.post(f"{url}/v1/chat/completions", headers=AUTH, content=b"x" * (2 << 20))
+    assert r.status_code == 413
+    text = metrics(url)
+    assert "forwardpass:replicas_ready 2" in text and len(metric(text, "forwardpass:replica_pid")) == 2
+
+
+def conversation_hits(url: str) -> float:
+    """8 conversations, 2 to each of 4 system prompts, 4 turns each, in every turn the 8 in a shuffled order (one
+    at a time, so round-robin's choices do not depend on timing), with a KV pool per replica that holds about half
+    of the conversations' histories: the prompt tokens the replicas found in their prefix caches."""
+    systems = [f"You are assistant number {i}. Answer in one short sentence, politely and plainly." for i in range(4)]
+    before = sum(metric(metrics(url), "vllm:prefix_cache_hits_total").values())
+    histories = [[{"role": "system", "content": systems[c % 4]}] for c in range(8)]
+    order = random.Random(7)
+
+    async def turn(client: httpx.AsyncClient, c: int, t: int) -> None:
+        question = f"Turn {t} of conversation {c}. " + "Here is some context to keep in mind while answering. " * 3
+        histories[c].append({"role": "user", "content": question + "Name a fruit."})
+        r = await client.post("/v1/chat/completions", json={"model": NAME, "messages": histories[c], "max_tokens": 8,
+                                                            "temperature": 0})
+        assert r.status_code == 200, r.text
+        histories[c].append(r.json()["choices"][0]["message"])
+
+    async def run() -> None:
+        async with httpx.AsyncClient(base_url=url, headers=AUTH, timeout=120) as client:
+            for t in range(4):
+                arrivals = order.sample(range(8), 8)
+                for c in arrivals:
+                    await turn(client, c, t)
+
+    asyncio.run(run())
+    time.sleep(1.5)  # the replicas post their metrics every half second
+    return sum(metric(metrics(url), "vllm:prefix_cache_hits_total").values()) - before
+
+
+def test_prefix_routing_finds_more_cached_prompt_than_round_robin(prefix_served):
+    prefix = conversation_hits(prefix_served)
+    with replicas("round-robin") as url:
+        round_robin = conversation_hits(url)
+    print(f"prefix-cache hits: prefix routing {prefix:.0f}, round-robin {round_robin:.0f}")
+    assert prefix >= 1.5 * round_robin, (prefix, round_robin)
+
+
+def test_a_killed_replica_loses_no_request_unseen_and_is_replaced(prefix_served):
+    """SIGKILL to one replica while 16 requests run: each either completes or fails visibly (an error status, or
+    an error event ending its stream); nothing hangs; Ray starts a replacement and /health says so."""
+    url = prefix_served
+    pids = metric(metrics(url), "forwardpass:replica_pid")
+
+    async def one(client: httpx.AsyncClient, i: int) -> str:
+        body = {"model": NAME, "messages": [{"role": "user", "content": f"Count from 1 to {20 + i}."}],
+                "max_tokens": 40, "temperature": 0, "ignore_eos": True, "stream": i % 2 == 1}
+        if not body["stream"]:
+            r = await client.post("/v1/chat/completions", json=body)
+            if r.status_code != 200:
+                assert r.json()["error"]["message"]
+                return "failed"
+            assert r.json()["choices"][0]["finish_reason"] == "length"
+            return "answered"
+        async with client.stream("POST", "/v1/chat/completions", json=body) as s:
+            events = [line[6:] async for line in s.aiter_lines() if line.startswith("data: ")]
+        if events[-1] != "[DONE]":
+            assert json.loads(events[-1])["error"]["code"] == "replica_unavailable"
+            return "failed"
+        assert events[-1] == "[DONE]" and json.loads(events[-2])["choices"][0]["finish_reason"] == "length"
+        return "answered"
+
+    async def run() -> list[str]:
+        async with httpx.AsyncClient(base_url=url, headers=AUTH, timeout=120) as client:
+            tasks = [asyncio.create_task(one(client, i)) for i in range(16)]
+            await asyncio.sleep(2)
+            os.kill(int(min(pids.values())), signal.SIGKILL)
+            return await asyncio.wait_for(asyncio.gather(*tasks), timeout=180)
+
+    outcomes = asyncio.run(run())
+    assert outcomes.count("answered") >= 8, outcomes  # those before and on the other replica, and the failed-over
+    deadline = time.time() + 120
+    while (health := httpx.get(f"{url}/health", timeout=30).json())["replicas"]["ready"] < 2:
+        assert health["status"] == "ok" and health["replicas"]["wanted"] == 2
+        assert time.time() < deadline, "the replica was not replaced"
+        time.sleep(1)
+    assert chat(url, [{"role": "user", "content": "Hello"}], 4)["choices"][0]["finish_reason"] == "length"
+
+
+def test_too_many_replicas_for_the_cores_is_refused_before_ray_starts():
+    r = subprocess.run([sys.executable, "-m", "forwardpass", "serve", "--replicas", str(os.cpu_count() + 1),
+                        "--threads-per-replica", "1", "--port", str(free_port())], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"need {os.cpu_count() + 1} CPUs; this machine has {os.cpu_count()}" in r.stderr
+
+
+def test_ray_options_without_replicas_are_refused():
+    r = subprocess.run([sys.executable, "-m", "forwardpass", "serve", "--ray-address", "auto"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and "--ray-address applies to --replicas only" in r.stderr
+
+
+def test_route_keys_and_prefix_hashes():
+    system = {"role": "system", "content": "s" * (3 * CHUNK)}
+    one = json.dumps({"messages": [system, {"role": "user", "content": "a"}]}).encode()
+    two = json.dumps({"messages": [system, {"role": "user", "content": "b"}], "max_tokens": 3}).encode()
+    a, b = prefix_hashes(route_key("/v1/chat/completions", one)), prefix_hashes(route_key("/v1/chat/completions", two))
+    assert len(a) == 3 and a == b  # the same system prompt: the same whole chunks, whatever follows
+    other = prefix_hashes(route_key("/v1/chat/completions", one.replace(b"ssss", b"sssx", 1)))
+    assert other[0] != a[0] and other[1:] != a[1:]  # a change in the first chunk changes every hash after it
+    assert route_key("/v1/completions", b'{"prompt": "abc"}') == "abc"
+    assert route_key("/v1/messages", b'{"system": "be brief", "messages": [{"role": "user", "content": "x"}]}') == \
+        'system\x1f"be brief"\x1euser\x1fx'
+    assert route_key("/v1/chat/completions", b"not json") == "" and prefix_hashes("") == []
+
+
+def test_labelled_merges_families_with_a_replica_label():
+    one = ("# HELP c Things.\n# TYPE c counter\nc_total 3.0\n"
+           '# HELP h Hist.\n# TYPE h histogram\nh_bucket{le="1"} 2.0\n')
+    two = "# HELP c Things.\n# TYPE c counter\nc_total 5.0\n"
+    text = labelled({"a": one, "b": two}, ["up 1"])
+    assert text.splitlines() == ["up 1", "# HELP c Things.", "# TYPE c counter", 'c_total{replica="a"} 3.0',
+                                 'c_total{replica="b"} 5.0', "# HELP h Hist.", "# TYPE h histogram",
+                                 'h_bucket{replica="a",le="1"} 2.0']
+
+
+def test_in_process_call_streams_and_tells_the_app_the_client_left():
+    seen = []
+
+    async def app(scope, receive, send):
+        assert (await receive())["body"] == b"hi"
+        await send({"type": "http.response.start", "status": 201, "headers": [(b"x", b"1")]})
+        await send({"type": "http.response.body", "body": b"", "more_body": True})
+        await send({"type": "http.response.body", "body": b"one", "more_body": True})
+        await send({"type": "http.response.body", "body": b"two", "more_body": True})
+        seen.append((await receive())["type"])
+
+    async def run() -> list:
+        stream = asgi.call(app, asgi.Forwarded("POST", "/x", b"", [], b"hi"))
+        got = [await stream.__anext__(), await stream.__anext__()]
+        await stream.aclose()  # the ingress's client went away
+        return got
+
+    assert asyncio.run(run()) == [(201, [(b"x", b"1")], b"one"), b"two"]
+    assert seen == ["http.disconnect"]
+
+
+def test_batch_on_ray_data_answers_in_order_and_resumes(smollm, tmp_path):
+    """`batch --replicas 2`: 200 requests (and a line that is not one) through Ray Data's engine actors; SIGINT
+    mid-run leaves an ordered prefix, the same command completes it, and the answers are the local engine's."""
+    from test_batch import batch, rows, write_requests
+
+    write_requests(tmp_path / "in.jsonl", 200, max_tokens=4, extra=["{not json"])
+    cmd = [sys.executable, "-m", "forwardpass", "batch", str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"),
+           "--json", "--served-model-name", "m", "--replicas", "2", "--threads-per-replica", "1", "--storage", "fp32",
+           "--kv-cache-gib", "0.125"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline and proc.poll() is None:
+            if (tmp_path / "out.jsonl").exists() and len((tmp_path / "out.jsonl").read_text().splitlines()) >= 20:
+                break
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    done = rows(tmp_path / "out.jsonl")
+    assert json.loads(out)["interrupted"] and 20 <= len(done) < 201
+    assert [r["custom_id"] for r in done] == [f"r{i}" for i in range(len(done))]
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert report["skipped"] == len(done) and report["succeeded"] == 200 - len(done) and report["failed"] == 1
+    answers = rows(tmp_path / "out.jsonl")
+    assert [r["custom_id"] for r in answers] == [f"r{i}" for i in range(200)] + [None]
+    assert answers[-1]["error"]["message"].startswith("line 201 is not JSON")
+    write_requests(tmp_path / "local.jsonl", 24, max_tokens=4)
+    batch(smollm, tmp_path / "local.jsonl", tmp_path / "local-out.jsonl")
+    local = rows(tmp_path / "local-out.jsonl")
+    assert [r["response"]["body"]["choices"] for r in answers[:24]] == [r["response"]["body"]["choices"] for r in local]
