@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import threading
@@ -67,6 +68,8 @@ def run_on_ray(spec: ReplicaSpec, requests: Path, output: Path, replicas: int, t
             raise ForwardpassError(f"cannot join the Ray cluster at {ray_address}: {e}") from None
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    results = iter(())
     try:
         context = DataContext.get_current()
         context.execution_options.preserve_order = True
@@ -77,7 +80,6 @@ def run_on_ray(spec: ReplicaSpec, requests: Path, output: Path, replicas: int, t
                 env[name] = os.environ[name]
         asked = [{"number": line.number, "url": line.url, "body": json.dumps(line.body)}
                  for line in todo if line.problem is None]
-        results = iter(())
         if asked:
             data = ray.data.from_items(asked, override_num_blocks=max(1, -(-len(asked) // rows_per_batch)))
             results = iter(data.map_batches(Answerer, fn_constructor_args=(spec,), batch_size=rows_per_batch,
@@ -99,6 +101,7 @@ def run_on_ray(spec: ReplicaSpec, requests: Path, output: Path, replicas: int, t
                 if progress:
                     progress(report.skipped + written, report.requests)
     finally:
+        getattr(results, "close", lambda: None)()  # Ray Data's iterator ends before the cluster does
         if started:
             ray.shutdown()
     report.seconds = time.perf_counter() - start
