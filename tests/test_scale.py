@@ -84,7 +84,7 @@ PROMPTS = ["The capital of France is", "List three colors:", "Write a haiku abou
 
 def test_replicas_answer_as_one_server_does(prefix_served, smollm):
     """Greedy answers through the replicas equal the single server's, plain and streamed; the routes, auth and
-    errors are the single server's; /health counts the replicas."""
+    errors are the single server's; /health counts the replicas; a client leaving mid-stream ends its request."""
     url = prefix_served
     with running_server(smollm, api_key=KEY) as (single, _):
         for prompt in PROMPTS:
@@ -104,6 +104,18 @@ def test_replicas_answer_as_one_server_does(prefix_served, smollm):
     assert r.status_code == 413
     text = metrics(url)
     assert "forwardpass:replicas_ready 2" in text and len(metric(text, "forwardpass:replica_pid")) == 2
+    # a client that leaves mid-stream is gone for its replica too: its request is aborted, not decoded to the end
+    before = sum(metric(text, "vllm:generation_tokens_total").values())
+    body = {"model": NAME, "prompt": "Count: 1, 2,", "max_tokens": 2000, "ignore_eos": True, "stream": True}
+    with httpx.stream("POST", f"{url}/v1/completions", json=body, headers=AUTH, timeout=120) as s:
+        lines = s.iter_lines()
+        assert next(lines).startswith("data: {")
+    time.sleep(2)  # the replicas post their metrics every half second
+    deadline = time.time() + 30
+    while any(metric(text := metrics(url), "vllm:num_requests_running").values()):
+        assert time.time() < deadline, "the abandoned request kept running"
+        time.sleep(0.5)
+    assert sum(metric(text, "vllm:generation_tokens_total").values()) - before < 500
 
 
 def conversation_hits(url: str) -> float:
