@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import signal
@@ -98,7 +99,7 @@ def run_replicas(args) -> int:
     import os
 
     try:
-        from ..scale import cluster
+        from ..scale import cluster  # noqa: F401 — Ray Serve is there (serve_replicas uses it)
         from ..scale.hosted import ReplicaSpec
     except ImportError as e:
         raise ForwardpassError(f"--replicas needs Ray Serve ({e.name} is missing): pip install 'forwardpass[ray]'") \
@@ -118,13 +119,21 @@ def run_replicas(args) -> int:
         embedding_model=args.embedding_model, grace=args.shutdown_grace)
     if not args.json:
         print(f"starting {args.replicas} replicas of {threads} thread(s) on Ray Serve…", file=sys.stderr, flush=True)
+    out = sys.stdout
+    with contextlib.redirect_stdout(sys.stderr):  # what Ray prints goes to stderr: stdout is this command's
+        return serve_replicas(args, spec, threads, out)
+
+
+def serve_replicas(args, spec, threads: int, out) -> int:
+    from ..scale import cluster
+
     running = cluster.start(spec, args.replicas, threads, args.host, args.port, args.routing, args.ray_address)
     signals: list[int] = []  # a handler that only appends: a second signal inside the first cannot deadlock it
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda sig, frame: signals.append(sig))
     if args.json:
         print(json.dumps({"address": running.address, "model": spec.model_name, "replicas": args.replicas,
-                          "threads_per_replica": threads, "routing": args.routing}), flush=True)
+                          "threads_per_replica": threads, "routing": args.routing}), file=out, flush=True)
     else:
         print(f"serving {spec.model_name} at {running.address} ({args.replicas} replicas × {threads} thread(s), "
               f"{args.routing} routing)", file=sys.stderr, flush=True)

@@ -5,10 +5,12 @@ interrupted run resumes as the local one does (batch.py: what is skipped, what i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -46,7 +48,13 @@ def run_on_ray(spec: ReplicaSpec, requests: Path, output: Path, replicas: int, t
                ray_address: str | None = None, progress: Callable[[int, int], None] | None = None,
                stop: threading.Event | None = None, rows_per_batch: int = 16) -> Report:
     """Answer every request of `requests` not yet in `output` on `replicas` engine actors of `threads` threads, each
-    given `rows_per_batch` requests at a time (answered at once: the engine batches them)."""
+    given `rows_per_batch` requests at a time (answered at once: the engine batches them). What Ray prints goes to
+    stderr: stdout is the command's own."""
+    with contextlib.redirect_stdout(sys.stderr):
+        return _run_on_ray(spec, requests, output, replicas, threads, ray_address, progress, stop, rows_per_batch)
+
+
+def _run_on_ray(spec, requests, output, replicas, threads, ray_address, progress, stop, rows_per_batch) -> Report:
     from ray.data import DataContext
 
     lines = read_requests(requests)
