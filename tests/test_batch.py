@@ -50,6 +50,23 @@ def rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def interrupted(proc: subprocess.Popen, output: Path, lines: int) -> tuple[str, str]:
+    """SIGINT to a `batch` command once `output` holds `lines` answers; its stdout and stderr after it exits 130."""
+    deadline = time.time() + 180
+    while time.time() < deadline and proc.poll() is None:
+        if output.exists() and len(output.read_text().splitlines()) >= lines:
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    return out, err
+
+
 def answers(out: list[dict]) -> list[tuple]:
     """What each answer says, less what differs between runs (its response id, its creation time)."""
     def said(body):  # (the usage's cached tokens depend on what the prefix cache held then)
@@ -135,15 +152,8 @@ def test_the_command_stops_on_sigint_and_resumes(smollm, tmp_path):
     cmd = [sys.executable, "-m", "forwardpass", "batch", str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"),
            "--json", "--concurrency", "4", "--served-model-name", "m"]
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if (tmp_path / "out.jsonl").exists() and len((tmp_path / "out.jsonl").read_text().splitlines()) >= 4:
-            break
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
+    out, err = interrupted(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env),
+                           tmp_path / "out.jsonl", 4)
     first = json.loads(out)
     assert first["interrupted"] and "run the same command again to resume" in err
     done = rows(tmp_path / "out.jsonl")

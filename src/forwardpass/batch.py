@@ -121,6 +121,14 @@ class Report:
     failures: list[str] = field(default_factory=list)  # the first few, as "custom_id: reason"
 
 
+def pending(requests: Path, output: Path) -> tuple[list[Line], Report]:
+    """The lines of `requests` not yet answered in `output`, and a report counting those that are."""
+    lines = read_requests(requests)
+    done_before = answered(output)
+    todo = [line for line in lines if (line.custom_id or line.id) not in done_before]
+    return todo, Report(len(lines), skipped=len(lines) - len(todo), output=str(output))
+
+
 def answer(line: Line, status: int | None, body: dict | None) -> dict:
     if line.problem is not None:
         return {"id": line.id, "custom_id": line.custom_id, "response": None,
@@ -135,10 +143,7 @@ def run_batch(engine: Engine, app, requests: Path, output: Path, concurrency: in
     appending the answers in input order. The engine runs in the calling thread (where the model was loaded); the
     requests are sent from another. `stop` set: no new request starts, those running finish, and every answer
     before the first unfinished one is written. `progress(done, total)` after each answer written."""
-    lines = read_requests(requests)
-    done_before = answered(output)
-    todo = [line for line in lines if (line.custom_id or line.id) not in done_before]
-    report = Report(len(lines), skipped=len(lines) - len(todo), output=str(output))
+    todo, report = pending(requests, output)
     stop = stop or threading.Event()
     start = time.perf_counter()
     finished = threading.Event()

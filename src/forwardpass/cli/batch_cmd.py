@@ -12,6 +12,7 @@ from pathlib import Path
 from ..errors import ForwardpassError
 from ..pipeline import load
 from .options import positive_int
+from .replicas import add_ray_options, refuse_without_replicas, replica_spec
 
 
 def add_parser(sub):
@@ -27,14 +28,7 @@ def add_parser(sub):
     p.add_argument("--max-num-seqs", type=positive_int, default=32, help="requests decoding at once (default 32)")
     p.add_argument("--default-max-tokens", type=positive_int, default=1024,
                    help="new tokens for a chat request that sets no max_tokens (default 1024)")
-    ray = p.add_argument_group("engine actors on Ray Data (the extra forwardpass[ray])")
-    ray.add_argument("--replicas", type=positive_int, default=None,
-                     help="answer on N engine actors through Ray Data (default: one engine in this process, no Ray)")
-    ray.add_argument("--threads-per-replica", type=positive_int, default=None,
-                     help="CPU threads each actor computes with (default: the cores divided among the actors)")
-    ray.add_argument("--ray-address", default=None,
-                     help="join this Ray cluster; default: a local one for this command. The model path must exist "
-                          "on every node")
+    add_ray_options(p, "engine actors answering through Ray Data")
     return p
 
 
@@ -52,9 +46,7 @@ def run(args) -> int:
     if not (math.isfinite(args.kv_cache_gib) and args.kv_cache_gib > 0):
         raise ForwardpassError(f"--kv-cache-gib must be a positive number, got {args.kv_cache_gib}")
     if args.replicas is None:
-        for name in ("threads_per_replica", "ray_address"):
-            if getattr(args, name) is not None:
-                raise ForwardpassError(f"--{name.replace('_', '-')} applies to --replicas only")
+        refuse_without_replicas(args)
     stop = threading.Event()
 
     def interrupt(sig, frame) -> None:  # finish what runs, write every answer before the first unfinished one
@@ -93,23 +85,8 @@ def run(args) -> int:
 
 def on_ray(args, progress, stop):
     """The same answers from `--replicas` engine actors through Ray Data."""
-    import os
-
-    try:
-        from ..scale.data import run_on_ray
-        from ..scale.hosted import ReplicaSpec
-    except ImportError as e:
-        raise ForwardpassError(f"--replicas needs Ray Data ({e.name} is missing): pip install 'forwardpass[ray]'") \
-            from None
-    from ..models import resolve_model
-    from ..pipeline import default_model_path
-
-    path = default_model_path() if args.model is None else resolve_model(args.model)
-    threads = args.threads_per_replica or max(1, (os.cpu_count() or 1) // args.replicas)
-    spec = ReplicaSpec(model=str(Path(path).resolve()),
-                       model_name=args.served_model_name or Path(path).name.removesuffix(".gguf"),
-                       storage=args.storage, device=args.device,
-                       engine={"kv_cache_bytes": int(args.kv_cache_gib * 2**30), "max_num_seqs": args.max_num_seqs},
-                       default_max_tokens=args.default_max_tokens)
+    spec, threads = replica_spec(args, {"kv_cache_bytes": int(args.kv_cache_gib * 2**30),
+                                        "max_num_seqs": args.max_num_seqs})
+    from ..scale.data import run_on_ray
     return run_on_ray(spec, args.requests, args.output, args.replicas, threads, args.ray_address, progress, stop,
                       rows_per_batch=args.concurrency or 16)

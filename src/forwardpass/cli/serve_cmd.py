@@ -15,6 +15,7 @@ from ..engine import Engine, EngineConfig
 from ..errors import ForwardpassError
 from ..pipeline import load
 from .options import check_listen, port_number, positive_int, seconds
+from .replicas import add_ray_options, refuse_without_replicas, replica_spec
 
 
 def add_parser(sub):
@@ -38,15 +39,9 @@ def add_parser(sub):
                         "model at PATH (a directory or a zip of one)")
     p.add_argument("--shutdown-grace", type=seconds, default=5.0,
                    help="on SIGTERM, seconds requests in flight may still run before they are ended (default 5)")
-    ray = p.add_argument_group("replicas on Ray Serve (the extra forwardpass[ray])")
-    ray.add_argument("--replicas", type=positive_int, default=None,
-                     help="run N engine replicas on Ray Serve behind the same routes (default: one engine, no Ray)")
-    ray.add_argument("--threads-per-replica", type=positive_int, default=None,
-                     help="CPU threads each replica computes with (default: the cores divided among the replicas)")
-    ray.add_argument("--ray-address", default=None,
-                     help="join this Ray cluster (e.g. ray://head:10001 or auto); default: a local one for this "
-                          "command. The model path must exist on every node")
-    ray.add_argument("--routing", choices=("prefix", "round-robin", "pow2"), default="prefix",
+    add_ray_options(p, "engine replicas behind the same routes")
+    ray = p.add_argument_group("routing among replicas")
+    ray.add_argument("--routing", choices=("prefix", "round-robin", "pow2"), default=None,
                      help="how requests pick a replica: the one caching the longest prompt prefix, balanced against "
                           "load (default); each in turn; or the less loaded of two at random")
     return p
@@ -60,9 +55,9 @@ def run(args) -> int:
     check_listen(args.host, args.port)
     if args.replicas is not None:
         return run_replicas(args)
-    for name in ("threads_per_replica", "ray_address"):
-        if getattr(args, name) is not None:
-            raise ForwardpassError(f"--{name.replace('_', '-')} applies to --replicas only")
+    refuse_without_replicas(args)
+    if args.routing is not None:
+        raise ForwardpassError("--routing applies to --replicas only")
     fp = load(args.model, device=args.device, storage=args.storage, progress=not args.json)
     engine = Engine(fp, EngineConfig(kv_cache_bytes=int(args.kv_cache_gib * 2**30), block_size=args.block_size,
                                      max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
@@ -96,27 +91,13 @@ def run(args) -> int:
 
 def run_replicas(args) -> int:
     """`serve --replicas N`: the routes on Ray Serve's proxy, the engines in N replicas; ends on SIGINT/SIGTERM."""
-    import os
-
-    try:
-        from ..scale import cluster  # noqa: F401 — Ray Serve is there (serve_replicas uses it)
-        from ..scale.hosted import ReplicaSpec
-    except ImportError as e:
-        raise ForwardpassError(f"--replicas needs Ray Serve ({e.name} is missing): pip install 'forwardpass[ray]'") \
-            from None
-    from ..models import resolve_model
-    from ..pipeline import default_model_path
-
-    path = default_model_path() if args.model is None else resolve_model(args.model)
-    threads = args.threads_per_replica or max(1, (os.cpu_count() or 1) // args.replicas)
-    spec = ReplicaSpec(
-        model=str(Path(path).resolve()), model_name=args.served_model_name or Path(path).name.removesuffix(".gguf"),
-        storage=args.storage, device=args.device,
-        engine={"kv_cache_bytes": int(args.kv_cache_gib * 2**30), "block_size": args.block_size,
-                "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
-                "prefix_caching": not args.no_prefix_caching, "request_timeout": args.request_timeout or None},
-        api_key=args.api_key, max_body_bytes=args.max_body_bytes, default_max_tokens=args.default_max_tokens,
-        embedding_model=args.embedding_model, grace=args.shutdown_grace)
+    args.routing = args.routing or "prefix"
+    spec, threads = replica_spec(
+        args, {"kv_cache_bytes": int(args.kv_cache_gib * 2**30), "block_size": args.block_size,
+               "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
+               "prefix_caching": not args.no_prefix_caching, "request_timeout": args.request_timeout or None},
+        api_key=args.api_key, max_body_bytes=args.max_body_bytes, embedding_model=args.embedding_model,
+        grace=args.shutdown_grace)
     if not args.json:
         print(f"starting {args.replicas} replicas of {threads} thread(s) on Ray Serve…", file=sys.stderr, flush=True)
     out = sys.stdout

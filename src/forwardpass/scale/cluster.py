@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 from dataclasses import dataclass, replace
 
 import ray
@@ -35,6 +36,41 @@ class Cluster:
                 ray.shutdown()
 
 
+def join(ray_address: str | None, replicas: int, threads: int) -> bool:
+    """Connect to the cluster at `ray_address`, or start a local one (True: this command stops it), with CPUs for
+    `replicas` × `threads`. The caller's signal handlers are kept (Ray would take SIGTERM)."""
+    started = not ray.is_initialized() and ray_address is None
+    need = replicas * threads
+    if started and need > (os.cpu_count() or 1):
+        raise ForwardpassError(f"{replicas} replicas × {threads} threads need {need} CPUs; this machine has "
+                               f"{os.cpu_count()} (give fewer, or --ray-address to use a cluster)")
+    if not ray.is_initialized():
+        handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            ray.init(address=ray_address, include_dashboard=False, log_to_driver=False,
+                     logging_level=logging.WARNING, configure_logging=False,
+                     **({} if ray_address else {"num_cpus": os.cpu_count()}))
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            raise ForwardpassError(f"cannot join the Ray cluster at {ray_address}: {e}") from None
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    have = ray.cluster_resources().get("CPU", 0)
+    if need > have:
+        if started:
+            ray.shutdown()
+        raise ForwardpassError(f"{replicas} replicas × {threads} threads need {need} CPUs; the cluster has {have:g}")
+    return started
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """A replica's environment: its thread counts, and the settings of ours it must share."""
+    env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    for name in ("OMP_WAIT_POLICY", "FORWARDPASS_KERNELS", "XDG_CACHE_HOME"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
 def start(spec: ReplicaSpec, replicas: int, threads: int, host: str, port: int, routing: str = "prefix",
           ray_address: str | None = None, imbalance: int = 4) -> Cluster:
     from ray.serve.config import HTTPOptions, RequestRouterConfig
@@ -43,31 +79,13 @@ def start(spec: ReplicaSpec, replicas: int, threads: int, host: str, port: int, 
     from .replica import EngineReplica
     from .router import ROUTERS
 
-    started = not ray.is_initialized() and ray_address is None
-    if started and replicas * threads > (os.cpu_count() or 1):
-        raise ForwardpassError(f"{replicas} replicas × {threads} threads need {replicas * threads} CPUs; this machine "
-                               f"has {os.cpu_count()} (give fewer, or --ray-address to use a cluster)")
-    if not ray.is_initialized():
-        try:
-            ray.init(address=ray_address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
-                     configure_logging=False, **({} if ray_address else {"num_cpus": os.cpu_count()}))
-        except (ConnectionError, RuntimeError, ValueError) as e:
-            raise ForwardpassError(f"cannot join the Ray cluster at {ray_address}: {e}") from None
-    need, have = replicas * threads, ray.cluster_resources().get("CPU", 0)
-    if need > have:
-        if started:
-            ray.shutdown()
-        raise ForwardpassError(f"{replicas} replicas × {threads} threads need {need} CPUs; the cluster has {have:g}")
+    started = join(ray_address, replicas, threads)
     serve.start(http_options=HTTPOptions(host=host, port=port), logging_config={"log_level": "WARNING"})
     board = Board.options(name=spec.board, get_if_exists=True).remote()
-    threads_env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    for name in ("OMP_WAIT_POLICY", "FORWARDPASS_KERNELS", "XDG_CACHE_HOME"):
-        if name in os.environ:
-            threads_env[name] = os.environ[name]
     router = {} if ROUTERS[routing] is None else {"request_router_config": RequestRouterConfig(
         request_router_class=ROUTERS[routing], request_router_kwargs={"imbalance": imbalance} if routing == "prefix"
         else {}, request_routing_stats_period_s=60)}
-    actor = {"num_cpus": threads, "runtime_env": {"env_vars": threads_env}}
+    actor = {"num_cpus": threads, "runtime_env": {"env_vars": thread_env(threads)}}
     if (spec.device or "cpu").startswith("cuda"):  # a GPU each: Ray makes it the replica's only visible one
         actor["num_gpus"] = 1
         spec = replace(spec, device="cuda")

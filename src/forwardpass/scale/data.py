@@ -8,8 +8,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
-import signal
 import sys
 import threading
 import time
@@ -18,8 +16,9 @@ from pathlib import Path
 
 import ray
 
-from ..batch import Line, Report, answer, answered, read_requests, record, respond
+from ..batch import Line, Report, answer, pending, record, respond
 from ..errors import ForwardpassError
+from .cluster import join, thread_env
 from .hosted import HostedEngine, ReplicaSpec
 
 
@@ -57,42 +56,24 @@ def run_on_ray(spec: ReplicaSpec, requests: Path, output: Path, replicas: int, t
 def _run_on_ray(spec, requests, output, replicas, threads, ray_address, progress, stop, rows_per_batch) -> Report:
     from ray.data import DataContext
 
-    lines = read_requests(requests)
-    done_before = answered(output)
-    todo = [line for line in lines if (line.custom_id or line.id) not in done_before]
-    report = Report(len(lines), skipped=len(lines) - len(todo), output=str(output))
+    todo, report = pending(requests, output)
     stop = stop or threading.Event()
     start = time.perf_counter()
-    started = not ray.is_initialized() and ray_address is None
-    if started and replicas * threads > (os.cpu_count() or 1):
-        raise ForwardpassError(f"{replicas} replicas × {threads} threads need {replicas * threads} CPUs; this machine "
-                               f"has {os.cpu_count()} (give fewer, or --ray-address to use a cluster)")
-    if not ray.is_initialized():
-        handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}  # the caller's: kept
-        try:
-            ray.init(address=ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                     **({} if ray_address else {"num_cpus": os.cpu_count()}))
-        except (ConnectionError, RuntimeError, ValueError) as e:
-            raise ForwardpassError(f"cannot join the Ray cluster at {ray_address}: {e}") from None
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
+    started = join(ray_address, replicas, threads)
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     results = iter(())
     try:
         context = DataContext.get_current()
         context.execution_options.preserve_order = True
         context.enable_progress_bars = False
-        env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-        for name in ("OMP_WAIT_POLICY", "FORWARDPASS_KERNELS", "XDG_CACHE_HOME"):
-            if name in os.environ:
-                env[name] = os.environ[name]
         asked = [{"number": line.number, "url": line.url, "body": json.dumps(line.body)}
                  for line in todo if line.problem is None]
         if asked:
             data = ray.data.from_items(asked, override_num_blocks=max(1, -(-len(asked) // rows_per_batch)))
-            results = iter(data.map_batches(Answerer, fn_constructor_args=(spec,), batch_size=rows_per_batch,
-                                            batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=replicas),
-                                            num_cpus=threads, runtime_env={"env_vars": env}).iter_rows())
+            answers = data.map_batches(Answerer, fn_constructor_args=(spec,), batch_size=rows_per_batch,
+                                       batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=replicas),
+                                       num_cpus=threads, runtime_env={"env_vars": thread_env(threads)})
+            results = iter(answers.iter_rows())
         with open(output, "a", encoding="utf-8") as out:
             for written, line in enumerate(todo, 1):
                 if stop.is_set():

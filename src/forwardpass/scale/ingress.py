@@ -17,6 +17,7 @@ from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from ..server.body import read_body
 from ..server.errors import APIError
 from . import asgi
 from .router import prefix_hashes, route_key
@@ -96,19 +97,8 @@ class Ingress:
         text = labelled({r: t for r, (_, t) in posts.items()}, extra)
         return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
-    async def read_body(self, request: Request) -> bytes:
-        declared = request.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > self.max_body_bytes:
-            raise APIError(413, f"request body of {declared} bytes exceeds the limit of {self.max_body_bytes}")
-        body = b""
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > self.max_body_bytes:
-                raise APIError(413, f"request body exceeds the limit of {self.max_body_bytes} bytes")
-        return body
-
     async def forward(self, request: Request, anthropic: bool) -> Response:
-        body = await self.read_body(request)
+        body = await read_body(request, self.max_body_bytes)
         forwarded = asgi.Forwarded(request.method, request.url.path, request.url.query.encode(),
                                    [(k.lower(), v) for k, v in request.headers.raw], body)
         prefix = prefix_hashes(route_key(request.url.path, body))

@@ -31,6 +31,7 @@ from ..errors import ConstraintError, ContextLengthError, EngineUnavailableError
 from ..sampling import SamplingParams
 from . import messages as messages_api
 from . import tools
+from .body import read_body
 from .errors import APIError
 from .messages import MessagesRequest
 from .protocol import (
@@ -184,14 +185,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
     async def body(request: Request, schema: type[BaseModel], unsupported: dict = UNSUPPORTED,
                    served: str | None = None) -> BaseModel:
         authorize(request)
-        declared = request.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > config.max_body_bytes:
-            raise APIError(413, f"request body of {declared} bytes exceeds the limit of {config.max_body_bytes}")
-        raw = b""
-        async for chunk in request.stream():
-            raw += chunk
-            if len(raw) > config.max_body_bytes:
-                raise APIError(413, f"request body exceeds the limit of {config.max_body_bytes} bytes")
+        raw = await read_body(request, config.max_body_bytes)
         try:
             data = json.loads(raw)
             json.dumps(data, ensure_ascii=False).encode()  # a lone surrogate escape ("\udfff") is no text
