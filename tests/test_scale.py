@@ -104,17 +104,20 @@ def test_replicas_answer_as_one_server_does(prefix_served, smollm):
     assert r.status_code == 413
     text = metrics(url)
     assert "forwardpass:replicas_ready 2" in text and len(metric(text, "forwardpass:replica_pid")) == 2
-    # a client that leaves mid-stream is gone for its replica too: its request is aborted, not decoded to the end
+    # a client that leaves, mid-stream or before a plain answer, is gone for its replica too: its requests are
+    # aborted, not decoded to the end
     before = sum(metric(text, "vllm:generation_tokens_total").values())
     body = {"model": NAME, "prompt": "Count: 1, 2,", "max_tokens": 1000, "ignore_eos": True, "stream": True}
     with httpx.stream("POST", f"{url}/v1/completions", json=body, headers=AUTH, timeout=120) as s:
         assert s.status_code == 200 and next(s.iter_lines()).startswith("data: {")
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{url}/v1/completions", json=body | {"stream": False}, headers=AUTH, timeout=2)
     time.sleep(2)  # the replicas post their metrics every half second
     deadline = time.time() + 30
     while any(metric(text := metrics(url), "vllm:num_requests_running").values()):
         assert time.time() < deadline, "the abandoned request kept running"
         time.sleep(0.5)
-    assert sum(metric(text, "vllm:generation_tokens_total").values()) - before < 500
+    assert sum(metric(text, "vllm:generation_tokens_total").values()) - before < 1000
 
 
 def conversation_hits(url: str) -> float:
@@ -255,14 +258,14 @@ def test_in_process_call_streams_and_tells_the_app_the_client_left():
 
 
 def test_batch_on_ray_data_resumes_stops_and_answers_as_the_local_engine(smollm, tmp_path):
-    """`batch --replicas 2`: 64 requests (and a line that is not one) through Ray Data's engine actors. It resumes
+    """`batch --replicas 2`: 32 requests (and a line that is not one) through Ray Data's engine actors. It resumes
     a file a local run left cut mid-line, SIGINT leaves an ordered prefix, a local run completes it, and every answer
     is the local engine's (200 requests through the local engine alone: test_batch.py)."""
     from test_batch import answers, batch, interrupted, rows, write_requests
 
-    asked = [json.loads(line) for line in write_requests(tmp_path / "in.jsonl", 64, max_tokens=8)]
+    asked = [json.loads(line) for line in write_requests(tmp_path / "in.jsonl", 32, max_tokens=8)]
     for r in asked[-4:]:  # the last four answer at length: the run cannot end within seconds of its first answers
-        r["body"] |= {"max_tokens": 160, "ignore_eos": True}
+        r["body"] |= {"max_tokens": 96, "ignore_eos": True}
     (tmp_path / "in.jsonl").write_text("\n".join([json.dumps(r) for r in asked] + ["{not json"]) + "\n")
     batch(smollm, tmp_path / "in.jsonl", tmp_path / "local.jsonl")
     local = (tmp_path / "local.jsonl").read_text().splitlines(keepends=True)
@@ -271,12 +274,12 @@ def test_batch_on_ray_data_resumes_stops_and_answers_as_the_local_engine(smollm,
            "--json", "--served-model-name", "m", "--replicas", "2", "--threads-per-replica", "1", "--storage", "fp32",
            "--kv-cache-gib", "0.125", "--concurrency", "4"]
     out, err = interrupted(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                            start_new_session=True), tmp_path / "out.jsonl", 20)
+                                            start_new_session=True), tmp_path / "out.jsonl", 16)
     first = json.loads(out)  # stdout is the report alone: Ray's own notices went to stderr
     done = rows(tmp_path / "out.jsonl")
-    assert first["interrupted"] and first["skipped"] == 12 and 20 <= len(done) < 65
+    assert first["interrupted"] and first["skipped"] == 12 and 16 <= len(done) < 33
     assert [r["custom_id"] for r in done] == [f"r{i}" for i in range(len(done))]
     again = batch(smollm, tmp_path / "in.jsonl", tmp_path / "out.jsonl")
     assert again.skipped == len(done) and not again.interrupted
     assert answers(rows(tmp_path / "out.jsonl")) == answers(rows(tmp_path / "local.jsonl"))
-    assert rows(tmp_path / "out.jsonl")[-1]["error"]["message"].startswith("line 65 is not JSON")
+    assert rows(tmp_path / "out.jsonl")[-1]["error"]["message"].startswith("line 33 is not JSON")

@@ -95,7 +95,8 @@ def start(spec: ReplicaSpec, replicas: int, threads: int, host: str, port: int, 
         graceful_shutdown_timeout_s=spec.grace + 2, health_check_period_s=2, health_check_timeout_s=30, **router)
     ingress = serve.deployment(Ingress).options(num_replicas=1, max_ongoing_requests=10_000,
                                                 ray_actor_options={"num_cpus": 0})
-    app = ingress.bind(engines.bind(spec), replicas, spec.api_key, spec.max_body_bytes, spec.board, APP)
+    app = ingress.bind(engines.bind(spec), replicas, spec.api_key, spec.max_body_bytes, spec.board, APP,
+                       spec.engine.get("request_timeout"))
     cluster = Cluster(f"http://{host}:{port}/v1", started, board)
     try:
         serve.run(app, name=APP, route_prefix="/")  # returns once every replica is ready; raises if one cannot start

@@ -51,9 +51,11 @@ def labelled(texts: dict[str, str], extra: list[str]) -> str:
 
 class Ingress:
     def __init__(self, engines, wanted: int, api_key: str | None, max_body_bytes: int, board: str,
-                 app_name: str, deployment: str = "EngineReplica"):
+                 app_name: str, request_timeout: float | None = None, deployment: str = "EngineReplica"):
         self.engines, self.wanted, self.api_key, self.max_body_bytes = engines, wanted, api_key, max_body_bytes
         self.board_name, self.app_name, self.deployment = board, app_name, deployment
+        # a request's answer begins within the engine's own time limit (it ends the request then) or never will
+        self.first_timeout = request_timeout + 30 if request_timeout else None
 
     def authorized(self, request: Request) -> bool:
         return not self.api_key or request.headers.get("authorization") == f"Bearer {self.api_key}" or \
@@ -106,14 +108,24 @@ class Ingress:
         for attempt in range(ATTEMPTS):
             stream = self.engines.options(stream=True).forward.remote(forwarded, prefix=prefix)
             try:
-                status, headers, first = await stream.__anext__()
+                status, headers, first = await asyncio.wait_for(stream.__anext__(), self.first_timeout)
             except GONE as e:  # the replica died before answering: another one answers instead
                 failure = e
                 log.warning("replica gone before answering (try %d of %d): %s", attempt + 1, ATTEMPTS, e)
                 await asyncio.sleep(0.5 * (attempt + 1))
                 continue
+            except asyncio.TimeoutError:  # the engine ends its requests sooner: no replica took this one
+                stream.cancel()
+                raise APIError(503, f"no replica answered within {self.first_timeout:.0f} s; retry",
+                               "replica_unavailable") from None
+            except asyncio.CancelledError:  # the client went away: so does its request, on its replica
+                stream.cancel()
+                raise
             except StopAsyncIteration:
                 raise APIError(500, "the replica ended the request without an answer") from None
+            except Exception as e:  # noqa: BLE001 — said to the client as the single server says internal errors
+                stream.cancel()
+                raise APIError(500, f"internal error: {type(e).__name__}: {e}") from None
             return Relay(status, headers, first, stream, anthropic)
         raise APIError(503, f"no replica could answer after {ATTEMPTS} tries ({type(failure).__name__}); retry",
                        "replica_unavailable")
