@@ -4,6 +4,7 @@ SIGTERM, and refuses bad options before loading anything."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -74,3 +75,20 @@ def test_serve_names_a_port_in_use():
         r = subprocess.run([sys.executable, "-m", "forwardpass", "serve", "--port", str(port), "--model",
                             "/nonexistent.gguf"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("command", [["serve"], ["batch", "in.jsonl", "out.jsonl"]])
+def test_replicas_without_ray_say_how_to_install_it(command, tmp_path):
+    """Without the extra forwardpass[ray] (here hidden behind a `ray` that cannot be imported), `--replicas` is a
+    one-line error naming the extra; the Ray options without `--replicas` are refused whether Ray is there or not."""
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "__init__.py").write_text('raise ModuleNotFoundError("No module named \'ray\'", name="ray")\n')
+    (tmp_path / "in.jsonl").write_text("")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-m", "forwardpass", *command, "--replicas", "2"], capture_output=True,
+                       text=True, timeout=120, env=env, cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "--replicas needs Ray (ray is missing): pip install 'forwardpass[ray]'" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "forwardpass", *command, "--ray-address", "auto"], capture_output=True,
+                       text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 2 and "--ray-address applies to --replicas only" in r.stderr, r.stderr
