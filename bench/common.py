@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import platform
+import socket
 import statistics
 import sys
 import time
@@ -30,6 +31,13 @@ def sync(device: str | torch.device) -> None:
     """Wait for the device's queued work (CUDA runs asynchronously), so that a clock read after it is fair."""
     if torch.device(device).type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def machine(device: str = "cpu") -> dict:

@@ -14,24 +14,17 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 
 import httpx
-from common import machine
+from common import free_port, machine
 
 from forwardpass.cli.options import positive_int
 
 WORDS = "the quick brown fox jumps over a lazy dog while seven small birds sing in old green trees".split()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def plan(prompt: int, new: int, threads: int) -> dict:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,7 +19,7 @@ import time
 
 import httpx
 import openai
-from common import checked_device, machine
+from common import checked_device, free_port, machine
 
 from forwardpass.cli.options import add_device_option, positive_int
 from forwardpass.pipeline import STORAGE
@@ -28,12 +27,6 @@ from forwardpass.pipeline import STORAGE
 QUESTIONS = ["Why is the sky blue?", "Name three birds and describe them.", "Write a poem about rain.",
              "Explain how a bicycle works.", "What is a prime number?", "Describe a busy market.",
              "How do plants grow?", "Tell a story about a fox."]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def stream_one(client: openai.OpenAI, i: int, max_tokens: int, times: list | None = None) -> int:

@@ -107,6 +107,8 @@ def test_plan_arithmetic_on_given_rounds():
 
 @pytest.mark.parametrize("args,message", [
     (["--rate", "2"], "--rate applies to --plan only"),
+    (["--threads-per-replica", "2"], "--threads-per-replica applies to --plan only"),
+    (["--max-batch", "4"], "--max-batch applies to --plan only"),
     (["--plan"], "--plan needs --rate, a positive number of requests per second (got None)"),
     (["--plan", "--rate", "nan"], "--plan needs --rate, a positive number of requests per second (got nan)"),
     (["--plan", "--rate", "1", "--max-batch", "0"], "--threads-per-replica and --max-batch must be positive integers"),

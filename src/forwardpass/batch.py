@@ -120,6 +120,12 @@ class Report:
     output: str = ""
     failures: list[str] = field(default_factory=list)  # the first few, as "custom_id: reason"
 
+    def ended(self, start: float, stop: threading.Event) -> Report:
+        """The run that began at `start` (perf_counter) is over: its time, and whether `stop` cut it short."""
+        self.seconds = time.perf_counter() - start
+        self.interrupted = stop.is_set() and self.skipped + self.succeeded + self.failed < self.requests
+        return self
+
 
 def pending(requests: Path, output: Path) -> tuple[list[Line], Report]:
     """The lines of `requests` not yet answered in `output`, and a report counting those that are."""
@@ -158,9 +164,7 @@ def run_batch(engine: Engine, app, requests: Path, output: Path, concurrency: in
     sender.start()
     engine.run(until=finished.is_set)
     sender.join()
-    report.seconds = time.perf_counter() - start
-    report.interrupted = stop.is_set() and report.skipped + report.succeeded + report.failed < report.requests
-    return report
+    return report.ended(start, stop)
 
 
 async def respond(client, line: Line) -> tuple[int, dict]:

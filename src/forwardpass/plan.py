@@ -5,7 +5,7 @@ One replica's capacity for a request shape (P prompt tokens, N new) is measured,
 concurrency, X(b) = b / W(b) requests per second (prefill and every decode step included, as the scheduler runs
 them). The plan runs each replica at the smallest b reaching 90% of the best X (more concurrency than that buys
 latency, not throughput), needs ⌈R / X(b)⌉ replicas for R requests per second, and gives each the memory it
-measured after loading plus the KV blocks b sequences of P + N tokens hold (cost.kv_bytes_per_token).
+measured after loading plus the KV cache b sequences of P + N tokens hold (at the engine pool's bytes per token).
 
 The probe runs in a child process with the thread count a replica gets (OpenMP and PyTorch read it at start-up)."""
 
@@ -41,11 +41,11 @@ def probe(model: str | None, storage: str | None, device: str, prompt: int, new:
     engine = Engine(fp, EngineConfig(kv_cache_bytes=256 * 2**20, max_num_seqs=max_batch, prefix_caching=False))
     generator = torch.Generator().manual_seed(0)
     params = SamplingParams(temperature=0, max_tokens=new, ignore_eos=True)
+    engine.submit(list(range(8)), SamplingParams(temperature=0, max_tokens=2), lambda o: None)  # warm up
+    engine.run_until_done()
     rounds, b = [], 1
     while b <= max_batch:
         prompts = [torch.randint(0, c.vocab_size, (prompt,), generator=generator).tolist() for _ in range(b)]
-        engine.submit(prompts[0][:8], SamplingParams(temperature=0, max_tokens=2), lambda o: None)  # warm up
-        engine.run_until_done()
         start = time.perf_counter()
         for ids in prompts:
             engine.submit(ids, params, lambda o: None)

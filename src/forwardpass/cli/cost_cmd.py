@@ -32,9 +32,9 @@ def add_parser(sub):
                    help="size a deployment: the replicas, CPUs and memory --rate requests/s of --prompt and --new "
                         "tokens need, from one replica measured here (weights as stored)")
     p.add_argument("--rate", type=float, default=None, help="with --plan: target requests per second")
-    p.add_argument("--threads-per-replica", type=int, default=1,
+    p.add_argument("--threads-per-replica", type=int, default=None,
                    help="with --plan: CPU threads each replica computes with (default 1)")
-    p.add_argument("--max-batch", type=int, default=16,
+    p.add_argument("--max-batch", type=int, default=None,
                    help="with --plan: the most requests a replica is measured answering at once (default 16)")
     return p
 
@@ -92,13 +92,16 @@ def run(args) -> int:
     if args.target is not None and args.model is not None and args.target != args.model:
         raise ForwardpassError(f"name the model once: MODEL is {args.target!r} but --model is {args.model!r}")
     if not args.plan:
-        for name in ("rate",):
+        for name in ("rate", "threads_per_replica", "max_batch"):
             if getattr(args, name) is not None:
-                raise ForwardpassError(f"--{name} applies to --plan only")
+                raise ForwardpassError(f"--{name.replace('_', '-')} applies to --plan only")
     elif args.rate is None or not (math.isfinite(args.rate) and args.rate > 0):
         raise ForwardpassError(f"--plan needs --rate, a positive number of requests per second (got {args.rate})")
-    elif args.threads_per_replica <= 0 or args.max_batch <= 0:
-        raise ForwardpassError("--threads-per-replica and --max-batch must be positive integers")
+    else:
+        args.threads_per_replica = 1 if args.threads_per_replica is None else args.threads_per_replica
+        args.max_batch = 16 if args.max_batch is None else args.max_batch
+        if args.threads_per_replica <= 0 or args.max_batch <= 0:
+            raise ForwardpassError("--threads-per-replica and --max-batch must be positive integers")
     c, path = resolve_config(args.target or args.model)
     if args.plan and path is None:
         raise ForwardpassError("--plan measures a replica: give a model file, not a preset")

@@ -20,8 +20,9 @@ def add_ray_options(p, what: str) -> None:
                           "command. The model path must exist on every node")
 
 
-def refuse_without_replicas(args) -> None:
-    for name in ("threads_per_replica", "ray_address"):
+def refuse_without_replicas(args, *more: str) -> None:
+    """Options that apply to --replicas only (`more`: a command's own) are refused without it."""
+    for name in ("threads_per_replica", "ray_address", *more):
         if getattr(args, name) is not None:
             raise ForwardpassError(f"--{name.replace('_', '-')} applies to --replicas only")
 

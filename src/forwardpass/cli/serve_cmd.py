@@ -55,9 +55,7 @@ def run(args) -> int:
     check_listen(args.host, args.port)
     if args.replicas is not None:
         return run_replicas(args)
-    refuse_without_replicas(args)
-    if args.routing is not None:
-        raise ForwardpassError("--routing applies to --replicas only")
+    refuse_without_replicas(args, "routing")
     fp = load(args.model, device=args.device, storage=args.storage, progress=not args.json)
     engine = Engine(fp, EngineConfig(kv_cache_bytes=int(args.kv_cache_gib * 2**30), block_size=args.block_size,
                                      max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,

@@ -23,7 +23,7 @@ APP = "forwardpass"
 class Cluster:
     address: str  # the OpenAI base URL
     started_ray: bool  # a local cluster this command started (and stops)
-    board: object
+    board: object  # the metrics board's handle, held for as long as the replicas post to it
 
     def stop(self) -> None:
         """Take the application down (each replica drains for its grace period), then the cluster if ours."""

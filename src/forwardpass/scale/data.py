@@ -93,6 +93,4 @@ def _run_on_ray(spec, requests, output, replicas, threads, ray_address, progress
         getattr(results, "close", lambda: None)()  # Ray Data's iterator ends before the cluster does
         if started:
             ray.shutdown()
-    report.seconds = time.perf_counter() - start
-    report.interrupted = stop.is_set() and report.skipped + report.succeeded + report.failed < report.requests
-    return report
+    return report.ended(start, stop)

@@ -7,7 +7,6 @@ stream with an error event, so a client either gets its whole answer or sees it 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 
@@ -17,6 +16,7 @@ from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from ..server.auth import authorize
 from ..server.body import read_body
 from ..server.errors import APIError
 from . import asgi
@@ -57,10 +57,6 @@ class Ingress:
         # a request's answer begins within the engine's own time limit (it ends the request then) or never will
         self.first_timeout = request_timeout + 30 if request_timeout else None
 
-    def authorized(self, request: Request) -> bool:
-        return not self.api_key or request.headers.get("authorization") == f"Bearer {self.api_key}" or \
-            request.headers.get("x-api-key") == self.api_key
-
     def ready(self) -> int:
         status = serve.status().applications.get(self.app_name)
         overview = status.deployments.get(self.deployment) if status else None
@@ -84,9 +80,7 @@ class Ingress:
         return JSONResponse(body, status_code=200 if ready else 503)
 
     async def metrics(self, request: Request) -> Response:
-        if not self.authorized(request):
-            raise APIError(401, "invalid or missing API key (send 'Authorization: Bearer <key>' or 'x-api-key: <key>')",
-                           "invalid_api_key")
+        authorize(request, self.api_key)
         board = ray.get_actor(self.board_name)
         posts = await board.read.remote(within=5.0)
         ready = await asyncio.to_thread(self.ready)
@@ -150,9 +144,7 @@ class Relay(Response):
             if not self.sse:
                 raise  # the connection is cut short: the client sees the answer fail
             error = APIError(503, "the replica answering this request stopped; retry", "replica_unavailable")
-            data = json.dumps(error.body(self.anthropic), ensure_ascii=False)
-            event = f"event: error\ndata: {data}\n\n" if self.anthropic else f"data: {data}\n\n"
-            await send({"type": "http.response.body", "body": event.encode(), "more_body": True})
+            await send({"type": "http.response.body", "body": error.event(self.anthropic).encode(), "more_body": True})
         finally:
             self.stream.cancel()
         await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -31,6 +31,7 @@ from ..errors import ConstraintError, ContextLengthError, EngineUnavailableError
 from ..sampling import SamplingParams
 from . import messages as messages_api
 from . import tools
+from .auth import authorize as check_key
 from .body import read_body
 from .errors import APIError
 from .messages import MessagesRequest
@@ -177,10 +178,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
         return APIError(500, f"internal error: {type(e).__name__}: {e}").response(anthropic(request))
 
     def authorize(request: Request) -> None:
-        if config.api_key and request.headers.get("authorization") != f"Bearer {config.api_key}" and \
-                request.headers.get("x-api-key") != config.api_key:
-            raise APIError(401, "invalid or missing API key (send 'Authorization: Bearer <key>' or 'x-api-key: "
-                                "<key>')", "invalid_api_key")
+        check_key(request, config.api_key)
 
     async def body(request: Request, schema: type[BaseModel], unsupported: dict = UNSUPPORTED,
                    served: str | None = None) -> BaseModel:
@@ -418,7 +416,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
         if req.stream_options is not None and req.stream_options.include_usage:
             yield chunk([], usage=usage(len(prompt_ids), completion_tokens, cached))
         if error is not None:
-            yield f"data: {json.dumps(engine_error(error).body(), ensure_ascii=False)}\n\n"
+            yield engine_error(error).event()
         yield "data: [DONE]\n\n"
 
     @app.post("/v1/completions")
@@ -508,7 +506,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
                 if calls is None and out.text:
                     yield event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": out.text}})
         if last is not None and last.error is not None:
-            yield event("error", engine_error(last.error).body(anthropic=True))
+            yield engine_error(last.error).event(anthropic=True)
             return
         made = tools.parse(text, calls, parallel) if calls else None
         if calls is None:

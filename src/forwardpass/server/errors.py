@@ -3,6 +3,8 @@ Messages API Anthropic's {"type": "error", "error": {"type", "message"}}."""
 
 from __future__ import annotations
 
+import json
+
 from fastapi.responses import JSONResponse
 
 TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
@@ -27,6 +29,11 @@ class APIError(Exception):
                                                "message": self.message}}
         return {"error": {"message": self.message, "type": TYPES.get(self.status, "invalid_request_error"),
                           "param": self.param, "code": self.code}}
+
+    def event(self, anthropic: bool = False) -> str:
+        """The error as the server-sent event that ends a stream, as each API's own streams report one."""
+        data = json.dumps(self.body(anthropic), ensure_ascii=False)
+        return f"event: error\ndata: {data}\n\n" if anthropic else f"data: {data}\n\n"
 
     def response(self, anthropic: bool = False) -> JSONResponse:
         return JSONResponse(self.body(anthropic), status_code=self.status)
