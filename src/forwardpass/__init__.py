@@ -4,17 +4,46 @@
     fp = forwardpass.load()                       # the embedded SmolLM2-135M-Instruct
     logits, cache = fp.model(x, cache)            # the seed's loop, one call
     forwardpass.generate(fp, "Once upon a time", forwardpass.SamplingParams(temperature=0.7, seed=1))
+
+The names whose modules need PyTorch are imported on first use: `import forwardpass`, and every command that
+refuses its options or only reads a file's metadata, start without it.
 """
+
+import importlib
+import sys
+import types
 
 from . import cost
 from .config import PRESETS, ModelConfig, preset
 from .errors import ContextLengthError, ForwardpassError, InvariantError, ModelFileError, TokenIdError
-from .generate import Generation, GenerationResult, generate
-from .kv_cache import KVCache
-from .model import Transformer
-from .pipeline import Pipeline, default_model_path, load
-from .sampling import SamplingParams
-from .tokenizer import Tokenizer
+from .models import default_model_path
+
+LAZY = {"Generation": "generate", "GenerationResult": "generate", "generate": "generate", "KVCache": "kv_cache",
+        "Transformer": "model", "Pipeline": "pipeline", "load": "pipeline", "SamplingParams": "sampling",
+        "Tokenizer": "tokenizer"}
+
+
+def __getattr__(name: str):
+    if name not in LAZY:
+        raise AttributeError(f"module 'forwardpass' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(LAZY))
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value) -> None:
+        # importing the module forwardpass.generate names it on the package: `forwardpass.generate` stays the function
+        if name == "generate" and isinstance(value, types.ModuleType):
+            value = value.generate
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "PRESETS", "ContextLengthError", "ForwardpassError", "Generation", "GenerationResult", "InvariantError", "KVCache",

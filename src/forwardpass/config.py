@@ -7,6 +7,9 @@ from typing import Literal
 
 from .errors import ForwardpassError
 
+# how a model's weights are held: as the file stores them, a float dtype, or re-quantized into 8- or 4-bit blocks
+STORAGE_MODES = ("stored", "fp32", "bf16", "fp16", "int8", "q4")
+
 
 @dataclass(frozen=True)
 class RopeScaling:

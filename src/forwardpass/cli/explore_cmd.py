@@ -6,7 +6,6 @@ import json
 import sys
 
 from ..errors import ForwardpassError
-from ..pipeline import load
 from .options import check_listen, port_number
 
 
@@ -20,6 +19,7 @@ def add_parser(sub):
 def others(args) -> dict:
     """The models a page may switch to, each loaded on first use: the embedded default and every named one."""
     from ..models import NAMED
+    from ..pipeline import load
 
     def loader(name):
         return lambda: load(name, device=args.device, storage=args.storage)
@@ -29,11 +29,12 @@ def others(args) -> dict:
 
 
 def run(args) -> int:
+    check_listen(args.host, args.port)
     import uvicorn
 
     from ..explorer.app import build_explorer
+    from ..pipeline import load  # PyTorch: imported once the options are known to be good
 
-    check_listen(args.host, args.port)
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage)
     if fp.tokenizer is None:
         raise ForwardpassError("the explorer needs a model with a tokenizer")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import sys
 
-from ..generate import Generation
-from ..pipeline import load
 from .sampling_options import add_sampling_options, sampling_params
 
 
@@ -21,6 +19,8 @@ def add_parser(sub):
 
 def run(args) -> int:
     params = sampling_params(args)
+    from ..generate import Generation  # PyTorch: imported once the options are known to be good
+    from ..pipeline import load
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage)
     prompt = args.prompt
     if args.chat:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
-import torch
-
-from ..pipeline import Pipeline, load
-from ..sampling import probabilities
 from .options import positive_int
+
+if TYPE_CHECKING:
+    from ..pipeline import Pipeline
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -22,6 +22,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def inspect(fp: Pipeline, prompt: str, top: int, temperature: float) -> dict:
     """The whole report as one dict (what --json prints)."""
+    import torch
+
+    from ..sampling import probabilities
+
     ids = fp.encode(prompt)
     with torch.inference_mode():
         rows = fp.model.tok_embeddings(torch.tensor(ids, dtype=torch.long, device=fp.device)).float().cpu()
@@ -44,6 +48,11 @@ def inspect(fp: Pipeline, prompt: str, top: int, temperature: float) -> dict:
 
 
 def run(args) -> int:
+    import torch
+
+    from ..pipeline import load
+    from ..sampling import probabilities
+
     probabilities(torch.zeros(1), args.temperature)  # a bad temperature fails before the model loads
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage)
     report = inspect(fp, args.prompt, args.top, args.temperature)

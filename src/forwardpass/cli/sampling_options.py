@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..constraints import Constraint
 from ..errors import ConstraintError, ForwardpassError
-from ..sampling import SamplingParams
+
+if TYPE_CHECKING:
+    from ..constraints import Constraint
+    from ..sampling import SamplingParams
 
 
 def add_sampling_options(p: argparse.ArgumentParser, max_tokens: int = 128) -> None:
@@ -36,6 +39,8 @@ def add_sampling_options(p: argparse.ArgumentParser, max_tokens: int = 128) -> N
 
 def sampling_params(args) -> SamplingParams:
     """Validated parameters (a clear error before the model loads)."""
+    from ..sampling import SamplingParams
+
     return SamplingParams(
         temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, min_p=args.min_p, seed=args.seed,
         stop=args.stop, repetition_penalty=args.repetition_penalty, presence_penalty=args.presence_penalty,
@@ -52,6 +57,8 @@ def bias(text: str) -> tuple[int, float]:
 
 
 def constraint(args) -> Constraint | None:
+    from ..constraints import Constraint
+
     if args.json_object:
         return Constraint("json_object")
     if args.regex is not None:

@@ -11,9 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..engine import Engine, EngineConfig
 from ..errors import ForwardpassError
-from ..pipeline import load
 from .options import check_listen, port_number, positive_int, seconds
 from .replicas import add_ray_options, refuse_without_replicas, replica_spec
 
@@ -48,14 +46,17 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..server import ServerConfig, build_app, make_server
-
     if not (math.isfinite(args.kv_cache_gib) and args.kv_cache_gib > 0):
         raise ForwardpassError(f"--kv-cache-gib must be a positive number, got {args.kv_cache_gib}")
-    check_listen(args.host, args.port)
+    if args.ray_address is None:  # a joined cluster's Serve listens on its own node, perhaps on this port already
+        check_listen(args.host, args.port)
     if args.replicas is not None:
         return run_replicas(args)
     refuse_without_replicas(args, "routing")
+    from ..engine import Engine, EngineConfig  # PyTorch: imported once the options are known to be good
+    from ..pipeline import load
+    from ..server import ServerConfig, build_app, make_server
+
     fp = load(args.model, device=args.device, storage=args.storage, progress=not args.json)
     engine = Engine(fp, EngineConfig(kv_cache_bytes=int(args.kv_cache_gib * 2**30), block_size=args.block_size,
                                      max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,

@@ -14,7 +14,7 @@ from ray import serve
 
 from ..errors import ForwardpassError
 from .hosted import ReplicaSpec
-from .replica import Board
+from .replica import NAMESPACE, Board
 
 APP = "forwardpass"
 
@@ -38,7 +38,8 @@ class Cluster:
 
 def join(ray_address: str | None, replicas: int, threads: int) -> bool:
     """Connect to the cluster at `ray_address`, or start a local one (True: this command stops it), with CPUs for
-    `replicas` × `threads`. The caller's signal handlers are kept (Ray would take SIGTERM)."""
+    `replicas` × `threads`. A cluster `ray start` left running here is joined only when named (`auto`). The
+    caller's signal handlers are kept (Ray would take SIGTERM)."""
     started = not ray.is_initialized() and ray_address is None
     need = replicas * threads
     if started and need > (os.cpu_count() or 1):
@@ -47,11 +48,14 @@ def join(ray_address: str | None, replicas: int, threads: int) -> bool:
     if not ray.is_initialized():
         handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            ray.init(address=ray_address, include_dashboard=False, log_to_driver=False,
+            ray.init(address=ray_address or "local", include_dashboard=False, log_to_driver=False,
                      logging_level=logging.WARNING, configure_logging=False,
                      **({} if ray_address else {"num_cpus": os.cpu_count()}))
         except (ConnectionError, RuntimeError, ValueError) as e:
-            raise ForwardpassError(f"cannot join the Ray cluster at {ray_address}: {e}") from None
+            hint = ("; a cluster with token authentication (Ray's default) is joined at an address only with "
+                    "RAY_AUTH_MODE=token" if ray_address not in (None, "auto") and "RAY_AUTH_MODE" not in os.environ
+                    else "")
+            raise ForwardpassError(f"cannot join the Ray cluster at {ray_address}: {e}{hint}") from None
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     have = ray.cluster_resources().get("CPU", 0)
@@ -60,6 +64,24 @@ def join(ray_address: str | None, replicas: int, threads: int) -> bool:
             ray.shutdown()
         raise ForwardpassError(f"{replicas} replicas × {threads} threads need {need} CPUs; the cluster has {have:g}")
     return started
+
+
+def refuse_a_taken_cluster(host: str, port: int, started: bool) -> None:
+    """A joined cluster's Serve keeps the address it first listened on and has one root route: another address,
+    or a forwardpass application already there, is refused rather than silently ignored or replaced."""
+    listening = serve.context._get_global_client().http_config
+    problem = None
+    if (listening.host, listening.port) != (host, port):
+        problem = (f"Ray Serve on this cluster listens on {listening.host}:{listening.port}, not {host}:{port}: give "
+                   f"--host {listening.host} --port {listening.port}")
+    elif APP in serve.status().applications:
+        problem = (f"this Ray cluster already serves a {APP} application (another `forwardpass serve`): stop that "
+                   f"one first (or clear the cluster's Serve with `serve shutdown`)")
+    if problem:
+        if started:
+            serve.shutdown()
+            ray.shutdown()
+        raise ForwardpassError(problem)
 
 
 def thread_env(threads: int) -> dict[str, str]:
@@ -73,15 +95,16 @@ def thread_env(threads: int) -> dict[str, str]:
 
 def start(spec: ReplicaSpec, replicas: int, threads: int, host: str, port: int, routing: str = "prefix",
           ray_address: str | None = None, imbalance: int = 4) -> Cluster:
+    started = join(ray_address, replicas, threads)
     from ray.serve.config import HTTPOptions, RequestRouterConfig
 
     from .ingress import Ingress
     from .replica import EngineReplica
     from .router import ROUTERS
 
-    started = join(ray_address, replicas, threads)
     serve.start(http_options=HTTPOptions(host=host, port=port), logging_config={"log_level": "WARNING"})
-    board = Board.options(name=spec.board, get_if_exists=True).remote()
+    refuse_a_taken_cluster(host, port, started)
+    board = Board.options(name=spec.board, namespace=NAMESPACE, get_if_exists=True).remote()
     router = {} if ROUTERS[routing] is None else {"request_router_config": RequestRouterConfig(
         request_router_class=ROUTERS[routing], request_router_kwargs={"imbalance": imbalance} if routing == "prefix"
         else {}, request_routing_stats_period_s=60)}

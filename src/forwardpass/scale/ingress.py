@@ -20,6 +20,7 @@ from ..server.auth import authorize
 from ..server.body import read_body
 from ..server.errors import APIError
 from . import asgi
+from .replica import NAMESPACE
 from .router import prefix_hashes, route_key
 
 log = logging.getLogger("forwardpass.scale")
@@ -81,7 +82,7 @@ class Ingress:
 
     async def metrics(self, request: Request) -> Response:
         authorize(request, self.api_key)
-        board = ray.get_actor(self.board_name)
+        board = ray.get_actor(self.board_name, namespace=NAMESPACE)
         posts = await board.read.remote(within=5.0)
         ready = await asyncio.to_thread(self.ready)
         extra = ["# HELP forwardpass:replicas_ready Engine replicas serving.",

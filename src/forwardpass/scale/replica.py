@@ -16,6 +16,8 @@ from . import asgi
 from .hosted import HostedEngine, ReplicaSpec
 
 REPORT_EVERY = 0.5  # seconds between metric reports to the board
+NAMESPACE = "forwardpass"  # the board's: each command that joins a cluster runs in a namespace of its own, and the
+# replicas in that of the command that started Serve
 
 
 @ray.remote(num_cpus=0)
@@ -39,7 +41,7 @@ class EngineReplica:
         self.id = serve.get_replica_context().replica_id.unique_id
         self.hosted = HostedEngine(spec)
         self.engine, self.app = self.hosted.engine, self.hosted.app
-        self.board = ray.get_actor(spec.board)
+        self.board = ray.get_actor(spec.board, namespace=NAMESPACE)
         threading.Thread(target=self._report, name="forwardpass-report", daemon=True).start()
 
     def _report(self) -> None:

@@ -6,13 +6,16 @@ import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from ..config import ModelConfig
 from ..errors import ModelFileError
-from ..quant import Blocks
-from ..tokenizer import Tokenizer
+
+if TYPE_CHECKING:  # reading a file's config needs neither
+    import torch
+
+    from ..quant import Blocks
+    from ..tokenizer import Tokenizer
 
 
 @dataclass
@@ -42,6 +45,7 @@ def return_freed_memory() -> None:
 
 
 def is_blocks(t: torch.Tensor | Blocks | Deferred) -> bool:
+    from ..quant import Blocks
     return t.blocks if isinstance(t, Deferred) else isinstance(t, Blocks)
 
 
@@ -62,9 +66,9 @@ def read_config(path: str | Path) -> ModelConfig:
     if not path.exists():
         raise ModelFileError(f"model file not found: {path}")
     if path.is_file() and path.suffix != ".safetensors":
-        from .gguf import gguf_config, open_gguf
+        from .gguf_config import gguf_config, open_gguf
         return gguf_config(open_gguf(path), path)
-    from .safetensors import safetensors_config
+    from .hf_config import safetensors_config
     return safetensors_config(path)[0]
 
 
