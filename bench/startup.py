@@ -2,12 +2,14 @@
 timed from outside, and its peak resident memory; forwardpass (`forwardpass generate "hi" --max-tokens 1` in each
 storage mode asked for) beside llama.cpp (llama-cpp-python loading the same file and evaluating the same prompt).
 
-    .venv/bin/python bench/startup.py [--runs 3] [--storage stored,fp32,q4] [--synthetic Q4_0] [--json]
+    .venv/bin/python bench/startup.py [--runs 3] [--storage stored,fp32,q4] [--synthetic Q4_0] [--commands] [--json]
 
 Files: the embedded default model, and with --synthetic a 1.1 B Llama-shaped GGUF of random weights in that
 format (weights/synthetic.py, written once into a temporary directory). Each row is the median of --runs fresh
 processes; ratios are to llama.cpp on the same file. The peak memory of a model's file includes what it keeps of the
 file: llama.cpp maps the file and computes from the map, forwardpass copies each tensor once into its own layout.
+--commands adds the commands that run no model (help, the analytic cost, a refused option), which start without
+PyTorch.
 """
 
 from __future__ import annotations
@@ -51,6 +53,21 @@ def measure(cmd: list[str], runs: int) -> dict:
             "peak_rss_mb": median([r[1] for r in results]) / 2**20}
 
 
+NO_MODEL = [["--help"], ["cost", "--json"], ["serve", "--kv-cache-gib", "nan"]]  # the last one is refused (exit 2)
+
+
+def command_rows(runs: int) -> list[dict]:
+    rows = []
+    for args in NO_MODEL:
+        seconds = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "forwardpass", *args], capture_output=True)
+            seconds.append(time.perf_counter() - start)
+        rows.append({"command": " ".join(["forwardpass", *args]), "seconds": median(seconds)})
+    return rows
+
+
 def rows_for(path: Path, storages: list[str], runs: int) -> list[dict]:
     rows = []
     threads = str(os.cpu_count())
@@ -74,6 +91,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--storage", default="stored,fp32,q4", help="forwardpass storage modes, comma-separated")
     ap.add_argument("--synthetic", metavar="FORMAT", help="also a 1.1 B model in this GGUF format (Q4_0, Q4_K, …)")
+    ap.add_argument("--commands", action="store_true", help="also the commands that run no model")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     import forwardpass
@@ -92,6 +110,8 @@ def main() -> None:
             print(f"  {name} …", file=sys.stderr, flush=True)
             report["files"][name] = {"file_mb": path.stat().st_size / 2**20,
                                      "rows": rows_for(path, args.storage.split(","), args.runs)}
+        if args.commands:
+            report["commands"] = command_rows(args.runs)
     if args.json:
         print(json.dumps(report, indent=1))
         return
@@ -108,6 +128,10 @@ def main() -> None:
             rt = f"{t / base['start_to_first_token_s']:.2f}" if base else "—"
             rm = f"{m / base['peak_rss_mb']:.2f}" if base else "—"
             print(f"{r['engine']:24} {t:14.2f} {rt:>12} {m:12.0f} {rm:>12}")
+    if args.commands:
+        print("\ncommands that run no model (start to exit):")
+        for r in report["commands"]:
+            print(f"  {r['command']:40} {r['seconds']:6.2f} s")
 
 
 if __name__ == "__main__":
