@@ -23,6 +23,8 @@ print("torch" in sys.modules, code)
     (["serve", "--routing", "prefix"], 2),
     (["batch", "missing.jsonl", "out.jsonl"], 2),
     (["explore", "--port", "1", "--host", "256.0.0.1"], 2),
+    (["generate", "hi", "--top-p", "0"], 2),
+    (["chat", "--temperature", "nan"], 2),
 ])
 def test_commands_that_need_no_model_do_not_import_torch(args, code, tmp_path):
     r = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=tmp_path, timeout=60)

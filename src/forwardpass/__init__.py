@@ -19,7 +19,7 @@ from .errors import ContextLengthError, ForwardpassError, InvariantError, ModelF
 from .models import default_model_path
 
 LAZY = {"Generation": "generate", "GenerationResult": "generate", "generate": "generate", "KVCache": "kv_cache",
-        "Transformer": "model", "Pipeline": "pipeline", "load": "pipeline", "SamplingParams": "sampling",
+        "Transformer": "model", "Pipeline": "pipeline", "load": "pipeline", "SamplingParams": "sampling_params",
         "Tokenizer": "tokenizer"}
 
 

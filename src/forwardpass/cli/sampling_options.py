@@ -11,7 +11,7 @@ from ..errors import ConstraintError, ForwardpassError
 
 if TYPE_CHECKING:
     from ..constraints import Constraint
-    from ..sampling import SamplingParams
+    from ..sampling_params import SamplingParams
 
 
 def add_sampling_options(p: argparse.ArgumentParser, max_tokens: int = 128) -> None:
@@ -39,7 +39,7 @@ def add_sampling_options(p: argparse.ArgumentParser, max_tokens: int = 128) -> N
 
 def sampling_params(args) -> SamplingParams:
     """Validated parameters (a clear error before the model loads)."""
-    from ..sampling import SamplingParams
+    from ..sampling_params import SamplingParams
 
     return SamplingParams(
         temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, min_p=args.min_p, seed=args.seed,
@@ -57,7 +57,9 @@ def bias(text: str) -> tuple[int, float]:
 
 
 def constraint(args) -> Constraint | None:
-    from ..constraints import Constraint
+    if not (args.json_object or args.regex is not None or args.grammar is not None or args.json_schema is not None):
+        return None
+    from ..constraints import Constraint  # PyTorch, and the grammar library
 
     if args.json_object:
         return Constraint("json_object")
@@ -65,8 +67,6 @@ def constraint(args) -> Constraint | None:
         return Constraint("regex", args.regex)
     if args.grammar is not None:
         return Constraint("grammar", read_text(args.grammar, "--grammar"))
-    if args.json_schema is None:
-        return None
     text = args.json_schema if args.json_schema.lstrip().startswith("{") else read_text(args.json_schema,
                                                                                         "--json-schema")
     try:
