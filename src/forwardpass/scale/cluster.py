@@ -66,22 +66,16 @@ def join(ray_address: str | None, replicas: int, threads: int) -> bool:
     return started
 
 
-def refuse_a_taken_cluster(host: str, port: int, started: bool) -> None:
+def refuse_a_taken_cluster(host: str, port: int) -> None:
     """A joined cluster's Serve keeps the address it first listened on and has one root route: another address,
     or a forwardpass application already there, is refused rather than silently ignored or replaced."""
     listening = serve.context._get_global_client().http_config
-    problem = None
     if (listening.host, listening.port) != (host, port):
-        problem = (f"Ray Serve on this cluster listens on {listening.host}:{listening.port}, not {host}:{port}: give "
-                   f"--host {listening.host} --port {listening.port}")
-    elif APP in serve.status().applications:
-        problem = (f"this Ray cluster already serves a {APP} application (another `forwardpass serve`): stop that "
-                   f"one first (or clear the cluster's Serve with `serve shutdown`)")
-    if problem:
-        if started:
-            serve.shutdown()
-            ray.shutdown()
-        raise ForwardpassError(problem)
+        raise ForwardpassError(f"Ray Serve on this cluster listens on {listening.host}:{listening.port}, not "
+                               f"{host}:{port}: give --host {listening.host} --port {listening.port}")
+    if APP in serve.status().applications:
+        raise ForwardpassError(f"this Ray cluster already serves a {APP} application (another `forwardpass serve`): "
+                               f"stop that one first (or clear the cluster's Serve with `serve shutdown`)")
 
 
 def thread_env(threads: int) -> dict[str, str]:
@@ -103,7 +97,8 @@ def start(spec: ReplicaSpec, replicas: int, threads: int, host: str, port: int, 
     from .router import ROUTERS
 
     serve.start(http_options=HTTPOptions(host=host, port=port), logging_config={"log_level": "WARNING"})
-    refuse_a_taken_cluster(host, port, started)
+    if not started:  # a cluster this command started is its own
+        refuse_a_taken_cluster(host, port)
     board = Board.options(name=spec.board, namespace=NAMESPACE, get_if_exists=True).remote()
     router = {} if ROUTERS[routing] is None else {"request_router_config": RequestRouterConfig(
         request_router_class=ROUTERS[routing], request_router_kwargs={"imbalance": imbalance} if routing == "prefix"
