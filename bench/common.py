@@ -10,8 +10,10 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 TEXT = (Path(__file__).parent / "text.txt").read_text()  # the prompts' and the accuracy check's source
 
@@ -29,6 +31,7 @@ def checked_device(name: str) -> str:
 
 def sync(device: str | torch.device) -> None:
     """Wait for the device's queued work (CUDA runs asynchronously), so that a clock read after it is fair."""
+    import torch
     if torch.device(device).type == "cuda":
         torch.cuda.synchronize(device)
 
@@ -41,6 +44,7 @@ def free_port() -> int:
 
 
 def machine(device: str = "cpu") -> dict:
+    import torch
     facts = {"date": time.strftime("%Y-%m-%d %H:%M"), "cpu": platform.processor() or platform.machine(),
              "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
              "load_average": [round(x, 2) for x in os.getloadavg()], "device": device}
@@ -55,6 +59,7 @@ def median(values: list[float]) -> float:
 
 def prefill_tps(fp, ids: list[int]) -> float:
     """Tokens/s of one prefill of `ids` into a fresh cache (last position's logits only)."""
+    import torch
     with torch.inference_mode():
         x, cache = torch.tensor([ids], device=fp.device), fp.model.new_cache(1, len(ids))
         sync(fp.device)

@@ -13,20 +13,25 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import TYPE_CHECKING
 
-import torch
 from common import TEXT, batch_tps, checked_device, machine, median, prefill_tps
 from rich.console import Console
 
 import forwardpass
 from forwardpass.cli.options import add_device_option, positive_int
-from forwardpass.pipeline import STORAGE
-from forwardpass.sampling import SamplingParams
+from forwardpass.config import STORAGE_MODES
+from forwardpass.sampling_params import SamplingParams
+
+if TYPE_CHECKING:
+    import torch
 
 PARTS = ("attn_norm", "ffn_norm", "ffn")
 
 
 def set_compiled(model: torch.nn.Module, compiled: bool) -> None:
+    import torch
+
     for block in model.blocks:
         for name in PARTS:
             part = getattr(block, name)
@@ -36,7 +41,7 @@ def set_compiled(model: torch.nn.Module, compiled: bool) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--storage", default="fp32", choices=list(STORAGE))
+    ap.add_argument("--storage", default="fp32", choices=STORAGE_MODES)
     ap.add_argument("--rounds", type=positive_int, default=5)
     ap.add_argument("--json", action="store_true")
     add_device_option(ap)

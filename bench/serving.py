@@ -16,13 +16,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import TYPE_CHECKING
 
 import httpx
-import openai
 from common import checked_device, free_port, machine
 
 from forwardpass.cli.options import add_device_option, positive_int
-from forwardpass.pipeline import STORAGE
+from forwardpass.config import STORAGE_MODES
+
+if TYPE_CHECKING:
+    import openai
 
 QUESTIONS = ["Why is the sky blue?", "Name three birds and describe them.", "Write a poem about rain.",
              "Explain how a bicycle works.", "What is a prime number?", "Describe a busy market.",
@@ -58,7 +61,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clients", type=positive_int, default=16)
     ap.add_argument("--max-tokens", type=positive_int, default=128)
-    ap.add_argument("--storage", default="stored", choices=list(STORAGE))
+    ap.add_argument("--storage", default="stored", choices=STORAGE_MODES)
     ap.add_argument("--json", action="store_true")
     add_device_option(ap)
     args = ap.parse_args()
@@ -72,6 +75,8 @@ def main() -> None:
                               stderr=log)
     print("starting the server ...", file=sys.stderr)
     try:
+        import openai
+
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", max_retries=0, timeout=600)
         deadline = time.time() + 120
         while True:

@@ -30,7 +30,6 @@ import sys
 import time
 from pathlib import Path
 
-import torch
 from common import TEXT, batch_tps, checked_device, machine, median, prefill_tps, sync
 
 from forwardpass.cli.options import add_device_option, positive_int
@@ -42,6 +41,8 @@ STEADY, STEADY_TRIES = 1.15, 4  # bandwidth samples around a decode run within 1
 
 def peak_memory(device: str) -> dict:
     """Peak resident memory of this process, and on a GPU the peak memory its tensors took there (MB)."""
+    import torch
+
     peak = {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     if torch.device(device).type == "cuda":
         peak["peak_device_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
@@ -109,6 +110,7 @@ def worker_forwardpass(path: Path, storage: str, runs: int, device: str) -> dict
 
 
 def worker_transformers(path: Path, runs: int, device: str) -> dict:
+    import torch
     import transformers
 
     start = time.perf_counter()
@@ -146,6 +148,8 @@ def worker_transformers(path: Path, runs: int, device: str) -> dict:
 
 
 def worker_llama_cpp(path: Path, runs: int, device: str) -> dict:
+    import torch
+
     try:
         import llama_cpp
     except ImportError:
@@ -196,6 +200,8 @@ def worker_llama_cpp(path: Path, runs: int, device: str) -> dict:
 
 def worker_accuracy(path: Path, device: str) -> dict:
     """Top-1 agreement with fp32 and perplexity over the fixed text, for each storage mode."""
+    import torch
+
     import forwardpass
 
     def run(storage: str, one_by_one: bool = False):
@@ -252,6 +258,8 @@ def main() -> None:
     add_device_option(ap)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    import torch
+
     torch.set_num_threads(os.cpu_count())
     device = checked_device(args.device)
     import forwardpass

@@ -1,4 +1,5 @@
-"""`forwardpass generate` and `forwardpass chat` as a user runs them."""
+"""`forwardpass generate` and `forwardpass chat` as a user runs them: the entry point in a process of its own, and
+the option variations through the same `main` in this process (tests/cli_helpers.py)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,22 @@ import subprocess
 import sys
 
 import pytest
+from cli_helpers import in_process
 
 
-def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+def entry(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """The installed entry point, in a process of its own."""
     return subprocess.run([sys.executable, "-m", "forwardpass", *args], capture_output=True, text=True,
                           input=stdin, timeout=300)
 
 
-def test_generate_json_matches_the_library(smollm):
+@pytest.fixture(scope="module")
+def cli():
+    with in_process() as run:
+        yield run
+
+
+def test_generate_json_matches_the_library(smollm, cli):
     from forwardpass.generate import generate
     from forwardpass.sampling import SamplingParams
 
@@ -27,15 +36,15 @@ def test_generate_json_matches_the_library(smollm):
     assert out["prefill_tokens_per_s"] > 0 and out["decode_tokens_per_s"] > 0
 
 
-def test_generate_streams_text_and_naive_agrees():
-    cached = cli("generate", "The three primary colors are", "--max-tokens", "8")
+def test_generate_streams_text_and_naive_agrees(cli):
+    cached = entry("generate", "The three primary colors are", "--max-tokens", "8")
     naive = cli("generate", "The three primary colors are", "--max-tokens", "8", "--naive")
     assert cached.returncode == naive.returncode == 0
     assert cached.stdout == naive.stdout and cached.stdout.startswith(" the primary colors")
     assert "stop: length" in cached.stderr and "naive" in naive.stderr
 
 
-def test_generate_options_reach_the_sampler():
+def test_generate_options_reach_the_sampler(cli):
     args = ["generate", "Tell me a story", "--max-tokens", "10", "--temperature", "0.9", "--top-k", "40",
             "--top-p", "0.9", "--min-p", "0.01", "--seed", "5", "--repetition-penalty", "1.1",
             "--presence-penalty", "0.2", "--frequency-penalty", "0.2", "--logprobs", "1", "--json"]
@@ -46,7 +55,7 @@ def test_generate_options_reach_the_sampler():
     assert len(out["logprobs"]) == len(out["token_ids"]) + (out["stop_reason"] == "eos")  # EOS's own logprob too
 
 
-def test_generate_stop_and_chat_template():
+def test_generate_stop_and_chat_template(cli):
     r = cli("generate", "Name a fruit.", "--chat", "--max-tokens", "40", "--json")
     out = json.loads(r.stdout)
     assert out["stop_reason"] == "eos" and out["text"]
@@ -63,12 +72,12 @@ def test_generate_stop_and_chat_template():
     (["generate", "hi", "--max-tokens", "0"], "max_tokens must be ≥ 1"),
     (["generate", ""], "the prompt is empty"),
 ])
-def test_generate_errors(args, message):
+def test_generate_errors(args, message, cli):
     r = cli(*args)
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
 
 
-def test_generate_with_values_float32_cannot_hold():
+def test_generate_with_values_float32_cannot_hold(cli):
     """Valid settings that round to 0 in float32 sample (the T → 0 limit); they once ended in a traceback."""
     r = cli("generate", "The three primary colors are", "--max-tokens", "3", "--temperature", "1e-50", "--top-p",
             "1e-300", "--repetition-penalty", "1e-300", "--seed", "1", "--json")
@@ -80,7 +89,7 @@ def test_chat_is_multi_turn(smollm):
     from forwardpass.generate import generate
     from forwardpass.sampling import SamplingParams
 
-    r = cli("chat", "--max-tokens", "24", "--json", stdin="Remember the number 7.\n/reset\nHi\nWhich number?\n")
+    r = entry("chat", "--max-tokens", "24", "--json", stdin="Remember the number 7.\n/reset\nHi\nWhich number?\n")
     assert r.returncode == 0, r.stderr
     turns = [json.loads(line) for line in r.stdout.splitlines()]
     assert [t["turn"] for t in turns] == [1, 1, 2]  # /reset started a new conversation
@@ -92,18 +101,18 @@ def test_chat_is_multi_turn(smollm):
 
 
 @pytest.mark.parametrize("storage", ["bf16", "int8", "q4"])
-def test_generate_with_a_storage_mode(storage):
+def test_generate_with_a_storage_mode(storage, cli):
     r = cli("generate", "The capital of France is", "--max-tokens", "4", "--storage", storage, "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["text"].startswith(" Paris")
 
 
-def test_unknown_storage_is_refused():
+def test_unknown_storage_is_refused(cli):
     r = cli("generate", "hi", "--storage", "int3")
     assert r.returncode == 2 and "invalid choice: 'int3'" in r.stderr
 
 
-def test_generate_structured_output_options(tmp_path):
+def test_generate_structured_output_options(tmp_path, cli):
     """--json-schema (text or file), --regex and --logit-bias reach the engine; a bad pattern is one line, exit 2."""
     schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}},
               "required": ["name"], "additionalProperties": False}

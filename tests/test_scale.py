@@ -168,8 +168,11 @@ def test_replicas_answer_as_one_server_does(served, smollm):
     assert sum(metric(text, "vllm:generation_tokens_total").values()) - before < 1000
 
 
+TURNS = 2
+
+
 def conversation_hits(url: str) -> float:
-    """8 conversations, 2 to each of 4 system prompts, 3 turns each, in every turn the 8 in a shuffled order (one
+    """8 conversations, 2 to each of 4 system prompts, TURNS turns each, in every turn the 8 in a shuffled order (one
     at a time, so round-robin's choices do not depend on timing), with a KV pool per replica that holds about half
     of the conversations' histories: the prompt tokens the replicas found in their prefix caches."""
     systems = [f"You are assistant number {i}. Answer in one short sentence, politely and plainly." for i in range(4)]
@@ -187,7 +190,7 @@ def conversation_hits(url: str) -> float:
 
     async def run() -> None:
         async with httpx.AsyncClient(base_url=url, headers=AUTH, timeout=120) as client:
-            for t in range(3):
+            for t in range(TURNS):
                 arrivals = order.sample(range(8), 8)
                 for c in arrivals:
                     await turn(client, c, t)

@@ -25,8 +25,12 @@ print("torch" in sys.modules, code)
     (["explore", "--port", "1", "--host", "256.0.0.1"], 2),
     (["generate", "hi", "--top-p", "0"], 2),
     (["chat", "--temperature", "nan"], 2),
+    (["inspect", "hi", "--temperature", "-1"], 2),
+    (["inspect", "hi", "--model", "missing.gguf"], 2),
+    (["serve", "--model", "pyproject.toml"], 2),  # not a model file
 ])
 def test_commands_that_need_no_model_do_not_import_torch(args, code, tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\n")
     r = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert r.stdout.split()[-2:] == ["False", str(code)], r.stdout + r.stderr
 

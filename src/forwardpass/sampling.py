@@ -13,8 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .errors import ForwardpassError
-from .sampling_params import SamplingParams
+from .sampling_params import SamplingParams, check_temperature
 
 # The seed's five candidates for "the cat sat on the ___" (§03). Only mat = 4.0 is in the text; the others
 # are one set that reproduces its two facts: mat holds 68.7% at T = 1, and top-p 0.9 keeps mat and rug.
@@ -37,8 +36,7 @@ def scale(logits: torch.Tensor, temperature: float) -> torch.Tensor:
 def probabilities(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
     """softmax(logits / T) in float32; T = 0 puts all mass on the argmax. Never overflows, never NaN for finite
     logits: even T = 1e-50, which float32 cannot hold, gives the T → 0 limit."""
-    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not temperature >= 0:
-        raise ForwardpassError(f"temperature must be a number ≥ 0, got {temperature}")
+    check_temperature(temperature)
     logits = logits.float()
     if temperature == 0:
         return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).float()

@@ -13,6 +13,12 @@ if TYPE_CHECKING:
     from .constraints import Constraint
 
 
+def check_temperature(temperature: float) -> None:
+    """A softmax temperature: any number ≥ 0 (0: the argmax)."""
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not temperature >= 0:
+        raise ForwardpassError(f"temperature must be a number ≥ 0, got {temperature}")
+
+
 @dataclass
 class SamplingParams:
     """How to choose each next token, and when to stop; names as the OpenAI API names them."""

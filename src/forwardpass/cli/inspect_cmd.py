@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
+from ..sampling_params import check_temperature
 from .options import positive_int
 
 if TYPE_CHECKING:
@@ -48,12 +49,8 @@ def inspect(fp: Pipeline, prompt: str, top: int, temperature: float) -> dict:
 
 
 def run(args) -> int:
-    import torch
-
+    check_temperature(args.temperature)  # before PyTorch and the model load
     from ..pipeline import load
-    from ..sampling import probabilities
-
-    probabilities(torch.zeros(1), args.temperature)  # a bad temperature fails before the model loads
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage)
     report = inspect(fp, args.prompt, args.top, args.temperature)
     if args.json:
