@@ -27,10 +27,12 @@ print("torch" in sys.modules, code)
     (["chat", "--temperature", "nan"], 2),
     (["inspect", "hi", "--temperature", "-1"], 2),
     (["inspect", "hi", "--model", "missing.gguf"], 2),
-    (["serve", "--model", "pyproject.toml"], 2),  # not a model file
+    (["generate", "hi", "--model", "pyproject.toml"], 2),  # not a model file
+    (["batch", "in.jsonl", "out.jsonl", "--model", "missing.gguf"], 2),
 ])
 def test_commands_that_need_no_model_do_not_import_torch(args, code, tmp_path):
     (tmp_path / "pyproject.toml").write_text("[project]\n")
+    (tmp_path / "in.jsonl").write_text("{}\n")
     r = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert r.stdout.split()[-2:] == ["False", str(code)], r.stdout + r.stderr
 

@@ -45,10 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.command not in ("cost", "embed") and args.model is not None:  # (cost also takes a preset's name)
-            from ..models import resolve_model
-            from ..weights import read_config
-            read_config(resolve_model(args.model))  # a missing or unreadable file, said before PyTorch loads
         return args.run(args) or 0
     except (ForwardpassError, OSError) as e:  # OSError: a file or socket the user named (its message names it)
         if getattr(args, "json", False):

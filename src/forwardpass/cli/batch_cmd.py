@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from ..errors import ForwardpassError
-from .options import positive_int
+from .options import check_model, positive_int
 from .replicas import add_ray_options, refuse_without_replicas, replica_spec
 
 
@@ -42,6 +42,7 @@ def run(args) -> int:
         raise ForwardpassError(f"--kv-cache-gib must be a positive number, got {args.kv_cache_gib}")
     if args.replicas is None:
         refuse_without_replicas(args)
+    check_model(args)
     stop = threading.Event()
 
     def interrupt(sig, frame) -> None:  # finish what runs, write every answer before the first unfinished one

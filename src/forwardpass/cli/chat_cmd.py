@@ -6,6 +6,7 @@ import json
 import sys
 
 from ..errors import ForwardpassError
+from .options import check_model
 from .sampling_options import add_sampling_options, sampling_params
 
 
@@ -18,6 +19,7 @@ def add_parser(sub):
 
 def run(args) -> int:
     params = sampling_params(args)
+    check_model(args)
     from ..generate import Generation  # PyTorch: imported once the options are known to be good
     from ..pipeline import load
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage)

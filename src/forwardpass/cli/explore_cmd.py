@@ -6,7 +6,7 @@ import json
 import sys
 
 from ..errors import ForwardpassError
-from .options import check_listen, port_number
+from .options import check_listen, check_model, port_number
 
 
 def add_parser(sub):
@@ -30,6 +30,7 @@ def others(args) -> dict:
 
 def run(args) -> int:
     check_listen(args.host, args.port)
+    check_model(args)
     import uvicorn
 
     from ..explorer.app import build_explorer

@@ -7,7 +7,7 @@ import json
 from typing import TYPE_CHECKING
 
 from ..sampling_params import check_temperature
-from .options import positive_int
+from .options import check_model, positive_int
 
 if TYPE_CHECKING:
     from ..pipeline import Pipeline
@@ -50,6 +50,7 @@ def inspect(fp: Pipeline, prompt: str, top: int, temperature: float) -> dict:
 
 def run(args) -> int:
     check_temperature(args.temperature)  # before PyTorch and the model load
+    check_model(args)
     from ..pipeline import load
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage)
     report = inspect(fp, args.prompt, args.top, args.temperature)

@@ -10,6 +10,15 @@ def add_device_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N (default: cpu)")
 
 
+def check_model(args: argparse.Namespace) -> None:
+    """A --model that is missing or not a model file is refused now, from its metadata, before PyTorch loads (after
+    the command's other options: those are checked first)."""
+    if args.model is not None:
+        from ..models import resolve_model
+        from ..weights import read_config
+        read_config(resolve_model(args.model))
+
+
 def checked(convert, ok, must: str):
     """An argparse type: `convert(text)` where `ok` holds for it, else the one-line error 'must be {must}, got …'."""
     def parse(text: str):

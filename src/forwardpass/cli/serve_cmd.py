@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from ..errors import ForwardpassError
-from .options import check_listen, port_number, positive_int, seconds
+from .options import check_listen, check_model, port_number, positive_int, seconds
 from .replicas import add_ray_options, refuse_without_replicas, replica_spec
 
 
@@ -50,6 +50,7 @@ def run(args) -> int:
         raise ForwardpassError(f"--kv-cache-gib must be a positive number, got {args.kv_cache_gib}")
     if args.ray_address is None:  # a joined cluster's Serve listens on its own node, perhaps on this port already
         check_listen(args.host, args.port)
+    check_model(args)  # (with replicas, the path must exist on every node: here too)
     if args.replicas is not None:
         return run_replicas(args)
     refuse_without_replicas(args, "routing")
