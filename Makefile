@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # the third command: Ray Serve and Ray Data for `serve --replicas` and `batch --replicas`; `make test` then runs their
-# tests too (tests/test_scale.py and test_scale_batch.py, about 4 minutes more), which skip without it
+# tests too (tests/test_scale.py and test_scale_batch.py, about 3 minutes more), which skip without it
 ray: install
 	$(PY) -m pip install -q -e '.[test,ray]'
 

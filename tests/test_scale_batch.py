@@ -12,29 +12,39 @@ import pytest
 pytest.importorskip("ray.data", reason="the extra forwardpass[ray] is not installed")
 
 
-def test_batch_on_ray_data_resumes_stops_and_answers_as_the_local_engine(smollm, tmp_path):
-    """`batch --replicas 2`: 32 requests (and a line that is not one) through Ray Data's engine actors. It resumes
-    a file a local run left cut mid-line, SIGINT leaves an ordered prefix, a local run completes it, and every answer
-    is the local engine's (200 requests through the local engine alone: test_batch.py)."""
-    from test_batch import answers, batch, interrupted, rows, write_requests
+def test_batch_on_ray_data_answers_200_in_order_resumes_and_stops(smollm, tmp_path):
+    """`batch --replicas 2`: 200 requests (and a line that is not one) through Ray Data's engine actors. The run
+    resumes a file a local run left cut mid-line and is stopped by SIGINT, leaving an ordered prefix; a local run
+    completes it: 200 answers in order, each the local engine's (200 on the local engine alone, every answer
+    compared: test_batch.py)."""
+    from test_batch import answers, batch, interrupted, request, rows, write_requests
 
-    asked = [json.loads(line) for line in write_requests(tmp_path / "in.jsonl", 32, max_tokens=8)]
-    for r in asked[-4:]:  # the last four answer at length: the run cannot end within seconds of its first answers
-        r["body"] |= {"max_tokens": 96, "ignore_eos": True}
-    (tmp_path / "in.jsonl").write_text("\n".join([json.dumps(r) for r in asked] + ["{not json"]) + "\n")
-    batch(smollm, tmp_path / "in.jsonl", tmp_path / "local.jsonl")
+    from forwardpass.generate import generate
+    from forwardpass.sampling import SamplingParams
+
+    lines = write_requests(tmp_path / "in.jsonl", 200, extra=["{not json"])
+    (tmp_path / "first.jsonl").write_text("\n".join(lines[:13]) + "\n")
+    batch(smollm, tmp_path / "first.jsonl", tmp_path / "local.jsonl")  # the local engine's first 13 answers
     local = (tmp_path / "local.jsonl").read_text().splitlines(keepends=True)
     (tmp_path / "out.jsonl").write_text("".join(local[:12]) + local[12][:40])  # a run cut mid-write
     cmd = [sys.executable, "-m", "forwardpass", "batch", str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"),
            "--json", "--served-model-name", "m", "--replicas", "2", "--threads-per-replica", "1", "--storage", "fp32",
            "--kv-cache-gib", "0.125", "--concurrency", "4"]
     out, err = interrupted(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                            start_new_session=True), tmp_path / "out.jsonl", 16)
+                                            start_new_session=True), tmp_path / "out.jsonl", 40)
     first = json.loads(out)  # stdout is the report alone: Ray's own notices went to stderr
     done = rows(tmp_path / "out.jsonl")
-    assert first["interrupted"] and first["skipped"] == 12 and 16 <= len(done) < 33
+    assert first["interrupted"] and first["skipped"] == 12 and 40 <= len(done) < 201
     assert [r["custom_id"] for r in done] == [f"r{i}" for i in range(len(done))]
-    again = batch(smollm, tmp_path / "in.jsonl", tmp_path / "out.jsonl")
-    assert again.skipped == len(done) and not again.interrupted
-    assert answers(rows(tmp_path / "out.jsonl")) == answers(rows(tmp_path / "local.jsonl"))
-    assert rows(tmp_path / "out.jsonl")[-1]["error"]["message"].startswith("line 33 is not JSON")
+    assert answers(done[:13]) == answers(rows(tmp_path / "local.jsonl"))  # the cut answer, answered again on Ray
+    again = batch(smollm, tmp_path / "in.jsonl", tmp_path / "out.jsonl")  # Ray's file, completed locally
+    assert again.skipped == len(done) and again.succeeded + again.failed == 201 - len(done) and not again.interrupted
+    final = rows(tmp_path / "out.jsonl")
+    assert [r["custom_id"] for r in final[:200]] == [f"r{i}" for i in range(200)]
+    assert final[200]["error"]["message"].startswith("line 201 is not JSON") and len(final) == 201
+    for i in (0, 13, 57, 120, 199):  # chats and completions, from both runs: the same greedy text as alone
+        body = request(i)["body"]
+        prompt = body.get("prompt") or smollm.tokenizer.apply_chat_template(body["messages"])
+        want = generate(smollm, prompt, SamplingParams(temperature=0, max_tokens=3)).text
+        got = final[i]["response"]["body"]["choices"][0]
+        assert final[i]["response"]["status_code"] == 200 and (got.get("text") or got["message"]["content"]) == want
