@@ -11,12 +11,12 @@ def add_device_option(p: argparse.ArgumentParser) -> None:
 
 
 def check_model(args: argparse.Namespace) -> None:
-    """A --model that is missing or not a model file is refused now, from its metadata, before PyTorch loads (after
-    the command's other options: those are checked first)."""
+    """A --model that is missing, or a file that does not start as a GGUF file, is refused now, before PyTorch loads
+    (after the command's other options: those are checked first). Its metadata is parsed once, by the load."""
     if args.model is not None:
         from ..models import resolve_model
-        from ..weights import read_config
-        read_config(resolve_model(args.model))
+        from ..weights import model_file
+        model_file(resolve_model(args.model))
 
 
 def checked(convert, ok, must: str):

@@ -60,11 +60,21 @@ class Checkpoint:
     metadata: dict = field(default_factory=dict)
 
 
-def read_config(path: str | Path) -> ModelConfig:
-    """Only the ModelConfig of a model file: reads metadata, never the tensors."""
+def model_file(path: str | Path) -> Path:
+    """`path`, if it exists and, where it is a GGUF file (one file, not safetensors), starts as one: what can be said
+    of a model file before any of it is parsed."""
     path = Path(path)
     if not path.exists():
         raise ModelFileError(f"model file not found: {path}")
+    if path.is_file() and path.suffix != ".safetensors":
+        from .gguf_config import check_magic
+        check_magic(path)
+    return path
+
+
+def read_config(path: str | Path) -> ModelConfig:
+    """Only the ModelConfig of a model file: reads metadata, never the tensors."""
+    path = model_file(path)
     if path.is_file() and path.suffix != ".safetensors":
         from .gguf_config import gguf_config, open_gguf
         return gguf_config(open_gguf(path), path)
@@ -74,9 +84,7 @@ def read_config(path: str | Path) -> ModelConfig:
 
 def read_checkpoint(path: str | Path, progress: bool = False) -> Checkpoint:
     """Read a `.gguf` file, or a safetensors checkpoint (a directory with config.json, or a file inside one)."""
-    path = Path(path)
-    if not path.exists():
-        raise ModelFileError(f"model file not found: {path}")
+    path = model_file(path)
     if path.is_file() and path.suffix != ".safetensors":
         from .gguf import read_gguf
         return read_gguf(path, progress)

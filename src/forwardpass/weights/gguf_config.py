@@ -19,12 +19,17 @@ from .gguf_file import GGUFFile, Truncated
 SUPPORTED_ARCHITECTURES = ("llama", "gemma3")
 
 
-def open_gguf(path: Path) -> GGUFFile:
-    """The file, memory-mapped, or a one-line error if it is not a complete GGUF file."""
+def check_magic(path: Path) -> None:
+    """A one-line error unless the file starts as a GGUF file does (its first 4 bytes)."""
     with open(path, "rb") as f:
         magic = f.read(4)
     if magic != b"GGUF":
         raise ModelFileError(f"{path}: not a GGUF file (starts with {magic!r}, expected b'GGUF')")
+
+
+def open_gguf(path: Path) -> GGUFFile:
+    """The file, memory-mapped, or a one-line error if it is not a complete GGUF file."""
+    check_magic(path)
     try:
         return GGUFFile(path)
     except Truncated as e:
