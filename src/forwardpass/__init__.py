@@ -9,26 +9,20 @@ The names whose modules need PyTorch are imported on first use: `import forwardp
 refuses its options or only reads a file's metadata, start without it.
 """
 
-import importlib
 import sys
 import types
 
 from . import cost
 from .config import PRESETS, ModelConfig, preset
 from .errors import ContextLengthError, ForwardpassError, InvariantError, ModelFileError, TokenIdError
+from .lazy import lazy_names
 from .models import default_model_path
 
 LAZY = {"Generation": "generate", "GenerationResult": "generate", "generate": "generate", "KVCache": "kv_cache",
         "Transformer": "model", "Pipeline": "pipeline", "load": "pipeline", "SamplingParams": "sampling_params",
         "Tokenizer": "tokenizer"}
 
-
-def __getattr__(name: str):
-    if name not in LAZY:
-        raise AttributeError(f"module 'forwardpass' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{LAZY[name]}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, LAZY, globals())
 
 
 def __dir__() -> list[str]:
