@@ -67,6 +67,16 @@ def interrupted(proc: subprocess.Popen, output: Path, lines: int) -> tuple[str, 
     return out, err
 
 
+def assert_answered_as_alone(smollm, out: list[dict], indices: tuple[int, ...]) -> None:
+    """Each of these answers (request(i), 3 tokens) says what the request's greedy text alone says."""
+    for i in indices:
+        body = request(i)["body"]
+        prompt = body.get("prompt") or smollm.tokenizer.apply_chat_template(body["messages"])
+        want = generate(smollm, prompt, SamplingParams(temperature=0, max_tokens=3)).text
+        got = out[i]["response"]["body"]["choices"][0]
+        assert out[i]["response"]["status_code"] == 200 and (got.get("text") or got["message"]["content"]) == want
+
+
 def answers(out: list[dict]) -> list[tuple]:
     """What each answer says, less what differs between runs (its response id, its creation time)."""
     def said(body):  # (the usage's cached tokens depend on what the prefix cache held then)
@@ -94,12 +104,7 @@ def test_two_hundred_requests_answered_in_order(smollm, full):
     assert [r["custom_id"] for r in out[:200]] == [f"r{i}" for i in range(200)]
     assert report.requests == 203 and report.succeeded == 200 and report.failed == 3 and not report.interrupted
     assert seen[-1] == (203, 203) and [d for d, _ in seen] == list(range(1, 204))  # progress, one line at a time
-    for i in (0, 3, 120):  # the same greedy text as the request alone
-        body = request(i)["body"]
-        prompt = body.get("prompt") or smollm.tokenizer.apply_chat_template(body["messages"])
-        want = generate(smollm, prompt, SamplingParams(temperature=0, max_tokens=3)).text
-        got = out[i]["response"]["body"]["choices"][0]
-        assert out[i]["response"]["status_code"] == 200 and (got.get("text") or got["message"]["content"]) == want
+    assert_answered_as_alone(smollm, out, (0, 3, 120))
 
 
 def test_lines_that_are_not_requests_are_answered_with_why(full):

@@ -17,10 +17,7 @@ def test_batch_on_ray_data_answers_200_in_order_resumes_and_stops(smollm, tmp_pa
     resumes a file a local run left cut mid-line and is stopped by SIGINT, leaving an ordered prefix; a local run
     completes it: 200 answers in order, each the local engine's (200 on the local engine alone, every answer
     compared: test_batch.py)."""
-    from test_batch import answers, batch, interrupted, request, rows, write_requests
-
-    from forwardpass.generate import generate
-    from forwardpass.sampling import SamplingParams
+    from test_batch import answers, assert_answered_as_alone, batch, interrupted, rows, write_requests
 
     lines = write_requests(tmp_path / "in.jsonl", 200, extra=["{not json"])
     (tmp_path / "first.jsonl").write_text("\n".join(lines[:13]) + "\n")
@@ -42,9 +39,4 @@ def test_batch_on_ray_data_answers_200_in_order_resumes_and_stops(smollm, tmp_pa
     final = rows(tmp_path / "out.jsonl")
     assert [r["custom_id"] for r in final[:200]] == [f"r{i}" for i in range(200)]
     assert final[200]["error"]["message"].startswith("line 201 is not JSON") and len(final) == 201
-    for i in (0, 13, 57, 120, 199):  # chats and completions, from both runs: the same greedy text as alone
-        body = request(i)["body"]
-        prompt = body.get("prompt") or smollm.tokenizer.apply_chat_template(body["messages"])
-        want = generate(smollm, prompt, SamplingParams(temperature=0, max_tokens=3)).text
-        got = final[i]["response"]["body"]["choices"][0]
-        assert final[i]["response"]["status_code"] == 200 and (got.get("text") or got["message"]["content"]) == want
+    assert_answered_as_alone(smollm, final, (0, 13, 57, 120, 199))  # chats and completions, from both runs
