@@ -20,6 +20,16 @@ static void print(const char *how, const char *tag, const float *v, int n) {
     }
 }
 
+// y = x Wᵀ for M rows of x as a decode step makes it (gemv_part: rows in pairs, the last odd one alone)
+static void step_rows_of(int kind, const float *x, int M, int K, const uint8_t *w, const float *scale,
+                         const float *minimum, int N, float *y) {
+    const Linear L = {kind, N, K, w, scale, minimum, NULL};
+    Activation a[8];
+    for (int m = 0; m < M; m++) a[m] = activation_alloc(K), quantize_row(x + (size_t)m * K, K, kind, &a[m]);
+    gemv_part(&L, a, M, 0, 1, y, N, 0);
+    for (int m = 0; m < M; m++) activation_free(a[m]);
+}
+
 int main(void) {
     enum { M = 5, K = 192, N = 70, KF = 200, GROUPS = (N + 15) / 16 };
     static float x[M * KF], y[M * N], scale[GROUPS * (K / 32) * 16], minimum[GROUPS * (K / 32) * 16], wf[N * KF];
@@ -32,6 +42,20 @@ int main(void) {
     for (int i = 0; i < 2; i++) {
         gemv(x, M, kinds[i], K, tiles, scale, minimum, N, y);
         print("exact", kinds[i] == Q8 ? "q8" : "q4", y, M * N);
+    }
+    for (int i = 0; i < 2; i++) {  // a decode step's batch: rows two at a time (groups_dot_pair), the fifth alone
+        step_rows_of(kinds[i], x, M, K, tiles, scale, minimum, N, y);
+        print("exact", kinds[i] == Q8 ? "q8-rows" : "q4-rows", y, M * N);
+    }
+    {  // the largest integer sums a block can make: every weight byte 255, activations all ± their block's maximum
+        static uint8_t full[sizeof tiles];
+        static float same[3 * K];
+        memset(full, 255, sizeof full);
+        for (int k = 0; k < 3 * K; k++) same[k] = k < K ? 2.5f : k < 2 * K ? -2.5f : (k % 2 ? 2.5f : -2.5f);
+        for (int i = 0; i < 2; i++) {
+            step_rows_of(kinds[i], same, 3, K, full, scale, minimum, N, y);
+            print("exact", kinds[i] == Q8 ? "q8-largest" : "q4-largest", y, 3 * N);
+        }
     }
     for (int i = 0; i < 2; i++) {  // the tiles back to floats: wf holds N × K
         dequantize(kinds[i] == Q8 ? 8 : 4, N, K, tiles, scale, minimum, wf);

@@ -14,7 +14,7 @@ void gemv(const float *x, int M, int kind, int K, const void *w, const float *w_
     for (int u = 0; u < units_of(&L); u++)
         for (int m = 0; m < M; m++) {
             float out[GROUP];
-            units_dot(&L, &a[m], u, 0, 1, 1, out);
+            units_dot(&L, kind, &a[m], u, 0, 1, 1, out);
             put(&L, u * unit_rows(&L), out, unit_rows(&L), y + (size_t)m * N, 0);
         }
     for (int m = 0; m < M; m++) activation_free(a[m]);

@@ -13,7 +13,8 @@
 // [-64, 64]: 15 bits, an error under 1/32000 of the block's largest value (plain int8 activations, at 1/254,
 // cost 4% of greedy tokens on the default model). A block's dot product is then
 //   Σ w x = scale_w step_x Σ q X + min_w step_x Σ X,   Σ q X = 128 Σ q hi + Σ q lo
-// with the two integer sums in separate accumulators and the minimum term one multiply-add per block.
+// with the integer sum made each build's fastest exact way (simd.h: VS for 4-bit tiles, VQ for 8-bit) and the
+// minimum term one multiply-add per block.
 #pragma once
 #include <stdlib.h>
 
@@ -39,6 +40,7 @@ typedef struct {
 // An activation row as the kernels read it
 typedef struct {
     int8_t *hi, *lo;   // (K): X = 128 hi + lo per element, quantized weights only
+    int16_t *X;        // (K): X itself, for the builds that multiply 8-bit tiles by it (simd.h: vq_dot)
     float *step;       // (K / 32): the value of one unit of X in each block
     float *sum;        // (K / 32): step × Σ X, for the minimum term
     const float *x;    // float weights read the row itself
@@ -47,14 +49,15 @@ typedef struct {
 // floats of memory an activation row of up to K inputs takes (64-byte aligned pieces, for a 64-byte aligned start)
 static inline size_t activation_floats(int K) {
     const size_t padded = (K + 63) / 64 * 64;
-    return padded / 4 * 2 + (padded / BLOCK + 15) / 16 * 16 * 2;  // hi, lo; step, sum
+    return padded / 4 * 2 + padded / 2 + (padded / BLOCK + 15) / 16 * 16 * 2;  // hi, lo; X; step, sum
 }
 
 // an activation row of up to K inputs in `mem` (activation_floats(K) floats, 64-byte aligned); NULL: an empty one
 static inline Activation activation_in(float *mem, int K) {
     if (!mem) return (Activation){0};
     const size_t padded = (K + 63) / 64 * 64, blocks = (padded / BLOCK + 15) / 16 * 16;
-    Activation a = {(int8_t *)mem, (int8_t *)(mem + padded / 4), mem + padded / 2, mem + padded / 2 + blocks, NULL};
+    Activation a = {(int8_t *)mem, (int8_t *)(mem + padded / 4), (int16_t *)(mem + padded / 2), mem + padded,
+                    mem + padded + blocks, NULL};
     return a;
 }
 
@@ -76,6 +79,7 @@ static void quantize_row(const float *x, int K, int kind, Activation *a) {
         const V lo0 = v_round(v_mul(v_sub(v0, hi0), unit)), lo1 = v_round(v_mul(v_sub(v1, hi1), unit));
         v_store_i8(a->hi + b * BLOCK, hi0), v_store_i8(a->hi + b * BLOCK + 16, hi1);
         v_store_i8(a->lo + b * BLOCK, lo0), v_store_i8(a->lo + b * BLOCK + 16, lo1);
+        for (int k = b * BLOCK; k < (b + 1) * BLOCK; k++) a->X[k] = (int16_t)(128 * a->hi[k] + a->lo[k]);
         a->step[b] = s / 128.f;  // Σ X below is an integer under 2^20: exact in float32
         a->sum[b] = a->step[b] * v_reduce_add(v_add(v_fma(hi0, unit, lo0), v_fma(hi1, unit, lo1)));
     }
@@ -110,9 +114,9 @@ static inline __attribute__((always_inline)) void prefetch_blocks(const uint8_t 
 // Groups g0, g0 + stride, … (R of them, R ≤ 4) of a quantized W · x: 16 rows each, into out[16 r + i]. Several
 // groups at once keep several weight streams in flight and several chains of VNNI sums busy. Each stream runs on
 // through `left` groups (this one included): its prefetches stay inside them.
-static inline __attribute__((always_inline)) void groups_dot(const Linear *L, const Activation *a, int g0, int stride,
-                                                             int R, int left, float *out) {
-    const int nb = L->K / BLOCK, kind = L->kind, tiles = kind == Q8 ? 8 : 4;
+static inline __attribute__((always_inline)) void groups_dot(const Linear *L, int kind, const Activation *a, int g0,
+                                                             int stride, int R, int left, float *out) {
+    const int nb = L->K / BLOCK, tiles = kind == Q8 ? 8 : 4;
     const int ahead = PREFETCH_BYTES / (tiles * 64), blocks_left = kind == Q4 ? left * nb : 0;  // in blocks
     const uint8_t *w[4];
     const float *ws[4], *wm[4];
@@ -121,32 +125,35 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, co
     for (int r = 0; r < R; r++) acc[r] = v_zero();
     for (int b = 0; b < nb; b++) {
         prefetch_blocks(w, R, b, ahead, blocks_left, tiles);
-        VI hi[4], lo[4];  // Σ q hi and Σ q lo of this block, per row
-        for (int r = 0; r < R; r++) hi[r] = lo[r] = vi_zero();
-        for (int t = 0; t < tiles; t++) {
-            if (kind == Q8) {
+        VI dot[4];  // Σ q X of this block, per row
+        if (kind == Q8) {
+            VQ sums[4];
+            for (int r = 0; r < R; r++) sums[r] = vq_zero();
+            for (int t = 0; t < tiles; t++) {
                 const int k = b * BLOCK + 4 * t;
-                const int32_t h = four_bytes(a->hi + k), l = four_bytes(a->lo + k);
-                for (int r = 0; r < R; r++) {
-                    const T q = t_load(w[r] + ((size_t)b * tiles + t) * 64);
-                    hi[r] = vi_dot_wide(hi[r], q, h), lo[r] = vi_dot(lo[r], q, l);
-                }
-            } else {
+                for (int r = 0; r < R; r++)
+                    sums[r] = vq_dot(sums[r], t_load(w[r] + ((size_t)b * tiles + t) * 64), a->hi + k, a->lo + k, a->X + k);
+            }
+            for (int r = 0; r < R; r++) dot[r] = vq_join(sums[r]);
+        } else {
+            VS hi[4], lo[4];
+            for (int r = 0; r < R; r++) hi[r] = lo[r] = vs_zero();
+            for (int t = 0; t < tiles; t++) {
                 const int k = b * BLOCK + 8 * t;
                 const int32_t h0 = four_bytes(a->hi + k), l0 = four_bytes(a->lo + k);
                 const int32_t h1 = four_bytes(a->hi + k + 4), l1 = four_bytes(a->lo + k + 4);
                 for (int r = 0; r < R; r++) {
                     const T packed = t_load(w[r] + ((size_t)b * tiles + t) * 64), q0 = t_low(packed), q1 = t_high(packed);
-                    hi[r] = vi_dot(hi[r], q0, h0), lo[r] = vi_dot(lo[r], q0, l0);
-                    hi[r] = vi_dot(hi[r], q1, h1), lo[r] = vi_dot(lo[r], q1, l1);
+                    hi[r] = vs_dot(hi[r], q0, h0), lo[r] = vs_dot(lo[r], q0, l0);
+                    hi[r] = vs_dot(hi[r], q1, h1), lo[r] = vs_dot(lo[r], q1, l1);
                 }
             }
+            for (int r = 0; r < R; r++) dot[r] = vs_join(hi[r], lo[r]);
         }
         const V step = v_set1(a->step[b]), sum = v_set1(a->sum[b]);
         for (int r = 0; r < R; r++) {
-            const VI dot = vi_add(vi_shl7(hi[r]), lo[r]);  // Σ q X
             const V scale = v_mul(v_load(ws[r] + b * GROUP), step);
-            acc[r] = v_fma(vi_float(dot), scale, acc[r]);
+            acc[r] = v_fma(vi_float(dot[r]), scale, acc[r]);
             acc[r] = v_fma(v_load(wm[r] + b * GROUP), sum, acc[r]);
         }
     }
@@ -157,9 +164,9 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, co
 // unpacked) once for both rows, which is where a batch's step spends its time once it is bound by arithmetic rather
 // than by reading weights. out[(2 m + r) × 16 + i] for row m, group r. Each row's sums are made in the same order
 // as groups_dot's, so a row's result is the same bit for bit.
-static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *L, const Activation *a, int g0,
-                                                                  int stride, int R, int left, float *out) {
-    const int nb = L->K / BLOCK, kind = L->kind, tiles = kind == Q8 ? 8 : 4;
+static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *L, int kind, const Activation *a,
+                                                                  int g0, int stride, int R, int left, float *out) {
+    const int nb = L->K / BLOCK, tiles = kind == Q8 ? 8 : 4;
     const int ahead = PREFETCH_BYTES / (tiles * 64), blocks_left = kind == Q4 ? left * nb : 0;  // in blocks
     const uint8_t *w[2];
     const float *ws[2], *wm[2];
@@ -168,37 +175,44 @@ static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *
     for (int r = 0; r < R; r++) acc[0][r] = acc[1][r] = v_zero();
     for (int b = 0; b < nb; b++) {
         prefetch_blocks(w, R, b, ahead, blocks_left, tiles);
-        VI hi[2][2], lo[2][2];  // [row of x][group]
-        for (int r = 0; r < R; r++) hi[0][r] = lo[0][r] = hi[1][r] = lo[1][r] = vi_zero();
-        for (int t = 0; t < tiles; t++) {
-            if (kind == Q8) {
+        VI dot[2][2];  // Σ q X of this block, [row of x][group]
+        if (kind == Q8) {
+            VQ sums[2][2];
+            for (int r = 0; r < R; r++) sums[0][r] = sums[1][r] = vq_zero();
+            for (int t = 0; t < tiles; t++) {
                 const int k = b * BLOCK + 4 * t;
                 for (int r = 0; r < R; r++) {
                     const T q = t_load(w[r] + ((size_t)b * tiles + t) * 64);
-                    for (int m = 0; m < 2; m++) {
-                        hi[m][r] = vi_dot_wide(hi[m][r], q, four_bytes(a[m].hi + k));
-                        lo[m][r] = vi_dot(lo[m][r], q, four_bytes(a[m].lo + k));
-                    }
+                    for (int m = 0; m < 2; m++)
+                        sums[m][r] = vq_dot(sums[m][r], q, a[m].hi + k, a[m].lo + k, a[m].X + k);
                 }
-            } else {
+            }
+            for (int m = 0; m < 2; m++)
+                for (int r = 0; r < R; r++) dot[m][r] = vq_join(sums[m][r]);
+        } else {
+            VS hi[2][2], lo[2][2];
+            for (int r = 0; r < R; r++) hi[0][r] = lo[0][r] = hi[1][r] = lo[1][r] = vs_zero();
+            #pragma GCC unroll 1  // unrolled, the tiles' unpacked nibbles spill: a 16-row AVX2 step ran 1.25× longer
+            for (int t = 0; t < tiles; t++) {
                 const int k = b * BLOCK + 8 * t;
                 for (int r = 0; r < R; r++) {
                     const T packed = t_load(w[r] + ((size_t)b * tiles + t) * 64), q0 = t_low(packed), q1 = t_high(packed);
                     for (int m = 0; m < 2; m++) {
-                        hi[m][r] = vi_dot(hi[m][r], q0, four_bytes(a[m].hi + k));
-                        lo[m][r] = vi_dot(lo[m][r], q0, four_bytes(a[m].lo + k));
-                        hi[m][r] = vi_dot(hi[m][r], q1, four_bytes(a[m].hi + k + 4));
-                        lo[m][r] = vi_dot(lo[m][r], q1, four_bytes(a[m].lo + k + 4));
+                        hi[m][r] = vs_dot(hi[m][r], q0, four_bytes(a[m].hi + k));
+                        lo[m][r] = vs_dot(lo[m][r], q0, four_bytes(a[m].lo + k));
+                        hi[m][r] = vs_dot(hi[m][r], q1, four_bytes(a[m].hi + k + 4));
+                        lo[m][r] = vs_dot(lo[m][r], q1, four_bytes(a[m].lo + k + 4));
                     }
                 }
             }
+            for (int m = 0; m < 2; m++)
+                for (int r = 0; r < R; r++) dot[m][r] = vs_join(hi[m][r], lo[m][r]);
         }
         for (int m = 0; m < 2; m++) {
             const V step = v_set1(a[m].step[b]), sum = v_set1(a[m].sum[b]);
             for (int r = 0; r < R; r++) {
-                const VI dot = vi_add(vi_shl7(hi[m][r]), lo[m][r]);  // Σ q X
                 const V scale = v_mul(v_load(ws[r] + b * GROUP), step);
-                acc[m][r] = v_fma(vi_float(dot), scale, acc[m][r]);
+                acc[m][r] = v_fma(vi_float(dot[m][r]), scale, acc[m][r]);
                 acc[m][r] = v_fma(v_load(wm[r] + b * GROUP), sum, acc[m][r]);
             }
         }
@@ -268,10 +282,10 @@ static inline int units_of(const Linear *L) { return (L->N + unit_rows(L) - 1) /
 
 // Units u0, u0 + stride, … (R of them, R ≤ 4) of W · x into out, unit_rows values each; each stream has `left`
 // units from its current one on
-static inline __attribute__((always_inline)) void units_dot(const Linear *L, const Activation *a, int u0, int stride,
-                                                            int R, int left, float *out) {
-    if (quantized(L->kind))
-        groups_dot(L, a, u0, stride, R, left, out);
+static inline __attribute__((always_inline)) void units_dot(const Linear *L, int kind, const Activation *a, int u0,
+                                                            int stride, int R, int left, float *out) {
+    if (quantized(kind))
+        groups_dot(L, kind, a, u0, stride, R, left, out);
     else
         rows_dot(L, a, u0, stride, R, out);
 }
@@ -289,37 +303,48 @@ static inline void part_units(const Linear *L, int t, int T, int *lo, int *hi) {
 
 // Thread t of T: its share of y = W x for each of the `rows` activation rows a[r] (y's row r at y + r × ldy;
 // accumulate: y += W x), bias included, in concurrent weight streams. Each unit of W is read from memory once: the
-// other rows find it in cache. Quantized weights take rows two at a time in two streams (groups_dot_pair), one
-// tile load for both; a lone row, and float weights, four streams of one row.
-static inline void gemv_part(const Linear *L, const Activation *a, int rows, int t, int T, float *y, size_t ldy,
-                             int accumulate) {
+// other rows find it in cache. Quantized weights take rows two at a time (groups_dot_pair), one tile load for both,
+// in PAIR_STREAMS streams (as many as the build's registers hold the sums of); a lone row, and float weights, four
+// streams of one row. `kind` is L->kind, a constant where gemv_part calls it: each kind gets its own loops.
+static inline __attribute__((always_inline)) void gemv_part_of(const Linear *L, int kind, const Activation *a, int rows,
+                                                               int t, int T, float *y, size_t ldy, int accumulate) {
     const int per = unit_rows(L);
     int lo, hi;
     part_units(L, t, T, &lo, &hi);
-    const int pairs = quantized(L->kind) ? rows / 2 : 0, single = 2 * pairs;  // rows [single, rows) one at a time
-    const int quarter = (hi - lo) / 4, half = (hi - lo) / 2;
+    const int pairs = quantized(kind) ? rows / 2 : 0, single = 2 * pairs;  // rows [single, rows) one at a time
+    const int quarter = (hi - lo) / 4, span = (hi - lo) / PAIR_STREAMS;
     float out[4 * GROUP];
-    for (int i = 0; pairs && i < half; i++)
+    for (int i = 0; pairs && i < span; i++)
         for (int p = 0; p < pairs; p++) {
-            groups_dot_pair(L, a + 2 * p, lo + i, half, 2, half - i, out);
+            groups_dot_pair(L, kind, a + 2 * p, lo + i, span, PAIR_STREAMS, span - i, out);
             for (int m = 0; m < 2; m++)
-                for (int s = 0; s < 2; s++)
-                    put(L, (lo + i + s * half) * per, out + (2 * m + s) * per, per, y + (2 * p + m) * ldy, accumulate);
+                for (int s = 0; s < PAIR_STREAMS; s++)
+                    put(L, (lo + i + s * span) * per, out + (2 * m + s) * per, per, y + (2 * p + m) * ldy, accumulate);
         }
-    for (int u = lo + 2 * half; pairs && u < hi; u++)
+    for (int u = lo + PAIR_STREAMS * span; pairs && u < hi; u++)
         for (int p = 0; p < pairs; p++) {
-            groups_dot_pair(L, a + 2 * p, u, 0, 1, hi - u, out);
+            groups_dot_pair(L, kind, a + 2 * p, u, 0, 1, hi - u, out);
             for (int m = 0; m < 2; m++) put(L, u * per, out + 2 * m * per, per, y + (2 * p + m) * ldy, accumulate);
         }
     for (int i = 0; single < rows && i < quarter; i++)
         for (int r = single; r < rows; r++) {
-            units_dot(L, a + r, lo + i, quarter, 4, quarter - i, out);
+            units_dot(L, kind, a + r, lo + i, quarter, 4, quarter - i, out);
             for (int s = 0; s < 4; s++)
                 put(L, (lo + i + s * quarter) * per, out + s * per, per, y + r * ldy, accumulate);
         }
     for (int u = lo + 4 * quarter; single < rows && u < hi; u++)
         for (int r = single; r < rows; r++) {
-            units_dot(L, a + r, u, 0, 1, hi - u, out);
+            units_dot(L, kind, a + r, u, 0, 1, hi - u, out);
             put(L, u * per, out, per, y + r * ldy, accumulate);
         }
+}
+
+static __attribute__((noinline)) void gemv_part(const Linear *L, const Activation *a, int rows, int t, int T, float *y,
+                                                size_t ldy, int accumulate) {  // one call, three instances of its loops
+    if (L->kind == Q4)
+        gemv_part_of(L, Q4, a, rows, t, T, y, ldy, accumulate);
+    else if (L->kind == Q8)
+        gemv_part_of(L, Q8, a, rows, t, T, y, ldy, accumulate);
+    else
+        gemv_part_of(L, L->kind, a, rows, t, T, y, ldy, accumulate);
 }

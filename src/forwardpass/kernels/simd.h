@@ -27,6 +27,7 @@ static inline void prefetch_l2(const void *p) { __builtin_prefetch(p, 0, 2); }
 
 #if defined(FP_AVX512)
 #define KERNEL_ISA "avx512"
+#define PAIR_STREAMS 2  // 32 registers hold two groups' sums for two rows
 typedef __m512 V;
 typedef __m512i VI;
 typedef __m512i T;
@@ -69,13 +70,13 @@ static inline V vi_float(VI a) { return _mm512_cvtepi32_ps(a); }
 static inline T t_load(const uint8_t *p) { return _mm512_loadu_si512((const void *)p); }
 static inline T t_low(T t) { return _mm512_and_si512(t, _mm512_set1_epi8(0x0F)); }
 static inline T t_high(T t) { return _mm512_and_si512(_mm512_srli_epi16(t, 4), _mm512_set1_epi8(0x0F)); }
-// acc[i] += Σ_j t[4 i + j] x_j, t unsigned and the x_j the four signed bytes of `word`. `wide`: any bytes (the
-// other form assumes each pair of products sums within int16, as it does for 4-bit weights or |x| ≤ 64).
+// acc[i] += Σ_j t[4 i + j] x_j, t unsigned and the x_j the four signed bytes of `word` (every build but AVX2's, whose
+// byte products saturate in pairs: it has its own VS and VQ below)
 static inline VI vi_dot(VI acc, T t, int32_t word) { return _mm512_dpbusd_epi32(acc, t, _mm512_set1_epi32(word)); }
-static inline VI vi_dot_wide(VI acc, T t, int32_t word) { return vi_dot(acc, t, word); }
 
 #elif defined(FP_AVX2)
 #define KERNEL_ISA "avx2"
+#define PAIR_STREAMS 1  // 16 registers: a second group's sums would spill to memory
 typedef struct { __m256 a, b; } V;
 typedef struct { __m256i a, b; } VI;
 typedef struct { __m256i a, b; } T;
@@ -177,21 +178,44 @@ static inline T t_high(T t) {
     T r = {_mm256_and_si256(_mm256_srli_epi16(t.a, 4), m), _mm256_and_si256(_mm256_srli_epi16(t.b, 4), m)};
     return r;
 }
-static inline __m256i dot8(__m256i acc, __m256i t, __m256i x) {  // u8 × s8 pairs to int16, then to int32 by fours
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(t, x), _mm256_set1_epi16(1)));
+// 8-bit tiles: maddubs would saturate a pair of products past int16, so the tile's bytes are widened to 16 bits and
+// multiplied by X itself (madd: 16-bit pairs into 32 bits). Four registers of sums, rows 4i … 4i + 3 in r[i], two
+// lanes a row (inputs 0–1 and 2–3), folded to one lane a row once per block.
+typedef struct { __m256i r[4]; } VQ;
+static inline VQ vq_zero(void) { VQ s; for (int i = 0; i < 4; i++) s.r[i] = _mm256_setzero_si256(); return s; }
+static inline VQ vq_dot(VQ acc, T q, const int8_t *hi, const int8_t *lo, const int16_t *X) {
+    (void)hi, (void)lo;
+    int64_t four;
+    memcpy(&four, X, 8);
+    const __m256i x = _mm256_set1_epi64x(four);  // X_k … X_k+3, four times
+    const __m128i part[4] = {_mm256_castsi256_si128(q.a), _mm256_extracti128_si256(q.a, 1),
+                             _mm256_castsi256_si128(q.b), _mm256_extracti128_si256(q.b, 1)};
+    for (int i = 0; i < 4; i++)
+        acc.r[i] = _mm256_add_epi32(acc.r[i], _mm256_madd_epi16(_mm256_cvtepu8_epi16(part[i]), x));
+    return acc;
 }
-static inline VI vi_dot(VI acc, T t, int32_t word) {
+static inline VI vq_join(VQ s) {  // hadd: rows 0 1 4 5 | 2 3 6 7; the 64-bit permute puts them in order
+    return vi_make(_mm256_permute4x64_epi64(_mm256_hadd_epi32(s.r[0], s.r[1]), 0xD8),
+                   _mm256_permute4x64_epi64(_mm256_hadd_epi32(s.r[2], s.r[3]), 0xD8));
+}
+// 4-bit tiles: maddubs (u8 × s8, pairs summed into int16) into sums kept in 16 bits, two lanes a row (lanes 2r, 2r + 1
+// of each half), widened into 32 bits once per block by vs_join
+typedef struct { __m256i a, b; } VS;
+static inline VS vs_zero(void) { VS s = {_mm256_setzero_si256(), _mm256_setzero_si256()}; return s; }
+static inline VS vs_dot(VS acc, T t, int32_t word) {
     const __m256i x = _mm256_set1_epi32(word);
-    return vi_make(dot8(acc.a, t.a, x), dot8(acc.b, t.b, x));
+    VS s = {_mm256_add_epi16(acc.a, _mm256_maddubs_epi16(t.a, x)), _mm256_add_epi16(acc.b, _mm256_maddubs_epi16(t.b, x))};
+    return s;
 }
-// maddubs saturates a pair of products past int16: the even and the odd bytes of x apart, one product per pair
-static inline VI vi_dot_wide(VI acc, T t, int32_t word) {
-    const __m256i even = _mm256_set1_epi32(word & 0x00FF00FF), odd = _mm256_set1_epi32(word & (int32_t)0xFF00FF00);
-    return vi_make(dot8(dot8(acc.a, t.a, even), t.a, odd), dot8(dot8(acc.b, t.b, even), t.b, odd));
+static inline VI vs_join(VS hi, VS lo) {
+    const __m256i h = _mm256_set1_epi16(128), one = _mm256_set1_epi16(1);
+    return vi_make(_mm256_add_epi32(_mm256_madd_epi16(hi.a, h), _mm256_madd_epi16(lo.a, one)),
+                   _mm256_add_epi32(_mm256_madd_epi16(hi.b, h), _mm256_madd_epi16(lo.b, one)));
 }
 
 #elif defined(FP_NEON)
 #define KERNEL_ISA "neon"
+#define PAIR_STREAMS 1  // a row's sums take four registers
 #include <arm_neon.h>
 typedef struct { float32x4_t v[4]; } V;  // lanes 4k … 4k + 3 in v[k]
 typedef struct { int32x4_t v[4]; } VI;
@@ -278,11 +302,11 @@ static inline VI vi_dot(VI acc, T t, int32_t word) {
           acc.v[k] = vaddq_s32(acc.v[k], vpaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi))))
     return acc;
 }
-static inline VI vi_dot_wide(VI acc, T t, int32_t word) { return vi_dot(acc, t, word); }
 #undef EACH4
 
 #else
 #define KERNEL_ISA "generic"
+#define PAIR_STREAMS 1
 typedef struct { float f[LANES]; } V;
 typedef struct { int32_t i[LANES]; } VI;
 typedef struct { uint32_t w[LANES]; } T;
@@ -346,6 +370,25 @@ static inline VI vi_dot(VI acc, T t, int32_t word) {
                      (int32_t)(w >> 24) * x3)
     return acc;
 }
-static inline VI vi_dot_wide(VI acc, T t, int32_t word) { return vi_dot(acc, t, word); }
 #undef EACH
+#endif
+
+// A block's row sums Σ q X, X = 128 hi + lo, for the quantized kernels. VS: 4-bit tiles (each lane at most 16 products
+// of q ≤ 15 and a byte, |Σ| ≤ 30480: within int16), vs_dot once for hi and once for lo; vq: 8-bit tiles, both at once.
+// *_join: the sums as 32-bit lanes, one a row. Integer sums are exact in any order, so every build gives the same bits.
+// AVX2 keeps its own (above); the others sum bytes with vi_dot.
+#if !defined(FP_AVX2)
+typedef VI VS;
+static inline VS vs_zero(void) { return vi_zero(); }
+static inline VS vs_dot(VS acc, T t, int32_t word) { return vi_dot(acc, t, word); }
+static inline VI vs_join(VS hi, VS lo) { return vi_add(vi_shl7(hi), lo); }
+
+typedef struct { VI hi, lo; } VQ;
+static inline VQ vq_zero(void) { VQ s = {vi_zero(), vi_zero()}; return s; }
+static inline VQ vq_dot(VQ acc, T q, const int8_t *hi, const int8_t *lo, const int16_t *X) {
+    (void)X;
+    acc.hi = vi_dot(acc.hi, q, four_bytes(hi)), acc.lo = vi_dot(acc.lo, q, four_bytes(lo));
+    return acc;
+}
+static inline VI vq_join(VQ s) { return vi_add(vi_shl7(s.hi), s.lo); }
 #endif
