@@ -63,6 +63,48 @@ def test_native_dequantize_is_the_pytorch_ops_bit_for_bit(bits, shape):
     assert got.shape == want.shape == (n, k) and torch.equal(got, want)
 
 
+def half_exact_blocks(bits: int, n: int, k: int, seed: int):
+    """Blocks whose every scale and minimum is a float16 value, as a GGUF's Q4_0, Q4_1 and Q8_0 store them."""
+    from forwardpass.quant import Blocks
+
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randint(0, 2**bits, (n, k // 32, 32), generator=g, dtype=torch.uint8)
+    scale = (torch.rand(n, k // 32, 1, generator=g) * 0.02 + 1e-3).half().float()
+    minimum = (-torch.rand(n, k // 32, 1, generator=g) * 0.2).half().float()
+    return Blocks(q, scale, minimum, bits, exact=True)
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("rows", [1, 2, 5, 16])
+def test_half_scales_give_the_float32_scales_bits(bits, rows):
+    """Scales stored as float16 where they are exact: a decode step's rows, the native dequantization and the PyTorch
+    ops all give what the same layer with float32 scales gives, bit for bit."""
+    from forwardpass.quant import untiled
+
+    n, k = 200, 576
+    half = QuantizedLinear(half_exact_blocks(bits, n, k, seed=rows))
+    wide = QuantizedLinear(half_exact_blocks(bits, n, k, seed=rows))
+    wide.scale, wide.minimum = wide.scale.float(), wide.minimum.float()
+    assert half.scale.dtype == half.minimum.dtype == torch.float16 and wide.scale.dtype == torch.float32
+    assert half.nbytes() < wide.nbytes()
+    x = torch.randn(rows, k, generator=torch.Generator().manual_seed(9))
+    with torch.no_grad():
+        assert torch.equal(half(x), wide(x))
+    assert torch.equal(half.dequantize(), wide.dequantize())
+    assert torch.equal(untiled(half.q, half.scale, half.minimum, bits, n), wide.dequantize())
+
+
+def test_scales_not_exact_in_half_stay_float32():
+    blocks = half_exact_blocks(4, 32, 64, seed=0)
+    blocks.scale[3, 1, 0] += 1e-7  # one scale between two float16 values
+    layer = QuantizedLinear(blocks)
+    assert layer.scale.dtype == layer.minimum.dtype == torch.float32
+    blocks = half_exact_blocks(4, 32, 64, seed=0)
+    blocks.minimum[0, 0, 0] = 1e6  # past float16's range
+    assert QuantizedLinear(blocks).scale.dtype == torch.float32
+    assert QuantizedLinear(half_exact_blocks(4, 32, 64, seed=0)).scale.dtype == torch.float16
+
+
 def test_prefill_rows_take_the_dequantized_path():
     layer = quantized(nn.Linear(64, 32), 4)
     x = torch.randn(40, 64)  # more rows than a decode step

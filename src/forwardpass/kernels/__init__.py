@@ -139,7 +139,7 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.kernel_isa.restype = ctypes.c_char_p
     lib.kernel_isa.argtypes = []
     lib.gemv.restype = None
-    lib.gemv.argtypes = [p, i, i, i, p, p, p, i, p]
+    lib.gemv.argtypes = [p, i, i, i, p, p, p, i, i, p]
     lib.decode_step.restype = ctypes.c_int
     lib.decode_step.argtypes = [p, i, i, i, p, p]
     lib.decode_workspace.restype = ctypes.c_size_t
@@ -153,7 +153,7 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.decode_batch_greedy.restype = ctypes.c_int
     lib.decode_batch_greedy.argtypes = [p, p, i, p, i, p, p]
     lib.dequantize.restype = None
-    lib.dequantize.argtypes = [i, i, i, p, p, p, p]
+    lib.dequantize.argtypes = [i, i, i, p, p, p, i, p]
     lib.stream_read.restype = ctypes.c_float
     lib.stream_read.argtypes = [p, ctypes.c_size_t]
     return lib
@@ -186,13 +186,13 @@ def gemv(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, n: int, scal
          minimum: torch.Tensor | None = None, lib: ctypes.CDLL | None = None) -> torch.Tensor:
     """x (M, K) float32 @ Wᵀ → (M, n) float32, W stored as `kind`: a float dtype (w (n, K)), or 8 or 4 bits
     tiled as quant.QuantizedLinear stores them (w (groups, K/32, 512 or 256) bytes, scale and minimum
-    (groups, K/32, 16) float32, groups = n/16 rounded up). Call only where available() (or with `lib`, one
-    build's library); quantized K a multiple of 32. Every tensor contiguous and on the CPU."""
+    (groups, K/32, 16) float32 or float16, groups = n/16 rounded up). Call only where available() (or with `lib`,
+    one build's library); quantized K a multiple of 32. Every tensor contiguous and on the CPU."""
     M, K = x.shape
     x = x.contiguous()
     y = torch.empty(M, n, dtype=torch.float32)
     scales = [None if t is None else t.data_ptr() for t in (scale, minimum)]
-    (lib or _LIB).gemv(x.data_ptr(), M, KINDS[kind], K, w.data_ptr(), *scales, n, y.data_ptr())
+    (lib or _LIB).gemv(x.data_ptr(), M, KINDS[kind], K, w.data_ptr(), *scales, scales_kind(scale), n, y.data_ptr())
     return y
 
 
@@ -201,8 +201,16 @@ def dequantize(bits: int, q: torch.Tensor, scale: torch.Tensor, minimum: torch.T
     """(n, k) float32 from 8- or 4-bit tiles as quant.QuantizedLinear stores them (its `dequantize`, bit for bit).
     Call only where available() (or with `lib`); every tensor contiguous and on the CPU."""
     w = torch.empty(n, k, dtype=torch.float32)
-    (lib or _LIB).dequantize(bits, n, k, q.data_ptr(), scale.data_ptr(), minimum.data_ptr(), w.data_ptr())
+    (lib or _LIB).dequantize(bits, n, k, q.data_ptr(), scale.data_ptr(), minimum.data_ptr(), scales_kind(scale),
+                             w.data_ptr())
     return w
+
+
+def scales_kind(scale: torch.Tensor | None) -> int:
+    """gemv.h's Linear.scales for quantized weights' scales and minimums: F32, or F16 (None: float weights, F32)."""
+    if scale is not None and scale.dtype not in (torch.float32, torch.float16):
+        raise ForwardpassError(f"block scales must be float32 or float16, not {scale.dtype}")
+    return KINDS[torch.float16 if scale is not None and scale.dtype == torch.float16 else torch.float32]
 
 
 def stream_read(x: torch.Tensor) -> float:

@@ -2,9 +2,9 @@
 // row, or a quantized group of rows) is read from memory once for every row of x.
 #include "gemv.h"
 
-void gemv(const float *x, int M, int kind, int K, const void *w, const float *w_scale, const float *w_min, int N,
-          float *y) {
-    const Linear L = {kind, N, K, w, w_scale, w_min, NULL};
+void gemv(const float *x, int M, int kind, int K, const void *w, const void *w_scale, const void *w_min, int scales,
+          int N, float *y) {
+    const Linear L = {kind, N, K, w, w_scale, w_min, NULL, scales};
     Activation a[M];
     for (int m = 0; m < M; m++) {
         a[m] = activation_alloc(K);

@@ -32,9 +32,10 @@ static inline int quantized(int kind) { return kind == Q4 || kind == Q8; }
 typedef struct {
     int kind, N, K;
     const void *w;        // F32: float (N, K); F16, BF16: uint16 (N, K); Q8, Q4: uint8 tiles (groups, K / 32, 512 or 256)
-    const float *scale;   // (groups, K / 32, 16), quantized only
-    const float *minimum; // (groups, K / 32, 16), quantized only
+    const void *scale;    // (groups, K / 32, 16), quantized only, as `scales` says
+    const void *minimum;  // (groups, K / 32, 16), the same
     const float *bias;    // (N) or NULL
+    int scales;           // F32, or F16 where every scale and minimum is exact in 16 bits (a file's own block scales)
 } Linear;
 
 // An activation row as the kernels read it
@@ -93,13 +94,25 @@ static void quantize_row(const float *x, int K, int kind, Activation *a) {
 
 // Where groups g0, g0 + stride, … (R of them) of a quantized W start: tiles, scales, minimums
 static inline __attribute__((always_inline)) void group_starts(const Linear *L, int g0, int stride, int R,
-                                                               const uint8_t **w, const float **ws, const float **wm) {
-    const int nb = L->K / BLOCK, tiles = L->kind == Q8 ? 8 : 4;
+                                                               const uint8_t **w, const uint8_t **ws,
+                                                               const uint8_t **wm) {
+    const int nb = L->K / BLOCK, tiles = L->kind == Q8 ? 8 : 4, bytes = L->scales == F16 ? 2 : 4;
     for (int r = 0; r < R; r++) {
         const size_t g = (size_t)(g0 + r * stride);
-        w[r] = (const uint8_t *)L->w + g * nb * tiles * 64, ws[r] = L->scale + g * nb * GROUP;
-        wm[r] = L->minimum + g * nb * GROUP;
+        w[r] = (const uint8_t *)L->w + g * nb * tiles * 64;
+        ws[r] = (const uint8_t *)L->scale + g * nb * GROUP * bytes;
+        wm[r] = (const uint8_t *)L->minimum + g * nb * GROUP * bytes;
     }
+}
+
+// Block b's 16 scales (or minimums) of a group whose scales start at p
+static inline V block_scales(const uint8_t *p, int b, int scales) {
+    return scales == F16 ? v_load_f16_n((const uint16_t *)p + b * GROUP, GROUP) : v_load((const float *)p + b * GROUP);
+}
+
+// Scale (or minimum) i of W's as `scales` stores them
+static inline float scale_at(const void *p, size_t i, int scales) {
+    return scales == F16 ? half_float(((const uint16_t *)p)[i]) : ((const float *)p)[i];
 }
 
 // Ask for block b + ahead of each of R streams (into L2), while it is inside the groups they still read
@@ -118,8 +131,7 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, in
                                                              int stride, int R, int left, float *out) {
     const int nb = L->K / BLOCK, tiles = kind == Q8 ? 8 : 4;
     const int ahead = PREFETCH_BYTES / (tiles * 64), blocks_left = kind == Q4 ? left * nb : 0;  // in blocks
-    const uint8_t *w[4];
-    const float *ws[4], *wm[4];
+    const uint8_t *w[4], *ws[4], *wm[4];
     V acc[4];
     group_starts(L, g0, stride, R, w, ws, wm);
     for (int r = 0; r < R; r++) acc[r] = v_zero();
@@ -152,9 +164,9 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, in
         }
         const V step = v_set1(a->step[b]), sum = v_set1(a->sum[b]);
         for (int r = 0; r < R; r++) {
-            const V scale = v_mul(v_load(ws[r] + b * GROUP), step);
+            const V scale = v_mul(block_scales(ws[r], b, L->scales), step);
             acc[r] = v_fma(vi_float(dot[r]), scale, acc[r]);
-            acc[r] = v_fma(v_load(wm[r] + b * GROUP), sum, acc[r]);
+            acc[r] = v_fma(block_scales(wm[r], b, L->scales), sum, acc[r]);
         }
     }
     for (int r = 0; r < R; r++) v_store(out + GROUP * r, acc[r]);
@@ -168,8 +180,7 @@ static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *
                                                                   int g0, int stride, int R, int left, float *out) {
     const int nb = L->K / BLOCK, tiles = kind == Q8 ? 8 : 4;
     const int ahead = PREFETCH_BYTES / (tiles * 64), blocks_left = kind == Q4 ? left * nb : 0;  // in blocks
-    const uint8_t *w[2];
-    const float *ws[2], *wm[2];
+    const uint8_t *w[2], *ws[2], *wm[2];
     V acc[2][2];
     group_starts(L, g0, stride, R, w, ws, wm);
     for (int r = 0; r < R; r++) acc[0][r] = acc[1][r] = v_zero();
@@ -211,9 +222,9 @@ static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *
         for (int m = 0; m < 2; m++) {
             const V step = v_set1(a[m].step[b]), sum = v_set1(a[m].sum[b]);
             for (int r = 0; r < R; r++) {
-                const V scale = v_mul(v_load(ws[r] + b * GROUP), step);
+                const V scale = v_mul(block_scales(ws[r], b, L->scales), step);
                 acc[m][r] = v_fma(vi_float(dot[m][r]), scale, acc[m][r]);
-                acc[m][r] = v_fma(v_load(wm[r] + b * GROUP), sum, acc[m][r]);
+                acc[m][r] = v_fma(block_scales(wm[r], b, L->scales), sum, acc[m][r]);
             }
         }
     }
@@ -258,9 +269,9 @@ static inline void linear_row(const Linear *L, int n, float *out) {
     const int nb = K / BLOCK, tiles = kind == Q8 ? 8 : 4, i = n % GROUP;
     const size_t g = (size_t)(n / GROUP);
     const uint8_t *w = (const uint8_t *)L->w + g * nb * tiles * 64;
-    const float *scale = L->scale + g * nb * GROUP, *minimum = L->minimum + g * nb * GROUP;
     for (int b = 0; b < nb; b++) {
-        const float s = scale[b * GROUP + i], m = minimum[b * GROUP + i];
+        const size_t at = (g * nb + b) * GROUP + i;
+        const float s = scale_at(L->scale, at, L->scales), m = scale_at(L->minimum, at, L->scales);
         for (int t = 0; t < tiles; t++)
             for (int j = 0; j < 4; j++) {
                 const uint8_t q = w[((size_t)b * tiles + t) * 64 + 4 * i + j];

@@ -25,6 +25,18 @@ static inline int32_t four_bytes(const int8_t *v) {
 
 static inline void prefetch_l2(const void *p) { __builtin_prefetch(p, 0, 2); }
 
+static inline float half_float(uint16_t h) {  // IEEE binary16 → float32, subnormals, infinities and NaNs included
+    const uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 31, m = h & 1023;
+    float f;
+    if (e == 31) {
+        const uint32_t bits = sign | 0x7F800000u | (m << 13);
+        memcpy(&f, &bits, 4);
+        return f;
+    }
+    f = e ? ldexpf((float)(m | 1024), (int)e - 25) : ldexpf((float)m, -24);
+    return sign ? -f : f;
+}
+
 #if defined(FP_AVX512)
 #define KERNEL_ISA "avx512"
 #define PAIR_STREAMS 2  // 32 registers hold two groups' sums for two rows
@@ -336,17 +348,6 @@ static inline float v_reduce_add(V a) { float s = 0.f; EACH(s += a.f[l]) return 
 static inline float v_reduce_max(V a) { float m = a.f[0]; EACH(m = a.f[l] > m ? a.f[l] : m) return m; }
 static inline int v_any_nan(V a) { int any = 0; EACH(any |= isnan(a.f[l])) return any; }
 static inline void v_store_i8(int8_t *p, V a) { EACH(p[l] = (int8_t)a.f[l]) }
-static inline float half_float(uint16_t h) {  // IEEE binary16 → float32, subnormals, infinities and NaNs included
-    const uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 31, m = h & 1023;
-    float f;
-    if (e == 31) {
-        const uint32_t bits = sign | 0x7F800000u | (m << 13);
-        memcpy(&f, &bits, 4);
-        return f;
-    }
-    f = e ? ldexpf((float)(m | 1024), (int)e - 25) : ldexpf((float)m, -24);
-    return sign ? -f : f;
-}
 static inline V v_load_f16_n(const uint16_t *p, int n) { V v; EACH(v.f[l] = l < n ? half_float(p[l]) : 0.f) return v; }
 static inline V v_load_bf16_n(const uint16_t *p, int n) {
     V v;
