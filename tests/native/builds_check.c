@@ -20,16 +20,6 @@ static void print(const char *how, const char *tag, const float *v, int n) {
     }
 }
 
-// y = x Wᵀ for M rows of x as a decode step makes it (gemv_part: rows in pairs, the last odd one alone)
-static void step_rows_of(int kind, const float *x, int M, int K, const uint8_t *w, const void *scale,
-                         const void *minimum, int scales, int N, float *y) {
-    const Linear L = {kind, N, K, w, scale, minimum, NULL, scales};
-    Activation a[8];
-    for (int m = 0; m < M; m++) a[m] = activation_alloc(K), quantize_row(x + (size_t)m * K, K, kind, &a[m]);
-    gemv_part(&L, a, M, 0, 1, y, N, 0);
-    for (int m = 0; m < M; m++) activation_free(a[m]);
-}
-
 int main(void) {
     enum { M = 5, K = 192, N = 70, KF = 200, GROUPS = (N + 15) / 16 };
     static float x[M * KF], y[M * N], scale[GROUPS * (K / 32) * 16], minimum[GROUPS * (K / 32) * 16], wf[N * KF];
@@ -39,13 +29,9 @@ int main(void) {
     for (size_t i = 0; i < sizeof tiles; i++) tiles[i] = (uint8_t)next();
     for (size_t i = 0; i < sizeof scale / 4; i++) scale[i] = uniform(0.001f, 0.02f), minimum[i] = uniform(-0.2f, 0.f);
     const int kinds[2] = {Q8, Q4};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2; i++) {  // five rows: two pairs (groups_dot_pair) and one alone
         gemv(x, M, kinds[i], K, tiles, scale, minimum, F32, N, y);
         print("exact", kinds[i] == Q8 ? "q8" : "q4", y, M * N);
-    }
-    for (int i = 0; i < 2; i++) {  // a decode step's batch: rows two at a time (groups_dot_pair), the fifth alone
-        step_rows_of(kinds[i], x, M, K, tiles, scale, minimum, F32, N, y);
-        print("exact", kinds[i] == Q8 ? "q8-rows" : "q4-rows", y, M * N);
     }
     {  // scales and minimums stored as float16 (positive scales, negative minimums, 2^-10 … 2^-1)
         static uint16_t half_scale[sizeof scale / 4], half_minimum[sizeof scale / 4];
@@ -54,7 +40,7 @@ int main(void) {
             half_minimum[i] = (uint16_t)(0x8000u | ((5 + next() % 10) << 10) | (next() & 1023u));
         }
         for (int i = 0; i < 2; i++) {
-            step_rows_of(kinds[i], x, M, K, tiles, half_scale, half_minimum, F16, N, y);
+            gemv(x, M, kinds[i], K, tiles, half_scale, half_minimum, F16, N, y);
             print("exact", kinds[i] == Q8 ? "q8-half-scales" : "q4-half-scales", y, M * N);
             dequantize(kinds[i] == Q8 ? 8 : 4, N, K, tiles, half_scale, half_minimum, F16, wf);
             print("exact", kinds[i] == Q8 ? "dequantize-q8-half-scales" : "dequantize-q4-half-scales", wf, N * K);
@@ -66,7 +52,7 @@ int main(void) {
         memset(full, 255, sizeof full);
         for (int k = 0; k < 3 * K; k++) same[k] = k < K ? 2.5f : k < 2 * K ? -2.5f : (k % 2 ? 2.5f : -2.5f);
         for (int i = 0; i < 2; i++) {
-            step_rows_of(kinds[i], same, 3, K, full, scale, minimum, F32, N, y);
+            gemv(same, 3, kinds[i], K, full, scale, minimum, F32, N, y);
             print("exact", kinds[i] == Q8 ? "q8-largest" : "q4-largest", y, 3 * N);
         }
     }

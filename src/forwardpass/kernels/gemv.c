@@ -1,5 +1,7 @@
-// y = x Wᵀ for a few rows of x (a batch of decode steps), W in any stored kind (gemv.h): each unit of W (a
-// row, or a quantized group of rows) is read from memory once for every row of x.
+// y = x Wᵀ for a few rows of x (a batch of decode steps), W in any stored kind (gemv.h): the decode step's own
+// product (gemv_part), each thread its share of W's units, each unit read from memory once for every row of x.
+#include <omp.h>
+
 #include "gemv.h"
 
 void gemv(const float *x, int M, int kind, int K, const void *w, const void *w_scale, const void *w_min, int scales,
@@ -10,12 +12,7 @@ void gemv(const float *x, int M, int kind, int K, const void *w, const void *w_s
         a[m] = activation_alloc(K);
         quantize_row(x + (size_t)m * K, K, kind, &a[m]);
     }
-    #pragma omp parallel for schedule(static)
-    for (int u = 0; u < units_of(&L); u++)
-        for (int m = 0; m < M; m++) {
-            float out[GROUP];
-            units_dot(&L, kind, &a[m], u, 0, 1, 1, out);
-            put(&L, u * unit_rows(&L), out, unit_rows(&L), y + (size_t)m * N, 0);
-        }
+    #pragma omp parallel
+    gemv_part(&L, a, M, omp_get_thread_num(), omp_get_num_threads(), y, N, 0);
     for (int m = 0; m < M; m++) activation_free(a[m]);
 }
