@@ -68,7 +68,7 @@ static inline Activation activation_alloc(int K) {
 
 static inline void activation_free(Activation a) { free(a.hi); }
 
-static void quantize_row(const float *x, int K, int kind, Activation *a) {
+static __attribute__((unused)) void quantize_row(const float *x, int K, int kind, Activation *a) {
     a->x = x;
     if (!quantized(kind)) return;
     for (int b = 0; b < K / BLOCK; b++) {
@@ -143,8 +143,10 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, in
             for (int r = 0; r < R; r++) sums[r] = vq_zero();
             for (int t = 0; t < tiles; t++) {
                 const int k = b * BLOCK + 4 * t;
-                for (int r = 0; r < R; r++)
-                    sums[r] = vq_dot(sums[r], t_load(w[r] + ((size_t)b * tiles + t) * 64), a->hi + k, a->lo + k, a->X + k);
+                for (int r = 0; r < R; r++) {
+                    const T q = t_load(w[r] + ((size_t)b * tiles + t) * 64);
+                    sums[r] = vq_dot(sums[r], q, a->hi + k, a->lo + k, a->X + k);
+                }
             }
             for (int r = 0; r < R; r++) dot[r] = vq_join(sums[r]);
         } else {
@@ -350,8 +352,9 @@ static inline __attribute__((always_inline)) void gemv_part_of(const Linear *L, 
         }
 }
 
-static __attribute__((noinline)) void gemv_part(const Linear *L, const Activation *a, int rows, int t, int T, float *y,
-                                                size_t ldy, int accumulate) {  // one call, three instances of its loops
+// gemv_part_of with `kind` a constant: one instance of the loops per kind, out of line
+static __attribute__((noinline, unused)) void gemv_part(const Linear *L, const Activation *a, int rows, int t, int T,
+                                                        float *y, size_t ldy, int accumulate) {
     if (L->kind == Q4)
         gemv_part_of(L, Q4, a, rows, t, T, y, ldy, accumulate);
     else if (L->kind == Q8)

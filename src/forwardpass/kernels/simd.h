@@ -216,7 +216,8 @@ typedef struct { __m256i a, b; } VS;
 static inline VS vs_zero(void) { VS s = {_mm256_setzero_si256(), _mm256_setzero_si256()}; return s; }
 static inline VS vs_dot(VS acc, T t, int32_t word) {
     const __m256i x = _mm256_set1_epi32(word);
-    VS s = {_mm256_add_epi16(acc.a, _mm256_maddubs_epi16(t.a, x)), _mm256_add_epi16(acc.b, _mm256_maddubs_epi16(t.b, x))};
+    VS s = {_mm256_add_epi16(acc.a, _mm256_maddubs_epi16(t.a, x)),
+            _mm256_add_epi16(acc.b, _mm256_maddubs_epi16(t.b, x))};
     return s;
 }
 static inline VI vs_join(VS hi, VS lo) {
