@@ -19,9 +19,9 @@ import subprocess
 import sys
 import time
 
-from common import machine
+from common import counts, machine
 
-from forwardpass.cli.options import checked, positive_int
+from forwardpass.cli.options import positive_int
 from forwardpass.pipeline import STORAGE
 
 QUESTIONS = ["Why is the sky blue?", "Name three birds and describe them.", "Write a poem about rain.",
@@ -154,8 +154,6 @@ def run_worker(args: list[str]) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    counts = checked(lambda t: sorted({int(x) for x in t.split(",")}), lambda v: min(v) >= 1,
-                     "comma-separated counts ≥ 1")
     ap.add_argument("--sequences", type=counts, default=[1, 4, 16])
     ap.add_argument("--max-tokens", type=positive_int, default=128)
     ap.add_argument("--storage", default="stored", choices=list(STORAGE))

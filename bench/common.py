@@ -18,6 +18,14 @@ if TYPE_CHECKING:
 TEXT = (Path(__file__).parent / "text.txt").read_text()  # the prompts' and the accuracy check's source
 
 
+def counts(text: str) -> list[int]:
+    """An argparse type: comma-separated counts ≥ 1, sorted, each once."""
+    from forwardpass.cli.options import checked
+
+    return checked(lambda t: sorted({int(x) for x in t.split(",")}), lambda v: min(v) >= 1,
+                   "comma-separated counts ≥ 1")(text)
+
+
 def checked_device(name: str) -> str:
     """The device as torch names it, or exit with the reason it cannot be used (before any model loads)."""
     from forwardpass.errors import ForwardpassError

@@ -12,31 +12,22 @@ together, so the small shapes show the arithmetic, and the 49152-row unembedding
 from __future__ import annotations
 
 import argparse
+import functools
 import json
-import time
 
-from common import machine
+from common import counts, machine
 
-from forwardpass.cli.options import checked, positive_int
+from forwardpass.cli.options import positive_int
 
 SHAPES = {"qkv": (960, 576), "gate_up": (3072, 576), "down": (576, 1536), "unembedding": (49152, 576)}
 FORMATS = [("q4", 4, "float16"), ("q4", 4, "float32"), ("q8", 8, "float16"), ("q8", 8, "float32")]
-
-
-def best_seconds(product, args: tuple, repeats: int) -> float:
-    product(*args)
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        product(*args)
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def measure(rows: list[int], repeats: int) -> list[dict]:
     import torch
 
     from forwardpass import kernels
+    from forwardpass.machine import best_seconds
     from forwardpass.quant import GROUP
 
     results = []
@@ -49,7 +40,7 @@ def measure(rows: list[int], repeats: int) -> list[dict]:
             minimum = (-torch.rand(groups, k // 32, GROUP, generator=g) * 0.2).to(getattr(torch, scale_type))
             for m in rows:
                 x = torch.randn(m, k, generator=g)
-                seconds = best_seconds(kernels.gemv, (x, bits, q, n, scale, minimum), repeats)
+                seconds = best_seconds(functools.partial(kernels.gemv, x, bits, q, n, scale, minimum), repeats)
                 results.append({"shape": shape_name, "n": n, "k": k, "weights": name, "scales": scale_type,
                                 "rows": m, "us": seconds * 1e6, "gmac_per_s": m * n * k / seconds / 1e9})
     return results
@@ -57,8 +48,7 @@ def measure(rows: list[int], repeats: int) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=checked(lambda t: sorted({int(x) for x in t.split(",")}), lambda v: min(v) >= 1,
-                                           "comma-separated counts ≥ 1"), default=[1, 2, 4, 16])
+    ap.add_argument("--rows", type=counts, default=[1, 2, 4, 16])
     ap.add_argument("--repeats", type=positive_int, default=30)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()

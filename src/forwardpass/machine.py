@@ -9,7 +9,8 @@ import torch
 from . import kernels
 
 
-def _best_seconds(fn, repeats: int) -> float:
+def best_seconds(fn, repeats: int) -> float:
+    """The fastest of `repeats` calls of fn, after one to warm up (CUDA's queued work included)."""
     fn()  # warm up
     best = float("inf")
     for _ in range(repeats):
@@ -26,9 +27,9 @@ def memory_bandwidth(megabytes: int = 512, repeats: int = 5, device: str | torch
     read in several concurrent streams per thread, as the decode kernels do (memory serves that faster here than
     one sequential stream per thread), and keep the faster."""
     x = torch.ones(megabytes * 2**20 // 4, dtype=torch.float32, device=device)
-    seconds = _best_seconds(lambda: x.sum(), repeats)
+    seconds = best_seconds(lambda: x.sum(), repeats)
     if x.device.type == "cpu" and kernels.available():
-        seconds = min(seconds, _best_seconds(lambda: kernels.stream_read(x), repeats))
+        seconds = min(seconds, best_seconds(lambda: kernels.stream_read(x), repeats))
     return x.numel() * 4 / seconds
 
 
@@ -37,4 +38,4 @@ def matmul_rate(m: int, k: int, n: int, repeats: int = 5, dtype: torch.dtype = t
     """FLOP/s of an (m × k) @ (k × n) matmul: 2 m k n FLOPs."""
     a = torch.randn(m, k, dtype=dtype, device=device)
     b = torch.randn(k, n, dtype=dtype, device=device)
-    return 2 * m * k * n / _best_seconds(lambda: a @ b, repeats)
+    return 2 * m * k * n / best_seconds(lambda: a @ b, repeats)
