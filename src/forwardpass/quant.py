@@ -87,8 +87,9 @@ class QuantizedLinear(nn.Module):
         q, scale, minimum = (torch.cat([t, t.new_zeros(pad, *t.shape[1:])]) if pad else t for t in
                              (blocks.q, blocks.scale, blocks.minimum))
         scale, minimum = tile_scales(scale), tile_scales(minimum)
-        if exact_in_half(scale) and exact_in_half(minimum):
-            scale, minimum = scale.half(), minimum.half()
+        halves = half_if_exact(scale), half_if_exact(minimum)
+        if all(h is not None for h in halves):
+            scale, minimum = halves
         self.register_buffer("q", tile(q, self.bits))
         self.register_buffer("scale", scale)
         self.register_buffer("minimum", minimum)
@@ -184,10 +185,10 @@ def untiled(q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor, bits: i
     return w.view(w.shape[0], -1)[:rows]
 
 
-def exact_in_half(t: torch.Tensor) -> bool:
-    """Every value of a float32 tensor is a float16 value (infinities and NaNs are not taken)."""
+def half_if_exact(t: torch.Tensor) -> torch.Tensor | None:
+    """A float32 tensor as float16 if every value is a float16 value, else None (infinities and NaNs are not taken)."""
     half = t.half()
-    return bool(torch.isfinite(half).all()) and torch.equal(half.float(), t.float())
+    return half if bool(torch.isfinite(half).all()) and torch.equal(half.float(), t.float()) else None
 
 
 def tile_scales(s: torch.Tensor) -> torch.Tensor:

@@ -208,9 +208,11 @@ def dequantize(bits: int, q: torch.Tensor, scale: torch.Tensor, minimum: torch.T
 
 def scales_kind(scale: torch.Tensor | None) -> int:
     """gemv.h's Linear.scales for quantized weights' scales and minimums: F32, or F16 (None: float weights, F32)."""
-    if scale is not None and scale.dtype not in (torch.float32, torch.float16):
+    if scale is None:
+        return KINDS[torch.float32]
+    if scale.dtype not in (torch.float32, torch.float16):
         raise ForwardpassError(f"block scales must be float32 or float16, not {scale.dtype}")
-    return KINDS[torch.float16 if scale is not None and scale.dtype == torch.float16 else torch.float32]
+    return KINDS[scale.dtype]
 
 
 def stream_read(x: torch.Tensor) -> float:
