@@ -47,6 +47,9 @@ def test_blocks_dequantize_as_gguf_does(kind):
         assert ((got - want).view(rows, -1, 32).abs() <= span / 255 / 2 * 1.001 + 1e-7).all()
     layer = QuantizedLinear(blocks)  # tiled as the kernels read it, and back
     assert torch.equal(layer.dequantize(), got)
+    if FORMATS[kind].exact:  # a symmetric grid keeps no minimums: each is -zero × its scale
+        zero = {Q.Q4_0: 8, Q.Q5_0: 16, Q.Q8_0: 128}.get(kind)
+        assert (layer.minimum is None, layer.zero) == (zero is not None, zero or 0)
 
 
 def test_rows_and_joins_keep_the_values():

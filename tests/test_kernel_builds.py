@@ -31,7 +31,7 @@ def test_each_build_matches_the_generic_one(build, kind):
     x = torch.randn(5, linear.in_features) * 3
     if isinstance(kind, int):
         layer = QuantizedLinear.quantize(linear.weight, kind)
-        args = (kind, layer.q, 70, layer.scale, layer.minimum)
+        args = (kind, layer.q, 70, layer.scale, layer.minimum, layer.zero)
     else:
         layer = HalfLinear(linear.weight.to(kind)) if kind != torch.float32 else linear
         args = (kind, layer.weight.detach().contiguous(), 70)

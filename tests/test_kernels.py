@@ -105,6 +105,33 @@ def test_scales_not_exact_in_half_stay_float32():
     assert QuantizedLinear(half_exact_blocks(4, 32, 64, seed=0)).scale.dtype == torch.float16
 
 
+@pytest.mark.parametrize("bits,zero", [(4, 8), (8, 128), (8, 8), (8, 16)])  # Q4_0, Q8_0, Q4_0 widened, Q5_0
+@pytest.mark.parametrize("rows", [1, 2, 5])
+def test_symmetric_grids_keep_no_minimums_and_give_the_same_bits(bits, zero, rows):
+    """Blocks whose every minimum is -zero × its scale (as Q4_0 and Q8_0 store them: signed scales, no minimums) keep
+    none: the kernels' rows, the native dequantization, the PyTorch ops and the embedding lookup give what the same
+    layer with those minimums stored gives, bit for bit."""
+    from forwardpass.quant import QuantizedEmbedding, untiled
+
+    n, k = 200, 576
+    blocks = half_exact_blocks(bits, n, k, seed=rows)
+    blocks.scale[::3] *= -1
+    blocks.minimum = blocks.scale * -zero
+    lean, stored = QuantizedLinear(blocks), QuantizedLinear(blocks)
+    stored.minimum, stored.zero = (stored.scale.float() * -zero).half(), 0
+    assert lean.minimum is None and lean.zero == zero and lean.scale.dtype == torch.float16
+    assert lean.nbytes() < stored.nbytes()
+    x = torch.randn(rows, k, generator=torch.Generator().manual_seed(9))
+    with torch.no_grad():
+        assert torch.equal(lean(x), stored(x))
+    assert torch.equal(lean.dequantize(), stored.dequantize())
+    assert torch.equal(untiled(lean.q, lean.scale, None, bits, n, zero), stored.dequantize())
+    ids = torch.tensor([0, 199, 17, 16])
+    assert torch.equal(QuantizedEmbedding(lean)(ids), QuantizedEmbedding(stored)(ids))
+    blocks.minimum[5, 2, 0] += 1e-3  # one block off the grid: every minimum is kept
+    assert QuantizedLinear(blocks).minimum is not None
+
+
 def test_prefill_rows_take_the_dequantized_path():
     layer = quantized(nn.Linear(64, 32), 4)
     x = torch.randn(40, 64)  # more rows than a decode step

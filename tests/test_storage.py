@@ -7,8 +7,8 @@ import torch
 from torch import nn
 
 import forwardpass
-from forwardpass.errors import ForwardpassError
-from forwardpass.quant import QuantizedEmbedding, QuantizedLinear
+from forwardpass.errors import ForwardpassError, InvariantError
+from forwardpass.quant import BlockRows, Blocks, QuantizedEmbedding, QuantizedLinear, make_linear, untile, untile_scales
 
 
 @pytest.mark.parametrize("bits,tol", [(8, 1 / 254), (4, 1 / 30)])
@@ -48,6 +48,43 @@ def test_stored_mode_keeps_the_files_own_blocks(smollm):
             assert torch.equal(got.dequantize(), want.weight)
     down = smollm.model.blocks[0].ffn.down
     assert (QuantizedLinear.quantize(down.weight, 4).dequantize() - down.weight).abs().max().item() < 1e-6
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_a_matrix_tiled_band_by_band_is_the_matrix_tiled_whole(bits):
+    """A file's large tensor is read as bands of rows (BlockRows); tiled band by band it is the same layer as tiled
+    whole: rows padded to a group at the end only, 4-bit bands widened to 8 bits, and float32 scales for every band
+    once one band's scales are not float16 values."""
+    g = torch.Generator().manual_seed(bits)
+    n, k = 70, 96  # the last group part padding
+    q = torch.randint(0, 16, (n, k // 32, 32), generator=g, dtype=torch.uint8)
+    scale = (torch.rand(n, k // 32, 1, generator=g) * 0.02).half().float()
+    minimum = (-torch.rand(n, k // 32, 1, generator=g)).half().float()
+    for off_half in (False, True):
+        if off_half:
+            scale[60, 1, 0] += 1e-7  # in the last band only
+        whole = Blocks(q, scale, minimum, bits)
+        rows = BlockRows((n, k), bits, lambda: [Blocks(*(t[a:b] for t in (q, scale, minimum)), 4)
+                                                for a, b in ((0, 16), (16, 48), (48, 70))])
+        banded, want = QuantizedLinear(rows), QuantizedLinear(whole)
+        assert banded.scale.dtype == want.scale.dtype == (torch.float32 if off_half else torch.float16)
+        for name in ("q", "scale", "minimum"):
+            assert torch.equal(getattr(banded, name), getattr(want, name)), name
+    with pytest.raises(InvariantError, match="bands must be whole groups of 16 rows"):
+        QuantizedLinear(BlockRows((n, k), 4, lambda: [Blocks(*(t[a:b] for t in (q, scale, minimum)), 4)
+                                                      for a, b in ((0, 10), (10, 70))]))
+    with pytest.raises(InvariantError, match="the bands held 48 rows of 70"):
+        QuantizedLinear(BlockRows((n, k), 4, lambda: [Blocks(q[:48], scale[:48], minimum[:48], 4)]))
+
+
+def test_stored_mode_keeps_a_files_4_bit_output_table():
+    """Stored, a file's 4-bit unembedding stays 4-bit (widened, the same numbers cost twice the bytes); re-quantizing
+    modes give it 8 bits."""
+    torch.manual_seed(0)
+    blocks = QuantizedLinear.quantize(torch.randn(32, 64), 4)
+    four = Blocks(untile(blocks.q, 4), untile_scales(blocks.scale), untile_scales(blocks.minimum), 4)
+    assert make_linear(four, None, None, head=True).bits == 4
+    assert make_linear(four, None, 4, head=True).bits == 8 and make_linear(four, None, 4).bits == 4
 
 
 @pytest.mark.parametrize("bits", [4, 8])

@@ -38,7 +38,8 @@ with torch.inference_mode():
         m.fused = fused
         logits, cache = m(torch.tensor([ids]), m.new_cache(1, 64))
         steps.append(m(torch.tensor([[out.token_ids[0]]]), cache)[0][0, -1])
-print(json.dumps({"loaded_s": loaded, "bits": bits, "head_bits": m.lm_head.bits, "tokens": out.token_ids,
+held = sum(t.numel() * t.element_size() for t in (*m.parameters(), *m.buffers()))
+print(json.dumps({"loaded_s": loaded, "bits": bits, "head_bits": m.lm_head.bits, "tokens": out.token_ids, "held": held,
                   "first": int(logits[0, -1].argmax()), "step_diff": float((steps[0] - steps[1]).abs().max()),
                   "step_scale": float(steps[1].abs().max()), "same_top": bool(steps[0].argmax() == steps[1].argmax()),
                   "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
@@ -55,12 +56,14 @@ def test_a_1b_file_loads_in_its_own_formats_and_generates(synthetic_1b):
     r = subprocess.run([sys.executable, "-c", CHECK, str(synthetic_1b)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads(r.stdout.strip().splitlines()[-1])
-    assert got["bits"] == [4] and got["head_bits"] == 8  # the file's 4-bit blocks kept; the output table 8-bit
+    assert got["bits"] == [4] and got["head_bits"] == 4  # the file's 4-bit blocks kept, its output table's too
     assert 1 <= len(got["tokens"]) <= 4 and got["tokens"][0] == got["first"]
     assert got["step_diff"] <= 1e-3 * got["step_scale"]  # the native step against the PyTorch blocks
     size = synthetic_1b.stat().st_size
-    print(f"{synthetic_1b.name}: {size / 1e9:.2f} GB file, loaded in {got['loaded_s']:.1f} s, "
-          f"peak RSS {got['rss'] / 1e9:.2f} GB")
+    print(f"{synthetic_1b.name}: {size / 1e9:.2f} GB file, model {got['held'] / 1e9:.2f} GB, loaded in "
+          f"{got['loaded_s']:.1f} s, peak RSS {got['rss'] / 1e9:.2f} GB")
+    if synthetic_1b.name.endswith("Q4_0.gguf"):  # fp16 scales kept as they are: the model is the file's size
+        assert got["held"] <= 1.02 * size
 
 
 def test_a_gguf_files_rope_freqs_divide_the_frequencies(tmp_path):

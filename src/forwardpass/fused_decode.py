@@ -28,7 +28,7 @@ _p, _i = ctypes.c_void_p, ctypes.c_int
 
 class _Linear(ctypes.Structure):
     _fields_ = [("kind", _i), ("N", _i), ("K", _i), ("w", _p), ("scale", _p), ("minimum", _p), ("bias", _p),
-                ("scales", _i)]
+                ("scales", _i), ("zero", _i)]
 
 
 class _Layer(ctypes.Structure):
@@ -80,7 +80,7 @@ def _linear(layer: nn.Module) -> _Linear | None:
         return None
     if isinstance(layer, QuantizedLinear):
         return _Linear(kernels.KINDS[layer.bits], layer.out_features, layer.in_features, _ptr(layer.q),
-                       _ptr(layer.scale), _ptr(layer.minimum), _ptr(bias), kernels.scales_kind(layer.scale))
+                       _ptr(layer.scale), _ptr(layer.minimum), _ptr(bias), kernels.scales_kind(layer.scale), layer.zero)
     float_weight = isinstance(layer, (nn.Linear, HalfLinear)) and layer.weight.is_contiguous()
     if float_weight and layer.weight.dtype in kernels.KINDS:
         n, k = layer.weight.shape

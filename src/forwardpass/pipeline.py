@@ -87,6 +87,8 @@ def build_model(checkpoint: Checkpoint, device: torch.device, dtype: torch.dtype
         parent, _, attr = name.rpartition(".")
         layer = make_linear(weight, bias, storage, head=name == "lm_head").to(device)
         setattr(model.get_submodule(parent), attr, layer)
+        del weight
+        return_freed_memory()  # this tensor's conversion buffers, before the next one's: the heap stays the model's
     if blocks_table:  # the lookup reads the file's blocks, shared with a tied unembedding
         shared = model.lm_head if config.tied_embeddings else make_linear(resolve(table), None, None).to(device)
         model.tok_embeddings = QuantizedEmbedding(shared)

@@ -5,6 +5,7 @@ on the stored weights (`kernels/`); prefill, and machines without those kernels,
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 import torch
@@ -12,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import kernels
-from .errors import ForwardpassError
+from .errors import ForwardpassError, InvariantError
 
 BLOCK = 32
 GROUP = 16  # rows per quantized tile (kernels/gemv.h)
@@ -21,13 +22,13 @@ DECODE_ROWS = 16  # up to this many rows per call, the native matrix-vector kern
 
 def native_linear(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, out_features: int,
                   bias: torch.Tensor | None, scale: torch.Tensor | None = None,
-                  minimum: torch.Tensor | None = None) -> torch.Tensor | None:
+                  minimum: torch.Tensor | None = None, zero: int = 0) -> torch.Tensor | None:
     """x Wᵀ + b through the native kernel (W stored as `kind`, kernels.gemv) when x is a decode step's few
     float32 rows on the CPU and the kernels are built; None otherwise (the caller's PyTorch path)."""
     rows = x.numel() // x.shape[-1]
     if rows > DECODE_ROWS or x.device.type != "cpu" or x.dtype != torch.float32 or not kernels.available():
         return None
-    y = kernels.gemv(x.reshape(rows, x.shape[-1]), kind, w, out_features, scale, minimum)
+    y = kernels.gemv(x.reshape(rows, x.shape[-1]), kind, w, out_features, scale, minimum, zero)
     y = y.view(*x.shape[:-1], out_features)
     return y if bias is None else y + bias
 
@@ -63,9 +64,24 @@ class Blocks:
                       all(p.exact for p in parts))
 
 
-def as_float(t: torch.Tensor | Blocks) -> torch.Tensor:
+@dataclass
+class BlockRows:
+    """A block-format matrix read a band of rows at a time: `bands()` gives its Blocks top to bottom, every band's
+    rows a multiple of GROUP but the last's. QuantizedLinear tiles a large matrix band by band, so loading holds a
+    band unpacked, never the whole matrix (a 49,152-row output table unpacks to 100 MB for 2,048 inputs)."""
+
+    shape: tuple[int, int]
+    bits: int  # 4 or 8: the width every band's integers fit
+    bands: Callable[[], Iterable[Blocks]]
+
+    def dequantize(self) -> torch.Tensor:
+        """(rows, cols) float32, every band's."""
+        return torch.cat([b.dequantize() for b in self.bands()])
+
+
+def as_float(t: torch.Tensor | Blocks | BlockRows) -> torch.Tensor:
     """A weight as floats: Blocks dequantized, a float tensor as it is."""
-    return t.dequantize() if isinstance(t, Blocks) else t
+    return t.dequantize() if isinstance(t, (Blocks, BlockRows)) else t
 
 
 class QuantizedLinear(nn.Module):
@@ -75,24 +91,43 @@ class QuantizedLinear(nn.Module):
     to a multiple of 16 with zero rows), each group's blocks as 64-byte tiles of 16 rows × 4 inputs, so one
     integer dot-product instruction serves 16 rows. q: (groups, blocks, 512 or 256) bytes; scale and minimum:
     (groups, blocks, 16), float16 where every one of them is exact in 16 bits (a file's own fp16 block scales, as
-    Q4_0, Q4_1 and Q8_0 store them: a sixth less to read per 4-bit weight), else float32."""
+    Q4_0, Q4_1 and Q8_0 store them: a sixth less to read per 4-bit weight), else float32. A symmetric grid keeps
+    no minimums: where every block's is -zero × its scale (Q4_0's 8, Q8_0's 128), minimum is None and the kernels
+    compute that product (4-bit blocks then cost the file's own 18 bytes per 32 weights)."""
 
-    def __init__(self, blocks: Blocks, bias: torch.Tensor | None = None):
+    def __init__(self, blocks: Blocks | BlockRows, bias: torch.Tensor | None = None):
         super().__init__()
         if blocks.bits not in (8, 4):
             raise ForwardpassError(f"unsupported weight storage: {blocks.bits} bits (8 and 4 are)")
         out_features, in_features = blocks.shape
         self.bits, self.in_features, self.out_features = blocks.bits, in_features, out_features
-        pad = -out_features % GROUP  # zero rows up to a whole group
-        q, scale, minimum = (torch.cat([t, t.new_zeros(pad, *t.shape[1:])]) if pad else t for t in
-                             (blocks.q, blocks.scale, blocks.minimum))
-        scale, minimum = tile_scales(scale), tile_scales(minimum)
-        halves = half_if_exact(scale), half_if_exact(minimum)
-        if all(h is not None for h in halves):
-            scale, minimum = halves
-        self.register_buffer("q", tile(q, self.bits))
+        groups, n = -(-out_features // GROUP), in_features // BLOCK  # out_features padded with zero rows
+        q = torch.empty(groups, n, GROUP * BLOCK * self.bits // 8, dtype=torch.uint8)
+        scale, minimum = torch.empty(groups, n, GROUP), torch.empty(groups, n, GROUP)
+        done, halves = 0, [True, True]  # rows tiled so far; every scale, every minimum so far a float16 value
+        for band in blocks.bands() if isinstance(blocks, BlockRows) else [blocks]:
+            rows = band.q.shape[0]
+            if done % GROUP or done + rows > out_features:
+                raise InvariantError(f"a band of {rows} rows after {done} of {out_features}: bands must be whole "
+                                     f"groups of {GROUP} rows but the last")
+            pad = -rows % GROUP
+            band_q, band_scale, band_minimum = (torch.cat([t, t.new_zeros(pad, *t.shape[1:])]) if pad else t
+                                                for t in (band.q, band.scale, band.minimum))
+            at = slice(done // GROUP, (done + rows + pad) // GROUP)
+            q[at], scale[at], minimum[at] = tile(band_q, self.bits), tile_scales(band_scale), tile_scales(band_minimum)
+            halves = [halves[0] and fits_half(scale[at]), halves[1] and fits_half(minimum[at])]
+            done += rows
+        if done != out_features:
+            raise InvariantError(f"the bands held {done} rows of {out_features}")
+        zero = zero_point(scale, minimum, self.bits)
+        if zero is not None:
+            minimum = None
+        if halves[0] and (minimum is None or halves[1]):
+            scale, minimum = scale.half(), None if minimum is None else minimum.half()
+        self.zero = zero or 0
+        self.register_buffer("q", q)
         self.register_buffer("scale", scale)
-        self.register_buffer("minimum", minimum)
+        self.register_buffer("minimum", minimum)  # None: -zero × scale
         self.bias = bias
 
     @classmethod
@@ -109,12 +144,12 @@ class QuantizedLinear(nn.Module):
         tiles, about 2.3× faster than the PyTorch ops), the same bits either way."""
         if self.fast:
             return kernels.dequantize(self.bits, self.q, self.scale, self.minimum, self.out_features,
-                                      self.in_features)
-        return untiled(self.q, self.scale, self.minimum, self.bits, self.out_features)
+                                      self.in_features, self.zero)
+        return untiled(self.q, self.scale, self.minimum, self.bits, self.out_features, self.zero)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.fast:  # decode: stream the packed weights once, never dequantized
-            y = native_linear(x, self.bits, self.q, self.out_features, self.bias, self.scale, self.minimum)
+            y = native_linear(x, self.bits, self.q, self.out_features, self.bias, self.scale, self.minimum, self.zero)
             if y is not None:
                 return y
         return F.linear(x, self.dequantize(), self.bias)  # prefill: compute-bound, dequantize once per call
@@ -125,7 +160,7 @@ class QuantizedLinear(nn.Module):
         return self.q.device.type == "cpu" and kernels.available()
 
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.q, self.scale, self.minimum))
+        return sum(t.numel() * t.element_size() for t in (self.q, self.scale, self.minimum) if t is not None)
 
 
 class QuantizedEmbedding(nn.Module):
@@ -154,7 +189,8 @@ class QuantizedEmbedding(nn.Module):
         if t.bits == 4:
             q = torch.stack([q & 15, q >> 4], dim=-2)  # (n, blocks, tile, nibble, 4)
         q = q.reshape(len(flat), blocks, BLOCK)
-        scale, minimum = (s[group, :, row][..., None] for s in (t.scale, t.minimum))  # (n, blocks, 1)
+        scale = t.scale[group, :, row][..., None]  # (n, blocks, 1)
+        minimum = scale.float() * -t.zero if t.minimum is None else t.minimum[group, :, row][..., None]
         return q.float().mul_(scale).add_(minimum).view(*ids.shape, t.in_features)
 
 
@@ -179,16 +215,33 @@ def untile(q: torch.Tensor, bits: int) -> torch.Tensor:
     return t.reshape(groups * GROUP, blocks, BLOCK)
 
 
-def untiled(q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor, bits: int, rows: int) -> torch.Tensor:
-    """Tiles back to the (rows, K) float32 weight with PyTorch ops (on any device): q × scale + minimum."""
-    w = untile(q, bits).float().mul_(untile_scales(scale)).add_(untile_scales(minimum))
+def untiled(q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor | None, bits: int, rows: int,
+            zero: int = 0) -> torch.Tensor:
+    """Tiles back to the (rows, K) float32 weight with PyTorch ops (on any device): q × scale + minimum (None:
+    -zero × scale)."""
+    scale = untile_scales(scale)
+    minimum = scale.float() * -zero if minimum is None else untile_scales(minimum)
+    w = untile(q, bits).float().mul_(scale).add_(minimum)
     return w.view(w.shape[0], -1)[:rows]
 
 
-def half_if_exact(t: torch.Tensor) -> torch.Tensor | None:
-    """A float32 tensor as float16 if every value is a float16 value, else None (infinities and NaNs are not taken)."""
+def zero_point(scale: torch.Tensor, minimum: torch.Tensor, bits: int) -> int | None:
+    """The integer z, 0 ≤ z < 2^bits, with every block's minimum exactly -z × its scale in float32 (a symmetric
+    grid), or None. Checked a slice at a time: no copy of the whole."""
+    at = int(scale.abs().argmax())
+    s, m = float(scale.view(-1)[at]), float(minimum.view(-1)[at])
+    z = -m / s if s else 0.0
+    if not (z.is_integer() and 0 <= z < 2**bits):
+        return None
+    same = all(torch.equal(mins, scales * -z) for scales, mins in zip(scale.split(256), minimum.split(256),
+                                                                       strict=True))
+    return int(z) if same else None
+
+
+def fits_half(t: torch.Tensor) -> bool:
+    """Every value of a float32 tensor is a float16 value (infinities and NaNs are not taken)."""
     half = t.half()
-    return half if bool(torch.isfinite(half).all()) and torch.equal(half.float(), t.float()) else None
+    return bool(torch.isfinite(half).all()) and torch.equal(half.float(), t)
 
 
 def tile_scales(s: torch.Tensor) -> torch.Tensor:
@@ -266,19 +319,22 @@ def float_linear(weight: torch.Tensor, bias: torch.Tensor | None = None) -> nn.L
 def make_linear(weight: torch.Tensor | Blocks, bias: torch.Tensor | None, storage: torch.dtype | int | None,
                 head: bool = False) -> nn.Module:
     """A linear layer over `weight` (a float tensor, or Blocks) stored as `storage`: a float dtype, 8 or 4 bits,
-    or None for as it is (Blocks stay blocks, a float tensor keeps its dtype). The unembedding (`head`) is summed
-    in float32 in the 16-bit modes and gets 8 bits in the integer ones (as GGUF files keep their output table in
-    Q8_0 or Q6_K: 4 bits there costs far more accuracy than anywhere else). Blocks are reused whenever the
-    asked width holds them (4-bit integers widen to 8 exactly); otherwise re-quantized."""
+    or None for as it is (Blocks stay blocks, whatever their width; a float tensor keeps its dtype). The
+    unembedding (`head`) is summed in float32 in the 16-bit modes and, re-quantized, gets 8 bits in the integer ones
+    (as GGUF files keep their output table in Q8_0 or Q6_K: 4 bits there costs far more accuracy than anywhere
+    else); a file's own 4-bit table stays 4-bit (widened, the same numbers would cost twice the bytes). Blocks are
+    reused whenever the asked width holds them (4-bit integers widen to 8 exactly); otherwise re-quantized."""
+    if storage is None and isinstance(weight, (Blocks, BlockRows)):
+        return QuantizedLinear(weight, bias)
     if storage is None:
-        storage = weight.bits if isinstance(weight, Blocks) else weight.dtype
+        storage = weight.dtype
     if isinstance(storage, torch.dtype):
         w = as_float(weight)
         if storage == torch.float32:
             return float_linear(w.float(), bias)
         return HalfLinear(w.to(storage), bias, exact=head)
     bits = 8 if head else storage
-    if isinstance(weight, Blocks) and weight.bits <= bits:
+    if isinstance(weight, (Blocks, BlockRows)) and weight.bits <= bits:
         return QuantizedLinear(replace(weight, bits=bits), bias)
     return QuantizedLinear.quantize(as_float(weight), bits, bias)
 

@@ -30,7 +30,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof scale / 4; i++) scale[i] = uniform(0.001f, 0.02f), minimum[i] = uniform(-0.2f, 0.f);
     const int kinds[2] = {Q8, Q4};
     for (int i = 0; i < 2; i++) {  // five rows: two pairs (groups_dot_pair) and one alone
-        gemv(x, M, kinds[i], K, tiles, scale, minimum, F32, N, y);
+        gemv(x, M, kinds[i], K, tiles, scale, minimum, F32, 0, N, y);
         print("exact", kinds[i] == Q8 ? "q8" : "q4", y, M * N);
     }
     {  // scales and minimums stored as float16 (positive scales, negative minimums, 2^-10 … 2^-1)
@@ -40,10 +40,22 @@ int main(void) {
             half_minimum[i] = (uint16_t)(0x8000u | ((5 + next() % 10) << 10) | (next() & 1023u));
         }
         for (int i = 0; i < 2; i++) {
-            gemv(x, M, kinds[i], K, tiles, half_scale, half_minimum, F16, N, y);
+            gemv(x, M, kinds[i], K, tiles, half_scale, half_minimum, F16, 0, N, y);
             print("exact", kinds[i] == Q8 ? "q8-half-scales" : "q4-half-scales", y, M * N);
-            dequantize(kinds[i] == Q8 ? 8 : 4, N, K, tiles, half_scale, half_minimum, F16, wf);
+            dequantize(kinds[i] == Q8 ? 8 : 4, N, K, tiles, half_scale, half_minimum, F16, 0, wf);
             print("exact", kinds[i] == Q8 ? "dequantize-q8-half-scales" : "dequantize-q4-half-scales", wf, N * K);
+        }
+    }
+    {  // no minimums (a symmetric grid, as Q4_0 and Q8_0 store): each is -zero × its float16 scale
+        static uint16_t half_scale[sizeof scale / 4];
+        for (size_t i = 0; i < sizeof scale / 4; i++)
+            half_scale[i] = (uint16_t)((next() & 0x8000u) | ((5 + next() % 10) << 10) | (next() & 1023u));
+        for (int i = 0; i < 2; i++) {
+            const int zero = kinds[i] == Q8 ? 128 : 8;
+            gemv(x, M, kinds[i], K, tiles, half_scale, NULL, F16, zero, N, y);
+            print("exact", kinds[i] == Q8 ? "q8-zero" : "q4-zero", y, M * N);
+            dequantize(kinds[i] == Q8 ? 8 : 4, N, K, tiles, half_scale, NULL, F16, zero, wf);
+            print("exact", kinds[i] == Q8 ? "dequantize-q8-zero" : "dequantize-q4-zero", wf, N * K);
         }
     }
     {  // the largest integer sums a block can make: every weight byte 255, activations all ± their block's maximum
@@ -52,26 +64,26 @@ int main(void) {
         memset(full, 255, sizeof full);
         for (int k = 0; k < 3 * K; k++) same[k] = k < K ? 2.5f : k < 2 * K ? -2.5f : (k % 2 ? 2.5f : -2.5f);
         for (int i = 0; i < 2; i++) {
-            gemv(same, 3, kinds[i], K, full, scale, minimum, F32, N, y);
+            gemv(same, 3, kinds[i], K, full, scale, minimum, F32, 0, N, y);
             print("exact", kinds[i] == Q8 ? "q8-largest" : "q4-largest", y, 3 * N);
         }
     }
     for (int i = 0; i < 2; i++) {  // the tiles back to floats: wf holds N × K
-        dequantize(kinds[i] == Q8 ? 8 : 4, N, K, tiles, scale, minimum, F32, wf);
+        dequantize(kinds[i] == Q8 ? 8 : 4, N, K, tiles, scale, minimum, F32, 0, wf);
         print("exact", kinds[i] == Q8 ? "dequantize-q8" : "dequantize-q4", wf, N * K);
     }
     for (int i = 0; i < N * KF; i++) wf[i] = uniform(-0.1f, 0.1f);
-    gemv(x, M, F32, KF, wf, NULL, NULL, F32, N, y);
+    gemv(x, M, F32, KF, wf, NULL, NULL, F32, 0, N, y);
     print("close", "f32", y, M * N);
     for (int i = 0; i < N * KF; i++) wh[i] = (uint16_t)((next() & 0x8000u) | ((5 + next() % 10) << 10) | (next() & 1023u));
-    gemv(x, M, F16, KF, wh, NULL, NULL, F32, N, y);
+    gemv(x, M, F16, KF, wh, NULL, NULL, F32, 0, N, y);
     print("close", "f16", y, M * N);
     for (int i = 0; i < N * KF; i++) {
         uint32_t bits;
         memcpy(&bits, wf + i, 4);
         wh[i] = (uint16_t)(bits >> 16);
     }
-    gemv(x, M, BF16, KF, wh, NULL, NULL, F32, N, y);
+    gemv(x, M, BF16, KF, wh, NULL, NULL, F32, 0, N, y);
     print("close", "bf16", y, M * N);
 
     static float gate[50], up[50], h[50], v[41];

@@ -139,7 +139,7 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.kernel_isa.restype = ctypes.c_char_p
     lib.kernel_isa.argtypes = []
     lib.gemv.restype = None
-    lib.gemv.argtypes = [p, i, i, i, p, p, p, i, i, p]
+    lib.gemv.argtypes = [p, i, i, i, p, p, p, i, i, i, p]
     lib.decode_step.restype = ctypes.c_int
     lib.decode_step.argtypes = [p, i, i, i, p, p]
     lib.decode_workspace.restype = ctypes.c_size_t
@@ -153,7 +153,7 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.decode_batch_greedy.restype = ctypes.c_int
     lib.decode_batch_greedy.argtypes = [p, p, i, p, i, p, p]
     lib.dequantize.restype = None
-    lib.dequantize.argtypes = [i, i, i, p, p, p, i, p]
+    lib.dequantize.argtypes = [i, i, i, p, p, p, i, i, p]
     lib.stream_read.restype = ctypes.c_float
     lib.stream_read.argtypes = [p, ctypes.c_size_t]
     return lib
@@ -183,26 +183,28 @@ KINDS = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, 4: 4, 8: 8}  # g
 
 
 def gemv(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, n: int, scale: torch.Tensor | None = None,
-         minimum: torch.Tensor | None = None, lib: ctypes.CDLL | None = None) -> torch.Tensor:
+         minimum: torch.Tensor | None = None, zero: int = 0, lib: ctypes.CDLL | None = None) -> torch.Tensor:
     """x (M, K) float32 @ Wᵀ → (M, n) float32, W stored as `kind`: a float dtype (w (n, K)), or 8 or 4 bits
     tiled as quant.QuantizedLinear stores them (w (groups, K/32, 512 or 256) bytes, scale and minimum
-    (groups, K/32, 16) float32 or float16, groups = n/16 rounded up). Call only where available() (or with `lib`,
-    one build's library); quantized K a multiple of 32. Every tensor contiguous and on the CPU."""
+    (groups, K/32, 16) float32 or float16, groups = n/16 rounded up; minimum None: -zero × scale). Call only where
+    available() (or with `lib`, one build's library); quantized K a multiple of 32. Every tensor contiguous and on
+    the CPU."""
     M, K = x.shape
     x = x.contiguous()
     y = torch.empty(M, n, dtype=torch.float32)
     scales = [None if t is None else t.data_ptr() for t in (scale, minimum)]
-    (lib or _LIB).gemv(x.data_ptr(), M, KINDS[kind], K, w.data_ptr(), *scales, scales_kind(scale), n, y.data_ptr())
+    (lib or _LIB).gemv(x.data_ptr(), M, KINDS[kind], K, w.data_ptr(), *scales, scales_kind(scale), zero, n,
+                       y.data_ptr())
     return y
 
 
-def dequantize(bits: int, q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor, n: int, k: int,
-               lib: ctypes.CDLL | None = None) -> torch.Tensor:
-    """(n, k) float32 from 8- or 4-bit tiles as quant.QuantizedLinear stores them (its `dequantize`, bit for bit).
-    Call only where available() (or with `lib`); every tensor contiguous and on the CPU."""
+def dequantize(bits: int, q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor | None, n: int, k: int,
+               zero: int = 0, lib: ctypes.CDLL | None = None) -> torch.Tensor:
+    """(n, k) float32 from 8- or 4-bit tiles as quant.QuantizedLinear stores them (its `dequantize`, bit for bit;
+    minimum None: -zero × scale). Call only where available() (or with `lib`); every tensor contiguous, on the CPU."""
     w = torch.empty(n, k, dtype=torch.float32)
-    (lib or _LIB).dequantize(bits, n, k, q.data_ptr(), scale.data_ptr(), minimum.data_ptr(), scales_kind(scale),
-                             w.data_ptr())
+    mins = None if minimum is None else minimum.data_ptr()
+    (lib or _LIB).dequantize(bits, n, k, q.data_ptr(), scale.data_ptr(), mins, scales_kind(scale), zero, w.data_ptr())
     return w
 
 

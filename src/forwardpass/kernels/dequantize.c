@@ -8,11 +8,11 @@
 
 // one group's block b: 16 rows × 32 inputs of tiles t (8 bits: tile i / 4 holds input i; 4 bits: tile i / 8, the low
 // nibble for i % 8 < 4, else the high one), rows [0, n) written at w + r × K
-static void block_out(int bits, const uint8_t *t, const void *s, const void *m, size_t at, int scales, int n, int K,
-                      float *w) {
+static void block_out(int bits, const uint8_t *t, const void *s, const void *m, size_t at, int scales, int zero, int n,
+                      int K, float *w) {
     for (int r = 0; r < n; r++) {
         float *out = w + (size_t)r * K;
-        const float scale = scale_at(s, at + r, scales), minimum = scale_at(m, at + r, scales);
+        const float scale = scale_at(s, at + r, scales), minimum = minimum_at(m, at + r, scales, zero, scale);
         if (bits == 8)
             for (int tile = 0; tile < 8; tile++)
                 for (int j = 0; j < 4; j++) {
@@ -31,8 +31,8 @@ static void block_out(int bits, const uint8_t *t, const void *s, const void *m, 
 }
 
 // w (N, K) float32 from `bits` (8 or 4) tiles q (groups, K / 32, 512 or 256) and scale, minimum (groups, K / 32, 16),
-// stored as `scales` (F32 or F16)
-void dequantize(int bits, int N, int K, const uint8_t *q, const void *scale, const void *minimum, int scales,
+// stored as `scales` (F32 or F16); minimum NULL: -zero × scale
+void dequantize(int bits, int N, int K, const uint8_t *q, const void *scale, const void *minimum, int scales, int zero,
                 float *w) {
     const int blocks = K / BLOCK, groups = (N + GROUP - 1) / GROUP, tile = bits == 8 ? 512 : 256;
     #pragma omp parallel for schedule(static)
@@ -40,7 +40,7 @@ void dequantize(int bits, int N, int K, const uint8_t *q, const void *scale, con
         const int n = N - g * GROUP < GROUP ? N - g * GROUP : GROUP;
         for (int b = 0; b < blocks; b++) {
             const size_t unit = (size_t)g * blocks + b;
-            block_out(bits, q + unit * tile, scale, minimum, unit * GROUP, scales, n, K,
+            block_out(bits, q + unit * tile, scale, minimum, unit * GROUP, scales, zero, n, K,
                       w + (size_t)g * GROUP * K + b * BLOCK);
         }
     }

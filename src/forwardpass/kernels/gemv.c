@@ -5,8 +5,8 @@
 #include "gemv.h"
 
 void gemv(const float *x, int M, int kind, int K, const void *w, const void *w_scale, const void *w_min, int scales,
-          int N, float *y) {
-    const Linear L = {kind, N, K, w, w_scale, w_min, NULL, scales};
+          int zero, int N, float *y) {
+    const Linear L = {kind, N, K, w, w_scale, w_min, NULL, scales, zero};
     Activation a[M];
     for (int m = 0; m < M; m++) {
         a[m] = activation_alloc(K);

@@ -33,9 +33,10 @@ typedef struct {
     int kind, N, K;
     const void *w;        // F32: float (N, K); F16, BF16: uint16 (N, K); Q8, Q4: uint8 tiles (groups, K / 32, 512 or 256)
     const void *scale;    // (groups, K / 32, 16), quantized only, as `scales` says
-    const void *minimum;  // (groups, K / 32, 16), the same
+    const void *minimum;  // (groups, K / 32, 16), the same; NULL: every block's minimum is -zero × its scale
     const float *bias;    // (N) or NULL
     int scales;           // F32, or F16 where every scale and minimum is exact in 16 bits (a file's own block scales)
+    int zero;             // without minimums, the integer that stands for 0 (Q4_0 8, Q8_0 128: the file stores none)
 } Linear;
 
 // An activation row as the kernels read it
@@ -101,7 +102,7 @@ static inline __attribute__((always_inline)) void group_starts(const Linear *L, 
         const size_t g = (size_t)(g0 + r * stride);
         w[r] = (const uint8_t *)L->w + g * nb * tiles * 64;
         ws[r] = (const uint8_t *)L->scale + g * nb * GROUP * bytes;
-        wm[r] = (const uint8_t *)L->minimum + g * nb * GROUP * bytes;
+        wm[r] = L->minimum ? (const uint8_t *)L->minimum + g * nb * GROUP * bytes : NULL;
     }
 }
 
@@ -110,9 +111,20 @@ static inline V block_scales(const uint8_t *p, int b, int scales) {
     return scales == F16 ? v_load_f16_n((const uint16_t *)p + b * GROUP, GROUP) : v_load((const float *)p + b * GROUP);
 }
 
+// Block b's 16 minimums of a group whose scales start at ws and minimums at wm (NULL: -zero × each scale, the same
+// float32 product quant.QuantizedLinear checked the file's minimums against)
+static inline V block_minimums(const Linear *L, const uint8_t *ws, const uint8_t *wm, int b) {
+    return wm ? block_scales(wm, b, L->scales) : v_mul(block_scales(ws, b, L->scales), v_set1(-(float)L->zero));
+}
+
 // Scale (or minimum) i of W's as `scales` stores them
 static inline float scale_at(const void *p, size_t i, int scales) {
     return scales == F16 ? half_float(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+// Minimum i of W's, whose scale i is s: stored, or -zero × s
+static inline float minimum_at(const void *minimum, size_t i, int scales, int zero, float s) {
+    return minimum ? scale_at(minimum, i, scales) : -(float)zero * s;
 }
 
 // Ask for block b + ahead of each of R streams (into L2), while it is inside the groups they still read
@@ -168,7 +180,7 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, in
         for (int r = 0; r < R; r++) {
             const V scale = v_mul(block_scales(ws[r], b, L->scales), step);
             acc[r] = v_fma(vi_float(dot[r]), scale, acc[r]);
-            acc[r] = v_fma(block_scales(wm[r], b, L->scales), sum, acc[r]);
+            acc[r] = v_fma(block_minimums(L, ws[r], wm[r], b), sum, acc[r]);
         }
     }
     for (int r = 0; r < R; r++) v_store(out + GROUP * r, acc[r]);
@@ -226,7 +238,7 @@ static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *
             for (int r = 0; r < R; r++) {
                 const V scale = v_mul(block_scales(ws[r], b, L->scales), step);
                 acc[m][r] = v_fma(vi_float(dot[m][r]), scale, acc[m][r]);
-                acc[m][r] = v_fma(block_scales(wm[r], b, L->scales), sum, acc[m][r]);
+                acc[m][r] = v_fma(block_minimums(L, ws[r], wm[r], b), sum, acc[m][r]);
             }
         }
     }
@@ -273,7 +285,7 @@ static inline void linear_row(const Linear *L, int n, float *out) {
     const uint8_t *w = (const uint8_t *)L->w + g * nb * tiles * 64;
     for (int b = 0; b < nb; b++) {
         const size_t at = (g * nb + b) * GROUP + i;
-        const float s = scale_at(L->scale, at, L->scales), m = scale_at(L->minimum, at, L->scales);
+        const float s = scale_at(L->scale, at, L->scales), m = minimum_at(L->minimum, at, L->scales, L->zero, s);
         for (int t = 0; t < tiles; t++)
             for (int j = 0; j < 4; j++) {
                 const uint8_t q = w[((size_t)b * tiles + t) * 64 + 4 * i + j];

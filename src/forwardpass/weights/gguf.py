@@ -3,17 +3,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 from gguf.quants import dequantize
 
 from ..errors import ModelFileError, UnsupportedModelError
-from ..quant import Blocks, as_float
+from ..quant import GROUP, BlockRows, Blocks, as_float
 from ..tokenizer import Tokenizer
 from . import Checkpoint, Deferred
 from .formats import FLOATS, FORMATS, supported, to_blocks, to_float
 from .gguf_config import gguf_config, open_gguf
+
+BAND_WEIGHTS = 2**21  # weights a band of a large tensor holds while it is read (2 MB unpacked)
+T = TypeVar("T")
 
 # Gemma's turns: system text opens the first user turn; the assistant is "model"; a tool's answer is a user turn
 GEMMA3_CHAT_TEMPLATE = (
@@ -68,17 +73,36 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
             raise ModelFileError(f"{path}: GGUF file lacks tensor {name}")
         return by_name[name]
 
-    def take(name: str) -> torch.Tensor | Blocks:
+    def guarded(name: str, read: Callable[[], T]) -> T:
+        """read(), its failure named: the file and the tensor."""
         try:
-            t = read_tensor(info(name))  # a copy: the file's pages can go
-            reader.release(info(name))
-            return t
+            return read()
         except UnsupportedModelError as e:
             raise UnsupportedModelError(f"{path}: {name}: {e}") from None
         except ModelFileError:
             raise
         except Exception as e:
             raise ModelFileError(f"{path}: cannot read tensor {name} ({type(e).__name__}: {e})") from None
+
+    def take(name: str) -> torch.Tensor | Blocks:
+        t = guarded(name, lambda: read_tensor(info(name)))  # a copy: the file's pages can go
+        reader.release(info(name))
+        return t
+
+    def banded(name: str) -> BlockRows:
+        """A block-format tensor read band by band (about BAND_WEIGHTS weights each), each band's pages of the file
+        released once it is copied out."""
+        t = info(name)
+        rows, cols = t.n_elements // t.shape[-1], t.shape[-1]
+        step = max(GROUP, BAND_WEIGHTS // cols // GROUP * GROUP)
+
+        def bands() -> Iterator[Blocks]:
+            data = t.data.reshape(rows, -1)  # (rows, row bytes)
+            for r in range(0, rows, step):
+                band = data[r:r + step]
+                yield guarded(name, lambda band=band: to_blocks(band, t.kind, len(band), cols))
+                reader.release(t, r * data.shape[1], (r + len(band)) * data.shape[1])
+        return BlockRows((rows, cols), FORMATS[t.kind].bits, bands)
 
     def exact(name: str) -> torch.Tensor:
         """A re-quantizing format's weights as float32, as `gguf` dequantizes them (this tensor only)."""
@@ -91,7 +115,9 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
         return any(info(n).kind in FORMATS and not FORMATS[info(n).kind].exact for n in names)
 
     def one(name: str) -> Deferred:
-        return Deferred(info(name).shape, lambda: take(name), info(name).kind in FORMATS,
+        blocks = info(name).kind in FORMATS
+        by_band = blocks and len(info(name).shape) == 2
+        return Deferred(info(name).shape, (lambda: banded(name)) if by_band else (lambda: take(name)), blocks,
                         (lambda: exact(name)) if inexact([name]) else None)
 
     def joined(names: list[str], heads: list[int | None]) -> Deferred:

@@ -68,12 +68,14 @@ class GGUFFile:
         start = (self.at + align - 1) // align * align
         self.tensors = [self._tensor(start, *info) for info in infos]
 
-    def release(self, tensor: Tensor) -> None:
-        """Let the kernel drop a tensor's pages from this process once it has been copied out: a load then holds
-        at most one tensor of the file at a time (the pages stay in the page cache for the next reader)."""
-        start = tensor.offset // mmap.PAGESIZE * mmap.PAGESIZE
-        if hasattr(mmap, "MADV_DONTNEED"):
-            self.map.madvise(mmap.MADV_DONTNEED, start, tensor.offset + tensor.data.nbytes - start)
+    def release(self, tensor: Tensor, begin: int = 0, end: int | None = None) -> None:
+        """Let the kernel drop a tensor's pages (its bytes [begin, end)) from this process once they have been
+        copied out: a load then holds at most one piece of the file at a time (the pages stay in the page cache for
+        the next reader, and a page read again is read again from the file)."""
+        end = tensor.data.nbytes if end is None else end
+        start = (tensor.offset + begin) // mmap.PAGESIZE * mmap.PAGESIZE
+        if hasattr(mmap, "MADV_DONTNEED") and end > begin:
+            self.map.madvise(mmap.MADV_DONTNEED, start, tensor.offset + end - start)
 
     def _bytes(self, n: int) -> bytes:
         if self.at + n > len(self.map):
