@@ -9,7 +9,9 @@ import torch
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 from gguf.quants import dequantize
 
-from forwardpass.quant import QuantizedLinear
+from forwardpass import kernels
+from forwardpass.errors import ForwardpassError
+from forwardpass.quant import BlockRows, QuantizedLinear, Tiles
 from forwardpass.weights.formats import FORMATS, to_blocks
 
 Q = GGMLQuantizationType
@@ -52,6 +54,24 @@ def test_blocks_dequantize_as_gguf_does(kind):
         assert (layer.minimum is None, layer.zero) == (zero is not None, zero or 0)
 
 
+@pytest.mark.skipif(not kernels.available(), reason="no native kernels here")
+@pytest.mark.parametrize("kind", [k for k, f in FORMATS.items() if f.native], ids=lambda k: k.name)
+def test_native_repacking_gives_the_unpacked_tiles(kind):
+    """kernels.repack tiles a file's blocks straight from its bytes: the same layer, bit for bit, as unpacking them
+    (formats.py) and tiling the integers (quant.tile), padding rows included."""
+    rows, cols = 37, 256  # the last group part padding
+    raw = random_tensor(kind, rows, cols, seed=5)
+    bits = FORMATS[kind].bits
+    native = QuantizedLinear(BlockRows((rows, cols), bits, lambda: [],
+                                       lambda b: [Tiles(*kernels.repack(kind.value, raw, rows, cols), rows)]))
+    unpacked = QuantizedLinear(to_blocks(raw, kind, rows, cols))
+    assert native.zero == unpacked.zero and (native.minimum is None) == (unpacked.minimum is None) == (kind != Q.Q4_1)
+    assert torch.equal(native.q, unpacked.q) and torch.equal(native.scale, unpacked.scale)
+    assert kind != Q.Q4_1 or torch.equal(native.minimum, unpacked.minimum)
+    with pytest.raises(ForwardpassError, match="not ggml type 6"):
+        kernels.repack(Q.Q5_0.value, random_tensor(Q.Q5_0, 16, 256), 16, 256)
+
+
 def test_rows_and_joins_keep_the_values():
     a = to_blocks(random_tensor(Q.Q4_1, 16, 64, 1), Q.Q4_1, 16, 64)
     b = to_blocks(random_tensor(Q.Q8_0, 8, 64, 2), Q.Q8_0, 8, 64)
@@ -71,3 +91,26 @@ def test_a_format_without_an_entry_is_refused_by_name(tmp_path):
     with pytest.raises(UnsupportedModelError, match=r"token_embd.weight: tensor type Q2_K is not supported "
                                                     r"\(supported: F32, F16, BF16, Q4_0, Q4_1"):
         forwardpass.load(path)
+
+
+@pytest.mark.parametrize("kind", [Q.Q4_0, Q.Q8_0, Q.Q4_K, Q.Q5_0], ids=lambda k: k.name)
+def test_a_files_stacked_tensors_load_band_by_band(kind, tmp_path, monkeypatch):
+    """Q, K and V (K and Q rows back in rotary halves) and gate and up are read as bands of rows, several to a tensor
+    here, repacked natively or unpacked: each stacked weight is what `gguf` dequantizes, reordered and stacked."""
+    import forwardpass
+    from forwardpass.weights import gguf as gguf_module
+    from forwardpass.weights.gguf import rotary_order
+    from forwardpass.weights.gguf_file import GGUFFile
+    from forwardpass.weights.synthetic import write_synthetic_gguf
+
+    monkeypatch.setattr(gguf_module, "BAND_WEIGHTS", 16 * 256)  # 16 rows a band
+    shape = {"d_model": 256, "n_layers": 1, "n_heads": 4, "n_kv_heads": 2, "ffn_hidden": 512, "context": 64}
+    path = write_synthetic_gguf(tmp_path / "m.gguf", forwardpass.default_model_path(), kind, **shape)
+    model = forwardpass.load(path).model
+    tensors = {t.name: torch.from_numpy(dequantize(t.data, t.kind).copy()).view(t.shape)
+               for t in GGUFFile(path).tensors}
+    q, k, v = (tensors[f"blk.0.attn_{x}.weight"] for x in "qkv")
+    want = torch.cat([q[rotary_order(256, 4)], k[rotary_order(128, 2)], v])
+    assert torch.equal(model.blocks[0].attn.qkv.dequantize(), want)
+    want = torch.cat([tensors["blk.0.ffn_gate.weight"], tensors["blk.0.ffn_up.weight"]])
+    assert torch.equal(model.blocks[0].ffn.gate_up.dequantize(), want)

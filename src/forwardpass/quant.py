@@ -65,14 +65,28 @@ class Blocks:
 
 
 @dataclass
+class Tiles:
+    """A band of rows already in QuantizedLinear's layout (`tile`, `tile_scales`): q (groups, blocks, 256 or 512)
+    bytes, scale and minimum (groups, blocks, 16) float32; `rows` real rows, the last group's rest zero."""
+
+    q: torch.Tensor
+    scale: torch.Tensor
+    minimum: torch.Tensor
+    rows: int
+
+
+@dataclass
 class BlockRows:
     """A block-format matrix read a band of rows at a time: `bands()` gives its Blocks top to bottom, every band's
     rows a multiple of GROUP but the last's. QuantizedLinear tiles a large matrix band by band, so loading holds a
-    band unpacked, never the whole matrix (a 49,152-row output table unpacks to 100 MB for 2,048 inputs)."""
+    band unpacked, never the whole matrix (a 49,152-row output table unpacks to 100 MB for 2,048 inputs).
+    `tiled(bits)`, where given, yields the same bands already tiled at that width (kernels.repack, from the file's
+    blocks), or None where it cannot."""
 
     shape: tuple[int, int]
     bits: int  # 4 or 8: the width every band's integers fit
     bands: Callable[[], Iterable[Blocks]]
+    tiled: Callable[[int], Iterable[Tiles] | None] | None = None
 
     def dequantize(self) -> torch.Tensor:
         """(rows, cols) float32, every band's."""
@@ -105,16 +119,22 @@ class QuantizedLinear(nn.Module):
         q = torch.empty(groups, n, GROUP * BLOCK * self.bits // 8, dtype=torch.uint8)
         scale, minimum = torch.empty(groups, n, GROUP), torch.empty(groups, n, GROUP)
         done, halves = 0, [True, True]  # rows tiled so far; every scale, every minimum so far a float16 value
-        for band in blocks.bands() if isinstance(blocks, BlockRows) else [blocks]:
-            rows = band.q.shape[0]
+        tiled = blocks.tiled(self.bits) if isinstance(blocks, BlockRows) and blocks.tiled else None
+        bands = tiled if tiled is not None else blocks.bands() if isinstance(blocks, BlockRows) else [blocks]
+        for band in bands:
+            rows = band.rows if isinstance(band, Tiles) else band.q.shape[0]
             if done % GROUP or done + rows > out_features:
                 raise InvariantError(f"a band of {rows} rows after {done} of {out_features}: bands must be whole "
                                      f"groups of {GROUP} rows but the last")
-            pad = -rows % GROUP
-            band_q, band_scale, band_minimum = (torch.cat([t, t.new_zeros(pad, *t.shape[1:])]) if pad else t
-                                                for t in (band.q, band.scale, band.minimum))
-            at = slice(done // GROUP, (done + rows + pad) // GROUP)
-            q[at], scale[at], minimum[at] = tile(band_q, self.bits), tile_scales(band_scale), tile_scales(band_minimum)
+            at = slice(done // GROUP, -(-(done + rows) // GROUP))
+            if isinstance(band, Tiles):
+                q[at], scale[at], minimum[at] = band.q, band.scale, band.minimum
+            else:
+                pad = -rows % GROUP
+                band_q, band_scale, band_minimum = (torch.cat([t, t.new_zeros(pad, *t.shape[1:])]) if pad else t
+                                                    for t in (band.q, band.scale, band.minimum))
+                q[at], scale[at], minimum[at] = (tile(band_q, self.bits), tile_scales(band_scale),
+                                                 tile_scales(band_minimum))
             halves = [halves[0] and fits_half(scale[at]), halves[1] and fits_half(minimum[at])]
             done += rows
         if done != out_features:

@@ -3,7 +3,8 @@
 Matrix-vector products over weights as they are stored — fp32, fp16, bf16, 8- and 4-bit blocks (`gemv.h`;
 `gemv.c` runs a decode step's few rows at a time), a whole decode step in one call (`decode_step.c`, driven by
 `forwardpass.fused_decode`), quantized tiles back to float32 for prefill (`dequantize.c`), and a read of memory in
-concurrent streams (`stream_read.c`, the bandwidth roof of `forwardpass.machine`).
+concurrent streams (`stream_read.c`, the bandwidth roof of `forwardpass.machine`), and a file's Q4_0, Q4_1 and Q8_0
+blocks straight into the tiles the products read (`repack.c`, for loading).
 
 One source, four builds of its vector operations (`simd.h`): avx512 (F, BW, VL and VNNI), avx2 (with FMA and
 F16C), neon (ARM64) and generic (portable C, the reference). The best build this CPU runs is chosen at run time;
@@ -29,7 +30,7 @@ import torch
 from ..errors import ForwardpassError
 
 HERE = Path(__file__).parent
-SOURCES = [HERE / n for n in ("gemv.c", "decode_step.c", "stream_read.c", "dequantize.c")]
+SOURCES = [HERE / n for n in ("gemv.c", "decode_step.c", "stream_read.c", "dequantize.c", "repack.c")]
 HEADERS = [HERE / n for n in ("gemv.h", "simd.h")]
 COMMON_FLAGS = ["-O3", "-fopenmp", "-shared", "-fPIC", "-std=c11"]
 # build → (the CPU flags it needs, as /proc/cpuinfo names them; its compiler flags)
@@ -154,6 +155,8 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.decode_batch_greedy.argtypes = [p, p, i, p, i, p, p]
     lib.dequantize.restype = None
     lib.dequantize.argtypes = [i, i, i, p, p, p, i, i, p]
+    lib.repack.restype = i
+    lib.repack.argtypes = [i, i, i, p, p, p, p]
     lib.stream_read.restype = ctypes.c_float
     lib.stream_read.argtypes = [p, ctypes.c_size_t]
     return lib
@@ -206,6 +209,18 @@ def dequantize(bits: int, q: torch.Tensor, scale: torch.Tensor, minimum: torch.T
     mins = None if minimum is None else minimum.data_ptr()
     (lib or _LIB).dequantize(bits, n, k, q.data_ptr(), scale.data_ptr(), mins, scales_kind(scale), zero, w.data_ptr())
     return w
+
+
+def repack(kind: int, data, rows: int, cols: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A band of a GGUF tensor (data: a C-contiguous numpy array of its (rows, row bytes)) in Q4_0, Q4_1 or Q8_0
+    (ggml's type ids 2, 3, 8) as quant.QuantizedLinear tiles it: q (groups, cols/32, 256 or 512) bytes, scale and
+    minimum (groups, cols/32, 16) float32. Call only where available()."""
+    groups, blocks = -(-rows // 16), cols // 32
+    q = torch.empty(groups, blocks, 512 if kind == 8 else 256, dtype=torch.uint8)
+    scale, minimum = torch.empty(groups, blocks, 16), torch.empty(groups, blocks, 16)
+    if _LIB.repack(kind, rows, cols, data.ctypes.data, q.data_ptr(), scale.data_ptr(), minimum.data_ptr()):
+        raise ForwardpassError(f"the native repacking reads Q4_0, Q4_1 and Q8_0 blocks, not ggml type {kind}")
+    return q, scale, minimum
 
 
 def scales_kind(scale: torch.Tensor | None) -> int:

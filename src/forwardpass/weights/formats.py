@@ -28,6 +28,7 @@ class BlockFormat:
     kind: GGMLQuantizationType
     bits: int  # the kernel width that holds q: 4 or 8
     unpack: Callable[[np.ndarray], Unpacked] | None  # (blocks, type_size) uint8 → blocks of 32; None: re-quantized
+    native: bool = False  # kernels/repack.c tiles its blocks straight from the file (the same numbers as `unpack`)
 
     @property
     def exact(self) -> bool:
@@ -109,8 +110,8 @@ def _q5_k(b):
 
 
 FORMATS = {f.kind: f for f in (
-    BlockFormat(Q.Q4_0, 4, _q4_0), BlockFormat(Q.Q4_1, 4, _q4_1), BlockFormat(Q.Q5_0, 8, _q5_0),
-    BlockFormat(Q.Q5_1, 8, _q5_1), BlockFormat(Q.Q8_0, 8, _q8_0), BlockFormat(Q.Q4_K, 4, _q4_k),
+    BlockFormat(Q.Q4_0, 4, _q4_0, True), BlockFormat(Q.Q4_1, 4, _q4_1, True), BlockFormat(Q.Q5_0, 8, _q5_0),
+    BlockFormat(Q.Q5_1, 8, _q5_1), BlockFormat(Q.Q8_0, 8, _q8_0, True), BlockFormat(Q.Q4_K, 4, _q4_k),
     BlockFormat(Q.Q5_K, 8, _q5_k), BlockFormat(Q.Q6_K, 8, None),
 )}
 FLOATS = {Q.F32: torch.float32, Q.F16: torch.float16, Q.BF16: torch.bfloat16}

@@ -7,11 +7,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
+import numpy as np
 import torch
 from gguf.quants import dequantize
 
+from .. import kernels
 from ..errors import ModelFileError, UnsupportedModelError
-from ..quant import GROUP, BlockRows, Blocks, as_float
+from ..quant import GROUP, BlockRows, Blocks, Tiles, as_float
 from ..tokenizer import Tokenizer
 from . import Checkpoint, Deferred
 from .formats import FLOATS, FORMATS, supported, to_blocks, to_float
@@ -89,20 +91,37 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
         reader.release(info(name))
         return t
 
-    def banded(name: str) -> BlockRows:
-        """A block-format tensor read band by band (about BAND_WEIGHTS weights each), each band's pages of the file
-        released once it is copied out."""
-        t = info(name)
-        rows, cols = t.n_elements // t.shape[-1], t.shape[-1]
+    def banded(names: list[str], heads: list[int | None]) -> BlockRows:
+        """Block-format tensors stacked by rows (Q and K rows back in rotary halves where heads gives their head
+        counts), read band by band (about BAND_WEIGHTS weights each); a tensor's pages of the file are released once
+        its bands are copied out. Every tensor but the last holds whole groups of GROUP rows."""
+        parts = [info(n) for n in names]
+        cols = parts[0].shape[-1]
         step = max(GROUP, BAND_WEIGHTS // cols // GROUP * GROUP)
+        bits = max(FORMATS[t.kind].bits for t in parts)
+
+        def each(read: Callable[[object, np.ndarray], T]) -> Iterator[T]:
+            for t, h in zip(parts, heads, strict=True):
+                rows = t.n_elements // cols
+                data = t.data.reshape(rows, -1)  # (rows, row bytes)
+                order = None if h is None else rotary_order(rows, h).numpy()
+                for r in range(0, rows, step):
+                    band = data[r:r + step] if order is None else data[order[r:r + step]]
+                    yield guarded(t.name, lambda t=t, band=band: read(t, band))
+                    if order is None:
+                        reader.release(t, r * data.shape[1], (r + len(band)) * data.shape[1])
+                reader.release(t)
 
         def bands() -> Iterator[Blocks]:
-            data = t.data.reshape(rows, -1)  # (rows, row bytes)
-            for r in range(0, rows, step):
-                band = data[r:r + step]
-                yield guarded(name, lambda band=band: to_blocks(band, t.kind, len(band), cols))
-                reader.release(t, r * data.shape[1], (r + len(band)) * data.shape[1])
-        return BlockRows((rows, cols), FORMATS[t.kind].bits, bands)
+            return each(lambda t, band: to_blocks(band, t.kind, len(band), cols))
+
+        def tiled(width: int) -> Iterator[Tiles] | None:  # the files' own width, where the kernels repack every part
+            if any(FORMATS[t.kind].bits != width or not FORMATS[t.kind].native for t in parts) or (
+                    not kernels.available()):
+                return None
+            return each(lambda t, band: Tiles(*kernels.repack(t.kind.value, np.ascontiguousarray(band), len(band),
+                                                              cols), len(band)))
+        return BlockRows((sum(t.n_elements // cols for t in parts), cols), bits, bands, tiled)
 
     def exact(name: str) -> torch.Tensor:
         """A re-quantizing format's weights as float32, as `gguf` dequantizes them (this tensor only)."""
@@ -117,8 +136,8 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
     def one(name: str) -> Deferred:
         blocks = info(name).kind in FORMATS
         by_band = blocks and len(info(name).shape) == 2
-        return Deferred(info(name).shape, (lambda: banded(name)) if by_band else (lambda: take(name)), blocks,
-                        (lambda: exact(name)) if inexact([name]) else None)
+        return Deferred(info(name).shape, (lambda: banded([name], [None])) if by_band else (lambda: take(name)),
+                        blocks, (lambda: exact(name)) if inexact([name]) else None)
 
     def joined(names: list[str], heads: list[int | None]) -> Deferred:
         """Row-stacked tensors (Q and K back in rotary halves: heads gives their head counts)."""
@@ -132,8 +151,11 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
 
         def read_float():  # every part as exact float32 (one of them re-quantizes)
             return read([exact(n) if info(n).kind in FORMATS else as_float(take(n)).float() for n in names])
-        return Deferred((sum(s[0] for s in shapes), *shapes[0][1:]), read, all(info(n).kind in FORMATS for n in names),
-                        read_float if inexact(names) else None)
+        blocks = all(info(n).kind in FORMATS for n in names)
+        by_band = blocks and len(shapes[0]) == 2 and all(s[0] % GROUP == 0 for s in shapes[:-1])
+        stacked = (lambda: banded(names, heads)) if by_band else read
+        return Deferred((sum(s[0] for s in shapes), *shapes[0][1:]), stacked,
+                        blocks, read_float if inexact(names) else None)
 
     tensors = {"tok_embeddings.weight": one("token_embd.weight"), "norm_f.weight": one("output_norm.weight")}
     if not config.tied_embeddings:

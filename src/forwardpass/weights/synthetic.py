@@ -14,7 +14,8 @@ from .gguf_file import GGUFFile
 
 # TinyLlama-1.1B's shape, with the default model's 49,152-token vocabulary: 1.17 B parameters
 SHAPE_1B = {"d_model": 2048, "n_layers": 22, "n_heads": 32, "n_kv_heads": 4, "ffn_hidden": 5632, "context": 2048}
-SCALE_AT = {GGMLQuantizationType.Q4_0: [(0, 0.002)], GGMLQuantizationType.Q8_0: [(0, 0.0002)],
+SCALE_AT = {GGMLQuantizationType.Q4_0: [(0, 0.002)], GGMLQuantizationType.Q5_0: [(0, 0.001)],
+            GGMLQuantizationType.Q8_0: [(0, 0.0002)],
             GGMLQuantizationType.Q4_K: [(0, 0.0002), (2, 0.0015)]}  # (byte of an fp16 scale, its size)
 
 
