@@ -132,10 +132,20 @@ def test_symmetric_grids_keep_no_minimums_and_give_the_same_bits(bits, zero, row
     assert QuantizedLinear(blocks).minimum is not None
 
 
-def test_prefill_rows_take_the_dequantized_path():
-    layer = quantized(nn.Linear(64, 32), 4)
+@pytest.mark.parametrize("bits", [8, 4])
+def test_prefill_rows_take_the_native_path(bits):
+    """A prompt's many rows run the integer kernel too (each row as a decode step's row, bit for bit); float weights
+    past a decode step's rows take PyTorch's matmul."""
+    torch.manual_seed(bits)
+    layer = quantized(nn.Linear(64, 32), bits)
     x = torch.randn(40, 64)  # more rows than a decode step
-    assert torch.equal(layer(x), nn.functional.linear(x, layer.dequantize(), layer.bias))
+    with torch.no_grad():
+        got = layer(x)
+        assert torch.equal(got[17:18], layer(x[17:18]))
+    exact = nn.functional.linear(fifteen_bits(x), layer.dequantize(), layer.bias)
+    assert ((got - exact).abs().max() / exact.abs().max()).item() < 1e-5
+    half = HalfLinear(nn.Linear(64, 32).weight.detach().half())
+    assert torch.equal(half(x), nn.functional.linear(x, half.weight.float()))
 
 
 @pytest.mark.parametrize("storage", ["int8", "q4"])

@@ -20,8 +20,9 @@ def test_quantized_linear_error_within_half_a_step(bits, tol):
     span = (w.abs().amax(-1) * 2 if bits == 8 else w.amax(-1) - w.amin(-1))[..., None]  # each block's range
     err = (q.dequantize().view(48, 2, 32) - w).abs()
     assert (err <= span * tol * 1.01 + 1e-3 * span).all()  # within half a quantization step (plus fp16 scale rounding)
-    x = torch.randn(40, 64)  # prefill-sized: the dequantized path (decode's kernel is in test_kernels.py)
-    assert torch.allclose(q(x), nn.functional.linear(x, q.dequantize(), linear.bias))
+    x = torch.randn(40, 64)  # prefill-sized: the integer kernel, activations to 15 bits (tests/test_kernels.py)
+    want = nn.functional.linear(x, q.dequantize(), linear.bias)
+    assert ((q(x) - want).abs().max() / want.abs().max()).item() < 1e-4
 
 
 def test_quantized_storage_bytes():

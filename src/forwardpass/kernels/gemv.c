@@ -1,13 +1,16 @@
-// y = x Wᵀ for a few rows of x (a batch of decode steps), W in any stored kind (gemv.h): the decode step's own
-// product (gemv_part), each thread its share of W's units, each unit read from memory once for every row of x.
+// y = x Wᵀ for the M rows of x (a batch of decode steps, or a prompt's tokens), W in any stored kind (gemv.h): the
+// decode step's own product (gemv_part), each thread its share of W's units, each unit read from memory once for
+// every row of x.
 #include <omp.h>
+#include <stdlib.h>
 
 #include "gemv.h"
 
 void gemv(const float *x, int M, int kind, int K, const void *w, const void *w_scale, const void *w_min, int scales,
           int zero, int N, float *y) {
     const Linear L = {kind, N, K, w, w_scale, w_min, NULL, scales, zero};
-    Activation a[M];
+    Activation *a = malloc(sizeof(Activation) * (size_t)M);  // a prompt's rows: more than a stack should hold
+    #pragma omp parallel for schedule(static)
     for (int m = 0; m < M; m++) {
         a[m] = activation_alloc(K);
         quantize_row(x + (size_t)m * K, K, kind, &a[m]);
@@ -15,4 +18,5 @@ void gemv(const float *x, int M, int kind, int K, const void *w, const void *w_s
     #pragma omp parallel
     gemv_part(&L, a, M, omp_get_thread_num(), omp_get_num_threads(), y, N, 0);
     for (int m = 0; m < M; m++) activation_free(a[m]);
+    free(a);
 }
