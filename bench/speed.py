@@ -221,11 +221,11 @@ def worker_accuracy(path: Path, device: str) -> dict:
     reference, ppl32, n = run("fp32")
     out = {"tokens": n, "fp32": {"top1_agreement": 1.0, "perplexity": ppl32, "perplexity_delta": 0.0}}
     for s in STORAGE_MODES:
-        for path, one_by_one in (("", False), (" decode path", True)):
+        for label, one_by_one in (("", False), (" decode path", True)):
             if s == "fp32" and not one_by_one:
                 continue
             top1, ppl, _ = run(s, one_by_one)
-            out[s + path] = {"top1_agreement": (top1 == reference).float().mean().item(), "perplexity": ppl,
+            out[s + label] = {"top1_agreement": (top1 == reference).float().mean().item(), "perplexity": ppl,
                              "perplexity_delta": ppl - ppl32}
     return out
 
