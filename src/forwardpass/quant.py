@@ -1,7 +1,8 @@
 """Storage of the linear layers' weights: 16-bit floats (bf16, fp16) or integer blocks (int8: blocks of 32,
 a scale and a minimum each; q4: the same with 4 bits, like the default GGUF's own Q4_1). Only the weights
-change: activations, norms, attention and the residual stream stay float32. Decode steps run native kernels
-on the stored weights (`kernels/`); prefill, and machines without those kernels, use PyTorch."""
+change: activations, norms, attention and the residual stream stay float32. Native kernels multiply the stored
+integer weights directly, a decode step's rows and a prompt's alike (`kernels/`); machines without those kernels
+use PyTorch on the dequantized weights."""
 
 from __future__ import annotations
 
@@ -251,7 +252,7 @@ def untiled(q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor | None, 
 
 def zero_point(scale: torch.Tensor, minimum: torch.Tensor, bits: int) -> int | None:
     """The integer z, 0 ≤ z < 2^bits, with every block's minimum exactly -z × its scale in float32 (a symmetric
-    grid), or None. Checked a slice at a time: no copy of the whole."""
+    grid), or None. The minimums are compared with those products 256 groups at a time."""
     at = int(scale.abs().argmax())
     s, m = float(scale.view(-1)[at]), float(minimum.view(-1)[at])
     z = -m / s if s else 0.0
@@ -340,14 +341,15 @@ def float_linear(weight: torch.Tensor, bias: torch.Tensor | None = None) -> nn.L
     return linear
 
 
-def make_linear(weight: torch.Tensor | Blocks, bias: torch.Tensor | None, storage: torch.dtype | int | None,
-                head: bool = False) -> nn.Module:
-    """A linear layer over `weight` (a float tensor, or Blocks) stored as `storage`: a float dtype, 8 or 4 bits,
-    or None for as it is (Blocks stay blocks, whatever their width; a float tensor keeps its dtype). The
-    unembedding (`head`) is summed in float32 in the 16-bit modes and, re-quantized, gets 8 bits in the integer ones
-    (as GGUF files keep their output table in Q8_0 or Q6_K: 4 bits there costs far more accuracy than anywhere
-    else); a file's own 4-bit table stays 4-bit (widened, the same numbers would cost twice the bytes). Blocks are
-    reused whenever the asked width holds them (4-bit integers widen to 8 exactly); otherwise re-quantized."""
+def make_linear(weight: torch.Tensor | Blocks | BlockRows, bias: torch.Tensor | None,
+                storage: torch.dtype | int | None, head: bool = False) -> nn.Module:
+    """A linear layer over `weight` (a float tensor, or Blocks, whole or in bands) stored as `storage`: a float
+    dtype, 8 or 4 bits, or None for as it is (Blocks stay blocks, whatever their width; a float tensor keeps its
+    dtype). The unembedding (`head`) is summed in float32 in the 16-bit modes and, re-quantized, gets 8 bits in the
+    integer ones (as GGUF files keep their output table in Q8_0 or Q6_K: 4 bits there costs far more accuracy than
+    anywhere else); a file's own 4-bit table stays 4-bit (widened, the same numbers would cost twice the bytes).
+    Blocks are reused whenever the asked width holds them (4-bit integers widen to 8 exactly); otherwise
+    re-quantized."""
     if storage is None and isinstance(weight, (Blocks, BlockRows)):
         return QuantizedLinear(weight, bias)
     if storage is None:
