@@ -122,8 +122,9 @@ class QuantizedLinear(nn.Module):
         self.bits, self.in_features, self.out_features = blocks.bits, in_features, out_features
         groups, n = -(-out_features // GROUP), in_features // BLOCK  # out_features padded with zero rows
         q = torch.empty(groups, n, GROUP * BLOCK * self.bits // 8, dtype=torch.uint8)
-        scale, minimum = torch.empty(groups, n, GROUP), torch.empty(groups, n, GROUP)
-        done, halves = 0, [True, True]  # rows tiled so far; every scale, every minimum so far a float16 value
+        # float16 while every value so far is one (widened to float32 at the first that is not)
+        scale, minimum = (torch.empty(groups, n, GROUP, dtype=torch.float16) for _ in range(2))
+        done = 0  # rows tiled so far
         tiled = blocks.tiled(self.bits) if isinstance(blocks, BlockRows) and blocks.tiled else None
         bands = tiled if tiled is not None else blocks.bands() if isinstance(blocks, BlockRows) else [blocks]
         for band in bands:
@@ -133,22 +134,22 @@ class QuantizedLinear(nn.Module):
                                      f"groups of {GROUP} rows but the last")
             at = slice(done // GROUP, -(-(done + rows) // GROUP))
             if isinstance(band, Tiles):
-                q[at], scale[at], minimum[at] = band.q, band.scale, band.minimum
+                q[at], band_scale, band_minimum = band.q, band.scale, band.minimum
             else:
                 pad = -rows % GROUP
                 band_q, band_scale, band_minimum = (torch.cat([t, t.new_zeros(pad, *t.shape[1:])]) if pad else t
                                                     for t in (band.q, band.scale, band.minimum))
-                q[at], scale[at], minimum[at] = (tile(band_q, self.bits), tile_scales(band_scale),
-                                                 tile_scales(band_minimum))
-            halves = [halves[0] and fits_half(scale[at]), halves[1] and fits_half(minimum[at])]
+                q[at], band_scale, band_minimum = tile(band_q, self.bits), tile_scales(band_scale), tile_scales(
+                    band_minimum)
+            scale, minimum = stored_scales(scale, band_scale, at), stored_scales(minimum, band_minimum, at)
             done += rows
         if done != out_features:
             raise InvariantError(f"the bands held {done} rows of {out_features}")
         zero = zero_point(scale, minimum, self.bits)
         if zero is not None:
             minimum = None
-        if halves[0] and (minimum is None or halves[1]):
-            scale, minimum = scale.half(), None if minimum is None else minimum.half()
+        elif minimum.dtype != scale.dtype:  # one kind for both (float16 values widen exactly)
+            scale, minimum = scale.float(), minimum.float()
         self.zero = zero or 0
         self.register_buffer("q", q)
         self.register_buffer("scale", scale)
@@ -252,15 +253,25 @@ def untiled(q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor | None, 
 
 def zero_point(scale: torch.Tensor, minimum: torch.Tensor, bits: int) -> int | None:
     """The integer z, 0 ≤ z < 2^bits, with every block's minimum exactly -z × its scale in float32 (a symmetric
-    grid), or None. The minimums are compared with those products 256 groups at a time."""
+    grid), or None. The minimums (float32 or float16) are compared with those float32 products 256 groups at a
+    time."""
     at = int(scale.abs().argmax())
     s, m = float(scale.view(-1)[at]), float(minimum.view(-1)[at])
     z = -m / s if s else 0.0
     if not (z.is_integer() and 0 <= z < 2**bits):
         return None
-    same = all(torch.equal(mins, scales * -z) for scales, mins in zip(scale.split(256), minimum.split(256),
-                                                                       strict=True))
+    same = all(torch.equal(mins.float(), scales.float() * -z)
+               for scales, mins in zip(scale.split(256), minimum.split(256), strict=True))
     return int(z) if same else None
+
+
+def stored_scales(buffer: torch.Tensor, part: torch.Tensor, at: slice) -> torch.Tensor:
+    """buffer[at] = part (float32 scales or minimums): into a float16 buffer while every value is a float16 value,
+    else into the buffer widened to float32 (exactly: what it held were float16 values). Returns the buffer."""
+    if buffer.dtype == torch.float16 and not fits_half(part):
+        buffer = buffer.float()
+    buffer[at] = part
+    return buffer
 
 
 def fits_half(t: torch.Tensor) -> bool:

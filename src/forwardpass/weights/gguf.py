@@ -182,4 +182,5 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
     template = GEMMA3_CHAT_TEMPLATE if config.sandwich_norm else None  # Gemma 3 files carry none
     tokenizer = Tokenizer.from_gguf_fields(tok_fields, template) if "tokenizer.ggml.tokens" in tok_fields else None
     types = sorted({t.kind.name for t in reader.tensors})
+    reader.fields = reader.types = {}  # the metadata is read (about 10 MB of Python values): only the tensors are left
     return Checkpoint(config, tensors, tokenizer, str(path), {"format": "gguf", "tensor_types": types})
