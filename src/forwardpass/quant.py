@@ -266,18 +266,17 @@ def zero_point(scale: torch.Tensor, minimum: torch.Tensor, bits: int) -> int | N
 
 
 def stored_scales(buffer: torch.Tensor, part: torch.Tensor, at: slice) -> torch.Tensor:
-    """buffer[at] = part (float32 scales or minimums): into a float16 buffer while every value is a float16 value,
-    else into the buffer widened to float32 (exactly: what it held were float16 values). Returns the buffer."""
-    if buffer.dtype == torch.float16 and not fits_half(part):
+    """buffer[at] = part (float32 scales or minimums): into a float16 buffer while every value is a float16 value
+    (infinities and NaNs are not taken), else into the buffer widened to float32 (exactly: what it held were float16
+    values). Returns the buffer. Each part is converted to float16 once, to check it and to keep it."""
+    if buffer.dtype == torch.float16:
+        half = part.half()
+        if bool(torch.isfinite(half).all()) and torch.equal(half.float(), part):
+            buffer[at] = half
+            return buffer
         buffer = buffer.float()
     buffer[at] = part
     return buffer
-
-
-def fits_half(t: torch.Tensor) -> bool:
-    """Every value of a float32 tensor is a float16 value (infinities and NaNs are not taken)."""
-    half = t.half()
-    return bool(torch.isfinite(half).all()) and torch.equal(half.float(), t)
 
 
 def tile_scales(s: torch.Tensor) -> torch.Tensor:

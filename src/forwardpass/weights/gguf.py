@@ -110,7 +110,8 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
                     yield guarded(t.name, lambda t=t, band=band: read(t, band))
                     if order is None:
                         reader.release(t, r * data.shape[1], (r + len(band)) * data.shape[1])
-                reader.release(t)
+                if order is not None:  # its bands gathered rows from anywhere in it
+                    reader.release(t)
 
         def bands() -> Iterator[Blocks]:
             return each(lambda t, band: to_blocks(band, t.kind, len(band), cols))
