@@ -110,8 +110,7 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
                     yield guarded(t.name, lambda t=t, band=band: read(t, band))
                     if order is None:
                         reader.release(t, r * data.shape[1], (r + len(band)) * data.shape[1])
-                if order is not None:  # its bands gathered rows from anywhere in it
-                    reader.release(t)
+                reader.release(t)  # again, whole: a page fault maps its neighbours too, some in bands already let go
 
         def bands() -> Iterator[Blocks]:
             return each(lambda t, band: to_blocks(band, t.kind, len(band), cols))
