@@ -59,15 +59,17 @@ def test_blocks_dequantize_as_gguf_does(kind):
 def test_native_repacking_gives_the_unpacked_tiles(kind):
     """kernels.repack tiles a file's blocks straight from its bytes: the same layer, bit for bit, as unpacking them
     (formats.py) and tiling the integers (quant.tile), padding rows included."""
-    rows, cols = 37, 256  # the last group part padding
+    rows, cols = 37, 512  # the last group part padding; two of K-quants' 256-blocks a row
     raw = random_tensor(kind, rows, cols, seed=5)
     bits = FORMATS[kind].bits
     native = QuantizedLinear(BlockRows((rows, cols), bits, lambda: [],
                                        lambda b: [Tiles(*kernels.repack(kind.value, raw, rows, cols), rows)]))
     unpacked = QuantizedLinear(to_blocks(raw, kind, rows, cols))
-    assert native.zero == unpacked.zero and (native.minimum is None) == (unpacked.minimum is None) == (kind != Q.Q4_1)
+    keeps_minimums = kind in (Q.Q4_1, Q.Q4_K)
+    assert native.zero == unpacked.zero and (native.minimum is None) == (unpacked.minimum is None) != keeps_minimums
     assert torch.equal(native.q, unpacked.q) and torch.equal(native.scale, unpacked.scale)
-    assert kind != Q.Q4_1 or torch.equal(native.minimum, unpacked.minimum)
+    assert native.scale.dtype == (torch.uint8 if kind == Q.Q4_K else torch.float16)
+    assert not keeps_minimums or torch.equal(native.minimum, unpacked.minimum)
     with pytest.raises(ForwardpassError, match="not ggml type 6"):
         kernels.repack(Q.Q5_0.value, random_tensor(Q.Q5_0, 16, 256), 16, 256)
 
@@ -114,3 +116,35 @@ def test_a_files_stacked_tensors_load_band_by_band(kind, tmp_path, monkeypatch):
     assert torch.equal(model.blocks[0].attn.qkv.dequantize(), want)
     want = torch.cat([tensors["blk.0.ffn_gate.weight"], tensors["blk.0.ffn_up.weight"]])
     assert torch.equal(model.blocks[0].ffn.gate_up.dequantize(), want)
+
+
+@pytest.mark.parametrize("kind", [k for k, f in FORMATS.items() if f.factors], ids=lambda k: k.name)
+def test_k_quant_scales_stay_factored_and_give_the_same_bits(kind):
+    """Q4_K and Q5_K scale each 32 weights by a 6-bit factor times the 256-block's fp16 scale: the layer keeps them
+    so (18.5 bytes per 32 4-bit weights, not 24), and every path gives the numbers of the same layer holding the
+    products in float32, bit for bit. A band without factors after one with them widens the layer's exactly."""
+    from dataclasses import replace
+
+    from forwardpass.quant import OCTET, QuantizedEmbedding, untiled
+
+    rows, cols = 37, 512  # the last group part padding; two 256-blocks a row
+    blocks = to_blocks(random_tensor(kind, rows, cols, seed=7), kind, rows, cols)
+    factored, products = QuantizedLinear(blocks), QuantizedLinear(replace(blocks, factored=None))
+    assert factored.scale.dtype == factored.minimum.dtype == torch.uint8 and products.scale.dtype == torch.float32
+    groups = -(-rows // 16)
+    assert factored.nbytes() == factored.q.numel() + 2 * groups * (cols // 256) * OCTET
+    want = products.dequantize()
+    assert torch.equal(factored.dequantize(), want)
+    assert torch.equal(untiled(factored.q, factored.scale, factored.minimum, factored.bits, rows), want)
+    ids = torch.tensor([0, 36, 17, 17])
+    assert torch.equal(QuantizedEmbedding(factored)(ids), want[ids])
+    if kernels.available():
+        x = torch.randn(5, cols) * 3
+        for m in (1, 2, 5):  # one row, a pair, pairs and one
+            got = kernels.gemv(x[:m], factored.bits, factored.q, rows, factored.scale, factored.minimum)
+            assert torch.equal(got, kernels.gemv(x[:m], products.bits, products.q, rows, products.scale,
+                                                 products.minimum))
+    top, rest = blocks.rows(torch.arange(16)), blocks.rows(torch.arange(16, rows))
+    mixed = QuantizedLinear(BlockRows((rows, cols), blocks.bits, lambda: [top, replace(rest, factored=None)]))
+    assert mixed.scale.dtype == torch.float32 and torch.equal(mixed.dequantize(), want)
+    assert torch.equal(mixed.scale, products.scale) and torch.equal(mixed.minimum, products.minimum)

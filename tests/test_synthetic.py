@@ -62,8 +62,9 @@ def test_a_1b_file_loads_in_its_own_formats_and_generates(synthetic_1b):
     size = synthetic_1b.stat().st_size
     print(f"{synthetic_1b.name}: {size / 1e9:.2f} GB file, model {got['held'] / 1e9:.2f} GB, loaded in "
           f"{got['loaded_s']:.1f} s, peak RSS {got['rss'] / 1e9:.2f} GB")
-    if synthetic_1b.name.endswith("Q4_0.gguf"):  # fp16 scales kept as they are: the model is the file's size
-        assert got["held"] <= 1.02 * size
+    # the file's own scales kept: Q4_0's fp16 ones as they are, the model the file's size; Q4_K's factored ones
+    # tiled with their 16 rows' fp16 scales beside them (18.5 bytes per 32 weights, against the file's 18)
+    assert got["held"] <= (1.02 if synthetic_1b.name.endswith("Q4_0.gguf") else 1.04) * size
 
 
 def test_a_gguf_files_rope_freqs_divide_the_frequencies(tmp_path):

@@ -39,6 +39,19 @@ def native_linear(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, out
 
 
 @dataclass
+class Factored:
+    """Block scales (or minimums) as K-quants store them: an unsigned factor per block times an fp16 scale shared by
+    a row's 8 consecutive blocks (a 256-block). Each value is exact in float32 (an 11-bit significand times at most
+    8 bits), so the kernels multiply them out as they read (kernels/gemv.h: FACTORS) and get the same numbers."""
+
+    factor: torch.Tensor  # (rows, blocks) uint8
+    scale: torch.Tensor  # (rows, blocks / 8) float16
+
+    def rows(self, index: torch.Tensor) -> Factored:
+        return Factored(self.factor[index], self.scale[index])
+
+
+@dataclass
 class Blocks:
     """A weight matrix as integer blocks: w[r, 32 b + i] = minimum[r, b] + scale[r, b] × q[r, b, i]. What a file's
     block formats become (weights/formats.py) and what the storage modes quantize to."""
@@ -48,6 +61,7 @@ class Blocks:
     minimum: torch.Tensor  # (rows, blocks, 1) float32
     bits: int  # 4 or 8
     exact: bool = True  # the file's own weights (False: re-quantized from them)
+    factored: tuple[Factored, Factored] | None = None  # scale and minimum as the file factors them (K-quants)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -59,20 +73,26 @@ class Blocks:
 
     def rows(self, index: torch.Tensor) -> Blocks:
         """The rows `index` picks, in its order."""
-        return Blocks(self.q[index], self.scale[index], self.minimum[index], self.bits, self.exact)
+        factored = None if self.factored is None else tuple(f.rows(index) for f in self.factored)
+        return Blocks(self.q[index], self.scale[index], self.minimum[index], self.bits, self.exact, factored)
 
     @staticmethod
     def cat(parts: list[Blocks]) -> Blocks:
         """Row blocks stacked: 4-bit parts widen to 8 where any part needs 8 (the same integers)."""
+        factored = None
+        if all(p.factored for p in parts):
+            factored = tuple(Factored(torch.cat([p.factored[i].factor for p in parts]),
+                                      torch.cat([p.factored[i].scale for p in parts])) for i in range(2))
         return Blocks(torch.cat([p.q for p in parts]), torch.cat([p.scale for p in parts]),
                       torch.cat([p.minimum for p in parts]), max(p.bits for p in parts),
-                      all(p.exact for p in parts))
+                      all(p.exact for p in parts), factored)
 
 
 @dataclass
 class Tiles:
     """A band of rows already in QuantizedLinear's layout (`tile`, `tile_scales`): q (groups, blocks, 256 or 512)
-    bytes, scale and minimum (groups, blocks, 16) float32; `rows` real rows, the last group's rest zero."""
+    bytes, scale and minimum (groups, blocks, 16) float32 or factored bytes (`tile_factors`); `rows` real rows, the
+    last group's rest zero."""
 
     q: torch.Tensor
     scale: torch.Tensor
@@ -110,9 +130,11 @@ class QuantizedLinear(nn.Module):
     to a multiple of 16 with zero rows), each group's blocks as 64-byte tiles of 16 rows × 4 inputs, so one
     integer dot-product instruction serves 16 rows. q: (groups, blocks, 512 or 256) bytes; scale and minimum:
     (groups, blocks, 16), float16 where every one of them is exact in 16 bits (a file's own fp16 block scales, as
-    Q4_0, Q4_1 and Q8_0 store them: a sixth less to read per 4-bit weight), else float32. A symmetric grid keeps
-    no minimums: where every block's is -zero × its scale (Q4_0's 8, Q8_0's 128), minimum is None and the kernels
-    compute that product (4-bit blocks then cost the file's own 18 bytes per 32 weights)."""
+    Q4_0, Q4_1 and Q8_0 store them: a sixth less to read per 4-bit weight), else float32; K-quants' factored
+    scales stay factored (`Factored`, tiled by `tile_factors`: (groups, blocks / 8, 160) bytes, a Q4_K matrix in
+    18.5 bytes per 32 weights where float32 scales took 24). A symmetric grid keeps no minimums: where every
+    block's is -zero × its scale (Q4_0's 8, Q8_0's 128), minimum is None and the kernels compute that product (4-bit
+    blocks then cost the file's own 18 bytes per 32 weights)."""
 
     def __init__(self, blocks: Blocks | BlockRows, bias: torch.Tensor | None = None):
         super().__init__()
@@ -122,8 +144,7 @@ class QuantizedLinear(nn.Module):
         self.bits, self.in_features, self.out_features = blocks.bits, in_features, out_features
         groups, n = -(-out_features // GROUP), in_features // BLOCK  # out_features padded with zero rows
         q = torch.empty(groups, n, GROUP * BLOCK * self.bits // 8, dtype=torch.uint8)
-        # float16 while every value so far is one (widened to float32 at the first that is not)
-        scale, minimum = (torch.empty(groups, n, GROUP, dtype=torch.float16) for _ in range(2))
+        scale = minimum = None  # made for the first band: factored as it is, else float16 (stored_scales widens)
         done = 0  # rows tiled so far
         tiled = blocks.tiled(self.bits) if isinstance(blocks, BlockRows) and blocks.tiled else None
         bands = tiled if tiled is not None else blocks.bands() if isinstance(blocks, BlockRows) else [blocks]
@@ -137,19 +158,25 @@ class QuantizedLinear(nn.Module):
                 q[at], band_scale, band_minimum = band.q, band.scale, band.minimum
             else:
                 pad = -rows % GROUP
-                band_q, band_scale, band_minimum = (torch.cat([t, t.new_zeros(pad, *t.shape[1:])]) if pad else t
-                                                    for t in (band.q, band.scale, band.minimum))
-                q[at], band_scale, band_minimum = tile(band_q, self.bits), tile_scales(band_scale), tile_scales(
-                    band_minimum)
+                q[at] = tile(padded(band.q, pad), self.bits)
+                if band.factored:
+                    band_scale, band_minimum = (tile_factors(padded(f.factor, pad), padded(f.scale, pad))
+                                                for f in band.factored)
+                else:
+                    band_scale, band_minimum = (tile_scales(padded(t, pad)) for t in (band.scale, band.minimum))
+            if scale is None:
+                scale, minimum = (torch.empty(groups, n // 8, OCTET, dtype=torch.uint8) if
+                                  band_scale.dtype == torch.uint8 else
+                                  torch.empty(groups, n, GROUP, dtype=torch.float16) for _ in range(2))
             scale, minimum = stored_scales(scale, band_scale, at), stored_scales(minimum, band_minimum, at)
             done += rows
         if done != out_features:
             raise InvariantError(f"the bands held {done} rows of {out_features}")
-        zero = zero_point(scale, minimum, self.bits)
+        zero = None if scale.dtype == torch.uint8 else zero_point(scale, minimum, self.bits)
         if zero is not None:
             minimum = None
-        elif minimum.dtype != scale.dtype:  # one kind for both (float16 values widen exactly)
-            scale, minimum = scale.float(), minimum.float()
+        elif minimum.dtype != scale.dtype:  # one kind for both (float16 values and factors widen exactly)
+            scale, minimum = scale_values(scale).float(), scale_values(minimum).float()
         self.zero = zero or 0
         self.register_buffer("q", q)
         self.register_buffer("scale", scale)
@@ -215,8 +242,8 @@ class QuantizedEmbedding(nn.Module):
         if t.bits == 4:
             q = torch.stack([q & 15, q >> 4], dim=-2)  # (n, blocks, tile, nibble, 4)
         q = q.reshape(len(flat), blocks, BLOCK)
-        scale = t.scale[group, :, row][..., None]  # (n, blocks, 1)
-        minimum = scale.float() * -t.zero if t.minimum is None else t.minimum[group, :, row][..., None]
+        scale = scale_rows(t.scale, group, row)  # (n, blocks, 1)
+        minimum = scale.float() * -t.zero if t.minimum is None else scale_rows(t.minimum, group, row)
         return q.float().mul_(scale).add_(minimum).view(*ids.shape, t.in_features)
 
 
@@ -266,9 +293,16 @@ def zero_point(scale: torch.Tensor, minimum: torch.Tensor, bits: int) -> int | N
 
 
 def stored_scales(buffer: torch.Tensor, part: torch.Tensor, at: slice) -> torch.Tensor:
-    """buffer[at] = part (float32 scales or minimums): into a float16 buffer while every value is a float16 value
-    (infinities and NaNs are not taken), else into the buffer widened to float32 (exactly: what it held were float16
-    values). Returns the buffer. Each part is converted to float16 once, to check it and to keep it."""
+    """buffer[at] = part (tiled scales or minimums: float32, or factored bytes): a factored buffer takes factored
+    parts as they are; a float16 buffer takes a part while every value is a float16 value (infinities and NaNs are
+    not taken); otherwise the buffer is widened to float32 (exactly: what it held were factored or float16 values).
+    Returns the buffer. Each part is converted to float16 once, to check it and to keep it."""
+    if buffer.dtype == torch.uint8:
+        if part.dtype == torch.uint8:
+            buffer[at] = part
+            return buffer
+        buffer = scale_values(buffer)
+    part = scale_values(part)
     if buffer.dtype == torch.float16:
         half = part.half()
         if bool(torch.isfinite(half).all()) and torch.equal(half.float(), part):
@@ -279,6 +313,47 @@ def stored_scales(buffer: torch.Tensor, part: torch.Tensor, at: slice) -> torch.
     return buffer
 
 
+OCTET = 8 * GROUP + 2 * GROUP  # bytes of factored scales per group and 8 blocks (kernels/gemv.h: FACTORS)
+
+
+def padded(t: torch.Tensor, rows: int) -> torch.Tensor:
+    """t with `rows` zero rows after its own."""
+    return torch.cat([t, t.new_zeros(rows, *t.shape[1:])]) if rows else t
+
+
+def tile_factors(factor: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """Factored scales (rows, blocks) uint8 × (rows, blocks / 8) float16 → (groups, blocks / 8, 160) bytes: per
+    group and 8 blocks, the (8 blocks, 16 rows) factors, then the 16 rows' float16 scales."""
+    rows, blocks = factor.shape
+    f = factor.view(rows // GROUP, GROUP, blocks // 8, 8).permute(0, 2, 3, 1).reshape(rows // GROUP, blocks // 8, -1)
+    d = scale.view(rows // GROUP, GROUP, blocks // 8).transpose(1, 2).contiguous().view(torch.uint8)
+    return torch.cat([f, d], dim=-1)
+
+
+def factor_parts(s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Tiled factored scales → their factors (groups, blocks / 8, 8, 16) uint8 and scales (groups, blocks / 8, 16)
+    float16."""
+    groups, octets, _ = s.shape
+    return s[..., :8 * GROUP].reshape(groups, octets, 8, GROUP), s[..., 8 * GROUP:].contiguous().view(torch.float16)
+
+
+def scale_values(s: torch.Tensor) -> torch.Tensor:
+    """Tiled scales as values, (groups, blocks, 16): factored ones multiplied out in float32 (exactly), float ones
+    as they are."""
+    if s.dtype != torch.uint8:
+        return s
+    factor, scale = factor_parts(s)
+    return (factor.float() * scale.float()[:, :, None, :]).flatten(1, 2)
+
+
+def scale_rows(s: torch.Tensor, group: torch.Tensor, row: torch.Tensor) -> torch.Tensor:
+    """The scales of rows `row` of groups `group` (each (n,)), (n, blocks, 1), without multiplying out the rest."""
+    if s.dtype != torch.uint8:
+        return s[group, :, row][..., None]
+    factor, scale = factor_parts(s)
+    return (factor[group, :, :, row].float() * scale[group, :, row].float()[..., None]).view(len(group), -1, 1)
+
+
 def tile_scales(s: torch.Tensor) -> torch.Tensor:
     """(rows, blocks, 1) → (groups, blocks, 16): a group's 16 rows side by side, as its tiles sum them."""
     rows, blocks = s.shape[:2]
@@ -286,7 +361,8 @@ def tile_scales(s: torch.Tensor) -> torch.Tensor:
 
 
 def untile_scales(s: torch.Tensor) -> torch.Tensor:
-    """The inverse of `tile_scales`: (rows, blocks, 1)."""
+    """The inverse of `tile_scales`: (rows, blocks, 1) (factored scales multiplied out)."""
+    s = scale_values(s)
     groups, blocks, _ = s.shape
     return s.transpose(1, 2).reshape(groups * GROUP, blocks, 1)
 

@@ -58,6 +58,25 @@ int main(void) {
             print("exact", kinds[i] == Q8 ? "dequantize-q8-zero" : "dequantize-q4-zero", wf, N * K);
         }
     }
+    {  // K-quant scales (FACTORS): per group and 256-block, 8 × 16 factors, then 16 fp16 scales; K two such blocks
+        enum { KK = 512, NB = KK / 32 };
+        static float xk[M * KK], yk[M * N], wk[N * KK];
+        static uint8_t qk[GROUPS * NB * 512], fs[GROUPS * NB / 8 * OCTET], fm[GROUPS * NB / 8 * OCTET];
+        for (int i = 0; i < M * KK; i++) xk[i] = uniform(-3.f, 3.f);
+        for (size_t i = 0; i < sizeof qk; i++) qk[i] = (uint8_t)next();
+        for (size_t o = 0; o < sizeof fs / OCTET; o++)
+            for (int i = 0; i < OCTET; i++) {
+                const int factor = i < 8 * GROUP;  // 6-bit factors; positive fp16 scales, negative ones for minimums
+                fs[o * OCTET + i] = (uint8_t)(factor ? next() % 64 : i % 2 ? 0x20 + next() % 8 : next());
+                fm[o * OCTET + i] = (uint8_t)(factor ? next() % 64 : i % 2 ? 0xa0 + next() % 8 : next());
+            }
+        for (int i = 0; i < 2; i++) {
+            gemv(xk, M, kinds[i], KK, qk, fs, fm, FACTORS, 0, N, yk);
+            print("exact", kinds[i] == Q8 ? "q8-factors" : "q4-factors", yk, M * N);
+            dequantize(kinds[i] == Q8 ? 8 : 4, N, KK, qk, fs, fm, FACTORS, 0, wk);
+            print("exact", kinds[i] == Q8 ? "dequantize-q8-factors" : "dequantize-q4-factors", wk, N * KK);
+        }
+    }
     {  // the largest integer sums a block can make: every weight byte 255, activations all ± their block's maximum
         static uint8_t full[sizeof tiles];
         static float same[3 * K];

@@ -189,7 +189,8 @@ def gemv(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, n: int, scal
          minimum: torch.Tensor | None = None, zero: int = 0, lib: ctypes.CDLL | None = None) -> torch.Tensor:
     """x (M, K) float32 @ Wᵀ → (M, n) float32, W stored as `kind`: a float dtype (w (n, K)), or 8 or 4 bits
     tiled as quant.QuantizedLinear stores them (w (groups, K/32, 512 or 256) bytes, scale and minimum
-    (groups, K/32, 16) float32 or float16, groups = n/16 rounded up; minimum None: -zero × scale). Call only where
+    (groups, K/32, 16) float32 or float16, or (groups, K/256, 160) uint8 factors; groups = n/16 rounded up; minimum
+    None: -zero × scale). Call only where
     available() (or with `lib`, one build's library); quantized K a multiple of 32. Every tensor contiguous and on
     the CPU."""
     M, K = x.shape
@@ -211,24 +212,38 @@ def dequantize(bits: int, q: torch.Tensor, scale: torch.Tensor, minimum: torch.T
     return w
 
 
+REPACKED = {2: "Q4_0", 3: "Q4_1", 8: "Q8_0", 12: "Q4_K"}  # ggml type ids kernels/repack.c reads
+
+
 def repack(kind: int, data, rows: int, cols: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """A band of a GGUF tensor (data: a C-contiguous numpy array of its (rows, row bytes)) in Q4_0, Q4_1 or Q8_0
-    (ggml's type ids 2, 3, 8) as quant.QuantizedLinear tiles it: q (groups, cols/32, 256 or 512) bytes, scale and
-    minimum (groups, cols/32, 16) float32. Call only where available()."""
+    """A band of a GGUF tensor (data: a C-contiguous numpy array of its (rows, row bytes)) in one of the formats
+    REPACKED names, as quant.QuantizedLinear tiles it: q (groups, cols/32, 256 or 512) bytes, scale and minimum
+    (groups, cols/32, 16) float32, or for Q4_K (groups, cols/256, 160) factored bytes. Call only where available()."""
+    if kind not in REPACKED:
+        names = ", ".join(REPACKED.values())
+        raise ForwardpassError(f"the native repacking reads {names} blocks, not ggml type {kind}")
     groups, blocks = -(-rows // 16), cols // 32
     q = torch.empty(groups, blocks, 512 if kind == 8 else 256, dtype=torch.uint8)
-    scale, minimum = torch.empty(groups, blocks, 16), torch.empty(groups, blocks, 16)
-    if _LIB.repack(kind, rows, cols, data.ctypes.data, q.data_ptr(), scale.data_ptr(), minimum.data_ptr()):
-        raise ForwardpassError(f"the native repacking reads Q4_0, Q4_1 and Q8_0 blocks, not ggml type {kind}")
+    if kind == 12:
+        scale, minimum = (torch.empty(groups, blocks // 8, 160, dtype=torch.uint8) for _ in range(2))
+    else:
+        scale, minimum = torch.empty(groups, blocks, 16), torch.empty(groups, blocks, 16)
+    _LIB.repack(kind, rows, cols, data.ctypes.data, q.data_ptr(), scale.data_ptr(), minimum.data_ptr())
     return q, scale, minimum
 
 
+FACTORS = 3  # gemv.h: block scales as K-quants keep them (uint8 buffers; quant.Factored)
+
+
 def scales_kind(scale: torch.Tensor | None) -> int:
-    """gemv.h's Linear.scales for quantized weights' scales and minimums: F32, or F16 (None: float weights, F32)."""
+    """gemv.h's Linear.scales for quantized weights' scales and minimums: F32, F16, or FACTORS for uint8 buffers
+    (None: float weights, F32)."""
     if scale is None:
         return KINDS[torch.float32]
+    if scale.dtype == torch.uint8:
+        return FACTORS
     if scale.dtype not in (torch.float32, torch.float16):
-        raise ForwardpassError(f"block scales must be float32 or float16, not {scale.dtype}")
+        raise ForwardpassError(f"block scales must be float32, float16 or uint8 factors, not {scale.dtype}")
     return KINDS[scale.dtype]
 
 

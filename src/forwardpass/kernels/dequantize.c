@@ -31,7 +31,7 @@ static void block_out(int bits, const uint8_t *t, const void *s, const void *m, 
 }
 
 // w (N, K) float32 from `bits` (8 or 4) tiles q (groups, K / 32, 512 or 256) and scale, minimum (groups, K / 32, 16),
-// stored as `scales` (F32 or F16); minimum NULL: -zero × scale
+// stored as `scales` (F32, F16 or FACTORS: gemv.h); minimum NULL: -zero × scale
 void dequantize(int bits, int N, int K, const uint8_t *q, const void *scale, const void *minimum, int scales, int zero,
                 float *w) {
     const int blocks = K / BLOCK, groups = (N + GROUP - 1) / GROUP, tile = bits == 8 ? 512 : 256;

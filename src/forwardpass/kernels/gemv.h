@@ -8,7 +8,9 @@
 // 64-byte tiles of 16 rows × 4 consecutive inputs (byte 4 r + j: row r, input j). One VNNI instruction
 // multiplies a tile by 4 activation bytes broadcast to every row: 16 row sums at once, with no shuffle and no
 // horizontal sum. 8-bit: 8 tiles a block (inputs 4t … 4t + 3). 4-bit: 4 tiles of two nibbles a byte (low
-// nibble input 8u + j, high nibble 8u + 4 + j). Scales and minimums: (groups, blocks, 16).
+// nibble input 8u + j, high nibble 8u + 4 + j). Scales and minimums: (groups, blocks, 16) as F32 or F16 values,
+// or as FACTORS, K-quants' own form: per group and 8 blocks (a 256-block), 160 bytes: (8, 16) unsigned factors,
+// then 16 fp16 scales of them (value = factor × its row's fp16; the product is exact in float32).
 // The activation row is quantized too, per block of 32, to X = 128 hi + lo with hi in [-127, 127] and lo in
 // [-64, 64]: 15 bits, an error under 1/32000 of the block's largest value (plain int8 activations, at 1/254,
 // cost 4% of greedy tokens on the default model). A block's dot product is then
@@ -24,6 +26,8 @@
 #define GROUP 16  // rows of a quantized tile
 
 enum { F32 = 0, F16 = 1, BF16 = 2, Q4 = 4, Q8 = 8 };  // how a weight matrix is stored
+enum { FACTORS = 3 };  // how block scales are stored, beside F32 and F16: u8 factors × an fp16 per 8 blocks
+#define OCTET 160      // FACTORS: bytes per group and 8 blocks (128 factors, 16 fp16)
 
 static inline int quantized(int kind) { return kind == Q4 || kind == Q8; }
 
@@ -35,7 +39,8 @@ typedef struct {
     const void *scale;    // (groups, K / 32, 16), quantized only, as `scales` says
     const void *minimum;  // (groups, K / 32, 16), the same; NULL: every block's minimum is -zero × its scale
     const float *bias;    // (N) or NULL
-    int scales;           // F32, or F16 where every scale and minimum is exact in 16 bits (a file's own block scales)
+    int scales;           // F32; F16 where every scale and minimum is exact in 16 bits (a file's own block scales);
+                          // FACTORS (K-quants: K a multiple of 256)
     int zero;             // without minimums, the integer that stands for 0 (Q4_0 8, Q8_0 128: the file stores none)
 } Linear;
 
@@ -93,32 +98,42 @@ static __attribute__((unused)) void quantize_row(const float *x, int K, int kind
 // 8-bit tiles (two instructions per 64 bytes) and float weights gain nothing measurable, so only 4-bit asks.
 #define PREFETCH_BYTES 4096
 
-// Where groups g0, g0 + stride, … (R of them) of a quantized W start: tiles, scales, minimums
-static inline __attribute__((always_inline)) void group_starts(const Linear *L, int g0, int stride, int R,
+// Where groups g0, g0 + stride, … (R of them) of a quantized W start: tiles, scales, minimums (stored as `scales`)
+static inline __attribute__((always_inline)) void group_starts(const Linear *L, int scales, int g0, int stride, int R,
                                                                const uint8_t **w, const uint8_t **ws,
                                                                const uint8_t **wm) {
-    const int nb = L->K / BLOCK, tiles = L->kind == Q8 ? 8 : 4, bytes = L->scales == F16 ? 2 : 4;
+    const int nb = L->K / BLOCK, tiles = L->kind == Q8 ? 8 : 4;
+    const size_t bytes = scales == FACTORS ? (size_t)nb / 8 * OCTET
+                                           : (size_t)nb * GROUP * (scales == F16 ? 2 : 4);  // a group's
     for (int r = 0; r < R; r++) {
         const size_t g = (size_t)(g0 + r * stride);
         w[r] = (const uint8_t *)L->w + g * nb * tiles * 64;
-        ws[r] = (const uint8_t *)L->scale + g * nb * GROUP * bytes;
-        wm[r] = L->minimum ? (const uint8_t *)L->minimum + g * nb * GROUP * bytes : NULL;
+        ws[r] = (const uint8_t *)L->scale + g * bytes;
+        wm[r] = L->minimum ? (const uint8_t *)L->minimum + g * bytes : NULL;
     }
 }
 
 // Block b's 16 scales (or minimums) of a group whose scales start at p
 static inline V block_scales(const uint8_t *p, int b, int scales) {
+    if (scales == FACTORS) {
+        const uint8_t *octet = p + (size_t)(b / 8) * OCTET;
+        return v_mul(v_load_u8(octet + b % 8 * GROUP), v_load_f16_n((const uint16_t *)(octet + 8 * GROUP), GROUP));
+    }
     return scales == F16 ? v_load_f16_n((const uint16_t *)p + b * GROUP, GROUP) : v_load((const float *)p + b * GROUP);
 }
 
 // Block b's 16 minimums of a group whose scales start at ws and minimums at wm (NULL: -zero × each scale, the same
 // float32 product quant.QuantizedLinear checked the file's minimums against)
-static inline V block_minimums(const Linear *L, const uint8_t *ws, const uint8_t *wm, int b) {
-    return wm ? block_scales(wm, b, L->scales) : v_mul(block_scales(ws, b, L->scales), v_set1(-(float)L->zero));
+static inline V block_minimums(const Linear *L, int scales, const uint8_t *ws, const uint8_t *wm, int b) {
+    return wm ? block_scales(wm, b, scales) : v_mul(block_scales(ws, b, scales), v_set1(-(float)L->zero));
 }
 
-// Scale (or minimum) i of W's as `scales` stores them
+// Scale (or minimum) i of W's as `scales` stores them, i = (group × blocks + block) × 16 + row
 static inline float scale_at(const void *p, size_t i, int scales) {
+    if (scales == FACTORS) {
+        const uint8_t *octet = (const uint8_t *)p + i / (8 * GROUP) * OCTET;
+        return (float)octet[i % (8 * GROUP)] * half_float(((const uint16_t *)(octet + 8 * GROUP))[i % GROUP]);
+    }
     return scales == F16 ? half_float(((const uint16_t *)p)[i]) : ((const float *)p)[i];
 }
 
@@ -139,13 +154,13 @@ static inline __attribute__((always_inline)) void prefetch_blocks(const uint8_t 
 // Groups g0, g0 + stride, … (R of them, R ≤ 4) of a quantized W · x: 16 rows each, into out[16 r + i]. Several
 // groups at once keep several weight streams in flight and several chains of VNNI sums busy. Each stream runs on
 // through `left` groups (this one included): its prefetches stay inside them.
-static inline __attribute__((always_inline)) void groups_dot(const Linear *L, int kind, const Activation *a, int g0,
-                                                             int stride, int R, int left, float *out) {
+static inline __attribute__((always_inline)) void groups_dot(const Linear *L, int kind, int scales, const Activation *a,
+                                                             int g0, int stride, int R, int left, float *out) {
     const int nb = L->K / BLOCK, tiles = kind == Q8 ? 8 : 4;
     const int ahead = PREFETCH_BYTES / (tiles * 64), blocks_left = kind == Q4 ? left * nb : 0;  // in blocks
     const uint8_t *w[4], *ws[4], *wm[4];
     V acc[4];
-    group_starts(L, g0, stride, R, w, ws, wm);
+    group_starts(L, scales, g0, stride, R, w, ws, wm);
     for (int r = 0; r < R; r++) acc[r] = v_zero();
     for (int b = 0; b < nb; b++) {
         prefetch_blocks(w, R, b, ahead, blocks_left, tiles);
@@ -178,9 +193,9 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, in
         }
         const V step = v_set1(a->step[b]), sum = v_set1(a->sum[b]);
         for (int r = 0; r < R; r++) {
-            const V scale = v_mul(block_scales(ws[r], b, L->scales), step);
+            const V scale = v_mul(block_scales(ws[r], b, scales), step);
             acc[r] = v_fma(vi_float(dot[r]), scale, acc[r]);
-            acc[r] = v_fma(block_minimums(L, ws[r], wm[r], b), sum, acc[r]);
+            acc[r] = v_fma(block_minimums(L, scales, ws[r], wm[r], b), sum, acc[r]);
         }
     }
     for (int r = 0; r < R; r++) v_store(out + GROUP * r, acc[r]);
@@ -190,13 +205,14 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, in
 // unpacked) once for both rows, which is where a batch's step spends its time once it is bound by arithmetic rather
 // than by reading weights. out[(2 m + r) × 16 + i] for row m, group r. Each row's sums are made in the same order
 // as groups_dot's, so a row's result is the same bit for bit.
-static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *L, int kind, const Activation *a,
-                                                                  int g0, int stride, int R, int left, float *out) {
+static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *L, int kind, int scales,
+                                                                  const Activation *a, int g0, int stride, int R,
+                                                                  int left, float *out) {
     const int nb = L->K / BLOCK, tiles = kind == Q8 ? 8 : 4;
     const int ahead = PREFETCH_BYTES / (tiles * 64), blocks_left = kind == Q4 ? left * nb : 0;  // in blocks
     const uint8_t *w[2], *ws[2], *wm[2];
     V acc[2][2];
-    group_starts(L, g0, stride, R, w, ws, wm);
+    group_starts(L, scales, g0, stride, R, w, ws, wm);
     for (int r = 0; r < R; r++) acc[0][r] = acc[1][r] = v_zero();
     for (int b = 0; b < nb; b++) {
         prefetch_blocks(w, R, b, ahead, blocks_left, tiles);
@@ -233,12 +249,14 @@ static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *
             for (int m = 0; m < 2; m++)
                 for (int r = 0; r < R; r++) dot[m][r] = vs_join(hi[m][r], lo[m][r]);
         }
+        V block[2], minimums[2];  // each group's scales and minimums, read (and multiplied out) once for both rows
+        for (int r = 0; r < R; r++)
+            block[r] = block_scales(ws[r], b, scales), minimums[r] = block_minimums(L, scales, ws[r], wm[r], b);
         for (int m = 0; m < 2; m++) {
             const V step = v_set1(a[m].step[b]), sum = v_set1(a[m].sum[b]);
             for (int r = 0; r < R; r++) {
-                const V scale = v_mul(block_scales(ws[r], b, L->scales), step);
-                acc[m][r] = v_fma(vi_float(dot[m][r]), scale, acc[m][r]);
-                acc[m][r] = v_fma(block_minimums(L, ws[r], wm[r], b), sum, acc[m][r]);
+                acc[m][r] = v_fma(vi_float(dot[m][r]), v_mul(block[r], step), acc[m][r]);
+                acc[m][r] = v_fma(minimums[r], sum, acc[m][r]);
             }
         }
     }
@@ -307,10 +325,10 @@ static inline int units_of(const Linear *L) { return (L->N + unit_rows(L) - 1) /
 
 // Units u0, u0 + stride, … (R of them, R ≤ 4) of W · x into out, unit_rows values each; each stream has `left`
 // units from its current one on
-static inline __attribute__((always_inline)) void units_dot(const Linear *L, int kind, const Activation *a, int u0,
-                                                            int stride, int R, int left, float *out) {
+static inline __attribute__((always_inline)) void units_dot(const Linear *L, int kind, int scales, const Activation *a,
+                                                            int u0, int stride, int R, int left, float *out) {
     if (quantized(kind))
-        groups_dot(L, kind, a, u0, stride, R, left, out);
+        groups_dot(L, kind, scales, a, u0, stride, R, left, out);
     else
         rows_dot(L, a, u0, stride, R, out);
 }
@@ -331,8 +349,9 @@ static inline void part_units(const Linear *L, int t, int T, int *lo, int *hi) {
 // other rows find it in cache. Quantized weights take rows two at a time (groups_dot_pair), one tile load for both,
 // in PAIR_STREAMS streams (as many as the build's registers hold the sums of); a lone row, and float weights, four
 // streams of one row. `kind` is L->kind, a constant where gemv_part calls it: each kind gets its own loops.
-static inline __attribute__((always_inline)) void gemv_part_of(const Linear *L, int kind, const Activation *a, int rows,
-                                                               int t, int T, float *y, size_t ldy, int accumulate) {
+static inline __attribute__((always_inline)) void gemv_part_of(const Linear *L, int kind, int scales, const Activation *a,
+                                                               int rows, int t, int T, float *y, size_t ldy,
+                                                               int accumulate) {
     const int per = unit_rows(L);
     int lo, hi;
     part_units(L, t, T, &lo, &hi);
@@ -341,36 +360,28 @@ static inline __attribute__((always_inline)) void gemv_part_of(const Linear *L, 
     float out[4 * GROUP];
     for (int i = 0; pairs && i < span; i++)
         for (int p = 0; p < pairs; p++) {
-            groups_dot_pair(L, kind, a + 2 * p, lo + i, span, PAIR_STREAMS, span - i, out);
+            groups_dot_pair(L, kind, scales, a + 2 * p, lo + i, span, PAIR_STREAMS, span - i, out);
             for (int m = 0; m < 2; m++)
                 for (int s = 0; s < PAIR_STREAMS; s++)
                     put(L, (lo + i + s * span) * per, out + (2 * m + s) * per, per, y + (2 * p + m) * ldy, accumulate);
         }
     for (int u = lo + PAIR_STREAMS * span; pairs && u < hi; u++)
         for (int p = 0; p < pairs; p++) {
-            groups_dot_pair(L, kind, a + 2 * p, u, 0, 1, hi - u, out);
+            groups_dot_pair(L, kind, scales, a + 2 * p, u, 0, 1, hi - u, out);
             for (int m = 0; m < 2; m++) put(L, u * per, out + 2 * m * per, per, y + (2 * p + m) * ldy, accumulate);
         }
     for (int i = 0; single < rows && i < quarter; i++)
         for (int r = single; r < rows; r++) {
-            units_dot(L, kind, a + r, lo + i, quarter, 4, quarter - i, out);
+            units_dot(L, kind, scales, a + r, lo + i, quarter, 4, quarter - i, out);
             for (int s = 0; s < 4; s++)
                 put(L, (lo + i + s * quarter) * per, out + s * per, per, y + r * ldy, accumulate);
         }
     for (int u = lo + 4 * quarter; single < rows && u < hi; u++)
         for (int r = single; r < rows; r++) {
-            units_dot(L, kind, a + r, u, 0, 1, hi - u, out);
+            units_dot(L, kind, scales, a + r, u, 0, 1, hi - u, out);
             put(L, u * per, out, per, y + r * ldy, accumulate);
         }
 }
 
-// gemv_part_of with `kind` a constant: one instance of the loops per kind, out of line
-static __attribute__((noinline, unused)) void gemv_part(const Linear *L, const Activation *a, int rows, int t, int T,
-                                                        float *y, size_t ldy, int accumulate) {
-    if (L->kind == Q4)
-        gemv_part_of(L, Q4, a, rows, t, T, y, ldy, accumulate);
-    else if (L->kind == Q8)
-        gemv_part_of(L, Q8, a, rows, t, T, y, ldy, accumulate);
-    else
-        gemv_part_of(L, L->kind, a, rows, t, T, y, ldy, accumulate);
-}
+// gemv_part_of for L's kind and scales, one instance of the loops each (gemv.c: compiled once for every source)
+void gemv_part(const Linear *L, const Activation *a, int rows, int t, int T, float *y, size_t ldy, int accumulate);

@@ -70,6 +70,8 @@ static inline void v_store_i8(int8_t *p, V a) { _mm_storeu_si128((__m128i *)p, _
 static inline V v_load_f16_n(const uint16_t *p, int n) {
     return _mm512_cvtph_ps(n >= 16 ? _mm256_loadu_si256((const __m256i *)p) : _mm256_maskz_loadu_epi16(first_n(n), p));
 }
+// 16 unsigned bytes as floats (block scale factors)
+static inline V v_load_u8(const uint8_t *p) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p))); }
 static inline V v_load_bf16_n(const uint16_t *p, int n) {
     const __m256i h = n >= 16 ? _mm256_loadu_si256((const __m256i *)p) : _mm256_maskz_loadu_epi16(first_n(n), p);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -163,6 +165,10 @@ static inline __m256i load_u16_n(const uint16_t *p, int n) {  // n of 16 halfwor
 static inline V v_load_f16_n(const uint16_t *p, int n) {
     const __m256i h = load_u16_n(p, n);
     return v_make(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)));
+}
+static inline V v_load_u8(const uint8_t *p) {
+    const __m128i b = _mm_loadu_si128((const __m128i *)p);
+    return v_make(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(b, 8))));
 }
 static inline V v_load_bf16_n(const uint16_t *p, int n) {
     const __m256i h = load_u16_n(p, n);
@@ -291,6 +297,14 @@ static inline V v_load_f16_n(const uint16_t *p, int n) {
     EACH4(r.v[k] = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(tmp + 4 * k))))
     return r;
 }
+static inline V v_load_u8(const uint8_t *p) {
+    const uint8x16_t b = vld1q_u8(p);
+    const uint16x8_t lo = vmovl_u8(vget_low_u8(b)), hi = vmovl_u8(vget_high_u8(b));
+    V r;
+    r.v[0] = vcvtq_f32_u32(vmovl_u16(vget_low_u16(lo))), r.v[1] = vcvtq_f32_u32(vmovl_u16(vget_high_u16(lo)));
+    r.v[2] = vcvtq_f32_u32(vmovl_u16(vget_low_u16(hi))), r.v[3] = vcvtq_f32_u32(vmovl_u16(vget_high_u16(hi)));
+    return r;
+}
 static inline V v_load_bf16_n(const uint16_t *p, int n) {
     uint16_t tmp[16] = {0};
     memcpy(tmp, p, sizeof(uint16_t) * (n < 16 ? (n > 0 ? n : 0) : 16));
@@ -350,6 +364,7 @@ static inline float v_reduce_max(V a) { float m = a.f[0]; EACH(m = a.f[l] > m ? 
 static inline int v_any_nan(V a) { int any = 0; EACH(any |= isnan(a.f[l])) return any; }
 static inline void v_store_i8(int8_t *p, V a) { EACH(p[l] = (int8_t)a.f[l]) }
 static inline V v_load_f16_n(const uint16_t *p, int n) { V v; EACH(v.f[l] = l < n ? half_float(p[l]) : 0.f) return v; }
+static inline V v_load_u8(const uint8_t *p) { V v; EACH(v.f[l] = (float)p[l]) return v; }
 static inline V v_load_bf16_n(const uint16_t *p, int n) {
     V v;
     EACH(uint32_t bits = l < n ? (uint32_t)p[l] << 16 : 0; memcpy(&v.f[l], &bits, 4))

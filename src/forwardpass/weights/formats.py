@@ -17,10 +17,12 @@ import torch
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 from gguf.quants import dequantize
 
-from ..quant import BLOCK, Blocks, quantize_blocks
+from ..quant import BLOCK, Blocks, Factored, quantize_blocks
 
 Q = GGMLQuantizationType
 Unpacked = tuple[np.ndarray, np.ndarray, np.ndarray]  # q (n, 32) uint8, scale (n,) float32, minimum (n,) float32
+# K-quants' scale and minimum as factors: (blocks, 8) uint8 and (blocks,) float16 each, value = factor × float16
+Factors = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class BlockFormat:
     bits: int  # the kernel width that holds q: 4 or 8
     unpack: Callable[[np.ndarray], Unpacked] | None  # (blocks, type_size) uint8 → blocks of 32; None: re-quantized
     native: bool = False  # kernels/repack.c tiles its blocks straight from the file (the same numbers as `unpack`)
+    factors: Callable[[np.ndarray], Factors] | None = None  # the scales as the file factors them (quant.Factored)
 
     @property
     def exact(self) -> bool:
@@ -81,17 +84,24 @@ def _q8_0(b):
 
 
 def _k_scales(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Q4_K/Q5_K: each 256-block's 8 six-bit scales and minimums, packed in 12 bytes at byte 4, (blocks, 8)."""
+    """Q4_K/Q5_K: each 256-block's 8 six-bit scales and minimums, packed in 12 bytes at byte 4, (blocks, 8) uint8."""
     s = b[:, 4:16]
     sc = np.concatenate([s[:, 0:4] & 63, (s[:, 8:12] & 15) | ((s[:, 0:4] >> 2) & 48)], axis=-1)
     mn = np.concatenate([s[:, 4:8] & 63, (s[:, 8:12] >> 4) | ((s[:, 4:8] >> 2) & 48)], axis=-1)
-    return sc.astype(np.float32), mn.astype(np.float32)
+    return sc, mn
 
 
 def _k_grid(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Q4_K/Q5_K: w = d sc q - dmin m per 32 weights, as (scale, minimum), each (blocks × 8,)."""
-    sc, mn = _k_scales(b)
+    sc, mn = (f.astype(np.float32) for f in _k_scales(b))
     return (_half(b, 0)[:, None] * sc).reshape(-1), -(_half(b, 2)[:, None] * mn).reshape(-1)
+
+
+def _k_factors(b: np.ndarray) -> Factors:
+    """Q4_K/Q5_K: _k_grid's scale and minimum as factors: sc × d and m × -dmin (the same float32 products)."""
+    sc, mn = _k_scales(b)
+    half = np.ascontiguousarray(b[:, 0:4]).view(np.float16)  # (blocks, 2): d, dmin
+    return sc, half[:, 0].copy(), mn, -half[:, 1]
 
 
 def _k_low(qs: np.ndarray) -> np.ndarray:
@@ -111,8 +121,9 @@ def _q5_k(b):
 
 FORMATS = {f.kind: f for f in (
     BlockFormat(Q.Q4_0, 4, _q4_0, True), BlockFormat(Q.Q4_1, 4, _q4_1, True), BlockFormat(Q.Q5_0, 8, _q5_0),
-    BlockFormat(Q.Q5_1, 8, _q5_1), BlockFormat(Q.Q8_0, 8, _q8_0, True), BlockFormat(Q.Q4_K, 4, _q4_k),
-    BlockFormat(Q.Q5_K, 8, _q5_k), BlockFormat(Q.Q6_K, 8, None),
+    BlockFormat(Q.Q5_1, 8, _q5_1), BlockFormat(Q.Q8_0, 8, _q8_0, True),
+    BlockFormat(Q.Q4_K, 4, _q4_k, True, _k_factors), BlockFormat(Q.Q5_K, 8, _q5_k, factors=_k_factors),
+    BlockFormat(Q.Q6_K, 8, None),
 )}
 FLOATS = {Q.F32: torch.float32, Q.F16: torch.float16, Q.BF16: torch.bfloat16}
 
@@ -125,11 +136,17 @@ def to_blocks(data: np.ndarray, kind: GGMLQuantizationType, rows: int, cols: int
     """A (rows, cols) tensor in block format `kind` → Blocks; exact for every format but Q6_K."""
     f = FORMATS[kind]
     if f.exact:
-        q, scale, minimum = f.unpack(np.asarray(data, dtype=np.uint8).reshape(-1, f.type_size))  # one block a row
+        b = np.asarray(data, dtype=np.uint8).reshape(-1, f.type_size)  # one block a row
+        q, scale, minimum = f.unpack(b)
         blocks = cols // BLOCK
+        factored = None
+        if f.factors:
+            sc, d, mn, dmin = (torch.from_numpy(np.ascontiguousarray(a)) for a in f.factors(b))
+            factored = (Factored(sc.view(rows, blocks), d.view(rows, -1)),
+                        Factored(mn.view(rows, blocks), dmin.view(rows, -1)))
         return Blocks(torch.from_numpy(np.ascontiguousarray(q)).view(rows, blocks, BLOCK),
                       torch.from_numpy(np.ascontiguousarray(scale)).view(rows, blocks, 1),
-                      torch.from_numpy(np.ascontiguousarray(minimum)).view(rows, blocks, 1), f.bits)
+                      torch.from_numpy(np.ascontiguousarray(minimum)).view(rows, blocks, 1), f.bits, factored=factored)
     w = torch.from_numpy(dequantize(data, kind)).view(rows, cols // BLOCK, BLOCK)
     q, scale, minimum = quantize_blocks(w, f.bits)
     return Blocks(q, scale, minimum, f.bits, exact=False)
