@@ -65,10 +65,10 @@ def test_native_repacking_gives_the_unpacked_tiles(kind):
     native = QuantizedLinear(BlockRows((rows, cols), bits, lambda: [],
                                        lambda b: [Tiles(*kernels.repack(kind.value, raw, rows, cols), rows)]))
     unpacked = QuantizedLinear(to_blocks(raw, kind, rows, cols))
-    keeps_minimums = kind in (Q.Q4_1, Q.Q4_K)
+    keeps_minimums = kind in (Q.Q4_1, Q.Q4_K, Q.Q5_K)
     assert native.zero == unpacked.zero and (native.minimum is None) == (unpacked.minimum is None) != keeps_minimums
     assert torch.equal(native.q, unpacked.q) and torch.equal(native.scale, unpacked.scale)
-    assert native.scale.dtype == (torch.uint8 if kind == Q.Q4_K else torch.float16)
+    assert native.scale.dtype == (torch.uint8 if FORMATS[kind].factors else torch.float16)
     assert not keeps_minimums or torch.equal(native.minimum, unpacked.minimum)
     with pytest.raises(ForwardpassError, match="not ggml type 6"):
         kernels.repack(Q.Q5_0.value, random_tensor(Q.Q5_0, 16, 256), 16, 256)
@@ -95,7 +95,7 @@ def test_a_format_without_an_entry_is_refused_by_name(tmp_path):
         forwardpass.load(path)
 
 
-@pytest.mark.parametrize("kind", [Q.Q4_0, Q.Q8_0, Q.Q4_K, Q.Q5_0], ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", [Q.Q4_0, Q.Q8_0, Q.Q4_K, Q.Q5_K, Q.Q5_0], ids=lambda k: k.name)
 def test_a_files_stacked_tensors_load_band_by_band(kind, tmp_path, monkeypatch):
     """Q, K and V (K and Q rows back in rotary halves) and gate and up are read as bands of rows, several to a tensor
     here, repacked natively or unpacked: each stacked weight is what `gguf` dequantizes, reordered and stacked."""

@@ -212,19 +212,20 @@ def dequantize(bits: int, q: torch.Tensor, scale: torch.Tensor, minimum: torch.T
     return w
 
 
-REPACKED = {2: "Q4_0", 3: "Q4_1", 8: "Q8_0", 12: "Q4_K"}  # ggml type ids kernels/repack.c reads
+REPACKED = {2: "Q4_0", 3: "Q4_1", 8: "Q8_0", 12: "Q4_K", 13: "Q5_K"}  # ggml type ids kernels/repack.c reads
 
 
 def repack(kind: int, data, rows: int, cols: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """A band of a GGUF tensor (data: a C-contiguous numpy array of its (rows, row bytes)) in one of the formats
     REPACKED names, as quant.QuantizedLinear tiles it: q (groups, cols/32, 256 or 512) bytes, scale and minimum
-    (groups, cols/32, 16) float32, or for Q4_K (groups, cols/256, 160) factored bytes. Call only where available()."""
+    (groups, cols/32, 16) float32, or for the K-quants (groups, cols/256, 160) factored bytes. Call only where
+    available()."""
     if kind not in REPACKED:
         names = ", ".join(REPACKED.values())
         raise ForwardpassError(f"the native repacking reads {names} blocks, not ggml type {kind}")
     groups, blocks = -(-rows // 16), cols // 32
-    q = torch.empty(groups, blocks, 512 if kind == 8 else 256, dtype=torch.uint8)
-    if kind == 12:
+    q = torch.empty(groups, blocks, 512 if kind in (8, 13) else 256, dtype=torch.uint8)
+    if kind in (12, 13):
         scale, minimum = (torch.empty(groups, blocks // 8, 160, dtype=torch.uint8) for _ in range(2))
     else:
         scale, minimum = torch.empty(groups, blocks, 16), torch.empty(groups, blocks, 16)

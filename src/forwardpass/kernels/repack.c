@@ -1,14 +1,14 @@
 // A band of a GGUF tensor's blocks straight into gemv.h's tiles, for the formats whose blocks already are a grid of
-// 32 the kernels read: Q4_0, Q4_1 and Q8_0 (fp16 scales), and Q4_K (scales factored as gemv.h's FACTORS). The numbers
-// weights/formats.py's unpacking and quant.tile give, bit for bit (tests/test_formats.py), without the byte per
-// weight in between: loading a file is a pass over its bytes.
+// 32 the kernels read: Q4_0, Q4_1 and Q8_0 (fp16 scales), Q4_K and Q5_K (scales factored as gemv.h's FACTORS). The
+// numbers weights/formats.py's unpacking and quant.tile give, bit for bit (tests/test_formats.py), without the byte
+// per weight in between: loading a file is a pass over its bytes.
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "gemv.h"
 
-enum { GGML_Q4_0 = 2, GGML_Q4_1 = 3, GGML_Q8_0 = 8, GGML_Q4_K = 12 };  // ggml's type ids
+enum { GGML_Q4_0 = 2, GGML_Q4_1 = 3, GGML_Q8_0 = 8, GGML_Q4_K = 12, GGML_Q5_K = 13 };  // ggml's type ids
 
 static uint16_t half_at(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }  // little-endian
 
@@ -18,39 +18,47 @@ static void put_nibbles(const uint8_t *q, int r, uint8_t *t) {
         for (int j = 0; j < 4; j++) t[u * 64 + 4 * r + j] = (uint8_t)(q[8 * u + j] | q[8 * u + 4 + j] << 4);
 }
 
-// Q4_K: a row's 256-block (144 bytes: fp16 d and dmin, 12 bytes of 6-bit scales and minimums, 128 bytes of nibbles)
-// into a group's 8 blocks of tiles (t: the first) and row r of its FACTORS octet of scales and of minimums
-static void q4_k_block(const uint8_t *block, int r, uint8_t *t, uint8_t *scale, uint8_t *minimum) {
-    const uint8_t *s = block + 4, *qs = block + 16;
-    for (int j = 0; j < 8; j++) {  // sub-block j: its 6-bit scale and minimum, then its nibbles
+// Q4_K or Q5_K: a row's 256-block (fp16 d and dmin, 12 bytes of 6-bit scales and minimums; Q5_K: 32 bytes of fifth
+// bits; 128 bytes of nibbles) into a group's 8 blocks of tiles (t: the first; 4-bit for Q4_K, 8-bit for Q5_K) and row
+// r of its FACTORS octet of scales and of minimums
+static void k_block(int kind, const uint8_t *block, int r, uint8_t *t, uint8_t *scale, uint8_t *minimum) {
+    const uint8_t *s = block + 4, *qh = block + 16, *qs = block + (kind == GGML_Q5_K ? 48 : 16);
+    for (int j = 0; j < 8; j++) {  // sub-block j: its 6-bit scale and minimum, then its weights
         scale[j * GROUP + r] = j < 4 ? s[j] & 63 : (uint8_t)((s[j + 4] & 15) | (s[j - 4] >> 6) << 4);
         minimum[j * GROUP + r] = j < 4 ? s[j + 4] & 63 : (uint8_t)((s[j + 4] >> 4) | (s[j] >> 6) << 4);
         uint8_t q[32];
         for (int i = 0; i < 32; i++) q[i] = (uint8_t)(qs[32 * (j / 2) + i] >> (4 * (j % 2)) & 15);
-        put_nibbles(q, r, t + (size_t)j * 256);
+        if (kind == GGML_Q4_K) {
+            put_nibbles(q, r, t + (size_t)j * 256);
+            continue;
+        }
+        for (int i = 0; i < 32; i++)  // Q5_K: bit j of byte i is weight i's fifth; 8-bit tile i / 4 holds input i
+            t[(size_t)j * 512 + i / 4 * 64 + 4 * r + i % 4] = (uint8_t)(q[i] | (qh[i] >> j & 1) << 4);
     }
     const uint16_t d = half_at(block), dmin = half_at(block + 2) ^ 0x8000;  // minimum = m × -dmin
     memcpy(scale + 8 * GROUP + 2 * r, &d, 2), memcpy(minimum + 8 * GROUP + 2 * r, &dmin, 2);
 }
 
-// Q4_K rows × K → q (groups, K / 32, 256) tiles and scale, minimum (groups, K / 256, 160) bytes as gemv.h's FACTORS
-static void repack_q4_k(int rows, int K, const uint8_t *src, uint8_t *q, uint8_t *scale, uint8_t *minimum) {
-    const int nb = K / BLOCK, groups = (rows + GROUP - 1) / GROUP;
+// Q4_K or Q5_K rows × K → q (groups, K / 32, 256 or 512) tiles and scale, minimum (groups, K / 256, 160) bytes as
+// gemv.h's FACTORS
+static void repack_k(int kind, int rows, int K, const uint8_t *src, uint8_t *q, uint8_t *scale, uint8_t *minimum) {
+    const int nb = K / BLOCK, groups = (rows + GROUP - 1) / GROUP, tile = kind == GGML_Q5_K ? 512 : 256;
+    const int block_bytes = kind == GGML_Q5_K ? 176 : 144;
     #pragma omp parallel for schedule(static)
     for (int g = 0; g < groups; g++)
         for (int o = 0; o < nb / 8; o++) {
             const size_t octet = (size_t)g * (nb / 8) + o;
-            uint8_t *t = q + ((size_t)g * nb + 8 * o) * 256;
+            uint8_t *t = q + ((size_t)g * nb + 8 * o) * tile;
             for (int r = 0; r < GROUP; r++) {
                 const int row = g * GROUP + r;
                 if (row < rows) {
-                    q4_k_block(src + ((size_t)row * (nb / 8) + o) * 144, r, t, scale + octet * OCTET,
-                               minimum + octet * OCTET);
+                    k_block(kind, src + ((size_t)row * (nb / 8) + o) * block_bytes, r, t, scale + octet * OCTET,
+                            minimum + octet * OCTET);
                     continue;
                 }
                 for (int j = 0; j < 8; j++) {  // padding: a zero row
                     scale[octet * OCTET + j * GROUP + r] = minimum[octet * OCTET + j * GROUP + r] = 0;
-                    for (int u = 0; u < 4; u++) memset(t + j * 256 + u * 64 + 4 * r, 0, 4);
+                    for (int u = 0; u < tile / 64; u++) memset(t + j * tile + u * 64 + 4 * r, 0, 4);
                 }
                 memset(scale + octet * OCTET + 8 * GROUP + 2 * r, 0, 2);
                 memset(minimum + octet * OCTET + 8 * GROUP + 2 * r, 0, 2);
@@ -60,11 +68,11 @@ static void repack_q4_k(int rows, int K, const uint8_t *src, uint8_t *q, uint8_t
 
 // rows × K weights of `kind` at src (each row K / 32 blocks) → q (groups, K / 32, 256 or 512) tile bytes, scale and
 // minimum (groups, K / 32, 16) float32, groups = rows / 16 rounded up, the last group's missing rows zero. Q4_0 and
-// Q8_0 keep weights as unsigned integers with minimum -8 × scale and -128 × scale. Q4_K: scale and minimum are
-// FACTORS bytes (groups, K / 256, 160). Returns 0, or -1 for a kind it does not repack.
+// Q8_0 keep weights as unsigned integers with minimum -8 × scale and -128 × scale. Q4_K and Q5_K: scale and minimum
+// are FACTORS bytes (groups, K / 256, 160). Returns 0, or -1 for a kind it does not repack.
 int repack(int kind, int rows, int K, const uint8_t *src, uint8_t *q, void *scale, void *minimum) {
-    if (kind == GGML_Q4_K) {
-        repack_q4_k(rows, K, src, q, scale, minimum);
+    if (kind == GGML_Q4_K || kind == GGML_Q5_K) {
+        repack_k(kind, rows, K, src, q, scale, minimum);
         return 0;
     }
     const int nb = K / BLOCK, groups = (rows + GROUP - 1) / GROUP;

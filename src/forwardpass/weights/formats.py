@@ -122,7 +122,7 @@ def _q5_k(b):
 FORMATS = {f.kind: f for f in (
     BlockFormat(Q.Q4_0, 4, _q4_0, True), BlockFormat(Q.Q4_1, 4, _q4_1, True), BlockFormat(Q.Q5_0, 8, _q5_0),
     BlockFormat(Q.Q5_1, 8, _q5_1), BlockFormat(Q.Q8_0, 8, _q8_0, True),
-    BlockFormat(Q.Q4_K, 4, _q4_k, True, _k_factors), BlockFormat(Q.Q5_K, 8, _q5_k, factors=_k_factors),
+    BlockFormat(Q.Q4_K, 4, _q4_k, True, _k_factors), BlockFormat(Q.Q5_K, 8, _q5_k, True, _k_factors),
     BlockFormat(Q.Q6_K, 8, None),
 )}
 FLOATS = {Q.F32: torch.float32, Q.F16: torch.float16, Q.BF16: torch.bfloat16}

@@ -16,7 +16,8 @@ from .gguf_file import GGUFFile
 SHAPE_1B = {"d_model": 2048, "n_layers": 22, "n_heads": 32, "n_kv_heads": 4, "ffn_hidden": 5632, "context": 2048}
 SCALE_AT = {GGMLQuantizationType.Q4_0: [(0, 0.002)], GGMLQuantizationType.Q5_0: [(0, 0.001)],
             GGMLQuantizationType.Q8_0: [(0, 0.0002)],
-            GGMLQuantizationType.Q4_K: [(0, 0.0002), (2, 0.0015)]}  # (byte of an fp16 scale, its size)
+            GGMLQuantizationType.Q4_K: [(0, 0.0002), (2, 0.0015)],
+            GGMLQuantizationType.Q5_K: [(0, 0.0001), (2, 0.0015)]}  # (byte of an fp16 scale, its size)
 
 
 def random_blocks(rows: int, cols: int, kind: GGMLQuantizationType, rng: np.random.Generator) -> np.ndarray:
