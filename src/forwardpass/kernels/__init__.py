@@ -3,8 +3,8 @@
 Matrix-vector products over weights as they are stored — fp32, fp16, bf16, 8- and 4-bit blocks (`gemv.h`;
 `gemv.c` runs a decode step's few rows at a time), a whole decode step in one call (`decode_step.c`, driven by
 `forwardpass.fused_decode`), quantized tiles back to float32 for prefill (`dequantize.c`), and a read of memory in
-concurrent streams (`stream_read.c`, the bandwidth roof of `forwardpass.machine`), and a file's Q4_0, Q4_1 and Q8_0
-blocks straight into the tiles the products read (`repack.c`, for loading).
+concurrent streams (`stream_read.c`, the bandwidth roof of `forwardpass.machine`), and a file's blocks in the
+formats REPACKED names straight into the tiles the products read (`repack.c`, for loading).
 
 One source, four builds of its vector operations (`simd.h`): avx512 (F, BW, VL and VNNI), avx2 (with FMA and
 F16C), neon (ARM64) and generic (portable C, the reference). The best build this CPU runs is chosen at run time;
@@ -190,9 +190,8 @@ def gemv(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, n: int, scal
     """x (M, K) float32 @ Wᵀ → (M, n) float32, W stored as `kind`: a float dtype (w (n, K)), or 8 or 4 bits
     tiled as quant.QuantizedLinear stores them (w (groups, K/32, 512 or 256) bytes, scale and minimum
     (groups, K/32, 16) float32 or float16, or (groups, K/256, 160) uint8 factors; groups = n/16 rounded up; minimum
-    None: -zero × scale). Call only where
-    available() (or with `lib`, one build's library); quantized K a multiple of 32. Every tensor contiguous and on
-    the CPU."""
+    None: -zero × scale). Call only where available() (or with `lib`, one build's library); quantized K a multiple
+    of 32. Every tensor contiguous and on the CPU."""
     M, K = x.shape
     x = x.contiguous()
     y = torch.empty(M, n, dtype=torch.float32)
@@ -212,7 +211,9 @@ def dequantize(bits: int, q: torch.Tensor, scale: torch.Tensor, minimum: torch.T
     return w
 
 
-REPACKED = {2: "Q4_0", 3: "Q4_1", 8: "Q8_0", 12: "Q4_K", 13: "Q5_K"}  # ggml type ids kernels/repack.c reads
+# ggml type id → (name, tile bytes per group and block, scales factored) for each format kernels/repack.c reads
+REPACKED = {2: ("Q4_0", 256, False), 3: ("Q4_1", 256, False), 8: ("Q8_0", 512, False), 12: ("Q4_K", 256, True),
+            13: ("Q5_K", 512, True)}
 
 
 def repack(kind: int, data, rows: int, cols: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -221,11 +222,12 @@ def repack(kind: int, data, rows: int, cols: int) -> tuple[torch.Tensor, torch.T
     (groups, cols/32, 16) float32, or for the K-quants (groups, cols/256, 160) factored bytes. Call only where
     available()."""
     if kind not in REPACKED:
-        names = ", ".join(REPACKED.values())
+        names = ", ".join(name for name, _, _ in REPACKED.values())
         raise ForwardpassError(f"the native repacking reads {names} blocks, not ggml type {kind}")
+    _, tile, factored = REPACKED[kind]
     groups, blocks = -(-rows // 16), cols // 32
-    q = torch.empty(groups, blocks, 512 if kind in (8, 13) else 256, dtype=torch.uint8)
-    if kind in (12, 13):
+    q = torch.empty(groups, blocks, tile, dtype=torch.uint8)
+    if factored:
         scale, minimum = (torch.empty(groups, blocks // 8, 160, dtype=torch.uint8) for _ in range(2))
     else:
         scale, minimum = torch.empty(groups, blocks, 16), torch.empty(groups, blocks, 16)

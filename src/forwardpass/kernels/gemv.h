@@ -36,8 +36,8 @@ static inline int quantized(int kind) { return kind == Q4 || kind == Q8; }
 typedef struct {
     int kind, N, K;
     const void *w;        // F32: float (N, K); F16, BF16: uint16 (N, K); Q8, Q4: uint8 tiles (groups, K / 32, 512 or 256)
-    const void *scale;    // (groups, K / 32, 16), quantized only, as `scales` says
-    const void *minimum;  // (groups, K / 32, 16), the same; NULL: every block's minimum is -zero × its scale
+    const void *scale;    // (groups, K / 32, 16), quantized only, as `scales` says (FACTORS: (groups, K / 256, 160))
+    const void *minimum;  // the same; NULL: every block's minimum is -zero × its scale
     const float *bias;    // (N) or NULL
     int scales;           // F32; F16 where every scale and minimum is exact in 16 bits (a file's own block scales);
                           // FACTORS (K-quants: K a multiple of 256)

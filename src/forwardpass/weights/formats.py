@@ -91,17 +91,17 @@ def _k_scales(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return sc, mn
 
 
-def _k_grid(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Q4_K/Q5_K: w = d sc q - dmin m per 32 weights, as (scale, minimum), each (blocks × 8,)."""
-    sc, mn = (f.astype(np.float32) for f in _k_scales(b))
-    return (_half(b, 0)[:, None] * sc).reshape(-1), -(_half(b, 2)[:, None] * mn).reshape(-1)
-
-
 def _k_factors(b: np.ndarray) -> Factors:
-    """Q4_K/Q5_K: _k_grid's scale and minimum as factors: sc × d and m × -dmin (the same float32 products)."""
+    """Q4_K/Q5_K: w = d sc q - dmin m per 32 weights, the scale and minimum as factors: sc × d and m × -dmin."""
     sc, mn = _k_scales(b)
     half = np.ascontiguousarray(b[:, 0:4]).view(np.float16)  # (blocks, 2): d, dmin
     return sc, half[:, 0].copy(), mn, -half[:, 1]
+
+
+def _k_grid(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Q4_K/Q5_K: the factors multiplied out in float32, as (scale, minimum), each (blocks × 8,)."""
+    sc, d, mn, dmin = _k_factors(b)
+    return (d.astype(np.float32)[:, None] * sc).reshape(-1), (dmin.astype(np.float32)[:, None] * mn).reshape(-1)
 
 
 def _k_low(qs: np.ndarray) -> np.ndarray:
