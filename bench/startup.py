@@ -90,7 +90,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--storage", default="stored,fp32,q4", help="forwardpass storage modes, comma-separated")
-    ap.add_argument("--synthetic", metavar="FORMAT", help="also a 1.1 B model in this GGUF format (Q4_0, Q4_K, …)")
+    ap.add_argument("--synthetic", metavar="FORMAT",
+                    help="also a 1.1 B model in this GGUF format (Q4_0, Q4_K, Q4_K_M, …)")
     ap.add_argument("--commands", action="store_true", help="also the commands that run no model")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -98,13 +99,12 @@ def main() -> None:
     files = {"default (SmolLM2-135M Q4_1)": forwardpass.default_model_path()}
     with tempfile.TemporaryDirectory() as tmp:
         if args.synthetic:
-            from gguf import GGMLQuantizationType
-
-            from forwardpass.weights.synthetic import SHAPE_1B, write_synthetic_gguf
-            kind = GGMLQuantizationType[args.synthetic.upper()]
-            print(f"writing a 1.1 B {kind.name} file …", file=sys.stderr)
-            files[f"synthetic 1.1 B {kind.name}"] = write_synthetic_gguf(
-                Path(tmp) / "synthetic.gguf", files["default (SmolLM2-135M Q4_1)"], kind, **SHAPE_1B)
+            from forwardpass.weights.synthetic import SHAPE_1B, file_format, write_synthetic_gguf
+            kind, mixed = file_format(args.synthetic)
+            name = args.synthetic.upper()
+            print(f"writing a 1.1 B {name} file …", file=sys.stderr)
+            files[f"synthetic 1.1 B {name}"] = write_synthetic_gguf(
+                Path(tmp) / "synthetic.gguf", files["default (SmolLM2-135M Q4_1)"], kind, mixed=mixed, **SHAPE_1B)
         report = {"machine": machine(), "runs": args.runs, "files": {}}
         for name, path in files.items():
             print(f"  {name} …", file=sys.stderr, flush=True)

@@ -1,17 +1,18 @@
-"""GGUF's block formats as forwardpass keeps them: each dequantizes to what `gguf` dequantizes (bit for bit where
-the format is a grid of 32), from random blocks that cover every bit pattern of the integers and scales."""
+"""GGUF's block formats as forwardpass keeps them: each dequantizes to what `gguf` dequantizes, bit for bit, from
+random blocks that cover every bit pattern of the integers and scales."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
+from bits import fifteen_bits
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 from gguf.quants import dequantize
 
 from forwardpass import kernels
 from forwardpass.errors import ForwardpassError
-from forwardpass.quant import BlockRows, QuantizedLinear, Tiles
+from forwardpass.quant import BlockRows, QuantizedLinear, Tiles, untiled
 from forwardpass.weights.formats import FORMATS, to_blocks
 
 Q = GGMLQuantizationType
@@ -42,36 +43,51 @@ def test_blocks_dequantize_as_gguf_does(kind):
     assert blocks.shape == (rows, cols) and blocks.bits == FORMATS[kind].bits
     assert int(blocks.q.max()) < 2 ** blocks.bits
     got = blocks.dequantize()
-    if FORMATS[kind].exact:
-        assert blocks.exact and torch.equal(got, want)
-    else:  # Q6_K: re-quantized to 8 bits, within half a step of each block's 255 levels
-        span = want.view(rows, -1, 32).abs().amax(-1, keepdim=True) * 2
-        assert ((got - want).view(rows, -1, 32).abs() <= span / 255 / 2 * 1.001 + 1e-7).all()
-    layer = QuantizedLinear(blocks)  # tiled as the kernels read it, and back
+    assert blocks.exact and torch.equal(got, want)
+    layer = QuantizedLinear(blocks)  # tiled as the kernels read it, and back, natively and through PyTorch's ops
     assert torch.equal(layer.dequantize(), got)
-    if FORMATS[kind].exact:  # a symmetric grid keeps no minimums: each is -zero × its scale
-        zero = {Q.Q4_0: 8, Q.Q5_0: 16, Q.Q8_0: 128}.get(kind)
-        assert (layer.minimum is None, layer.zero) == (zero is not None, zero or 0)
+    assert torch.equal(untiled(layer.q, layer.scale, layer.minimum, layer.bits, rows, layer.zero), got)
+    zero = {Q.Q4_0: 8, Q.Q5_0: 16, Q.Q8_0: 128, Q.Q6_K: 32}.get(kind)  # a symmetric grid keeps no minimums
+    assert (layer.minimum is None, layer.zero) == (zero is not None, zero or 0)
+    assert (layer.scale.dim() == 4) == (kind == Q.Q6_K)  # Q6_K: a scale per 16 weights
 
 
 @pytest.mark.skipif(not kernels.available(), reason="no native kernels here")
-@pytest.mark.parametrize("kind", [k for k, f in FORMATS.items() if f.native], ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", list(FORMATS), ids=lambda k: k.name)
+def test_the_kernels_multiply_every_format_as_its_dequantized_weights(kind):
+    """Each format's layer, as loading keeps it, multiplies one row, a pair, and pairs and one (the kernels' three
+    paths) as the dequantized weights multiply the activations the kernels see (15 bits a block), within float32
+    rounding."""
+    rows, cols = 37, 512
+    raw = random_tensor(kind, rows, cols, seed=13)
+    layer = QuantizedLinear(to_blocks(raw, kind, rows, cols))
+    w = torch.from_numpy(dequantize(raw, kind))
+    x = torch.randn(5, cols, generator=torch.Generator().manual_seed(1)) * 3
+    for m in (1, 2, 5):
+        got = kernels.gemv(x[:m], layer.bits, layer.q, rows, layer.scale, layer.minimum, layer.zero)
+        want = fifteen_bits(x[:m]).double() @ w.double().T
+        assert ((got - want).abs().max() / want.abs().max()).item() < 1e-5
+
+
+@pytest.mark.skipif(not kernels.available(), reason="no native kernels here")
+@pytest.mark.parametrize("kind", list(FORMATS), ids=lambda k: k.name)
 def test_native_repacking_gives_the_unpacked_tiles(kind):
-    """kernels.repack tiles a file's blocks straight from its bytes: the same layer, bit for bit, as unpacking them
-    (formats.py) and tiling the integers (quant.tile), padding rows included."""
+    """kernels.repack tiles every format's blocks straight from the file's bytes: the same layer, bit for bit, as
+    unpacking them (formats.py) and tiling the integers (quant.tile), padding rows included."""
     rows, cols = 37, 512  # the last group part padding; two of K-quants' 256-blocks a row
     raw = random_tensor(kind, rows, cols, seed=5)
     bits = FORMATS[kind].bits
     native = QuantizedLinear(BlockRows((rows, cols), bits, lambda: [],
                                        lambda b: [Tiles(*kernels.repack(kind.value, raw, rows, cols), rows)]))
     unpacked = QuantizedLinear(to_blocks(raw, kind, rows, cols))
-    keeps_minimums = kind in (Q.Q4_1, Q.Q4_K, Q.Q5_K)
+    keeps_minimums = kind in (Q.Q4_1, Q.Q5_1, Q.Q4_K, Q.Q5_K)
     assert native.zero == unpacked.zero and (native.minimum is None) == (unpacked.minimum is None) != keeps_minimums
     assert torch.equal(native.q, unpacked.q) and torch.equal(native.scale, unpacked.scale)
-    assert native.scale.dtype == (torch.uint8 if FORMATS[kind].factors else torch.float16)
+    form = torch.uint8 if FORMATS[kind].factors else torch.float32 if kind == Q.Q6_K else torch.float16
+    assert native.scale.dtype == form
     assert not keeps_minimums or torch.equal(native.minimum, unpacked.minimum)
-    with pytest.raises(ForwardpassError, match="not ggml type 6"):
-        kernels.repack(Q.Q5_0.value, random_tensor(Q.Q5_0, 16, 256), 16, 256)
+    with pytest.raises(ForwardpassError, match="not ggml type 10"):
+        kernels.repack(Q.Q2_K.value, np.zeros((16, GGML_QUANT_SIZES[Q.Q2_K][1]), np.uint8), 16, 256)
 
 
 def test_rows_and_joins_keep_the_values():
@@ -95,19 +111,22 @@ def test_a_format_without_an_entry_is_refused_by_name(tmp_path):
         forwardpass.load(path)
 
 
-@pytest.mark.parametrize("kind", [Q.Q4_0, Q.Q8_0, Q.Q4_K, Q.Q5_K, Q.Q5_0], ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", [Q.Q4_0, Q.Q8_0, Q.Q4_K, Q.Q5_K, Q.Q5_0, Q.Q6_K, "Q4_K_M"], ids=str)
 def test_a_files_stacked_tensors_load_band_by_band(kind, tmp_path, monkeypatch):
     """Q, K and V (K and Q rows back in rotary halves) and gate and up are read as bands of rows, several to a tensor
-    here, repacked natively or unpacked: each stacked weight is what `gguf` dequantizes, reordered and stacked."""
+    here, repacked natively or unpacked: each stacked weight is what `gguf` dequantizes, reordered and stacked. In a
+    Q4_K_M mix, V (Q6_K: a scale per 16 weights) joins Q and K (Q4_K), and the native step gives the blocks'
+    logits."""
     import forwardpass
     from forwardpass.weights import gguf as gguf_module
     from forwardpass.weights.gguf import rotary_order
     from forwardpass.weights.gguf_file import GGUFFile
-    from forwardpass.weights.synthetic import write_synthetic_gguf
+    from forwardpass.weights.synthetic import Q4_K_M, write_synthetic_gguf
 
     monkeypatch.setattr(gguf_module, "BAND_WEIGHTS", 16 * 256)  # 16 rows a band
     shape = {"d_model": 256, "n_layers": 1, "n_heads": 4, "n_kv_heads": 2, "ffn_hidden": 512, "context": 64}
-    path = write_synthetic_gguf(tmp_path / "m.gguf", forwardpass.default_model_path(), kind, **shape)
+    mixed = {"mixed": Q4_K_M, "kind": Q.Q4_K} if kind == "Q4_K_M" else {"kind": kind}
+    path = write_synthetic_gguf(tmp_path / "m.gguf", forwardpass.default_model_path(), **mixed, **shape)
     model = forwardpass.load(path).model
     tensors = {t.name: torch.from_numpy(dequantize(t.data, t.kind).copy()).view(t.shape)
                for t in GGUFFile(path).tensors}
@@ -116,6 +135,19 @@ def test_a_files_stacked_tensors_load_band_by_band(kind, tmp_path, monkeypatch):
     assert torch.equal(model.blocks[0].attn.qkv.dequantize(), want)
     want = torch.cat([tensors["blk.0.ffn_gate.weight"], tensors["blk.0.ffn_up.weight"]])
     assert torch.equal(model.blocks[0].ffn.gate_up.dequantize(), want)
+    if kind != "Q4_K_M":
+        return
+    assert model.blocks[0].attn.qkv.scale.dim() == model.lm_head.scale.dim() == 4  # scales per 16 weights
+    assert torch.equal(model.blocks[0].ffn.down.dequantize(), tensors["blk.0.ffn_down.weight"])
+    steps, native = [], model.fused
+    with torch.inference_mode():
+        for fused in (native, None):  # the native step, then the blocks, after the same prefill
+            model.fused = fused
+            _, cache = model(torch.tensor([[1, 2, 3]]), model.new_cache(1, 16))
+            steps.append(model(torch.tensor([[4]]), cache)[0][0, -1])
+        exact = forwardpass.load(path, storage="fp32").model(torch.tensor([[1, 2, 3, 4]]))[0][0, -1]
+    assert native is not None and (steps[0] - steps[1]).abs().max() <= 1e-3 * steps[1].abs().max()
+    assert (steps[1] - exact).abs().max() <= 1e-3 * exact.abs().max()  # 15-bit activations against float32 ones
 
 
 @pytest.mark.parametrize("kind", [k for k, f in FORMATS.items() if f.factors], ids=lambda k: k.name)
@@ -148,3 +180,31 @@ def test_k_quant_scales_stay_factored_and_give_the_same_bits(kind):
     mixed = QuantizedLinear(BlockRows((rows, cols), blocks.bits, lambda: [top, replace(rest, factored=None)]))
     assert mixed.scale.dtype == torch.float32 and torch.equal(mixed.dequantize(), want)
     assert torch.equal(mixed.scale, products.scale) and torch.equal(mixed.minimum, products.minimum)
+
+
+def test_q6_k_keeps_a_scale_per_16_weights():
+    """Q6_K scales each 16 weights by d × an int8: the layer keeps those float32 products (8-bit tiles, no minimums:
+    each is -32 × its scale), and the kernels' rows (one, a pair, pairs and one), the embedding lookup and a stack
+    with Q4_K rows above it (a Q4_K_M file's Q, K and V) give the file's numbers."""
+    from forwardpass.quant import QuantizedEmbedding
+
+    rows, cols = 37, 512
+    raw = random_tensor(Q.Q6_K, rows, cols, seed=11)
+    want = torch.from_numpy(dequantize(raw, Q.Q6_K))
+    layer = QuantizedLinear(to_blocks(raw, Q.Q6_K, rows, cols))
+    groups = -(-rows // 16)
+    assert layer.bits == 8 and layer.zero == 32 and layer.minimum is None
+    assert layer.scale.shape == (groups, cols // 32, 2, 16) and layer.nbytes() == layer.q.numel() + groups * cols * 4
+    ids = torch.tensor([0, 36, 17, 17])
+    assert torch.equal(QuantizedEmbedding(layer)(ids), want[ids])
+    top = to_blocks(random_tensor(Q.Q4_K, 32, cols, seed=12), Q.Q4_K, 32, cols)
+    stacked = QuantizedLinear(BlockRows((32 + rows, cols), 8, lambda: [top, to_blocks(raw, Q.Q6_K, rows, cols)]))
+    both = torch.cat([top.dequantize(), want])
+    assert stacked.scale.dim() == 4 and stacked.minimum is not None and torch.equal(stacked.dequantize(), both)
+    if kernels.available():
+        x = torch.randn(5, cols) * 3
+        for m in (1, 2, 5):
+            for w, n, reference in ((layer, rows, want), (stacked, 32 + rows, both)):
+                got = kernels.gemv(x[:m], 8, w.q, n, w.scale, w.minimum, w.zero)
+                exact = fifteen_bits(x[:m]) @ reference.T
+                assert ((got - exact).abs().max() / exact.abs().max()).item() < 1e-5

@@ -69,8 +69,9 @@ def test_fused_step_equals_the_blocks_on_the_real_model(smollm, storage, tol):
     assert torch.equal(got.argmax(-1), want.argmax(-1))
     assert cache.lengths == reference.lengths == [len(ids)]
     n = len(ids)
-    for held, ref in ((cache.k, reference.k), (cache.v, reference.v)):
-        assert (held[:, :, :, :n] - ref[:, :, :, :n]).abs().max().item() < tol / 10 + 1e-5
+    for held, ref in ((cache.k, reference.k), (cache.v, reference.v)):  # float32 rounding grows with the values
+        ref = ref[:, :, :, :n]
+        assert (held[:, :, :, :n] - ref).abs().max().item() < tol / 10 + 2e-6 * ref.abs().max().item()
 
 
 def test_greedy_generation_is_unchanged_in_fp32(smollm):

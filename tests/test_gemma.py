@@ -142,8 +142,9 @@ def reference_model(gemma_path, gemma):
 
 
 def test_logits_match_transformers(gemma, gemma_path, reference_model):
-    """fp32: the same logits (≤ 1e-3, top-20 identical); the default stored mode (Q6_K kept in 8 bits): the same
-    top token and ≥ 18 of the top 20. The native decode step gives the last token's logits as well."""
+    """fp32: the same logits (≤ 1e-3, top-20 identical); the default stored mode (the file's own weights, Q6_K's
+    scales per 16 weights included; activations in 15 bits): within 0.02, the same top 20. The native decode step
+    gives the last token's logits as well."""
     stored = forwardpass.load(gemma_path)
     for prompt in PROMPTS:
         ids = gemma.encode(prompt)
@@ -153,9 +154,9 @@ def test_logits_match_transformers(gemma, gemma_path, reference_model):
         assert (got - want).abs().max() <= 1e-3
         assert got.topk(20).indices.tolist() == want.topk(20).indices.tolist()
         fast = stored.next_token_logits(ids)
-        assert fast.argmax() == want.argmax()
-        assert len(set(fast.topk(20).indices.tolist()) & set(want.topk(20).indices.tolist())) >= 18
-        for pipeline, tol in ((gemma, 1e-3), (stored, 0.2)):  # the last token through the native decode step
+        assert (fast - want).abs().max() <= 0.02 and fast.argmax() == want.argmax()
+        assert set(fast.topk(20).indices.tolist()) == set(want.topk(20).indices.tolist())
+        for pipeline, tol in ((gemma, 1e-3), (stored, 0.02)):  # the last token through the native decode step
             cache = pipeline.model.new_cache(1, len(ids))
             with torch.no_grad():
                 pipeline.model(torch.tensor([ids[:-1]]), cache)

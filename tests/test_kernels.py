@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from bits import fifteen_bits
 from torch import nn
 
 from forwardpass import kernels
@@ -32,15 +33,6 @@ def test_kernel_matches_dequantized_matmul(bits, rows, shape):
 
 def quantized(linear: nn.Linear, bits: int) -> QuantizedLinear:
     return QuantizedLinear.quantize(linear.weight, bits, linear.bias)
-
-
-def fifteen_bits(x: torch.Tensor) -> torch.Tensor:
-    """x as the kernels see it: per block of 32, 128 hi + lo in steps of (block max / 127) / 128."""
-    blocks = x.view(*x.shape[:-1], -1, 32)
-    step = blocks.abs().amax(-1, keepdim=True) / 127
-    v = blocks / torch.where(step > 0, step, 1)
-    hi = torch.round(v)
-    return ((hi + torch.round((v - hi) * 128) / 128) * step).view_as(x)
 
 
 def test_kernel_keeps_batch_shape():

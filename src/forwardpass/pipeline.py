@@ -70,18 +70,17 @@ def build_model(checkpoint: Checkpoint, device: torch.device, dtype: torch.dtype
         dtype = torch.float32
     table = checkpoint.tensors["tok_embeddings.weight"]
     blocks_table = storage is None and is_blocks(table)  # stored mode: no float32 copy of a block-format table
-    state = {k: as_float(resolve(checkpoint.tensors[k], exact=True)).to(device=device, dtype=dtype) for k in expected
+    state = {k: as_float(resolve(checkpoint.tensors[k])).to(device=device, dtype=dtype) for k in expected
              if k.rpartition(".")[0] not in linears and not (k == "tok_embeddings.weight" and blocks_table)}
     model.load_state_dict(state, strict=False, assign=True)  # norms (and a float table): the linears come next
     if config.tied_embeddings and storage == "dtype":
         model.lm_head.weight = model.tok_embeddings.weight
-    floats = isinstance(storage, torch.dtype)  # float storage: a re-quantizing format is read exactly instead
     for name in track(linears, "loading", progress):
         if name == "lm_head" and config.tied_embeddings:
             # fp32 shares the table loaded above, as the dtype path does; the other modes store their own copy
-            weight = model.tok_embeddings.weight if storage == torch.float32 else resolve(table, exact=floats)
+            weight = model.tok_embeddings.weight if storage == torch.float32 else resolve(table)
         else:
-            weight = resolve(checkpoint.tensors[f"{name}.weight"], exact=floats)
+            weight = resolve(checkpoint.tensors[f"{name}.weight"])
         bias = checkpoint.tensors.get(f"{name}.bias")
         bias = None if bias is None else resolve(bias).float()
         parent, _, attr = name.rpartition(".")

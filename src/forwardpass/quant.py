@@ -53,12 +53,13 @@ class Factored:
 
 @dataclass
 class Blocks:
-    """A weight matrix as integer blocks: w[r, 32 b + i] = minimum[r, b] + scale[r, b] × q[r, b, i]. What a file's
-    block formats become (weights/formats.py) and what the storage modes quantize to."""
+    """A weight matrix as integer blocks: w[r, 32 b + i] = minimum[r, b] + scale[r, b] × q[r, b, i], the scale and
+    minimum per block or (Q6_K) per 16 of its weights. What a file's block formats become (weights/formats.py) and
+    what the storage modes quantize to."""
 
     q: torch.Tensor  # (rows, blocks, 32) uint8, each < 2 ** bits
-    scale: torch.Tensor  # (rows, blocks, 1) float32
-    minimum: torch.Tensor  # (rows, blocks, 1) float32
+    scale: torch.Tensor  # (rows, blocks, 1) float32, or (rows, blocks, 2): weights 0–15 and 16–31 apart (8 bits)
+    minimum: torch.Tensor  # the same shape
     bits: int  # 4 or 8
     exact: bool = True  # the file's own weights (False: re-quantized from them)
     factored: tuple[Factored, Factored] | None = None  # scale and minimum as the file factors them (K-quants)
@@ -69,7 +70,7 @@ class Blocks:
 
     def dequantize(self) -> torch.Tensor:
         """(rows, cols) float32, minimum + scale × q."""
-        return self.q.float().mul_(self.scale).add_(self.minimum).view(self.shape)  # one buffer
+        return scaled(self.q.float(), self.scale, self.minimum).view(self.shape)  # one buffer
 
     def rows(self, index: torch.Tensor) -> Blocks:
         """The rows `index` picks, in its order."""
@@ -78,13 +79,15 @@ class Blocks:
 
     @staticmethod
     def cat(parts: list[Blocks]) -> Blocks:
-        """Row blocks stacked: 4-bit parts widen to 8 where any part needs 8 (the same integers)."""
+        """Row blocks stacked: 4-bit parts widen to 8 where any part needs 8 (the same integers), scales per block to
+        per 16 weights where any part has those (each block's for both its halves)."""
         factored = None
         if all(p.factored for p in parts):
             factored = tuple(Factored(torch.cat([p.factored[i].factor for p in parts]),
                                       torch.cat([p.factored[i].scale for p in parts])) for i in range(2))
-        return Blocks(torch.cat([p.q for p in parts]), torch.cat([p.scale for p in parts]),
-                      torch.cat([p.minimum for p in parts]), max(p.bits for p in parts),
+        per = max(p.scale.shape[-1] for p in parts)
+        return Blocks(torch.cat([p.q for p in parts]), torch.cat([p.scale.expand(-1, -1, per) for p in parts]),
+                      torch.cat([p.minimum.expand(-1, -1, per) for p in parts]), max(p.bits for p in parts),
                       all(p.exact for p in parts), factored)
 
 
@@ -118,6 +121,14 @@ class BlockRows:
         return torch.cat([b.dequantize() for b in self.bands()])
 
 
+def scaled(q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor) -> torch.Tensor:
+    """q (..., blocks, 32) float32, in place → minimum + scale × q, scale and minimum (..., blocks, 1 or 2): per block,
+    or per 16 weights."""
+    per = scale.shape[-1]
+    halves = q.view(*q.shape[:-1], per, BLOCK // per)
+    return halves.mul_(scale[..., None]).add_(minimum[..., None]).view(q.shape)
+
+
 def as_float(t: torch.Tensor | Blocks | BlockRows) -> torch.Tensor:
     """A weight as floats: Blocks dequantized, a float tensor as it is."""
     return t.dequantize() if isinstance(t, (Blocks, BlockRows)) else t
@@ -132,7 +143,8 @@ class QuantizedLinear(nn.Module):
     (groups, blocks, 16), float16 where every one of them is exact in 16 bits (a file's own fp16 block scales, as
     Q4_0, Q4_1 and Q8_0 store them: a sixth less to read per 4-bit weight), else float32; K-quants' factored
     scales stay factored (`Factored`, tiled by `tile_factors`: (groups, blocks / 8, 160) bytes, a Q4_K matrix in
-    18.5 bytes per 32 weights where float32 scales took 24). A symmetric grid keeps no minimums: where every
+    18.5 bytes per 32 weights where float32 scales took 24); scales per 16 weights (Q6_K's; 8 bits only) are
+    float32, (groups, blocks, 2, 16). A symmetric grid keeps no minimums: where every
     block's is -zero × its scale (Q4_0's 8, Q8_0's 128), minimum is None and the kernels compute that product (4-bit
     blocks then cost the file's own 18 bytes per 32 weights)."""
 
@@ -167,11 +179,14 @@ class QuantizedLinear(nn.Module):
             if scale is None:
                 scale, minimum = (torch.empty(groups, n // 8, OCTET, dtype=torch.uint8) if
                                   band_scale.dtype == torch.uint8 else
+                                  torch.empty(groups, n, 2, GROUP) if band_scale.dim() == 4 else
                                   torch.empty(groups, n, GROUP, dtype=torch.float16) for _ in range(2))
             scale, minimum = stored_scales(scale, band_scale, at), stored_scales(minimum, band_minimum, at)
             done += rows
         if done != out_features:
             raise InvariantError(f"the bands held {done} rows of {out_features}")
+        if scale.dim() == 4 and self.bits != 8:
+            raise InvariantError("scales per 16 weights need 8-bit tiles (the kernels read them for those only)")
         zero = None if scale.dtype == torch.uint8 else zero_point(scale, minimum, self.bits)
         if zero is not None:
             minimum = None
@@ -242,9 +257,9 @@ class QuantizedEmbedding(nn.Module):
         if t.bits == 4:
             q = torch.stack([q & 15, q >> 4], dim=-2)  # (n, blocks, tile, nibble, 4)
         q = q.reshape(len(flat), blocks, BLOCK)
-        scale = scale_rows(t.scale, group, row)  # (n, blocks, 1)
+        scale = scale_rows(t.scale, group, row)  # (n, blocks, 1 or 2)
         minimum = scale.float() * -t.zero if t.minimum is None else scale_rows(t.minimum, group, row)
-        return q.float().mul_(scale).add_(minimum).view(*ids.shape, t.in_features)
+        return scaled(q.float(), scale, minimum).view(*ids.shape, t.in_features)
 
 
 def tile(q: torch.Tensor, bits: int) -> torch.Tensor:
@@ -274,7 +289,7 @@ def untiled(q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor | None, 
     -zero × scale)."""
     scale = untile_scales(scale)
     minimum = scale.float() * -zero if minimum is None else untile_scales(minimum)
-    w = untile(q, bits).float().mul_(scale).add_(minimum)
+    w = scaled(untile(q, bits).float(), scale, minimum)
     return w.view(w.shape[0], -1)[:rows]
 
 
@@ -293,10 +308,15 @@ def zero_point(scale: torch.Tensor, minimum: torch.Tensor, bits: int) -> int | N
 
 
 def stored_scales(buffer: torch.Tensor, part: torch.Tensor, at: slice) -> torch.Tensor:
-    """buffer[at] = part (tiled scales or minimums: float32, or factored bytes): a factored buffer takes factored
-    parts as they are; a float16 buffer takes a part while every value is a float16 value (infinities and NaNs are
-    not taken); otherwise the buffer is widened to float32 (exactly: what it held were factored or float16 values).
-    Returns the buffer. Each part is converted to float16 once, to check it and to keep it."""
+    """buffer[at] = part (tiled scales or minimums: float32, factored bytes, or float32 per 16 weights): a factored
+    buffer takes factored parts as they are; a float16 buffer takes a part while every value is a float16 value
+    (infinities and NaNs are not taken); otherwise the buffer is widened to float32 (exactly: what it held were
+    factored or float16 values), and to scales per 16 weights where either has those. Returns the buffer. Each part
+    is converted to float16 once, to check it and to keep it."""
+    if buffer.dim() == 4 or part.dim() == 4:
+        buffer, part = (t if t.dim() == 4 else per_half(t) for t in (buffer, part))
+        buffer[at] = part
+        return buffer
     if buffer.dtype == torch.uint8:
         if part.dtype == torch.uint8:
             buffer[at] = part
@@ -346,8 +366,17 @@ def scale_values(s: torch.Tensor) -> torch.Tensor:
     return (factor.float() * scale.float()[:, :, None, :]).flatten(1, 2)
 
 
+def per_half(s: torch.Tensor) -> torch.Tensor:
+    """Tiled scales per block, (groups, blocks, 16) of any form → per 16 weights, (groups, blocks, 2, 16) float32:
+    each block's for both its halves."""
+    return scale_values(s).float()[:, :, None].expand(-1, -1, 2, -1).contiguous()
+
+
 def scale_rows(s: torch.Tensor, group: torch.Tensor, row: torch.Tensor) -> torch.Tensor:
-    """The scales of rows `row` of groups `group` (each (n,)), (n, blocks, 1), without multiplying out the rest."""
+    """The scales of rows `row` of groups `group` (each (n,)), (n, blocks, 1) (per 16 weights: (n, blocks, 2)),
+    without multiplying out the rest."""
+    if s.dim() == 4:
+        return s[group, :, :, row]
     if s.dtype != torch.uint8:
         return s[group, :, row][..., None]
     factor, scale = factor_parts(s)
@@ -355,16 +384,18 @@ def scale_rows(s: torch.Tensor, group: torch.Tensor, row: torch.Tensor) -> torch
 
 
 def tile_scales(s: torch.Tensor) -> torch.Tensor:
-    """(rows, blocks, 1) → (groups, blocks, 16): a group's 16 rows side by side, as its tiles sum them."""
-    rows, blocks = s.shape[:2]
-    return s.view(rows // GROUP, GROUP, blocks).transpose(1, 2).contiguous()
+    """(rows, blocks, 1) → (groups, blocks, 16): a group's 16 rows side by side, as its tiles sum them; per 16
+    weights, (rows, blocks, 2) → (groups, blocks, 2, 16)."""
+    rows, blocks, per = s.shape
+    t = s.view(rows // GROUP, GROUP, blocks, per).permute(0, 2, 3, 1)  # (group, block, half, row)
+    return (t if per == 2 else t[:, :, 0]).contiguous()
 
 
 def untile_scales(s: torch.Tensor) -> torch.Tensor:
-    """The inverse of `tile_scales`: (rows, blocks, 1) (factored scales multiplied out)."""
+    """The inverse of `tile_scales`: (rows, blocks, 1 or 2) (factored scales multiplied out)."""
     s = scale_values(s)
-    groups, blocks, _ = s.shape
-    return s.transpose(1, 2).reshape(groups * GROUP, blocks, 1)
+    groups, blocks = s.shape[:2]
+    return s.movedim(-1, 1).reshape(groups * GROUP, blocks, -1)
 
 
 def quantize_blocks(w: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -3,11 +3,14 @@ model file's own vocabulary and merges, plus special tokens and the chat templat
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from pathlib import Path
 
 import jinja2
 import jinja2.sandbox
+import numpy as np
 from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers
 from tokenizers import Tokenizer as Backend
 
@@ -191,21 +194,9 @@ class Tokenizer:
         tokens: list[str] = fields["tokenizer.ggml.tokens"]
         scores: list[float] = fields.get("tokenizer.ggml.scores") or [0.0] * len(tokens)
         types: list[int] = fields.get("tokenizer.ggml.token_type") or [1] * len(tokens)
-        vocab = {t: i for i, t in enumerate(tokens)}
         unk = fields.get("tokenizer.ggml.unknown_token_id")
-        backend = Backend(models.BPE(vocab, _sentencepiece_merges(tokens, scores, types, vocab),
-                                     unk_token=tokens[unk] if unk is not None else None, fuse_unk=True,
-                                     byte_fallback=True))
         prefix = fields.get("tokenizer.ggml.add_space_prefix", True)
-        backend.normalizer = normalizers.Sequence(([normalizers.Prepend("▁")] if prefix else [])
-                                                  + [normalizers.Replace(" ", "▁")])
-        backend.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]
-                                            + ([decoders.Strip(" ", 1, 0)] if prefix else []))
-        # control tokens (3) are special; user-defined ones (4: newline runs, tags) are matched whole, as text
-        backend.add_special_tokens([AddedToken(tokens[i], special=True, normalized=False)
-                                    for i, t in enumerate(types) if t == 3])
-        backend.add_tokens([AddedToken(tokens[i], special=False, normalized=False)
-                            for i, t in enumerate(types) if t == 4])
+        backend = _sentencepiece_backend(tokens, scores, types, unk, prefix)
         eos_id = fields.get("tokenizer.ggml.eos_token_id")
         eos = [i for i, t in enumerate(tokens) if t in _END_OF_TURN and types[i] == 3] or \
             ([eos_id] if eos_id is not None else [])
@@ -233,10 +224,61 @@ class Tokenizer:
                    eos_token=_token_text(config.get("eos_token")))
 
 
+def _sentencepiece_backend(tokens: list[str], scores: list[float], types: list[int], unk: int | None,
+                           prefix: bool) -> Backend:
+    vocab = {t: i for i, t in enumerate(tokens)}
+    backend = Backend(models.BPE(vocab, _ranked_merges(tokens, scores, types, vocab),
+                                 unk_token=tokens[unk] if unk is not None else None, fuse_unk=True,
+                                 byte_fallback=True))
+    backend.normalizer = normalizers.Sequence(([normalizers.Prepend("▁")] if prefix else [])
+                                              + [normalizers.Replace(" ", "▁")])
+    backend.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]
+                                        + ([decoders.Strip(" ", 1, 0)] if prefix else []))
+    # control tokens (3) are special; user-defined ones (4: newline runs, tags) are matched whole, as text
+    backend.add_special_tokens([AddedToken(tokens[i], special=True, normalized=False)
+                                for i, t in enumerate(types) if t == 3])
+    backend.add_tokens([AddedToken(tokens[i], special=False, normalized=False)
+                        for i, t in enumerate(types) if t == 4])
+    return backend
+
+
+def _ranked_merges(tokens: list[str], scores: list[float], types: list[int],
+                   vocab: dict[str, int]) -> list[tuple[str, str]]:
+    """_sentencepiece_merges, kept in the cache as id pairs under a digest of the pieces, their scores and types
+    and this module's source, and read from there after: ranking a 262,144-piece vocabulary's merges takes ~2 s,
+    reading them back milliseconds. A cache that cannot be read is ranked again; one that cannot be written is
+    skipped."""
+    from .models import cache_dir
+
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update("\0".join(tokens).encode("utf-8", "surrogatepass"))
+    digest.update(np.asarray(scores, np.float32).tobytes() + np.asarray(types, np.int64).tobytes())
+    path = cache_dir() / "tokenizers" / f"merges-{digest.hexdigest()[:24]}.npy"
+    pairs = None
+    try:
+        pairs = np.load(path, allow_pickle=False)
+        if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.dtype != np.int32 or (
+                len(pairs) and not 0 <= int(pairs.min()) <= int(pairs.max()) < len(tokens)):
+            pairs = None
+    except (OSError, ValueError):
+        pass
+    if pairs is None:
+        pairs = np.asarray(_sentencepiece_merges(tokens, scores, types, vocab), np.int32).reshape(-1, 2)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npy")
+            np.save(tmp, pairs)
+            tmp.replace(path)
+        except OSError:
+            pass
+    pieces = np.array(tokens, dtype=object)
+    return list(zip(pieces[pairs[:, 0]].tolist(), pieces[pairs[:, 1]].tolist(), strict=True))
+
+
 def _sentencepiece_merges(tokens: list[str], scores: list[float], types: list[int],
-                          vocab: dict[str, int]) -> list[tuple[str, str]]:
-    """Every (left, right) split of a normal piece into two pieces, ranked by the joined piece's score (highest
-    first), then by the halves' ids: BPE applying them in that order makes SentencePiece's choices."""
+                          vocab: dict[str, int]) -> list[tuple[int, int]]:
+    """Every (left, right) split of a normal piece into two pieces, as ids, ranked by the joined piece's score
+    (highest first), then by the halves' ids: BPE applying them in that order makes SentencePiece's choices."""
     found = []
     get = vocab.get
     for i, piece in enumerate(tokens):
@@ -250,7 +292,7 @@ def _sentencepiece_merges(tokens: list[str], scores: list[float], types: list[in
                 if right is not None:
                     found.append((rank, left, right))
     found.sort()
-    return [(tokens[left], tokens[right]) for _, left, right in found]
+    return [(left, right) for _, left, right in found]
 
 
 def _token_text(token) -> str:

@@ -77,6 +77,16 @@ int main(void) {
             print("exact", kinds[i] == Q8 ? "dequantize-q8-factors" : "dequantize-q4-factors", wk, N * KK);
         }
     }
+    {  // scales per 16 inputs (HALVES, Q6_K's), 8-bit tiles: with minimums, and without (each -32 × its scale)
+        static float hs[GROUPS * (K / 32) * 2 * 16], hm[sizeof hs / 4];
+        for (size_t i = 0; i < sizeof hs / 4; i++) hs[i] = uniform(-0.02f, 0.02f), hm[i] = uniform(-0.2f, 0.f);
+        gemv(x, M, Q8, K, tiles, hs, hm, HALVES, 0, N, y);
+        print("exact", "q8-halves", y, M * N);
+        gemv(x, M, Q8, K, tiles, hs, NULL, HALVES, 32, N, y);
+        print("exact", "q8-halves-zero", y, M * N);
+        dequantize(8, N, K, tiles, hs, hm, HALVES, 0, wf);
+        print("exact", "dequantize-q8-halves", wf, N * K);
+    }
     {  // the largest integer sums a block can make: every weight byte 255, activations all ± their block's maximum
         static uint8_t full[sizeof tiles];
         static float same[3 * K];

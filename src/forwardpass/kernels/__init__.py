@@ -183,13 +183,15 @@ def library() -> ctypes.CDLL:
 
 
 KINDS = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, 4: 4, 8: 8}  # gemv.h: F32, F16, BF16, Q4, Q8
+FACTORS, HALVES = 3, 5  # gemv.h: block scales as K-quants keep them (uint8; quant.Factored), float32 per 16 weights
 
 
 def gemv(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, n: int, scale: torch.Tensor | None = None,
          minimum: torch.Tensor | None = None, zero: int = 0, lib: ctypes.CDLL | None = None) -> torch.Tensor:
     """x (M, K) float32 @ Wᵀ → (M, n) float32, W stored as `kind`: a float dtype (w (n, K)), or 8 or 4 bits
     tiled as quant.QuantizedLinear stores them (w (groups, K/32, 512 or 256) bytes, scale and minimum
-    (groups, K/32, 16) float32 or float16, or (groups, K/256, 160) uint8 factors; groups = n/16 rounded up; minimum
+    (groups, K/32, 16) float32 or float16, (groups, K/256, 160) uint8 factors, or (groups, K/32, 2, 16) float32 per 16
+    weights (8 bits); groups = n/16 rounded up; minimum
     None: -zero × scale). Call only where available() (or with `lib`, one build's library); quantized K a multiple
     of 32. Every tensor contiguous and on the CPU."""
     M, K = x.shape
@@ -211,40 +213,40 @@ def dequantize(bits: int, q: torch.Tensor, scale: torch.Tensor, minimum: torch.T
     return w
 
 
-# ggml type id → (name, tile bytes per group and block, scales factored) for each format kernels/repack.c reads
-REPACKED = {2: ("Q4_0", 256, False), 3: ("Q4_1", 256, False), 8: ("Q8_0", 512, False), 12: ("Q4_K", 256, True),
-            13: ("Q5_K", 512, True)}
+# ggml type id → (name, tile bytes per group and block, the form of its scales: gemv.h's F32, FACTORS or HALVES) for
+# each format kernels/repack.c reads
+REPACKED = {2: ("Q4_0", 256, 0), 3: ("Q4_1", 256, 0), 6: ("Q5_0", 512, 0), 7: ("Q5_1", 512, 0), 8: ("Q8_0", 512, 0),
+            12: ("Q4_K", 256, 3), 13: ("Q5_K", 512, 3), 14: ("Q6_K", 512, 5)}
 
 
 def repack(kind: int, data, rows: int, cols: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """A band of a GGUF tensor (data: a C-contiguous numpy array of its (rows, row bytes)) in one of the formats
     REPACKED names, as quant.QuantizedLinear tiles it: q (groups, cols/32, 256 or 512) bytes, scale and minimum
-    (groups, cols/32, 16) float32, or for the K-quants (groups, cols/256, 160) factored bytes. Call only where
-    available()."""
+    (groups, cols/32, 16) float32, for Q4_K and Q5_K (groups, cols/256, 160) factored bytes, for Q6_K
+    (groups, cols/32, 2, 16) float32. Call only where available()."""
     if kind not in REPACKED:
         names = ", ".join(name for name, _, _ in REPACKED.values())
         raise ForwardpassError(f"the native repacking reads {names} blocks, not ggml type {kind}")
-    _, tile, factored = REPACKED[kind]
+    _, tile, scales = REPACKED[kind]
     groups, blocks = -(-rows // 16), cols // 32
     q = torch.empty(groups, blocks, tile, dtype=torch.uint8)
-    if factored:
-        scale, minimum = (torch.empty(groups, blocks // 8, 160, dtype=torch.uint8) for _ in range(2))
-    else:
-        scale, minimum = torch.empty(groups, blocks, 16), torch.empty(groups, blocks, 16)
+    shape = {FACTORS: (groups, blocks // 8, 160), HALVES: (groups, blocks, 2, 16)}.get(scales, (groups, blocks, 16))
+    scale, minimum = (torch.empty(shape, dtype=torch.uint8 if scales == FACTORS else torch.float32) for _ in range(2))
     _LIB.repack(kind, rows, cols, data.ctypes.data, q.data_ptr(), scale.data_ptr(), minimum.data_ptr())
     return q, scale, minimum
 
 
-FACTORS = 3  # gemv.h: block scales as K-quants keep them (uint8 buffers; quant.Factored)
-
-
 def scales_kind(scale: torch.Tensor | None) -> int:
-    """gemv.h's Linear.scales for quantized weights' scales and minimums: F32, F16, or FACTORS for uint8 buffers
-    (None: float weights, F32)."""
+    """gemv.h's Linear.scales for quantized weights' scales and minimums: F32, F16, FACTORS for uint8 buffers, HALVES
+    for float32 ones per 16 weights (4-D) (None: float weights, F32)."""
     if scale is None:
         return KINDS[torch.float32]
     if scale.dtype == torch.uint8:
         return FACTORS
+    if scale.dim() == 4:
+        if scale.dtype != torch.float32:
+            raise ForwardpassError(f"scales per 16 weights must be float32, not {scale.dtype}")
+        return HALVES
     if scale.dtype not in (torch.float32, torch.float16):
         raise ForwardpassError(f"block scales must be float32, float16 or uint8 factors, not {scale.dtype}")
     return KINDS[scale.dtype]

@@ -15,7 +15,10 @@ void gemv_part(const Linear *L, const Activation *a, int rows, int t, int T,
     if (L->kind == Q4)
         s == F16 ? GEMV_PART(Q4, F16) : s == FACTORS ? GEMV_PART(Q4, FACTORS) : GEMV_PART(Q4, F32);
     else if (L->kind == Q8)
-        s == F16 ? GEMV_PART(Q8, F16) : s == FACTORS ? GEMV_PART(Q8, FACTORS) : GEMV_PART(Q8, F32);
+        s == F16       ? GEMV_PART(Q8, F16)
+        : s == FACTORS ? GEMV_PART(Q8, FACTORS)
+        : s == HALVES  ? GEMV_PART(Q8, HALVES)
+                       : GEMV_PART(Q8, F32);
     else
         GEMV_PART(L->kind, F32);
 #undef GEMV_PART

@@ -10,7 +10,8 @@
 // horizontal sum. 8-bit: 8 tiles a block (inputs 4t … 4t + 3). 4-bit: 4 tiles of two nibbles a byte (low
 // nibble input 8u + j, high nibble 8u + 4 + j). Scales and minimums: (groups, blocks, 16) as F32 or F16 values,
 // or as FACTORS, K-quants' own form: per group and 8 blocks (a 256-block), 160 bytes: (8, 16) unsigned factors,
-// then 16 fp16 scales of them (value = factor × its row's fp16; the product is exact in float32).
+// then 16 fp16 scales of them (value = factor × its row's fp16; the product is exact in float32); or as HALVES, a
+// float32 scale (and minimum) for each 16 inputs, (groups, blocks, 2, 16): Q6_K scales 16 weights at a time.
 // The activation row is quantized too, per block of 32, to X = 128 hi + lo with hi in [-127, 127] and lo in
 // [-64, 64]: 15 bits, an error under 1/32000 of the block's largest value (plain int8 activations, at 1/254,
 // cost 4% of greedy tokens on the default model). A block's dot product is then
@@ -26,7 +27,8 @@
 #define GROUP 16  // rows of a quantized tile
 
 enum { F32 = 0, F16 = 1, BF16 = 2, Q4 = 4, Q8 = 8 };  // how a weight matrix is stored
-enum { FACTORS = 3 };  // how block scales are stored, beside F32 and F16: u8 factors × an fp16 per 8 blocks
+enum { FACTORS = 3, HALVES = 5 };  // how block scales are stored, beside F32 and F16: u8 factors × an fp16 per 8
+                                   // blocks; float32 per 16 inputs (8-bit tiles only)
 #define OCTET 160      // FACTORS: bytes per group and 8 blocks (128 factors, 16 fp16)
 
 static inline int quantized(int kind) { return kind == Q4 || kind == Q8; }
@@ -36,11 +38,12 @@ static inline int quantized(int kind) { return kind == Q4 || kind == Q8; }
 typedef struct {
     int kind, N, K;
     const void *w;        // F32: float (N, K); F16, BF16: uint16 (N, K); Q8, Q4: uint8 tiles (groups, K / 32, 512 or 256)
-    const void *scale;    // (groups, K / 32, 16), quantized only, as `scales` says (FACTORS: (groups, K / 256, 160))
+    const void *scale;    // (groups, K / 32, 16), quantized only, as `scales` says (FACTORS: (groups, K / 256, 160);
+                          // HALVES: (groups, K / 32, 2, 16))
     const void *minimum;  // the same; NULL: every block's minimum is -zero × its scale
     const float *bias;    // (N) or NULL
     int scales;           // F32; F16 where every scale and minimum is exact in 16 bits (a file's own block scales);
-                          // FACTORS (K-quants: K a multiple of 256)
+                          // FACTORS (K-quants: K a multiple of 256); HALVES (Q6_K: Q8 only)
     int zero;             // without minimums, the integer that stands for 0 (Q4_0 8, Q8_0 128: the file stores none)
 } Linear;
 
@@ -50,13 +53,14 @@ typedef struct {
     int16_t *X;        // (K): X itself, for the builds that multiply 8-bit tiles by it (simd.h: vq_dot)
     float *step;       // (K / 32): the value of one unit of X in each block
     float *sum;        // (K / 32): step × Σ X, for the minimum term
+    float *half;       // (K / 16): step × Σ X over each 16 inputs, for HALVES' minimum terms
     const float *x;    // float weights read the row itself
 } Activation;
 
 // floats of memory an activation row of up to K inputs takes (64-byte aligned pieces, for a 64-byte aligned start)
 static inline size_t activation_floats(int K) {
     const size_t padded = (K + 63) / 64 * 64;
-    return padded / 4 * 2 + padded / 2 + (padded / BLOCK + 15) / 16 * 16 * 2;  // hi, lo; X; step, sum
+    return padded / 4 * 2 + padded / 2 + (padded / BLOCK + 15) / 16 * 16 * 4;  // hi, lo; X; step, sum, half
 }
 
 // an activation row of up to K inputs in `mem` (activation_floats(K) floats, 64-byte aligned); NULL: an empty one
@@ -64,7 +68,7 @@ static inline Activation activation_in(float *mem, int K) {
     if (!mem) return (Activation){0};
     const size_t padded = (K + 63) / 64 * 64, blocks = (padded / BLOCK + 15) / 16 * 16;
     Activation a = {(int8_t *)mem, (int8_t *)(mem + padded / 4), (int16_t *)(mem + padded / 2), mem + padded,
-                    mem + padded + blocks, NULL};
+                    mem + padded + blocks, mem + padded + 2 * blocks, NULL};
     return a;
 }
 
@@ -88,7 +92,9 @@ static __attribute__((unused)) void quantize_row(const float *x, int K, int kind
         v_store_i8(a->lo + b * BLOCK, lo0), v_store_i8(a->lo + b * BLOCK + 16, lo1);
         for (int k = b * BLOCK; k < (b + 1) * BLOCK; k++) a->X[k] = (int16_t)(128 * a->hi[k] + a->lo[k]);
         a->step[b] = s / 128.f;  // Σ X below is an integer under 2^20: exact in float32
-        a->sum[b] = a->step[b] * v_reduce_add(v_add(v_fma(hi0, unit, lo0), v_fma(hi1, unit, lo1)));
+        const V X0 = v_fma(hi0, unit, lo0), X1 = v_fma(hi1, unit, lo1);
+        a->sum[b] = a->step[b] * v_reduce_add(v_add(X0, X1));
+        a->half[2 * b] = a->step[b] * v_reduce_add(X0), a->half[2 * b + 1] = a->step[b] * v_reduce_add(X1);
     }
 }
 
@@ -104,7 +110,7 @@ static inline __attribute__((always_inline)) void group_starts(const Linear *L, 
                                                                const uint8_t **wm) {
     const int nb = L->K / BLOCK, tiles = L->kind == Q8 ? 8 : 4;
     const size_t bytes = scales == FACTORS ? (size_t)nb / 8 * OCTET
-                                           : (size_t)nb * GROUP * (scales == F16 ? 2 : 4);  // a group's
+                                           : (size_t)nb * GROUP * (scales == F16 ? 2 : scales == HALVES ? 8 : 4);
     for (int r = 0; r < R; r++) {
         const size_t g = (size_t)(g0 + r * stride);
         w[r] = (const uint8_t *)L->w + g * nb * tiles * 64;
@@ -128,7 +134,21 @@ static inline V block_minimums(const Linear *L, int scales, const uint8_t *ws, c
     return wm ? block_scales(wm, b, scales) : v_mul(block_scales(ws, b, scales), v_set1(-(float)L->zero));
 }
 
-// Scale (or minimum) i of W's as `scales` stores them, i = (group × blocks + block) × 16 + row
+// Half h's 16 scales (or minimums) of block b of a HALVES group whose scales start at p
+static inline V half_scales(const uint8_t *p, int b, int h) { return v_load((const float *)p + (2 * b + h) * GROUP); }
+
+// HALVES: half h's 16 minimums of block b (wm NULL: -zero × each scale)
+static inline V half_minimums(const Linear *L, const uint8_t *ws, const uint8_t *wm, int b, int h) {
+    return wm ? half_scales(wm, b, h) : v_mul(half_scales(ws, b, h), v_set1(-(float)L->zero));
+}
+
+// Where in W's scales (as `scales` stores them) the one of row r of group g, block b, inputs 16 h … 16 h + 15 is:
+// the i scale_at reads
+static inline size_t scale_index(size_t g, int nb, int b, int h, int r, int scales) {
+    return scales == HALVES ? ((g * nb + b) * 2 + h) * GROUP + r : (g * nb + b) * GROUP + r;
+}
+
+// Scale (or minimum) i of W's as `scales` stores them, i = (group × blocks + block) × 16 + row (scale_index)
 static inline float scale_at(const void *p, size_t i, int scales) {
     if (scales == FACTORS) {
         const uint8_t *octet = (const uint8_t *)p + i / (8 * GROUP) * OCTET;
@@ -140,6 +160,16 @@ static inline float scale_at(const void *p, size_t i, int scales) {
 // Minimum i of W's, whose scale i is s: stored, or -zero × s
 static inline float minimum_at(const void *minimum, size_t i, int scales, int zero, float s) {
     return minimum ? scale_at(minimum, i, scales) : -(float)zero * s;
+}
+
+// HALVES: acc plus block b's two halves of 16 rows (dot, dot2: their Σ q X) scaled, and their minimum terms
+static inline __attribute__((always_inline)) V half_terms(const Linear *L, const uint8_t *ws, const uint8_t *wm, int b,
+                                                          const Activation *a, VI dot, VI dot2, V acc) {
+    const V step = v_set1(a->step[b]);
+    acc = v_fma(vi_float(dot), v_mul(half_scales(ws, b, 0), step), acc);
+    acc = v_fma(vi_float(dot2), v_mul(half_scales(ws, b, 1), step), acc);
+    acc = v_fma(half_minimums(L, ws, wm, b, 0), v_set1(a->half[2 * b]), acc);
+    return v_fma(half_minimums(L, ws, wm, b, 1), v_set1(a->half[2 * b + 1]), acc);
 }
 
 // Ask for block b + ahead of each of R streams (into L2), while it is inside the groups they still read
@@ -164,18 +194,19 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, in
     for (int r = 0; r < R; r++) acc[r] = v_zero();
     for (int b = 0; b < nb; b++) {
         prefetch_blocks(w, R, b, ahead, blocks_left, tiles);
-        VI dot[4];  // Σ q X of this block, per row
+        VI dot[4], dot2[4];  // Σ q X of this block, per row (HALVES: dot inputs 0–15, dot2 16–31)
         if (kind == Q8) {
-            VQ sums[4];
-            for (int r = 0; r < R; r++) sums[r] = vq_zero();
+            VQ sums[4], sums2[4];
+            for (int r = 0; r < R; r++) sums[r] = sums2[r] = vq_zero();
             for (int t = 0; t < tiles; t++) {
                 const int k = b * BLOCK + 4 * t;
                 for (int r = 0; r < R; r++) {
                     const T q = t_load(w[r] + ((size_t)b * tiles + t) * 64);
-                    sums[r] = vq_dot(sums[r], q, a->hi + k, a->lo + k, a->X + k);
+                    VQ *s = scales == HALVES && t >= 4 ? &sums2[r] : &sums[r];
+                    *s = vq_dot(*s, q, a->hi + k, a->lo + k, a->X + k);
                 }
             }
-            for (int r = 0; r < R; r++) dot[r] = vq_join(sums[r]);
+            for (int r = 0; r < R; r++) dot[r] = vq_join(sums[r]), dot2[r] = vq_join(sums2[r]);
         } else {
             VS hi[4], lo[4];
             for (int r = 0; r < R; r++) hi[r] = lo[r] = vs_zero();
@@ -193,6 +224,10 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, in
         }
         const V step = v_set1(a->step[b]), sum = v_set1(a->sum[b]);
         for (int r = 0; r < R; r++) {
+            if (scales == HALVES) {
+                acc[r] = half_terms(L, ws[r], wm[r], b, a, dot[r], dot2[r], acc[r]);
+                continue;
+            }
             const V scale = v_mul(block_scales(ws[r], b, scales), step);
             acc[r] = v_fma(vi_float(dot[r]), scale, acc[r]);
             acc[r] = v_fma(block_minimums(L, scales, ws[r], wm[r], b), sum, acc[r]);
@@ -216,20 +251,22 @@ static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *
     for (int r = 0; r < R; r++) acc[0][r] = acc[1][r] = v_zero();
     for (int b = 0; b < nb; b++) {
         prefetch_blocks(w, R, b, ahead, blocks_left, tiles);
-        VI dot[2][2];  // Σ q X of this block, [row of x][group]
+        VI dot[2][2], dot2[2][2];  // Σ q X of this block, [row of x][group] (HALVES: dot inputs 0–15, dot2 16–31)
         if (kind == Q8) {
-            VQ sums[2][2];
-            for (int r = 0; r < R; r++) sums[0][r] = sums[1][r] = vq_zero();
+            VQ sums[2][2], sums2[2][2];
+            for (int r = 0; r < R; r++) sums[0][r] = sums[1][r] = sums2[0][r] = sums2[1][r] = vq_zero();
             for (int t = 0; t < tiles; t++) {
                 const int k = b * BLOCK + 4 * t;
                 for (int r = 0; r < R; r++) {
                     const T q = t_load(w[r] + ((size_t)b * tiles + t) * 64);
-                    for (int m = 0; m < 2; m++)
-                        sums[m][r] = vq_dot(sums[m][r], q, a[m].hi + k, a[m].lo + k, a[m].X + k);
+                    for (int m = 0; m < 2; m++) {
+                        VQ *s = scales == HALVES && t >= 4 ? &sums2[m][r] : &sums[m][r];
+                        *s = vq_dot(*s, q, a[m].hi + k, a[m].lo + k, a[m].X + k);
+                    }
                 }
             }
             for (int m = 0; m < 2; m++)
-                for (int r = 0; r < R; r++) dot[m][r] = vq_join(sums[m][r]);
+                for (int r = 0; r < R; r++) dot[m][r] = vq_join(sums[m][r]), dot2[m][r] = vq_join(sums2[m][r]);
         } else {
             VS hi[2][2], lo[2][2];
             for (int r = 0; r < R; r++) hi[0][r] = lo[0][r] = hi[1][r] = lo[1][r] = vs_zero();
@@ -248,6 +285,12 @@ static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *
             }
             for (int m = 0; m < 2; m++)
                 for (int r = 0; r < R; r++) dot[m][r] = vs_join(hi[m][r], lo[m][r]);
+        }
+        if (scales == HALVES) {
+            for (int m = 0; m < 2; m++)
+                for (int r = 0; r < R; r++)
+                    acc[m][r] = half_terms(L, ws[r], wm[r], b, a + m, dot[m][r], dot2[m][r], acc[m][r]);
+            continue;
         }
         V block[2], minimums[2];  // each group's scales and minimums, read (and multiplied out) once for both rows
         for (int r = 0; r < R; r++)
@@ -301,10 +344,10 @@ static inline void linear_row(const Linear *L, int n, float *out) {
     const int nb = K / BLOCK, tiles = kind == Q8 ? 8 : 4, i = n % GROUP;
     const size_t g = (size_t)(n / GROUP);
     const uint8_t *w = (const uint8_t *)L->w + g * nb * tiles * 64;
-    for (int b = 0; b < nb; b++) {
-        const size_t at = (g * nb + b) * GROUP + i;
-        const float s = scale_at(L->scale, at, L->scales), m = minimum_at(L->minimum, at, L->scales, L->zero, s);
-        for (int t = 0; t < tiles; t++)
+    for (int b = 0; b < nb; b++)
+        for (int t = 0; t < tiles; t++) {
+            const size_t at = scale_index(g, nb, b, t >= 4, i, L->scales);  // HALVES (8-bit tiles): 4-7 hold 16-31
+            const float s = scale_at(L->scale, at, L->scales), m = minimum_at(L->minimum, at, L->scales, L->zero, s);
             for (int j = 0; j < 4; j++) {
                 const uint8_t q = w[((size_t)b * tiles + t) * 64 + 4 * i + j];
                 if (kind == Q8) {
@@ -315,7 +358,7 @@ static inline void linear_row(const Linear *L, int n, float *out) {
                     out[b * BLOCK + 8 * t + j] = lo + m, out[b * BLOCK + 8 * t + 4 + j] = hi + m;
                 }
             }
-    }
+        }
 }
 
 // The kernels' unit of work: a group of 16 rows for quantized weights, one row for float ones

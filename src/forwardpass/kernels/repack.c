@@ -1,5 +1,6 @@
-// A band of a GGUF tensor's blocks straight into gemv.h's tiles, for the formats whose blocks already are a grid of
-// 32 the kernels read: Q4_0, Q4_1 and Q8_0 (fp16 scales), Q4_K and Q5_K (scales factored as gemv.h's FACTORS). The
+// A band of a GGUF tensor's blocks straight into gemv.h's tiles, for the formats whose blocks already are a grid the
+// kernels read: Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (fp16 scales), Q4_K and Q5_K (scales factored as gemv.h's FACTORS), Q6_K (float32
+// scales per 16 weights, gemv.h's HALVES). The
 // numbers weights/formats.py's unpacking and quant.tile give, bit for bit (tests/test_formats.py), without the byte
 // per weight in between: loading a file is a pass over its bytes.
 #include <stddef.h>
@@ -8,7 +9,8 @@
 
 #include "gemv.h"
 
-enum { GGML_Q4_0 = 2, GGML_Q4_1 = 3, GGML_Q8_0 = 8, GGML_Q4_K = 12, GGML_Q5_K = 13 };  // ggml's type ids
+enum { GGML_Q4_0 = 2, GGML_Q4_1 = 3, GGML_Q5_0 = 6, GGML_Q5_1 = 7, GGML_Q8_0 = 8, GGML_Q4_K = 12, GGML_Q5_K = 13,
+       GGML_Q6_K = 14 };  // ggml's type ids
 
 static uint16_t half_at(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }  // little-endian
 
@@ -66,18 +68,65 @@ static void repack_k(int kind, int rows, int K, const uint8_t *src, uint8_t *q, 
         }
 }
 
+// Q6_K: a row's 256-block (128 bytes of low nibbles, 64 of high bit pairs, 16 int8 scales, fp16 d) into a group's 8
+// blocks of 8-bit tiles (t: the first) and row r of its HALVES scales and minimums (s, m: the first block's). Weight
+// 128 n + 32 k + l: nibble k / 2 of byte 64 n + 32 (k % 2) + l, bit pair k of byte 32 n + l; w = d sc (q - 32),
+// minimum -32 d sc (d × sc is exact in float32).
+static void q6_block(const uint8_t *block, int r, uint8_t *t, float *s, float *m) {
+    const uint8_t *ql = block, *qh = block + 128;
+    const int8_t *sc = (const int8_t *)(block + 192);
+    const float d = half_float(half_at(block + 208));
+    for (int i = 0; i < 256; i++) {
+        const int n = i / 128, k = i % 128 / 32, l = i % 32;
+        const uint8_t q = (uint8_t)((ql[64 * n + 32 * (k % 2) + l] >> (4 * (k / 2)) & 15) |
+                                    (qh[32 * n + l] >> (2 * k) & 3) << 4);
+        t[(size_t)(i / 32) * 512 + i % 32 / 4 * 64 + 4 * r + i % 4] = q;
+    }
+    for (int j = 0; j < 16; j++) {  // scale j: weights 16 j … 16 j + 15, block j / 2's half j % 2
+        s[j * GROUP + r] = d * (float)sc[j];
+        m[j * GROUP + r] = -32.f * s[j * GROUP + r];
+    }
+}
+
+// Q6_K rows × K → q (groups, K / 32, 512) tiles and scale, minimum (groups, K / 32, 2, 16) float32 as gemv.h's HALVES
+static void repack_q6(int rows, int K, const uint8_t *src, uint8_t *q, float *scale, float *minimum) {
+    const int nb = K / BLOCK, groups = (rows + GROUP - 1) / GROUP;
+    #pragma omp parallel for schedule(static)
+    for (int g = 0; g < groups; g++)
+        for (int o = 0; o < nb / 8; o++) {
+            const size_t first = (size_t)g * nb + 8 * o;  // the 256-block's first block of 32
+            uint8_t *t = q + first * 512;
+            float *s = scale + first * 2 * GROUP, *m = minimum + first * 2 * GROUP;
+            for (int r = 0; r < GROUP; r++) {
+                const int row = g * GROUP + r;
+                if (row < rows) {
+                    q6_block(src + ((size_t)row * (nb / 8) + o) * 210, r, t, s, m);
+                    continue;
+                }
+                for (int j = 0; j < 16; j++) s[j * GROUP + r] = m[j * GROUP + r] = 0.f;  // padding: a zero row
+                for (int i = 0; i < 256; i++) t[(size_t)(i / 32) * 512 + i % 32 / 4 * 64 + 4 * r + i % 4] = 0;
+            }
+        }
+}
+
 // rows × K weights of `kind` at src (each row K / 32 blocks) → q (groups, K / 32, 256 or 512) tile bytes, scale and
-// minimum (groups, K / 32, 16) float32, groups = rows / 16 rounded up, the last group's missing rows zero. Q4_0 and
-// Q8_0 keep weights as unsigned integers with minimum -8 × scale and -128 × scale. Q4_K and Q5_K: scale and minimum
-// are FACTORS bytes (groups, K / 256, 160). Returns 0, or -1 for a kind it does not repack.
+// minimum (groups, K / 32, 16) float32, groups = rows / 16 rounded up, the last group's missing rows zero. Q4_0, Q5_0
+// and Q8_0 keep weights as unsigned integers with minimum -8, -16 and -128 × scale. Q4_K and Q5_K: scale and minimum
+// are FACTORS bytes (groups, K / 256, 160); Q6_K: HALVES, (groups, K / 32, 2, 16) float32. Returns 0, or -1 for a kind
+// it does not repack.
 int repack(int kind, int rows, int K, const uint8_t *src, uint8_t *q, void *scale, void *minimum) {
     if (kind == GGML_Q4_K || kind == GGML_Q5_K) {
         repack_k(kind, rows, K, src, q, scale, minimum);
         return 0;
     }
+    if (kind == GGML_Q6_K) {
+        repack_q6(rows, K, src, q, scale, minimum);
+        return 0;
+    }
     const int nb = K / BLOCK, groups = (rows + GROUP - 1) / GROUP;
-    const int block_bytes = kind == GGML_Q4_0 ? 18 : kind == GGML_Q4_1 ? 20 : kind == GGML_Q8_0 ? 34 : 0;
-    const int tile = kind == GGML_Q8_0 ? 512 : 256;
+    const int block_bytes = kind == GGML_Q4_0 ? 18 : kind == GGML_Q4_1 ? 20 : kind == GGML_Q5_0 ? 22
+                          : kind == GGML_Q5_1 ? 24 : kind == GGML_Q8_0 ? 34 : 0;
+    const int tile = kind == GGML_Q4_0 || kind == GGML_Q4_1 ? 256 : 512;
     if (!block_bytes) return -1;
     #pragma omp parallel for schedule(static)
     for (int g = 0; g < groups; g++)
@@ -97,6 +146,16 @@ int repack(int kind, int rows, int K, const uint8_t *src, uint8_t *q, void *scal
                 if (kind == GGML_Q8_0) {  // tile k holds inputs 4k + j: int8 + 128 as unsigned
                     *s = d, *m = -128.f * d;
                     for (int i = 0; i < 32; i++) t[i / 4 * 64 + 4 * r + i % 4] = block[2 + i] ^ 0x80;
+                    continue;
+                }
+                if (kind == GGML_Q5_0 || kind == GGML_Q5_1) {  // 8-bit tiles; bit i of the 32-bit qh: weight i's fifth
+                    const int one = kind == GGML_Q5_1;  // Q5_1: the minimum's fp16 after d
+                    const uint8_t *qh = block + 2 + 2 * one, *qs = qh + 4;
+                    *s = d, *m = one ? half_float(half_at(block + 2)) : -16.f * d;
+                    for (int i = 0; i < 32; i++) {
+                        const uint8_t low = i < 16 ? qs[i] & 15 : qs[i - 16] >> 4;
+                        t[i / 4 * 64 + 4 * r + i % 4] = (uint8_t)(low | (qh[i / 8] >> (i % 8) & 1) << 4);
+                    }
                     continue;
                 }
                 const uint8_t *qs = block + (kind == GGML_Q4_1 ? 4 : 2);  // byte i: weight i low, weight i + 16 high

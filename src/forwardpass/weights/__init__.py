@@ -25,14 +25,11 @@ class Deferred:
     shape: tuple[int, ...]
     read: Callable[[], torch.Tensor | Blocks]
     blocks: bool  # read() gives Blocks
-    read_float: Callable[[], torch.Tensor] | None = None  # the exact float32 weights, where read() re-quantizes
 
 
-def resolve(t: torch.Tensor | Blocks | Deferred, exact: bool = False) -> torch.Tensor | Blocks:
-    """The tensor; `exact`: as float32 straight from the file where its blocks would be re-quantized (Q6_K)."""
-    if not isinstance(t, Deferred):
-        return t
-    return t.read_float() if exact and t.read_float is not None else t.read()
+def resolve(t: torch.Tensor | Blocks | Deferred) -> torch.Tensor | Blocks:
+    """The tensor, read from the file now if it was deferred."""
+    return t.read() if isinstance(t, Deferred) else t
 
 
 def return_freed_memory() -> None:

@@ -1,11 +1,10 @@
 """GGUF's block formats (ggml's quant types), one entry each: the weights a block holds, its bytes, and how its
-blocks become forwardpass's own (`quant.Blocks`: unsigned integers q in blocks of 32, w = minimum + scale × q).
+blocks become forwardpass's own (`quant.Blocks`: unsigned integers q in blocks of 32, w = minimum + scale × q, the
+scale and minimum per block or, for Q6_K, per 16 weights).
 
-Every format here but Q6_K is such a grid already, so the repacking is exact: the weights dequantize to what
-`gguf` dequantizes, bit for bit (tests/test_formats.py). A format's integers go to the narrowest width the
-kernels read that holds them (4 or 8 bits). Q6_K scales each 16 weights on its own, which one scale per 32
-cannot express: its tensors are dequantized one at a time and re-quantized to 8 bits (an error under 1/254 of a
-block's largest weight, a quarter of Q6_K's own step)."""
+Every format here is such a grid already, so the repacking is exact: the weights dequantize to what `gguf`
+dequantizes, bit for bit (tests/test_formats.py). A format's integers go to the narrowest width the kernels read
+that holds them (4 or 8 bits)."""
 
 from __future__ import annotations
 
@@ -15,12 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
-from gguf.quants import dequantize
 
-from ..quant import BLOCK, Blocks, Factored, quantize_blocks
+from ..quant import BLOCK, Blocks, Factored
 
 Q = GGMLQuantizationType
-Unpacked = tuple[np.ndarray, np.ndarray, np.ndarray]  # q (n, 32) uint8, scale (n,) float32, minimum (n,) float32
+# q (n, 32) uint8, scale and minimum (n,) float32 (per 16 weights: (n, 2))
+Unpacked = tuple[np.ndarray, np.ndarray, np.ndarray]
 # K-quants' scale and minimum as factors: (blocks, 8) uint8 and (blocks,) float16 each, value = factor × float16
 Factors = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
@@ -29,13 +28,9 @@ Factors = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 class BlockFormat:
     kind: GGMLQuantizationType
     bits: int  # the kernel width that holds q: 4 or 8
-    unpack: Callable[[np.ndarray], Unpacked] | None  # (blocks, type_size) uint8 → blocks of 32; None: re-quantized
-    native: bool = False  # kernels/repack.c tiles its blocks straight from the file (the same numbers as `unpack`)
+    unpack: Callable[[np.ndarray], Unpacked]  # (blocks, type_size) uint8 → blocks of 32 (kernels/repack.c tiles
+    # the same numbers straight from the file's bytes where the kernels run)
     factors: Callable[[np.ndarray], Factors] | None = None  # the scales as the file factors them (quant.Factored)
-
-    @property
-    def exact(self) -> bool:
-        return self.unpack is not None
 
     @property
     def type_size(self) -> int:  # bytes per block
@@ -119,11 +114,22 @@ def _q5_k(b):
     return (_k_low(b[:, 48:176]) | ((qh & 1).reshape(-1, 32) << 4), *_k_grid(b))
 
 
+def _q6_k(b):
+    """Q6_K: w = d sc (q - 32) with q 6 bits (4 low of 128 bytes, 2 high of 64) and an int8 scale sc per 16 weights.
+    Weight 128 n + 32 k + l of a 256-block: nibble k // 2 of byte 64 n + 32 (k % 2) + l, bit pair k of byte
+    32 n + l."""
+    low = b[:, :128].reshape(-1, 2, 1, 2, 32) >> np.array([0, 4], np.uint8).reshape(1, 1, 2, 1, 1)  # (n, k//2, k%2, l)
+    high = b[:, 128:192].reshape(-1, 2, 1, 32) >> np.array([0, 2, 4, 6], np.uint8).reshape(1, 1, 4, 1)  # (n, k, l)
+    q = (low.reshape(-1, 2, 4, 32) & 15) | ((high & 3) << 4)
+    scale = _half(b, 208)[:, None] * b[:, 192:208].view(np.int8)  # (blocks, 16), exact in float32
+    return q.reshape(-1, 32), scale.reshape(-1, 2), scale.reshape(-1, 2) * -32
+
+
 FORMATS = {f.kind: f for f in (
-    BlockFormat(Q.Q4_0, 4, _q4_0, True), BlockFormat(Q.Q4_1, 4, _q4_1, True), BlockFormat(Q.Q5_0, 8, _q5_0),
-    BlockFormat(Q.Q5_1, 8, _q5_1), BlockFormat(Q.Q8_0, 8, _q8_0, True),
-    BlockFormat(Q.Q4_K, 4, _q4_k, True, _k_factors), BlockFormat(Q.Q5_K, 8, _q5_k, True, _k_factors),
-    BlockFormat(Q.Q6_K, 8, None),
+    BlockFormat(Q.Q4_0, 4, _q4_0), BlockFormat(Q.Q4_1, 4, _q4_1), BlockFormat(Q.Q5_0, 8, _q5_0),
+    BlockFormat(Q.Q5_1, 8, _q5_1), BlockFormat(Q.Q8_0, 8, _q8_0),
+    BlockFormat(Q.Q4_K, 4, _q4_k, _k_factors), BlockFormat(Q.Q5_K, 8, _q5_k, _k_factors),
+    BlockFormat(Q.Q6_K, 8, _q6_k),
 )}
 FLOATS = {Q.F32: torch.float32, Q.F16: torch.float16, Q.BF16: torch.bfloat16}
 
@@ -133,23 +139,20 @@ def supported() -> list[str]:
 
 
 def to_blocks(data: np.ndarray, kind: GGMLQuantizationType, rows: int, cols: int) -> Blocks:
-    """A (rows, cols) tensor in block format `kind` → Blocks; exact for every format but Q6_K."""
+    """A (rows, cols) tensor in block format `kind` → Blocks, the file's own numbers."""
     f = FORMATS[kind]
-    if f.exact:
-        b = np.asarray(data, dtype=np.uint8).reshape(-1, f.type_size)  # one block a row
-        q, scale, minimum = f.unpack(b)
-        blocks = cols // BLOCK
-        factored = None
-        if f.factors:
-            sc, d, mn, dmin = (torch.from_numpy(np.ascontiguousarray(a)) for a in f.factors(b))
-            factored = (Factored(sc.view(rows, blocks), d.view(rows, -1)),
-                        Factored(mn.view(rows, blocks), dmin.view(rows, -1)))
-        return Blocks(torch.from_numpy(np.ascontiguousarray(q)).view(rows, blocks, BLOCK),
-                      torch.from_numpy(np.ascontiguousarray(scale)).view(rows, blocks, 1),
-                      torch.from_numpy(np.ascontiguousarray(minimum)).view(rows, blocks, 1), f.bits, factored=factored)
-    w = torch.from_numpy(dequantize(data, kind)).view(rows, cols // BLOCK, BLOCK)
-    q, scale, minimum = quantize_blocks(w, f.bits)
-    return Blocks(q, scale, minimum, f.bits, exact=False)
+    b = np.asarray(data, dtype=np.uint8).reshape(-1, f.type_size)  # one block a row
+    q, scale, minimum = f.unpack(b)
+    blocks = cols // BLOCK
+    factored = None
+    if f.factors:
+        sc, d, mn, dmin = (torch.from_numpy(np.ascontiguousarray(a)) for a in f.factors(b))
+        factored = (Factored(sc.view(rows, blocks), d.view(rows, -1)),
+                    Factored(mn.view(rows, blocks), dmin.view(rows, -1)))
+    return Blocks(torch.from_numpy(np.ascontiguousarray(q)).view(rows, blocks, BLOCK),
+                  torch.from_numpy(np.ascontiguousarray(scale, dtype=np.float32)).view(rows, blocks, -1),
+                  torch.from_numpy(np.ascontiguousarray(minimum, dtype=np.float32)).view(rows, blocks, -1), f.bits,
+                  factored=factored)
 
 
 def to_float(data: np.ndarray, kind: GGMLQuantizationType) -> torch.Tensor:

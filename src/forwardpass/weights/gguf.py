@@ -9,7 +9,6 @@ from typing import TypeVar
 
 import numpy as np
 import torch
-from gguf.quants import dequantize
 
 from .. import kernels
 from ..errors import ModelFileError, UnsupportedModelError
@@ -116,28 +115,18 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
             return each(lambda t, band: to_blocks(band, t.kind, len(band), cols))
 
         def tiled(width: int) -> Iterator[Tiles] | None:  # the files' own width, where the kernels repack every part
-            if any(FORMATS[t.kind].bits != width or not FORMATS[t.kind].native for t in parts) or (
+            if any(FORMATS[t.kind].bits != width or t.kind.value not in kernels.REPACKED for t in parts) or (
                     not kernels.available()):
                 return None
             return each(lambda t, band: Tiles(*kernels.repack(t.kind.value, np.ascontiguousarray(band), len(band),
                                                               cols), len(band)))
         return BlockRows((sum(t.n_elements // cols for t in parts), cols), bits, bands, tiled)
 
-    def exact(name: str) -> torch.Tensor:
-        """A re-quantizing format's weights as float32, as `gguf` dequantizes them (this tensor only)."""
-        t = info(name)
-        w = torch.from_numpy(dequantize(t.data, t.kind)).view(-1, t.shape[-1])
-        reader.release(t)
-        return w
-
-    def inexact(names: list[str]) -> bool:
-        return any(info(n).kind in FORMATS and not FORMATS[info(n).kind].exact for n in names)
-
     def one(name: str) -> Deferred:
         blocks = info(name).kind in FORMATS
         by_band = blocks and len(info(name).shape) == 2
         return Deferred(info(name).shape, (lambda: banded([name], [None])) if by_band else (lambda: take(name)),
-                        blocks, (lambda: exact(name)) if inexact([name]) else None)
+                        blocks)
 
     def joined(names: list[str], heads: list[int | None]) -> Deferred:
         """Row-stacked tensors (Q and K back in rotary halves: heads gives their head counts)."""
@@ -145,17 +134,13 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
         if len({s[1:] for s in shapes}) > 1:
             raise ModelFileError(f"{path}: {', '.join(names)} have shapes {shapes} that cannot be joined")
 
-        def read(parts=None):
-            parts = parts or [take(n) for n in names]
+        def read():
+            parts = [take(n) for n in names]
             return join([p if h is None else unpermute_rotary(p, h) for p, h in zip(parts, heads, strict=True)])
-
-        def read_float():  # every part as exact float32 (one of them re-quantizes)
-            return read([exact(n) if info(n).kind in FORMATS else as_float(take(n)).float() for n in names])
         blocks = all(info(n).kind in FORMATS for n in names)
         by_band = blocks and len(shapes[0]) == 2 and all(s[0] % GROUP == 0 for s in shapes[:-1])
         stacked = (lambda: banded(names, heads)) if by_band else read
-        return Deferred((sum(s[0] for s in shapes), *shapes[0][1:]), stacked,
-                        blocks, read_float if inexact(names) else None)
+        return Deferred((sum(s[0] for s in shapes), *shapes[0][1:]), stacked, blocks)
 
     tensors = {"tok_embeddings.weight": one("token_embd.weight"), "norm_f.weight": one("output_norm.weight")}
     if not config.tied_embeddings:

@@ -17,7 +17,23 @@ SHAPE_1B = {"d_model": 2048, "n_layers": 22, "n_heads": 32, "n_kv_heads": 4, "ff
 SCALE_AT = {GGMLQuantizationType.Q4_0: [(0, 0.002)], GGMLQuantizationType.Q5_0: [(0, 0.001)],
             GGMLQuantizationType.Q8_0: [(0, 0.0002)],
             GGMLQuantizationType.Q4_K: [(0, 0.0002), (2, 0.0015)],
-            GGMLQuantizationType.Q5_K: [(0, 0.0001), (2, 0.0015)]}  # (byte of an fp16 scale, its size)
+            GGMLQuantizationType.Q5_K: [(0, 0.0001), (2, 0.0015)],
+            GGMLQuantizationType.Q6_K: [(208, 0.00005)]}  # (byte of an fp16 scale, its size)
+# llama.cpp's Q4_K_M mix, simplified: Q4_K but for V, the FFN's down projection and the output table in Q6_K
+Q4_K_M = {"attn_v.weight": GGMLQuantizationType.Q6_K, "ffn_down.weight": GGMLQuantizationType.Q6_K,
+          "output.weight": GGMLQuantizationType.Q6_K}
+MIXES = {"Q4_K_M": (GGMLQuantizationType.Q4_K, Q4_K_M)}  # a mix's name → (its main format, the rest)
+
+
+def file_format(name: str) -> tuple[GGMLQuantizationType, dict[str, GGMLQuantizationType] | None]:
+    """A file format by name: a block format ("Q4_0") or a mix ("Q4_K_M"), as write_synthetic_gguf's kind and
+    mixed."""
+    name = name.upper()
+    if name in MIXES:
+        return MIXES[name]
+    if name not in GGMLQuantizationType.__members__:
+        raise ValueError(f"unknown format {name} (a GGUF block format such as Q4_0, or one of {', '.join(MIXES)})")
+    return GGMLQuantizationType[name], None
 
 
 def random_blocks(rows: int, cols: int, kind: GGMLQuantizationType, rng: np.random.Generator) -> np.ndarray:
@@ -32,9 +48,11 @@ def random_blocks(rows: int, cols: int, kind: GGMLQuantizationType, rng: np.rand
 def write_synthetic_gguf(path: str | Path, tokenizer_from: str | Path, kind=GGMLQuantizationType.Q4_0,
                          d_model: int = 2048, n_layers: int = 22, n_heads: int = 32, n_kv_heads: int = 4,
                          ffn_hidden: int = 5632, context: int = 2048, seed: int = 0,
-                         rope_freqs: np.ndarray | None = None) -> Path:
+                         rope_freqs: np.ndarray | None = None,
+                         mixed: dict[str, GGMLQuantizationType] | None = None) -> Path:
     """Write the file tensor by tensor (memory holds one at a time); returns its path. `rope_freqs`: a
-    `rope_freqs.weight` tensor (head_dim / 2 divisors of the RoPE frequencies, as Llama 3 files carry)."""
+    `rope_freqs.weight` tensor (head_dim / 2 divisors of the RoPE frequencies, as Llama 3 files carry). `mixed`: the
+    format of each weight whose name ends as a key does (Q4_K_M), instead of `kind`."""
     source = GGUFFile(Path(tokenizer_from))
     vocab = len(source.fields["tokenizer.ggml.tokens"])
     w = GGUFWriter(str(path), "llama")
@@ -64,19 +82,21 @@ def write_synthetic_gguf(path: str | Path, tokenizer_from: str | Path, kind=GGML
                    p + "ffn_down.weight": (d_model, ffn_hidden)}
     given = {} if rope_freqs is None else {"rope_freqs.weight": np.asarray(rope_freqs, np.float32)}
     shapes |= {name: t.shape for name, t in given.items()}
-    block, size = GGML_QUANT_SIZES[kind]
+    kinds = {name: next((k for end, k in (mixed or {}).items() if name.endswith(end)), kind) for name in shapes}
     for name, shape in shapes.items():
         if len(shape) == 1:
             w.add_tensor_info(name, shape, np.dtype(np.float32), 4 * shape[0])
         else:
+            block, size = GGML_QUANT_SIZES[kinds[name]]
             w.add_tensor_info(name, (shape[0], shape[1] // block * size), np.dtype(np.uint8),
-                              shape[0] * shape[1] // block * size, raw_dtype=kind)
+                              shape[0] * shape[1] // block * size, raw_dtype=kinds[name])
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
     rng = np.random.default_rng(seed)
     for name, shape in shapes.items():
-        data = given.get(name, np.ones(shape, np.float32)) if len(shape) == 1 else random_blocks(*shape, kind, rng)
+        data = given.get(name, np.ones(shape, np.float32)) if len(shape) == 1 else random_blocks(*shape, kinds[name],
+                                                                                                  rng)
         w.write_tensor_data(data)
     w.close()
     return Path(path)
