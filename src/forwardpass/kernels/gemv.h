@@ -162,14 +162,11 @@ static inline float minimum_at(const void *minimum, size_t i, int scales, int ze
     return minimum ? scale_at(minimum, i, scales) : -(float)zero * s;
 }
 
-// HALVES: acc plus block b's two halves of 16 rows (dot, dot2: their Σ q X) scaled, and their minimum terms
-static inline __attribute__((always_inline)) V half_terms(const Linear *L, const uint8_t *ws, const uint8_t *wm, int b,
-                                                          const Activation *a, VI dot, VI dot2, V acc) {
-    const V step = v_set1(a->step[b]);
-    acc = v_fma(vi_float(dot), v_mul(half_scales(ws, b, 0), step), acc);
-    acc = v_fma(vi_float(dot2), v_mul(half_scales(ws, b, 1), step), acc);
-    acc = v_fma(half_minimums(L, ws, wm, b, 0), v_set1(a->half[2 * b]), acc);
-    return v_fma(half_minimums(L, ws, wm, b, 1), v_set1(a->half[2 * b + 1]), acc);
+// HALVES: acc plus half h of block b for 16 rows (dot: its Σ q X) scaled, and its minimum term
+static inline __attribute__((always_inline)) V half_term(const Linear *L, const uint8_t *ws, const uint8_t *wm, int b,
+                                                         int h, const Activation *a, VI dot, V acc) {
+    acc = v_fma(vi_float(dot), v_mul(half_scales(ws, b, h), v_set1(a->step[b])), acc);
+    return v_fma(half_minimums(L, ws, wm, b, h), v_set1(a->half[2 * b + h]), acc);
 }
 
 // Ask for block b + ahead of each of R streams (into L2), while it is inside the groups they still read
@@ -194,19 +191,24 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, in
     for (int r = 0; r < R; r++) acc[r] = v_zero();
     for (int b = 0; b < nb; b++) {
         prefetch_blocks(w, R, b, ahead, blocks_left, tiles);
-        VI dot[4], dot2[4];  // Σ q X of this block, per row (HALVES: dot inputs 0–15, dot2 16–31)
+        VI dot[4];  // Σ q X of this block, per row
         if (kind == Q8) {
-            VQ sums[4], sums2[4];
-            for (int r = 0; r < R; r++) sums[r] = sums2[r] = vq_zero();
-            for (int t = 0; t < tiles; t++) {
-                const int k = b * BLOCK + 4 * t;
-                for (int r = 0; r < R; r++) {
-                    const T q = t_load(w[r] + ((size_t)b * tiles + t) * 64);
-                    VQ *s = scales == HALVES && t >= 4 ? &sums2[r] : &sums[r];
-                    *s = vq_dot(*s, q, a->hi + k, a->lo + k, a->X + k);
+            const int halves = scales == HALVES ? 2 : 1;  // HALVES: inputs 0–15 (tiles 0–3), then 16–31, each scaled
+            for (int h = 0; h < halves; h++) {            // as it is summed (a second set of sums would spill)
+                VQ sums[4];
+                for (int r = 0; r < R; r++) sums[r] = vq_zero();
+                for (int t = h * tiles / halves; t < (h + 1) * tiles / halves; t++) {
+                    const int k = b * BLOCK + 4 * t;
+                    for (int r = 0; r < R; r++) {
+                        const T q = t_load(w[r] + ((size_t)b * tiles + t) * 64);
+                        sums[r] = vq_dot(sums[r], q, a->hi + k, a->lo + k, a->X + k);
+                    }
                 }
+                for (int r = 0; r < R; r++) dot[r] = vq_join(sums[r]);
+                if (scales == HALVES)
+                    for (int r = 0; r < R; r++) acc[r] = half_term(L, ws[r], wm[r], b, h, a, dot[r], acc[r]);
             }
-            for (int r = 0; r < R; r++) dot[r] = vq_join(sums[r]), dot2[r] = vq_join(sums2[r]);
+            if (scales == HALVES) continue;
         } else {
             VS hi[4], lo[4];
             for (int r = 0; r < R; r++) hi[r] = lo[r] = vs_zero();
@@ -224,10 +226,6 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, in
         }
         const V step = v_set1(a->step[b]), sum = v_set1(a->sum[b]);
         for (int r = 0; r < R; r++) {
-            if (scales == HALVES) {
-                acc[r] = half_terms(L, ws[r], wm[r], b, a, dot[r], dot2[r], acc[r]);
-                continue;
-            }
             const V scale = v_mul(block_scales(ws[r], b, scales), step);
             acc[r] = v_fma(vi_float(dot[r]), scale, acc[r]);
             acc[r] = v_fma(block_minimums(L, scales, ws[r], wm[r], b), sum, acc[r]);
@@ -251,22 +249,28 @@ static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *
     for (int r = 0; r < R; r++) acc[0][r] = acc[1][r] = v_zero();
     for (int b = 0; b < nb; b++) {
         prefetch_blocks(w, R, b, ahead, blocks_left, tiles);
-        VI dot[2][2], dot2[2][2];  // Σ q X of this block, [row of x][group] (HALVES: dot inputs 0–15, dot2 16–31)
+        VI dot[2][2];  // Σ q X of this block, [row of x][group]
         if (kind == Q8) {
-            VQ sums[2][2], sums2[2][2];
-            for (int r = 0; r < R; r++) sums[0][r] = sums[1][r] = sums2[0][r] = sums2[1][r] = vq_zero();
-            for (int t = 0; t < tiles; t++) {
-                const int k = b * BLOCK + 4 * t;
-                for (int r = 0; r < R; r++) {
-                    const T q = t_load(w[r] + ((size_t)b * tiles + t) * 64);
-                    for (int m = 0; m < 2; m++) {
-                        VQ *s = scales == HALVES && t >= 4 ? &sums2[m][r] : &sums[m][r];
-                        *s = vq_dot(*s, q, a[m].hi + k, a[m].lo + k, a[m].X + k);
+            const int halves = scales == HALVES ? 2 : 1;  // HALVES: each half summed and scaled on its own (groups_dot)
+            for (int h = 0; h < halves; h++) {
+                VQ sums[2][2];
+                for (int r = 0; r < R; r++) sums[0][r] = sums[1][r] = vq_zero();
+                for (int t = h * tiles / halves; t < (h + 1) * tiles / halves; t++) {
+                    const int k = b * BLOCK + 4 * t;
+                    for (int r = 0; r < R; r++) {
+                        const T q = t_load(w[r] + ((size_t)b * tiles + t) * 64);
+                        for (int m = 0; m < 2; m++)
+                            sums[m][r] = vq_dot(sums[m][r], q, a[m].hi + k, a[m].lo + k, a[m].X + k);
                     }
                 }
+                for (int m = 0; m < 2; m++)
+                    for (int r = 0; r < R; r++) dot[m][r] = vq_join(sums[m][r]);
+                if (scales == HALVES)
+                    for (int m = 0; m < 2; m++)
+                        for (int r = 0; r < R; r++)
+                            acc[m][r] = half_term(L, ws[r], wm[r], b, h, a + m, dot[m][r], acc[m][r]);
             }
-            for (int m = 0; m < 2; m++)
-                for (int r = 0; r < R; r++) dot[m][r] = vq_join(sums[m][r]), dot2[m][r] = vq_join(sums2[m][r]);
+            if (scales == HALVES) continue;
         } else {
             VS hi[2][2], lo[2][2];
             for (int r = 0; r < R; r++) hi[0][r] = lo[0][r] = hi[1][r] = lo[1][r] = vs_zero();
@@ -285,12 +289,6 @@ static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *
             }
             for (int m = 0; m < 2; m++)
                 for (int r = 0; r < R; r++) dot[m][r] = vs_join(hi[m][r], lo[m][r]);
-        }
-        if (scales == HALVES) {
-            for (int m = 0; m < 2; m++)
-                for (int r = 0; r < R; r++)
-                    acc[m][r] = half_terms(L, ws[r], wm[r], b, a + m, dot[m][r], dot2[m][r], acc[m][r]);
-            continue;
         }
         V block[2], minimums[2];  // each group's scales and minimums, read (and multiplied out) once for both rows
         for (int r = 0; r < R; r++)
