@@ -215,8 +215,9 @@ def dequantize(bits: int, q: torch.Tensor, scale: torch.Tensor, minimum: torch.T
 
 # ggml type id → (name, tile bytes per group and block, the form of its scales: gemv.h's F32, FACTORS or HALVES) for
 # each format kernels/repack.c reads
-REPACKED = {2: ("Q4_0", 256, 0), 3: ("Q4_1", 256, 0), 6: ("Q5_0", 512, 0), 7: ("Q5_1", 512, 0), 8: ("Q8_0", 512, 0),
-            12: ("Q4_K", 256, 3), 13: ("Q5_K", 512, 3), 14: ("Q6_K", 512, 5)}
+F32 = KINDS[torch.float32]
+REPACKED = {2: ("Q4_0", 256, F32), 3: ("Q4_1", 256, F32), 6: ("Q5_0", 512, F32), 7: ("Q5_1", 512, F32),
+            8: ("Q8_0", 512, F32), 12: ("Q4_K", 256, FACTORS), 13: ("Q5_K", 512, FACTORS), 14: ("Q6_K", 512, HALVES)}
 
 
 def repack(kind: int, data, rows: int, cols: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -134,14 +134,6 @@ static inline V block_minimums(const Linear *L, int scales, const uint8_t *ws, c
     return wm ? block_scales(wm, b, scales) : v_mul(block_scales(ws, b, scales), v_set1(-(float)L->zero));
 }
 
-// Half h's 16 scales (or minimums) of block b of a HALVES group whose scales start at p
-static inline V half_scales(const uint8_t *p, int b, int h) { return v_load((const float *)p + (2 * b + h) * GROUP); }
-
-// HALVES: half h's 16 minimums of block b (wm NULL: -zero × each scale)
-static inline V half_minimums(const Linear *L, const uint8_t *ws, const uint8_t *wm, int b, int h) {
-    return wm ? half_scales(wm, b, h) : v_mul(half_scales(ws, b, h), v_set1(-(float)L->zero));
-}
-
 // Where in W's scales (as `scales` stores them) the one of row r of group g, block b, inputs 16 h … 16 h + 15 is:
 // the i scale_at reads
 static inline size_t scale_index(size_t g, int nb, int b, int h, int r, int scales) {
@@ -162,11 +154,12 @@ static inline float minimum_at(const void *minimum, size_t i, int scales, int ze
     return minimum ? scale_at(minimum, i, scales) : -(float)zero * s;
 }
 
-// HALVES: acc plus half h of block b for 16 rows (dot: its Σ q X) scaled, and its minimum term
+// HALVES: acc plus half h of block b for 16 rows (dot: its Σ q X) scaled, and its minimum term. A group's HALVES
+// scales are float32 ones of twice as many blocks: half h of block b is their block 2 b + h.
 static inline __attribute__((always_inline)) V half_term(const Linear *L, const uint8_t *ws, const uint8_t *wm, int b,
                                                          int h, const Activation *a, VI dot, V acc) {
-    acc = v_fma(vi_float(dot), v_mul(half_scales(ws, b, h), v_set1(a->step[b])), acc);
-    return v_fma(half_minimums(L, ws, wm, b, h), v_set1(a->half[2 * b + h]), acc);
+    acc = v_fma(vi_float(dot), v_mul(block_scales(ws, 2 * b + h, F32), v_set1(a->step[b])), acc);
+    return v_fma(block_minimums(L, F32, ws, wm, 2 * b + h), v_set1(a->half[2 * b + h]), acc);
 }
 
 // Ask for block b + ahead of each of R streams (into L2), while it is inside the groups they still read

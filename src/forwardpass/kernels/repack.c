@@ -1,8 +1,8 @@
 // A band of a GGUF tensor's blocks straight into gemv.h's tiles, for the formats whose blocks already are a grid the
-// kernels read: Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (fp16 scales), Q4_K and Q5_K (scales factored as gemv.h's FACTORS), Q6_K (float32
-// scales per 16 weights, gemv.h's HALVES). The
-// numbers weights/formats.py's unpacking and quant.tile give, bit for bit (tests/test_formats.py), without the byte
-// per weight in between: loading a file is a pass over its bytes.
+// kernels read: Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (fp16 scales), Q4_K and Q5_K (scales factored as gemv.h's FACTORS),
+// Q6_K (float32 scales per 16 weights, gemv.h's HALVES). The numbers weights/formats.py's unpacking and quant.tile
+// give, bit for bit (tests/test_formats.py), without the byte per weight in between: loading a file is a pass over
+// its bytes.
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
