@@ -18,6 +18,7 @@ from forwardpass.config import ModelConfig
 from forwardpass.errors import ContextLengthError, InvariantError, TokenIdError
 from forwardpass.fused_decode import FusedDecode
 from forwardpass.generate import generate
+from forwardpass.model import RotaryEmbedding
 from forwardpass.quant import HalfLinear, store_linears
 from forwardpass.sampling import SamplingParams
 
@@ -164,6 +165,28 @@ def test_fused_attention_over_any_grouping(n_heads, n_kv_heads):
     want, _ = steps(model, [1, 2, 3], decode, capacity=40, fused=False)
     assert (got - want).abs().max().item() < 1e-3 * want.abs().max().item()
     assert torch.equal(got.argmax(-1), want.argmax(-1))
+
+
+def test_rope_tables_fill_as_positions_are_reached():
+    """The RoPE tables are filled a chunk of 256 positions at a time, on first use. The fused step reads them
+    directly, so it fills them first: a decode across a chunk's end gives the blocks' logits (unfilled rows would
+    rotate q and k by garbage). A chunk's values do not depend on the order positions were asked for."""
+    model = randomized(tiny_llama(False).config.with_(context_length=600), 3)
+    model.fused = FusedDecode.build(model)
+    assert model.rope.filled == 0
+    prompt, decode = [i % 300 for i in range(250)], list(range(20))  # positions 250 … 269
+    got, _ = steps(model, prompt, decode, capacity=600)
+    assert model.rope.filled == 512
+    want, _ = steps(model, prompt, decode, capacity=600, fused=False)
+    assert (got - want).abs().max().item() < 1e-3 * want.abs().max().item()
+    assert torch.equal(got.argmax(-1), want.argmax(-1))
+    cos, sin = model.rope.angles(torch.arange(512))
+    assert torch.allclose(model.rope.cos[:512], cos, rtol=0, atol=1e-6)
+    assert torch.allclose(model.rope.sin[:512], sin, rtol=0, atol=1e-6)
+    other = RotaryEmbedding(model.config)
+    other.cover(700)  # capped at the context
+    assert other.filled == 600
+    assert torch.equal(other.cos[:512], model.rope.cos[:512]) and torch.equal(other.sin[:512], model.rope.sin[:512])
 
 
 def test_sliding_cache_keeps_positions_past_its_capacity():

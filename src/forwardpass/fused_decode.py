@@ -195,6 +195,7 @@ class FusedDecode:
                                      f"{cache.capacity - cache.lengths[0]} (a sliding cache slides one step at a time)")
         cache.reserve([n], n)  # checks capacity first (or slides, by the cache's policy)
         position, slot = cache.next_position(0), cache.lengths[0]
+        self._cover(position + n)
         spec = self._workspace(cache.capacity, 1)
         spec.k_cache, spec.v_cache = cache.k.data_ptr(), cache.v.data_ptr()
         chosen, stops = self._work.chosen(n), (_i * len(stop))(*stop)
@@ -206,6 +207,12 @@ class FusedDecode:
                                  f"slots {slot} … {slot + n - 1} of {cache.capacity}")
         cache.commit([done])
         return logits, chosen[:done]
+
+    def _cover(self, n: int) -> None:
+        """RoPE tables filled for every position below n (the model tabulates them on first use)."""
+        for rope in (self.model.rope, self.model.rope_local):
+            if rope is not None:
+                rope.cover(n)
 
     def _workspace(self, capacity: int, rows: int) -> _Model:
         """This thread's copy of the model's description with a workspace for `capacity` cache slots, `rows` rows and
@@ -263,6 +270,7 @@ class FusedDecode:
         if bad:
             raise TokenIdError(f"token id {bad[0]} is outside the vocabulary [0, {self.spec.vocab_size})")
         spec = self._workspace(max(lengths) + steps, rows)
+        self._cover(max(lengths) + steps)
         work = self._work
         if work.logits is None or work.logits.shape[0] < rows:
             work.logits = torch.empty(rows, self.spec.vocab_size)

@@ -34,7 +34,7 @@ typedef struct {
     const Layer *layers;      // (n_layers)
     const float *norm_f;      // (d_model)
     Linear lm_head;           // vocab_size × d_model
-    const float *cos, *sin;   // (context_length, head_dim)
+    const float *cos, *sin;   // (context_length, head_dim / 2), filled past every position a step reads
     float *k_cache, *v_cache; // (n_layers, n_kv_heads, capacity, head_dim)
     float *work;              // decode_workspace(this) floats, made once: a step allocates nothing
     int threads;              // the team a step asks for; the workspace holds this many threads' buffers
@@ -42,7 +42,7 @@ typedef struct {
     float attn_scale;         // scores q·k × this (1/√head_dim unless the family says otherwise)
     float embed_scale;        // embeddings × this (1, or √d_model for Gemma)
     int gelu;                 // the feed-forward's gate: 0 SiLU (SwiGLU), 1 tanh GELU (GeGLU)
-    const float *cos_local, *sin_local;  // (context_length, head_dim): the sliding layers' tables (local_rope)
+    const float *cos_local, *sin_local;  // (context_length, head_dim / 2): the sliding layers' tables (local_rope)
 } Model;
 
 // One call's rows: sequence r's token at positions[r], its pairs so far in its cache's first lengths[r] slots, its
@@ -91,13 +91,13 @@ static void rmsnorm(const float *x, const float *weight, int n, float eps, float
     for (int i = 0; i < n; i++) out[i] = x[i] * inv * weight[i];
 }
 
-// rotate each (i, i + head_dim/2) pair by the position's angles: x cos + rotate_half(x) sin
+// rotate each (i, i + head_dim/2) pair by the position's angle i (cos, sin: head_dim/2 each): x cos + rotate_half(x) sin
 static void rope(float *x, const float *cos, const float *sin, int head_dim) {
     const int half = head_dim / 2;
     for (int i = 0; i < half; i++) {
         const float a = x[i], b = x[i + half];
         x[i] = a * cos[i] - b * sin[i];
-        x[i + half] = b * cos[i + half] + a * sin[i + half];
+        x[i + half] = b * cos[i] + a * sin[i];
     }
 }
 
@@ -369,7 +369,7 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
                 const int past = b->lengths[r], len = past + 1;
                 const int first = L->window > 0 && len > L->window ? len - L->window : 0, span = len - first;
                 const int lo = first + span * t / T, hi = first + span * (t + 1) / T;
-                const size_t at = (size_t)b->positions[r] * hd;
+                const size_t at = (size_t)b->positions[r] * (hd / 2);
                 const float *cos = (L->local_rope ? m->cos_local : m->cos) + at;
                 const float *sin = (L->local_rope ? m->sin_local : m->sin) + at;
                 const float *q = qkv + (size_t)r * QKV;
