@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -206,3 +208,25 @@ def test_prefill_groups_bound_the_padding():
         width = max(n for _, n in group)
         assert len(group) * width <= 2 * sum(n for _, n in group)
     assert [[n for _, n in g] for g in groups] == [[512, 300, 37], [36, 36, 35, 1]]  # a fourth: 4 × 512 > 2 × 885
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="resident memory is read from /proc")
+def test_a_pool_takes_memory_only_as_its_blocks_are_written():
+    """A 256 MiB pool (a server's default is 1 GiB) holds zeros from the start but costs memory only for the blocks
+    written: torch.zeros would make every byte resident at once."""
+    config = preset("toy").with_(n_layers=4, n_kv_heads=2, d_model=256, n_heads=4)  # head_dim 64
+    blocks = 2**28 // BlockPool.block_bytes(config, 16, torch.float32)
+    before = resident_bytes()
+    pool = BlockPool(config, num_blocks=blocks, block_size=16)
+    assert pool.k.shape == pool.v.shape == (4, blocks * 16, 2, 64) and pool.k.dtype == torch.float32
+    assert resident_bytes() - before < 2**24
+    block = pool.allocate()
+    pool.k[:, block * 16:(block + 1) * 16] = 1.0
+    assert resident_bytes() - before < 2**24
+    assert int(pool.k.count_nonzero()) == 4 * 16 * 2 * 64 and not pool.v.any()  # reading zeros maps no memory
+    assert resident_bytes() - before < 2**24

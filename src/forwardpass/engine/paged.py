@@ -4,12 +4,26 @@ confirmed by the block's own tokens and the block before it, so a hash collision
 
 from __future__ import annotations
 
+import math
+import mmap
 from collections import OrderedDict
 
 import torch
 
 from ..config import ModelConfig
 from ..errors import ContextLengthError, InvariantError
+
+
+def zeroed(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
+    """Zeros that take memory only as they are written. On the CPU a private anonymous mapping: it reads as the
+    system's zero page and gets a page of its own (4 KiB: no huge pages, which would make each layer's first written
+    block cost 2 MiB) where first written, so a server's 1 GiB pool costs nothing until its blocks fill (torch.zeros
+    writes, so holds, every byte from the start). The tensor keeps the mapping alive. Elsewhere torch.zeros."""
+    if torch.device(device).type != "cpu":
+        return torch.zeros(shape, dtype=dtype, device=device)
+    count = math.prod(shape) * dtype.itemsize
+    pages = mmap.mmap(-1, max(count, 1), flags=mmap.MAP_PRIVATE)  # shared, even reading would take memory
+    return torch.frombuffer(pages, dtype=torch.uint8)[:count].view(dtype).view(shape)
 
 
 class BlockPool:
@@ -23,8 +37,7 @@ class BlockPool:
             raise ContextLengthError(f"a block pool needs blocks > 0 and block_size > 0, got {num_blocks} and "
                                      f"{block_size}")
         shape = (config.n_layers, num_blocks * block_size, config.kv_heads, config.head_dim)
-        self.k = torch.zeros(shape, dtype=dtype, device=device)
-        self.v = torch.zeros(shape, dtype=dtype, device=device)
+        self.k, self.v = zeroed(shape, dtype, device), zeroed(shape, dtype, device)
         self.num_blocks, self.block_size, self.prefix_caching = num_blocks, block_size, prefix_caching
         self.ref_count = [0] * num_blocks
         self.free: OrderedDict[int, None] = OrderedDict((b, None) for b in range(num_blocks))  # oldest first
