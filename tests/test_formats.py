@@ -90,6 +90,26 @@ def test_native_repacking_gives_the_unpacked_tiles(kind):
         kernels.repack(Q.Q2_K.value, np.zeros((16, GGML_QUANT_SIZES[Q.Q2_K][1]), np.uint8), 16, 256)
 
 
+@pytest.mark.skipif(not kernels.available(), reason="no native kernels here")
+@pytest.mark.parametrize("kinds", [(Q.Q8_0, Q.Q5_1, Q.Q5_0), (Q.Q5_1, Q.Q8_0), (Q.Q8_0, Q.Q5_0), (Q.Q4_0, Q.Q4_1)],
+                         ids=lambda ks: "+".join(k.name for k in ks))
+def test_repacked_bands_of_several_formats_stack_exactly(kinds):
+    """Natively repacked bands keep no minimums where their format is symmetric (its zero says them). Stacked with
+    bands that keep theirs, or with symmetric ones of another zero, every band's minimums are made: the layer holds
+    the weights `gguf` dequantizes, and its products are theirs."""
+    cols, sizes = 256, [32, 32, 21][:len(kinds)]
+    raws = [random_tensor(k, n, cols, seed=20 + i) for i, (k, n) in enumerate(zip(kinds, sizes, strict=True))]
+    bands = [Tiles(*kernels.repack(k.value, raw, n, cols), n) for k, raw, n in zip(kinds, raws, sizes, strict=True)]
+    layer = QuantizedLinear(BlockRows((sum(sizes), cols), FORMATS[kinds[0]].bits, lambda: [], lambda b: bands))
+    want = torch.from_numpy(np.concatenate([dequantize(raw, k) for k, raw in zip(kinds, raws, strict=True)]))
+    assert torch.equal(layer.dequantize(), want)
+    assert (layer.minimum is None) == (len({kernels.REPACKED[k.value][3] for k in kinds}) == 1)
+    x = torch.randn(3, cols, generator=torch.Generator().manual_seed(2))
+    got = kernels.gemv(x, layer.bits, layer.q, sum(sizes), layer.scale, layer.minimum, layer.zero)
+    exact = fifteen_bits(x).double() @ want.double().T
+    assert ((got - exact).abs().max() / exact.abs().max()).item() < 1e-5
+
+
 def test_rows_and_joins_keep_the_values():
     a = to_blocks(random_tensor(Q.Q4_1, 16, 64, 1), Q.Q4_1, 16, 64)
     b = to_blocks(random_tensor(Q.Q8_0, 8, 64, 2), Q.Q8_0, 8, 64)

@@ -94,12 +94,14 @@ class Blocks:
 @dataclass
 class Tiles:
     """A band of rows already in QuantizedLinear's layout (`tile`, `tile_scales`): q (groups, blocks, 256 or 512)
-    bytes, scale and minimum (groups, blocks, 16) float32 or factored bytes (`tile_factors`); `rows` real rows, the
-    last group's rest zero."""
+    bytes, scale and minimum (groups, blocks, 16) float16 or float32, factored bytes (`tile_factors`), or float32 per
+    16 weights (groups, blocks, 2, 16); minimum None for a symmetric grid, each minimum -zero × its scale; `rows` real
+    rows, the last group's rest zero."""
 
     q: torch.Tensor
     scale: torch.Tensor
-    minimum: torch.Tensor
+    minimum: torch.Tensor | None
+    zero: int | None
     rows: int
 
 
@@ -156,7 +158,8 @@ class QuantizedLinear(nn.Module):
         self.bits, self.in_features, self.out_features = blocks.bits, in_features, out_features
         groups, n = -(-out_features // GROUP), in_features // BLOCK  # out_features padded with zero rows
         q = torch.empty(groups, n, GROUP * BLOCK * self.bits // 8, dtype=torch.uint8)
-        scale = minimum = None  # made for the first band: factored as it is, else float16 (stored_scales widens)
+        scale = minimum = None  # made for the first band (minimum: for the first with minimums), as scales_buffer
+        implied = []  # (rows, zero) of the bands without minimums: each one -zero × its scale
         done = 0  # rows tiled so far
         tiled = blocks.tiled(self.bits) if isinstance(blocks, BlockRows) and blocks.tiled else None
         bands = tiled if tiled is not None else blocks.bands() if isinstance(blocks, BlockRows) else [blocks]
@@ -168,6 +171,8 @@ class QuantizedLinear(nn.Module):
             at = slice(done // GROUP, -(-(done + rows) // GROUP))
             if isinstance(band, Tiles):
                 q[at], band_scale, band_minimum = band.q, band.scale, band.minimum
+                if band_minimum is None:
+                    implied.append((at, band.zero))
             else:
                 pad = -rows % GROUP
                 q[at] = tile(padded(band.q, pad), self.bits)
@@ -176,18 +181,27 @@ class QuantizedLinear(nn.Module):
                                                 for f in band.factored)
                 else:
                     band_scale, band_minimum = (tile_scales(padded(t, pad)) for t in (band.scale, band.minimum))
-            if scale is None:
-                scale, minimum = (torch.empty(groups, n // 8, OCTET, dtype=torch.uint8) if
-                                  band_scale.dtype == torch.uint8 else
-                                  torch.empty(groups, n, 2, GROUP) if band_scale.dim() == 4 else
-                                  torch.empty(groups, n, GROUP, dtype=torch.float16) for _ in range(2))
-            scale, minimum = stored_scales(scale, band_scale, at), stored_scales(minimum, band_minimum, at)
+            scale = stored_scales(scales_buffer(band_scale, groups, n) if scale is None else scale, band_scale, at)
+            if band_minimum is not None and minimum is None:  # the bands before, without minimums, get theirs
+                minimum = scales_buffer(band_minimum, groups, n)
+                for span, zero in implied:
+                    minimum = stored_scales(minimum, scale_values(scale[span]).float() * -zero, span)
+            if minimum is not None:
+                minimum = stored_scales(minimum, band_minimum if band_minimum is not None else
+                                        scale_values(scale[at]).float() * -implied[-1][1], at)
             done += rows
         if done != out_features:
             raise InvariantError(f"the bands held {done} rows of {out_features}")
         if scale.dim() == 4 and self.bits != 8:
             raise InvariantError("scales per 16 weights need 8-bit tiles (the kernels read them for those only)")
-        zero = None if scale.dtype == torch.uint8 else zero_point(scale, minimum, self.bits)
+        if minimum is None and len({z for _, z in implied}) > 1:  # symmetric bands of different zeros
+            minimum = scales_buffer(scale, groups, n)
+            for span, zero in implied:
+                minimum = stored_scales(minimum, scale_values(scale[span]).float() * -zero, span)
+        if minimum is None:  # every band symmetric about the same zero, as its format says
+            zero = implied[0][1]
+        else:
+            zero = None if scale.dtype == torch.uint8 else zero_point(scale, minimum, self.bits)
         if zero is not None:
             minimum = None
         elif minimum.dtype != scale.dtype:  # one kind for both (float16 values and factors widen exactly)
@@ -307,6 +321,16 @@ def zero_point(scale: torch.Tensor, minimum: torch.Tensor, bits: int) -> int | N
     return int(z) if same else None
 
 
+def scales_buffer(part: torch.Tensor, groups: int, blocks: int) -> torch.Tensor:
+    """An empty buffer for a matrix's tiled scales (or minimums), in the form of its first band's `part`: factored
+    bytes as they are, float32 per 16 weights, else float16 (stored_scales widens it where a value needs more)."""
+    if part.dtype == torch.uint8:
+        return torch.empty(groups, blocks // 8, OCTET, dtype=torch.uint8)
+    if part.dim() == 4:
+        return torch.empty(groups, blocks, 2, GROUP)
+    return torch.empty(groups, blocks, GROUP, dtype=torch.float16)
+
+
 def stored_scales(buffer: torch.Tensor, part: torch.Tensor, at: slice) -> torch.Tensor:
     """buffer[at] = part (tiled scales or minimums: float32, factored bytes, or float32 per 16 weights): a factored
     buffer takes factored parts as they are; a float16 buffer takes a part while every value is a float16 value
@@ -324,6 +348,9 @@ def stored_scales(buffer: torch.Tensor, part: torch.Tensor, at: slice) -> torch.
         buffer = scale_values(buffer)
     part = scale_values(part)
     if buffer.dtype == torch.float16:
+        if part.dtype == torch.float16 and bool(torch.isfinite(part).all()):  # a file's own fp16 values
+            buffer[at] = part
+            return buffer
         half = part.half()
         if bool(torch.isfinite(half).all()) and torch.equal(half.float(), part):
             buffer[at] = half

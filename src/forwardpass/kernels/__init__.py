@@ -213,28 +213,36 @@ def dequantize(bits: int, q: torch.Tensor, scale: torch.Tensor, minimum: torch.T
     return w
 
 
-# ggml type id → (name, tile bytes per group and block, the form of its scales: gemv.h's F32, FACTORS or HALVES) for
-# each format kernels/repack.c reads
-F32 = KINDS[torch.float32]
-REPACKED = {2: ("Q4_0", 256, F32), 3: ("Q4_1", 256, F32), 6: ("Q5_0", 512, F32), 7: ("Q5_1", 512, F32),
-            8: ("Q8_0", 512, F32), 12: ("Q4_K", 256, FACTORS), 13: ("Q5_K", 512, FACTORS), 14: ("Q6_K", 512, HALVES)}
+# ggml type id → (name, tile bytes per group and block, the form of its scales: gemv.h's F16, FACTORS or HALVES, and
+# for a symmetric grid its zero: every minimum is -zero × its scale, none is kept), for each format repack.c reads
+F16 = KINDS[torch.float16]
+REPACKED = {2: ("Q4_0", 256, F16, 8), 3: ("Q4_1", 256, F16, None), 6: ("Q5_0", 512, F16, 16),
+            7: ("Q5_1", 512, F16, None), 8: ("Q8_0", 512, F16, 128), 12: ("Q4_K", 256, FACTORS, None),
+            13: ("Q5_K", 512, FACTORS, None), 14: ("Q6_K", 512, HALVES, 32)}
 
 
-def repack(kind: int, data, rows: int, cols: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def repack(kind: int, data, rows: int, cols: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None,
+                                                             int | None]:
     """A band of a GGUF tensor (data: a C-contiguous numpy array of its (rows, row bytes)) in one of the formats
-    REPACKED names, as quant.QuantizedLinear tiles it: q (groups, cols/32, 256 or 512) bytes, scale and minimum
-    (groups, cols/32, 16) float32, for Q4_K and Q5_K (groups, cols/256, 160) factored bytes, for Q6_K
-    (groups, cols/32, 2, 16) float32. Call only where available()."""
+    REPACKED names, as quant.QuantizedLinear tiles it: q (groups, cols/32, 256 or 512) bytes; scale and minimum
+    (groups, cols/32, 16) float16, the file's own (float32 where one is infinite or NaN), for Q4_K and Q5_K
+    (groups, cols/256, 160) factored bytes, for Q6_K (groups, cols/32, 2, 16) float32; and the zero of a symmetric
+    grid, whose minimum is then None. Call only where available()."""
     if kind not in REPACKED:
-        names = ", ".join(name for name, _, _ in REPACKED.values())
+        names = ", ".join(entry[0] for entry in REPACKED.values())
         raise ForwardpassError(f"the native repacking reads {names} blocks, not ggml type {kind}")
-    _, tile, scales = REPACKED[kind]
+    _, tile, scales, zero = REPACKED[kind]
     groups, blocks = -(-rows // 16), cols // 32
     q = torch.empty(groups, blocks, tile, dtype=torch.uint8)
     shape = {FACTORS: (groups, blocks // 8, 160), HALVES: (groups, blocks, 2, 16)}.get(scales, (groups, blocks, 16))
-    scale, minimum = (torch.empty(shape, dtype=torch.uint8 if scales == FACTORS else torch.float32) for _ in range(2))
-    _LIB.repack(kind, rows, cols, data.ctypes.data, q.data_ptr(), scale.data_ptr(), minimum.data_ptr())
-    return q, scale, minimum
+    dtype = {FACTORS: torch.uint8, HALVES: torch.float32}.get(scales, torch.float16)
+    scale = torch.empty(shape, dtype=dtype)
+    minimum = None if zero is not None else torch.empty(shape, dtype=dtype)
+    bad = _LIB.repack(kind, rows, cols, data.ctypes.data, q.data_ptr(), scale.data_ptr(),
+                      None if minimum is None else minimum.data_ptr())
+    if bad:  # kept as float32, so that QuantizedLinear widens the matrix's scales rather than take them as fp16
+        scale, minimum = scale.float(), None if minimum is None else minimum.float()
+    return q, scale, minimum, zero
 
 
 def scales_kind(scale: torch.Tensor | None) -> int:
