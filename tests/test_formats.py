@@ -77,8 +77,12 @@ def test_native_repacking_gives_the_unpacked_tiles(kind):
     rows, cols = 37, 512  # the last group part padding; two of K-quants' 256-blocks a row
     raw = random_tensor(kind, rows, cols, seed=5)
     bits = FORMATS[kind].bits
-    native = QuantizedLinear(BlockRows((rows, cols), bits, lambda: [],
-                                       lambda b: [Tiles(*kernels.repack(kind.value, raw, rows, cols), rows)]))
+    def repacked(width: int, into: torch.Tensor) -> list[Tiles]:  # the tiles written into the layer's own
+        return [Tiles(*kernels.repack(kind.value, raw, rows, cols, into), rows)]
+
+    native = QuantizedLinear(BlockRows((rows, cols), bits, lambda: [], repacked))
+    with pytest.raises(ForwardpassError, match=r"go into \(3, 16, \d+\) contiguous bytes, not \(3, 16, 1\)"):
+        kernels.repack(kind.value, raw, rows, cols, torch.empty(3, 16, 1, dtype=torch.uint8))
     unpacked = QuantizedLinear(to_blocks(raw, kind, rows, cols))
     keeps_minimums = kind in (Q.Q4_1, Q.Q5_1, Q.Q4_K, Q.Q5_K)
     assert native.zero == unpacked.zero and (native.minimum is None) == (unpacked.minimum is None) != keeps_minimums
@@ -100,7 +104,7 @@ def test_repacked_bands_of_several_formats_stack_exactly(kinds):
     cols, sizes = 256, [32, 32, 21][:len(kinds)]
     raws = [random_tensor(k, n, cols, seed=20 + i) for i, (k, n) in enumerate(zip(kinds, sizes, strict=True))]
     bands = [Tiles(*kernels.repack(k.value, raw, n, cols), n) for k, raw, n in zip(kinds, raws, sizes, strict=True)]
-    layer = QuantizedLinear(BlockRows((sum(sizes), cols), FORMATS[kinds[0]].bits, lambda: [], lambda b: bands))
+    layer = QuantizedLinear(BlockRows((sum(sizes), cols), FORMATS[kinds[0]].bits, lambda: [], lambda b, into: bands))
     want = torch.from_numpy(np.concatenate([dequantize(raw, k) for k, raw in zip(kinds, raws, strict=True)]))
     assert torch.equal(layer.dequantize(), want)
     assert (layer.minimum is None) == (len({kernels.REPACKED[k.value][3] for k in kinds}) == 1)

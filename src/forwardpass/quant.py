@@ -110,13 +110,13 @@ class BlockRows:
     """A block-format matrix read a band of rows at a time: `bands()` gives its Blocks top to bottom, every band's
     rows a multiple of GROUP but the last's. QuantizedLinear tiles a large matrix band by band, so loading holds a
     band unpacked, never the whole matrix (a 49,152-row output table unpacks to 100 MB for 2,048 inputs).
-    `tiled(bits)`, where given, yields the same bands already tiled at that width (kernels.repack, from the file's
-    blocks), or None where it cannot."""
+    `tiled(bits, into)`, where given, yields the same bands already tiled at that width (kernels.repack, from the
+    file's blocks; their tiles written into `into`, the layer's own, where given), or None where it cannot."""
 
     shape: tuple[int, int]
     bits: int  # 4 or 8: the width every band's integers fit
     bands: Callable[[], Iterable[Blocks]]
-    tiled: Callable[[int], Iterable[Tiles] | None] | None = None
+    tiled: Callable[[int, torch.Tensor | None], Iterable[Tiles] | None] | None = None
 
     def dequantize(self) -> torch.Tensor:
         """(rows, cols) float32, every band's."""
@@ -161,7 +161,7 @@ class QuantizedLinear(nn.Module):
         scale = minimum = None  # made for the first band (minimum: for the first with minimums), as scales_buffer
         implied = []  # (rows, zero) of the bands without minimums: each one -zero × its scale
         done = 0  # rows tiled so far
-        tiled = blocks.tiled(self.bits) if isinstance(blocks, BlockRows) and blocks.tiled else None
+        tiled = blocks.tiled(self.bits, q) if isinstance(blocks, BlockRows) and blocks.tiled else None
         bands = tiled if tiled is not None else blocks.bands() if isinstance(blocks, BlockRows) else [blocks]
         for band in bands:
             rows = band.rows if isinstance(band, Tiles) else band.q.shape[0]
@@ -170,7 +170,9 @@ class QuantizedLinear(nn.Module):
                                      f"groups of {GROUP} rows but the last")
             at = slice(done // GROUP, -(-(done + rows) // GROUP))
             if isinstance(band, Tiles):
-                q[at], band_scale, band_minimum = band.q, band.scale, band.minimum
+                if band.q.data_ptr() != q[at].data_ptr():  # (repacked in place, the tiles are there already)
+                    q[at] = band.q
+                band_scale, band_minimum = band.scale, band.minimum
                 if band_minimum is None:
                     implied.append((at, band.zero))
             else:

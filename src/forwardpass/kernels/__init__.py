@@ -221,19 +221,24 @@ REPACKED = {2: ("Q4_0", 256, F16, 8), 3: ("Q4_1", 256, F16, None), 6: ("Q5_0", 5
             13: ("Q5_K", 512, FACTORS, None), 14: ("Q6_K", 512, HALVES, 32)}
 
 
-def repack(kind: int, data, rows: int, cols: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None,
-                                                             int | None]:
+def repack(kind: int, data, rows: int, cols: int, q: torch.Tensor | None = None) -> tuple[
+        torch.Tensor, torch.Tensor, torch.Tensor | None, int | None]:
     """A band of a GGUF tensor (data: a C-contiguous numpy array of its (rows, row bytes)) in one of the formats
     REPACKED names, as quant.QuantizedLinear tiles it: q (groups, cols/32, 256 or 512) bytes; scale and minimum
     (groups, cols/32, 16) float16, the file's own (float32 where one is infinite or NaN), for Q4_K and Q5_K
     (groups, cols/256, 160) factored bytes, for Q6_K (groups, cols/32, 2, 16) float32; and the zero of a symmetric
-    grid, whose minimum is then None. Call only where available()."""
+    grid, whose minimum is then None. `q`, where given, is where the tiles go (a slice of the layer's own: no copy
+    after). Call only where available()."""
     if kind not in REPACKED:
         names = ", ".join(entry[0] for entry in REPACKED.values())
         raise ForwardpassError(f"the native repacking reads {names} blocks, not ggml type {kind}")
     _, tile, scales, zero = REPACKED[kind]
     groups, blocks = -(-rows // 16), cols // 32
-    q = torch.empty(groups, blocks, tile, dtype=torch.uint8)
+    if q is None:
+        q = torch.empty(groups, blocks, tile, dtype=torch.uint8)
+    elif q.shape != (groups, blocks, tile) or q.dtype != torch.uint8 or not q.is_contiguous():
+        raise ForwardpassError(f"tiles for {rows} × {cols} go into ({groups}, {blocks}, {tile}) contiguous bytes, not "
+                               f"{tuple(q.shape)} {q.dtype}")
     shape = {FACTORS: (groups, blocks // 8, 160), HALVES: (groups, blocks, 2, 16)}.get(scales, (groups, blocks, 16))
     dtype = {FACTORS: torch.uint8, HALVES: torch.float32}.get(scales, torch.float16)
     scale = torch.empty(shape, dtype=dtype)

@@ -114,12 +114,20 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
         def bands() -> Iterator[Blocks]:
             return each(lambda t, band: to_blocks(band, t.kind, len(band), cols))
 
-        def tiled(width: int) -> Iterator[Tiles] | None:  # the files' own width, where the kernels repack every part
+        def tiled(width: int, into: torch.Tensor | None = None) -> Iterator[Tiles] | None:
+            """The bands repacked natively at the files' own width (None where the kernels do not repack every part),
+            their tiles written straight into `into` (the layer's, (groups, cols / 32, tile bytes)) where given."""
             if any(FORMATS[t.kind].bits != width or t.kind.value not in kernels.REPACKED for t in parts) or (
                     not kernels.available()):
                 return None
-            return each(lambda t, band: Tiles(*kernels.repack(t.kind.value, np.ascontiguousarray(band), len(band),
-                                                              cols), len(band)))
+            done = 0  # rows repacked so far: every band but the last is whole groups
+
+            def band_tiles(t, band: np.ndarray) -> Tiles:
+                nonlocal done
+                at = None if into is None else into[done // GROUP:-(-(done + len(band)) // GROUP)]
+                done += len(band)
+                return Tiles(*kernels.repack(t.kind.value, np.ascontiguousarray(band), len(band), cols, at), len(band))
+            return each(band_tiles)
         return BlockRows((sum(t.n_elements // cols for t in parts), cols), bits, bands, tiled)
 
     def one(name: str) -> Deferred:
