@@ -230,3 +230,12 @@ def test_a_pool_takes_memory_only_as_its_blocks_are_written():
     assert resident_bytes() - before < 2**24
     assert int(pool.k.count_nonzero()) == 4 * 16 * 2 * 64 and not pool.v.any()  # reading zeros maps no memory
     assert resident_bytes() - before < 2**24
+
+
+def test_a_pool_the_system_cannot_hold_is_refused_by_size():
+    """A pool larger than the address space is refused with its size, not a traceback from the allocator."""
+    config = preset("toy").with_(n_layers=4, n_kv_heads=2, d_model=256, n_heads=4)
+    blocks = 2**60 // BlockPool.block_bytes(config, 16, torch.float32)
+    with pytest.raises(ContextLengthError, match=r"a KV pool of 1.07e\+09 GiB \(\d+ blocks of 16 tokens\) cannot be "
+                                                 r"allocated on cpu: "):
+        BlockPool(config, num_blocks=blocks, block_size=16)

@@ -37,7 +37,13 @@ class BlockPool:
             raise ContextLengthError(f"a block pool needs blocks > 0 and block_size > 0, got {num_blocks} and "
                                      f"{block_size}")
         shape = (config.n_layers, num_blocks * block_size, config.kv_heads, config.head_dim)
-        self.k, self.v = zeroed(shape, dtype, device), zeroed(shape, dtype, device)
+        try:
+            self.k, self.v = zeroed(shape, dtype, device), zeroed(shape, dtype, device)
+        except (OSError, MemoryError, RuntimeError) as e:  # the system's refusal (CUDA's is a RuntimeError)
+            gib = num_blocks * self.block_bytes(config, block_size, dtype) / 2**30
+            reason = str(e).splitlines()[0][:160]
+            raise ContextLengthError(f"a KV pool of {gib:.3g} GiB ({num_blocks} blocks of {block_size} tokens) cannot "
+                                     f"be allocated on {torch.device(device)}: {reason}") from None
         self.num_blocks, self.block_size, self.prefix_caching = num_blocks, block_size, prefix_caching
         self.ref_count = [0] * num_blocks
         self.free: OrderedDict[int, None] = OrderedDict((b, None) for b in range(num_blocks))  # oldest first
