@@ -2,10 +2,12 @@
 timed from outside, and its peak resident memory; forwardpass (`forwardpass generate "hi" --max-tokens 1` in each
 storage mode asked for) beside llama.cpp (llama-cpp-python loading the same file and evaluating the same prompt).
 
-    .venv/bin/python bench/startup.py [--runs 3] [--storage stored,fp32,q4] [--synthetic Q4_0] [--commands] [--json]
+    .venv/bin/python bench/startup.py [--runs 3] [--storage stored,fp32,q4] [--synthetic Q4_0] [--model gemma3-270m]
+                                      [--commands] [--json]
 
-Files: the embedded default model, and with --synthetic a 1.1 B Llama-shaped GGUF of random weights in that
-format (weights/synthetic.py, written once into a temporary directory). Each row is the median of --runs fresh
+Files: the embedded default model, with --synthetic a 1.1 B Llama-shaped GGUF of random weights in that format
+(weights/synthetic.py, written once into a temporary directory), and each --model (a path, or an installed model's
+name). Each row is the median of --runs fresh
 processes; ratios are to llama.cpp on the same file. The peak memory of a model's file includes what it keeps of the
 file: llama.cpp maps the file and computes from the map, forwardpass copies each tensor once into its own layout.
 --commands adds the commands that run no model (help, the analytic cost, a refused option), which start without
@@ -92,11 +94,21 @@ def main() -> None:
     ap.add_argument("--storage", default="stored,fp32,q4", help="forwardpass storage modes, comma-separated")
     ap.add_argument("--synthetic", metavar="FORMAT",
                     help="also a 1.1 B model in this GGUF format (Q4_0, Q4_K, Q4_K_M, …)")
+    ap.add_argument("--model", action="append", default=[], metavar="NAME_OR_PATH",
+                    help="also this model file, or an installed model by name (gemma3-270m); repeatable")
     ap.add_argument("--commands", action="store_true", help="also the commands that run no model")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     import forwardpass
+    from forwardpass.errors import ForwardpassError
+    from forwardpass.models import resolve_model
+    from forwardpass.weights import model_file
     files = {"default (SmolLM2-135M Q4_1)": forwardpass.default_model_path()}
+    for name in args.model:
+        try:
+            files[name] = model_file(resolve_model(name))
+        except ForwardpassError as e:
+            ap.error(str(e))
     with tempfile.TemporaryDirectory() as tmp:
         if args.synthetic:
             from forwardpass.weights.synthetic import SHAPE_1B, file_format, write_synthetic_gguf
