@@ -95,7 +95,8 @@ def test_native_repacking_gives_the_unpacked_tiles(kind):
 
 
 @pytest.mark.skipif(not kernels.available(), reason="no native kernels here")
-@pytest.mark.parametrize("kinds", [(Q.Q8_0, Q.Q5_1, Q.Q5_0), (Q.Q5_1, Q.Q8_0), (Q.Q8_0, Q.Q5_0), (Q.Q4_0, Q.Q4_1)],
+@pytest.mark.parametrize("kinds", [(Q.Q8_0, Q.Q5_1, Q.Q5_0), (Q.Q5_1, Q.Q8_0), (Q.Q8_0, Q.Q5_0), (Q.Q4_0, Q.Q4_1),
+                                   (Q.Q4_0, Q.Q4_K), (Q.Q4_K, Q.Q4_0), (Q.Q8_0, Q.Q6_K, Q.Q5_K)],
                          ids=lambda ks: "+".join(k.name for k in ks))
 def test_repacked_bands_of_several_formats_stack_exactly(kinds):
     """Natively repacked bands keep no minimums where their format is symmetric (its zero says them). Stacked with
