@@ -24,7 +24,6 @@ import argparse
 import json
 import math
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -40,11 +39,13 @@ STEADY, STEADY_TRIES = 1.15, 4  # bandwidth samples around a decode run within 1
 
 
 def peak_memory(device: str) -> dict:
-    """Peak resident memory of this process, and on a GPU the peak memory its tensors took there (MB)."""
-    import torch
-
-    peak = {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
-    if torch.device(device).type == "cuda":
+    """Peak resident memory of this process, and on a GPU the peak memory its tensors took there (MB). Where /proc
+    says it, the process's own high-water mark: ru_maxrss also counts what the driver held when it forked this worker
+    (Linux keeps it across exec), so every worker would seem to hold at least the driver's memory."""
+    from forwardpass.machine import peak_resident_bytes
+    peak = {"peak_rss_mb": peak_resident_bytes() / 2**20}
+    if device.startswith("cuda"):
+        import torch
         peak["peak_device_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
     return peak
 
@@ -148,21 +149,20 @@ def worker_transformers(path: Path, runs: int, device: str) -> dict:
 
 
 def worker_llama_cpp(path: Path, runs: int, device: str) -> dict:
-    import torch
-
+    """llama.cpp's rates on the same file, in a process that never imports PyTorch (its memory is llama.cpp's)."""
     try:
         import llama_cpp
     except ImportError:
         return {"engine": "llama.cpp", "skipped": "llama-cpp-python is not installed (see the README)"}
-    gpu = torch.device(device).type == "cuda"
+    gpu = device.startswith("cuda")
     if gpu and not llama_cpp.llama_supports_gpu_offload():
         return {"engine": "llama.cpp", "skipped": "this llama-cpp-python build runs on the CPU only (rebuild it with "
                                                   "CMAKE_ARGS=-DGGML_CUDA=on to compare on the GPU)"}
-    threads = torch.get_num_threads()
+    threads = os.cpu_count()
     start = time.perf_counter()
     llm = llama_cpp.Llama(str(path), n_ctx=1024, n_threads=threads,
                           n_threads_batch=threads, n_batch=512, n_gpu_layers=-1 if gpu else 0,
-                          main_gpu=torch.device(device).index or 0, verbose=False)
+                          main_gpu=int(device.partition(":")[2] or 0), verbose=False)
     load_s = time.perf_counter() - start
     prompts = windows(lambda s: llm.tokenize(s.encode(), add_bos=False, special=False))
 
@@ -258,16 +258,19 @@ def main() -> None:
     add_device_option(ap)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    import torch
-
-    torch.set_num_threads(os.cpu_count())
-    device = checked_device(args.device)
     import forwardpass
     from forwardpass.models import resolve_model
     try:
         model = resolve_model(args.model) if args.model else forwardpass.default_model_path()
     except forwardpass.ForwardpassError as e:
         sys.exit(f"error: {e}")
+    if args.worker == "llama.cpp":  # the driver checked the device; PyTorch stays out of llama.cpp's memory
+        print(json.dumps(worker_llama_cpp(model, args.runs, args.device)))
+        return
+    import torch
+
+    torch.set_num_threads(os.cpu_count())
+    device = checked_device(args.device)
     if args.worker:
         kind, _, storage = args.worker.partition(":")
         result = {"forwardpass": lambda: worker_forwardpass(model, storage, args.runs, device),

@@ -1,6 +1,7 @@
 """Start-up and memory, side by side in one run: a fresh process that loads a model file and makes one token,
-timed from outside, and its peak resident memory; forwardpass (`forwardpass generate "hi" --max-tokens 1` in each
-storage mode asked for) beside llama.cpp (llama-cpp-python loading the same file and evaluating the same prompt).
+timed from outside, and its own peak resident memory (MEASURE); forwardpass (`forwardpass generate "hi" --max-tokens 1`
+in each storage mode asked for) beside llama.cpp (llama-cpp-python loading the same file and evaluating the same
+prompt).
 
     .venv/bin/python bench/startup.py [--runs 3] [--storage stored,fp32,q4] [--synthetic Q4_0] [--model gemma3-270m]
                                       [--commands] [--json]
@@ -35,18 +36,31 @@ print(next(llm.generate(ids, temp=0.0)))
 """
 
 
+# Runs a command as its own child and writes its seconds and peak resident memory. A child's ru_maxrss counts what its
+# parent held when it forked (Linux keeps the high-water mark across exec): measured from this driver, which imports
+# PyTorch, every process would seem to hold at least the driver's 230 MB. This small process forks the command instead.
+MEASURE = """
+import resource, subprocess, sys, time
+start = time.perf_counter()
+code = subprocess.call(sys.argv[2:])
+seconds = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+open(sys.argv[1], "w").write(f"{seconds} {peak}")
+sys.exit(code)
+"""
+
+
 def timed(cmd: list[str]) -> tuple[float, float, str]:
-    """Wall seconds and peak resident memory (bytes) of one process (its own rusage, from wait4), and its stdout."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        start = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
-        _, status, usage = os.wait4(p.pid, 0)
-        seconds = time.perf_counter() - start
-        p.returncode = os.waitstatus_to_exitcode(status)
+    """Wall seconds and peak resident memory (bytes) of one process, measured by a small process that runs it (MEASURE),
+    and its stdout."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
+            tempfile.NamedTemporaryFile("r") as report:
+        p = subprocess.run([sys.executable, "-c", MEASURE, report.name, *cmd], stdout=out, stderr=err, text=True)
         out.seek(0), err.seek(0)
         if p.returncode:
             raise RuntimeError((err.read().strip().splitlines() or [f"exit {p.returncode}"])[-1])
-        return seconds, usage.ru_maxrss * 1024, out.read()
+        seconds, peak = report.read().split()
+        return float(seconds), float(peak), out.read()
 
 
 def measure(cmd: list[str], runs: int) -> dict:

@@ -117,3 +117,15 @@ def test_plan_arithmetic_on_given_rounds():
 def test_plan_refusals(args, message):
     r = cli(*args)
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent's memory leaks into ru_maxrss on Linux")
+def test_a_process_peak_memory_is_its_own_not_its_parents():
+    """The plan sizes replicas by a replica's measured peak: a process forked from one holding 512 MB reports its own
+    (ru_maxrss would report the parent's 512 MB too)."""
+    held = bytearray(512 * 2**20)
+    held[::4096] = b"\1" * len(held[::4096])  # every page written: resident
+    out = subprocess.run([sys.executable, "-c", "from forwardpass.machine import peak_resident_bytes as p; print(p())"],
+                         capture_output=True, text=True, check=True)
+    assert 0 < int(out.stdout) < 256 * 2**20
+    del held

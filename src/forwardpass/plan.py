@@ -25,16 +25,15 @@ ENOUGH = 0.9  # a batch within this share of the best rate is as good: the small
 
 def probe(model: str | None, storage: str | None, device: str, prompt: int, new: int, max_batch: int) -> dict:
     """In this process: load the model and time rounds of b concurrent requests of `prompt` and `new` tokens."""
-    import resource
-
     import torch
 
     from .engine import Engine, EngineConfig
+    from .machine import peak_resident_bytes
     from .pipeline import load
     from .sampling import SamplingParams
 
     fp = load(model, device=device, storage=storage)
-    loaded_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    loaded_rss = peak_resident_bytes()
     c = fp.config
     if prompt + new > c.context_length:
         raise ForwardpassError(f"--prompt {prompt} + --new {new} exceeds the model's context length {c.context_length}")
