@@ -275,7 +275,6 @@ def main() -> None:
         kind, _, storage = args.worker.partition(":")
         result = {"forwardpass": lambda: worker_forwardpass(model, storage, args.runs, device),
                   "transformers": lambda: worker_transformers(model, args.runs, device),
-                  "llama.cpp": lambda: worker_llama_cpp(model, args.runs, device),
                   "accuracy": lambda: worker_accuracy(model, device)}[kind]()
         print(json.dumps(result))
         return

@@ -160,6 +160,12 @@ class QuantizedLinear(nn.Module):
         q = torch.empty(groups, n, GROUP * BLOCK * self.bits // 8, dtype=torch.uint8)
         scale = minimum = None  # made for the first band (minimum: for the first with minimums), as scales_buffer
         implied = []  # (rows, zero) of the bands without minimums: each one -zero × its scale
+
+        def made(buffer: torch.Tensor, spans: list) -> torch.Tensor:
+            """buffer (minimums) with the implied minimums of `spans` ((rows, zero) pairs) stored."""
+            for span, zero in spans:
+                buffer = stored_scales(buffer, scale_values(scale[span]).float() * -zero, span)
+            return buffer
         done = 0  # rows tiled so far
         tiled = blocks.tiled(self.bits, q) if isinstance(blocks, BlockRows) and blocks.tiled else None
         bands = tiled if tiled is not None else blocks.bands() if isinstance(blocks, BlockRows) else [blocks]
@@ -185,21 +191,17 @@ class QuantizedLinear(nn.Module):
                     band_scale, band_minimum = (tile_scales(padded(t, pad)) for t in (band.scale, band.minimum))
             scale = stored_scales(scales_buffer(band_scale, groups, n) if scale is None else scale, band_scale, at)
             if band_minimum is not None and minimum is None:  # the bands before, without minimums, get theirs
-                minimum = scales_buffer(band_minimum, groups, n)
-                for span, zero in implied:
-                    minimum = stored_scales(minimum, scale_values(scale[span]).float() * -zero, span)
+                minimum = made(scales_buffer(band_minimum, groups, n), implied)
             if minimum is not None:
-                minimum = stored_scales(minimum, band_minimum if band_minimum is not None else
-                                        scale_values(scale[at]).float() * -implied[-1][1], at)
+                minimum = made(minimum, implied[-1:]) if band_minimum is None else \
+                    stored_scales(minimum, band_minimum, at)
             done += rows
         if done != out_features:
             raise InvariantError(f"the bands held {done} rows of {out_features}")
         if scale.dim() == 4 and self.bits != 8:
             raise InvariantError("scales per 16 weights need 8-bit tiles (the kernels read them for those only)")
         if minimum is None and len({z for _, z in implied}) > 1:  # symmetric bands of different zeros
-            minimum = scales_buffer(scale, groups, n)
-            for span, zero in implied:
-                minimum = stored_scales(minimum, scale_values(scale[span]).float() * -zero, span)
+            minimum = made(scales_buffer(scale, groups, n), implied)
         if minimum is None:  # every band symmetric about the same zero, as its format says
             zero = implied[0][1]
         else:
