@@ -115,6 +115,14 @@ def test_every_build_here_gives_the_reference_numbers(tmp_path):
             assert_same(check_output(build, tmp_path), reference)
 
 
+@pytest.mark.skipif(not shutil.which("cc"), reason="no C compiler here")
+def test_the_reference_reads_every_float16_as_pytorch_does(tmp_path):
+    """All 65,536 binary16 values (subnormals, infinities, NaNs) widened by the generic build's lane-wise conversion."""
+    got = [value for how, tag, value in check_output("generic", tmp_path) if tag == "half"]
+    expected = torch.arange(65536, dtype=torch.int32).to(torch.int16).view(torch.float16).float().tolist()
+    assert [struct.pack("<f", v) for v in got] == [struct.pack("<f", v) for v in expected]
+
+
 @pytest.mark.skipif(not (ARM and shutil.which("cc")), reason="no aarch64-linux-gnu-gcc and qemu-aarch64 here")
 def test_the_neon_build_gives_the_reference_numbers(tmp_path):
     """ARM64, emulated: the neon build compiled for ARM against this machine's generic build."""

@@ -115,6 +115,14 @@ int main(void) {
     gemv(x, M, BF16, KF, wh, NULL, NULL, F32, 0, N, y);
     print("close", "bf16", y, M * N);
 
+    static float halves[65536];  // every binary16 value as float32: subnormals, infinities and NaNs included
+    for (int i = 0; i < 65536; i += 16) {
+        uint16_t h[16];
+        for (int l = 0; l < 16; l++) h[l] = (uint16_t)(i + l);
+        v_store(halves + i, v_load_f16_n(h, 16));
+    }
+    print("exact", "half", halves, 65536);
+
     static float gate[50], up[50], h[50], v[41];
     for (int i = 0; i < 50; i++) gate[i] = uniform(-100.f, 100.f), up[i] = uniform(-2.f, 2.f);
     swiglu(gate, up, 50, h);
