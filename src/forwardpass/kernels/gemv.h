@@ -248,6 +248,7 @@ static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *
             for (int h = 0; h < halves; h++) {
                 VQ sums[2][2];
                 for (int r = 0; r < R; r++) sums[0][r] = sums[1][r] = vq_zero();
+                #pragma GCC unroll 1  // unrolled, the activations' broadcasts spill: a 16-row product ran at half speed
                 for (int t = h * tiles / halves; t < (h + 1) * tiles / halves; t++) {
                     const int k = b * BLOCK + 4 * t;
                     for (int r = 0; r < R; r++) {
