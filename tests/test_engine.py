@@ -223,10 +223,10 @@ def test_a_pool_takes_memory_only_as_its_blocks_are_written():
     blocks = 2**28 // BlockPool.block_bytes(config, 16, torch.float32)
     before = resident_bytes()
     pool = BlockPool(config, num_blocks=blocks, block_size=16)
-    assert pool.k.shape == pool.v.shape == (4, blocks * 16, 2, 64) and pool.k.dtype == torch.float32
+    assert pool.k.shape == pool.v.shape == (4, blocks, 2, 16, 64) and pool.k.dtype == torch.float32
     assert resident_bytes() - before < 2**24
     block = pool.allocate()
-    pool.k[:, block * 16:(block + 1) * 16] = 1.0
+    pool.k[:, block] = 1.0
     assert resident_bytes() - before < 2**24
     assert int(pool.k.count_nonzero()) == 4 * 16 * 2 * 64 and not pool.v.any()  # reading zeros maps no memory
     assert resident_bytes() - before < 2**24

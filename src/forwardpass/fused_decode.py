@@ -278,6 +278,6 @@ class FusedDecode:
         token_ids, held, chosen = ints(*tokens), ints(*lengths), ints()
         flat = (_i * (rows * most))(*[b for t in tables for b in t + [0] * (most - len(t))])
         batch = _Batch(rows, ctypes.addressof(token_ids), ctypes.addressof(held), ctypes.addressof(held),
-                       pool.k.data_ptr(), pool.v.data_ptr(), pool.k.shape[1], pool.block_size, most,
+                       pool.k.data_ptr(), pool.v.data_ptr(), pool.num_blocks * pool.block_size, pool.block_size, most,
                        ctypes.addressof(flat))
         return spec, batch, work.logits[:rows], chosen, (token_ids, held, flat)

@@ -47,9 +47,9 @@ typedef struct {
 
 // One call's rows: sequence r's token at positions[r], its pairs so far in its cache's first lengths[r] slots, its
 // new K and V into slot lengths[r]. Without tables: one sequence, m->k_cache / v_cache (n_layers, n_kv_heads,
-// m->capacity, head_dim). With tables: a pool k, v (n_layers, slots, n_kv_heads, head_dim) of blocks of
-// block_size slots, slot j of row r in pool slot tables[r × max_blocks + j / block_size] × block_size + j %
-// block_size (where the paged engine keeps them, and lengths = positions).
+// m->capacity, head_dim). With tables: a pool k, v (n_layers, slots / block_size, n_kv_heads, block_size, head_dim)
+// of blocks of block_size slots, slot j of row r in block tables[r × max_blocks + j / block_size], at j % block_size
+// (where the paged engine keeps them, and lengths = positions).
 typedef struct {
     int rows;
     const int *tokens, *positions, *lengths;  // (rows)
@@ -58,28 +58,30 @@ typedef struct {
     const int *tables;                        // (rows, max_blocks), or NULL
 } Batch;
 
-// Where one sequence's keys (or values) of one layer and K/V head lie: slot j's head_dim floats at
-// base + j × stride, or through a block table
+// Where one sequence's keys (or values) of one layer and K/V head lie: slot j's head_dim floats at base + j × stride,
+// or through a block table at base + table[j / block_size] × block_stride + (j % block_size) × stride
 typedef struct {
     float *base;
-    size_t stride;
+    size_t stride, block_stride;
     const int *table;
     int block_size;
 } Rows;
 
+#define AHEAD 8  // attention asks for the keys and values this many positions ahead of its reads
+
 static inline float *row_at(const Rows *r, int j) {
-    const size_t slot = r->table ? (size_t)r->table[j / r->block_size] * r->block_size + j % r->block_size : (size_t)j;
-    return r->base + slot * r->stride;
+    if (!r->table) return r->base + (size_t)j * r->stride;
+    return r->base + (size_t)r->table[j / r->block_size] * r->block_stride + (size_t)(j % r->block_size) * r->stride;
 }
 
 static Rows rows_of(const Model *m, const Batch *b, float *cache, int layer, int row, int g) {
     const int KV = m->n_kv_heads, hd = m->head_dim;
     if (!b->tables) {
-        const Rows r = {cache + ((size_t)layer * KV + g) * m->capacity * hd, (size_t)hd, NULL, 1};
+        const Rows r = {cache + ((size_t)layer * KV + g) * m->capacity * hd, (size_t)hd, 0, NULL, 1};
         return r;
     }
-    const Rows r = {cache + ((size_t)layer * b->slots * KV + g) * hd, (size_t)KV * hd,
-                    b->tables + (size_t)row * b->max_blocks, b->block_size};
+    const Rows r = {cache + ((size_t)layer * b->slots * KV + (size_t)g * b->block_size) * hd, (size_t)hd,
+                    (size_t)KV * b->block_size * hd, b->tables + (size_t)row * b->max_blocks, b->block_size};
     return r;
 }
 
@@ -134,6 +136,9 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
             const int at = j + r < hi ? j + r : j;  // past the range: a repeat, not stored
             row[r] = at < past ? row_at(k, at) : k_new;
         }
+        for (int r = 0; r < 4; r++)  // PREFETCH: the rows AHEAD positions on
+            if (j + AHEAD + r < hi && j + AHEAD + r < past)
+                for (int c = 0; c < head_dim; c += 16) __builtin_prefetch(row_at(k, j + AHEAD + r) + c, 0, 3);
         V acc[4][4];  // [head][position]
         for (int h = 0; h < n; h++)
             for (int r = 0; r < 4; r++) acc[h][r] = v_zero();
@@ -163,6 +168,8 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
         for (int h = 0; h < n; h++)
             for (int c = 0; c < 4; c++) acc[h][c] = v_zero();
         for (int j = lo; j < hi; j++) {
+            if (c0 == 0 && j + AHEAD < hi && j + AHEAD < past)
+                for (int c = 0; c < head_dim; c += 16) __builtin_prefetch(row_at(v, j + AHEAD) + c, 0, 3);
             const float *vj = (j < past ? row_at(v, j) : v_new) + LANES * c0;
             for (int c = 0; c < 4; c++)
                 if (c0 + c < nv) {
