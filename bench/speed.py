@@ -2,10 +2,11 @@
 on the same GGUF, the same prompts, the same machine.
 
     .venv/bin/python bench/speed.py [--runs 3] [--json] [--only forwardpass:fp16,...] [--omp-wait-policy P]
-                                    [--device cuda] [--model gemma3-270m | PATH]
+                                    [--long 3072] [--device cuda] [--model gemma3-270m | PATH]
 
 Each engine runs in its own process (so peak memory is its own): prefill tokens/s of a 128-token prompt,
-time to first token, decode tokens/s (batch 1, 128 new tokens), throughput of 16 sequences × 128 new
+time to first token, decode tokens/s (batch 1, 128 new tokens; and after a --long-token prompt, where attention
+reads as many bytes as the weights: forwardpass and llama.cpp), throughput of 16 sequences × 128 new
 tokens, peak resident memory — medians of --runs runs, and each as a ratio to forwardpass fp32. Then the
 decode roofline (bytes each mode reads per token over this machine's read bandwidth, the better of samples
 taken just before and after each decode run: it drifts between about 20 and 63 GB/s here, so a run whose two
@@ -31,10 +32,11 @@ from pathlib import Path
 
 from common import TEXT, batch_tps, checked_device, machine, median, prefill_tps, sync
 
-from forwardpass.cli.options import add_device_option, positive_int
+from forwardpass.cli.options import add_device_option, checked, positive_int
 from forwardpass.config import STORAGE_MODES
 
 PROMPT, NEW, BATCH = 128, 128, 16
+LONG = 3072  # the default --long prompt
 STEADY, STEADY_TRIES = 1.15, 4  # bandwidth samples around a decode run within 15% of each other, or up to 4 tries
 
 
@@ -56,6 +58,12 @@ def windows(tokenize) -> list[list[int]]:
     return [ids[i * 20:i * 20 + PROMPT] for i in range(BATCH)]
 
 
+def long_prompt(tokenize, n: int) -> list[int]:
+    """n tokens of the text, repeated as often as it takes."""
+    ids = tokenize(TEXT)
+    return (ids * (n // len(ids) + 1))[:n]
+
+
 def decode_bytes(model) -> int:
     """Bytes of weights one decode step reads: every tensor once, except lookup tables (the embedding table
     when the unembedding has its own copy, the RoPE tables), of which one row is read."""
@@ -75,7 +83,7 @@ def decode_bytes(model) -> int:
 
 
 # ---- workers: one engine each, in its own process ---------------------------------------------------
-def worker_forwardpass(path: Path, storage: str, runs: int, device: str) -> dict:
+def worker_forwardpass(path: Path, storage: str, runs: int, device: str, long: int) -> dict:
     import forwardpass
     from forwardpass.generate import generate
     from forwardpass.machine import memory_bandwidth
@@ -104,8 +112,10 @@ def worker_forwardpass(path: Path, storage: str, runs: int, device: str) -> dict
         decode.append(r.decode_tokens_per_s)
         shares.append(r.decode_tokens_per_s / roof)
         roofs.append(roof)
+    at_long = generate(fp, long_prompt(fp.encode, long), params).decode_tokens_per_s if long else None
     return {"engine": f"forwardpass {storage}", "load_s": load_s, "prefill_tps": median(prefill),
-            "ttft_s": median(ttft), "decode_tps": median(decode), "batch16_tps": batch_tps(fp, prompts, params),
+            "ttft_s": median(ttft), "decode_tps": median(decode), "decode_long_tps": at_long,
+            "batch16_tps": batch_tps(fp, prompts, params),
             **peak_memory(device), "bytes_per_decode_token": per_token,
             "roofline_decode_tps": median(roofs), "roofline_share": median(shares), "bandwidth_gb_s_around": samples}
 
@@ -148,7 +158,7 @@ def worker_transformers(path: Path, runs: int, device: str) -> dict:
             "decode_tps": median(decode), "batch16_tps": batch_tps, **peak_memory(device)}
 
 
-def worker_llama_cpp(path: Path, runs: int, device: str) -> dict:
+def worker_llama_cpp(path: Path, runs: int, device: str, long: int) -> dict:
     """llama.cpp's rates on the same file, in a process that never imports PyTorch (its memory is llama.cpp's)."""
     try:
         import llama_cpp
@@ -160,7 +170,7 @@ def worker_llama_cpp(path: Path, runs: int, device: str) -> dict:
                                                   "CMAKE_ARGS=-DGGML_CUDA=on to compare on the GPU)"}
     threads = os.cpu_count()
     start = time.perf_counter()
-    llm = llama_cpp.Llama(str(path), n_ctx=1024, n_threads=threads,
+    llm = llama_cpp.Llama(str(path), n_ctx=max(1024, long + NEW), n_threads=threads,
                           n_threads_batch=threads, n_batch=512, n_gpu_layers=-1 if gpu else 0,
                           main_gpu=int(device.partition(":")[2] or 0), verbose=False)
     load_s = time.perf_counter() - start
@@ -192,8 +202,12 @@ def worker_llama_cpp(path: Path, runs: int, device: str) -> dict:
     for p in prompts:
         run(p, NEW)
     batch_tps = BATCH * NEW / (time.perf_counter() - t)
+    at_long = None
+    if long:
+        first, total = run(long_prompt(lambda s: llm.tokenize(s.encode(), add_bos=False, special=False), long), NEW)
+        at_long = (NEW - 1) / (total - first)
     return {"engine": "llama.cpp", "load_s": load_s, "prefill_tps": median(prefill),
-            "ttft_s": median(ttft), "decode_tps": median(decode), "batch16_tps": batch_tps,
+            "ttft_s": median(ttft), "decode_tps": median(decode), "decode_long_tps": at_long, "batch16_tps": batch_tps,
             "batch16_note": "sequential: llama-cpp-python serves one sequence at a time",
             "peak_rss_mb": peak_memory("cpu")["peak_rss_mb"]}
 
@@ -231,13 +245,13 @@ def worker_accuracy(path: Path, device: str) -> dict:
 
 
 # ---- the driver -------------------------------------------------------------------------------------
-def spawn(spec: str, runs: int, wait_policy: str, device: str, model: Path) -> dict:
+def spawn(spec: str, runs: int, wait_policy: str, device: str, model: Path, long: int) -> dict:
     print(f"  {spec} …", file=sys.stderr, flush=True)
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     if wait_policy != "default":
         env["OMP_WAIT_POLICY"] = wait_policy
     r = subprocess.run([sys.executable, __file__, "--worker", spec, "--runs", str(runs), "--device", device,
-                        "--model", str(model)],
+                        "--model", str(model), "--long", str(long)],
                        capture_output=True, text=True, env=env)
     if r.returncode:
         last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
@@ -252,6 +266,8 @@ def main() -> None:
                     help="comma-separated: forwardpass:STORAGE, transformers, llama.cpp, accuracy")
     ap.add_argument("--omp-wait-policy", default="default", choices=["default", "PASSIVE", "ACTIVE"],
                     help="OpenMP wait policy of every engine's process (default: the runtime's own)")
+    ap.add_argument("--long", type=checked(int, lambda v: v >= 0, "a count of tokens ≥ 0"), default=LONG, metavar="N",
+                    help=f"also decode after an N-token prompt (forwardpass and llama.cpp; 0: not; default {LONG})")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--save", metavar="FILE", help="also write the report as JSON to FILE")
     ap.add_argument("--model", default=None, help="a model name (gemma3-270m) or GGUF path (default: the embedded one)")
@@ -265,7 +281,7 @@ def main() -> None:
     except forwardpass.ForwardpassError as e:
         sys.exit(f"error: {e}")
     if args.worker == "llama.cpp":  # the driver checked the device; PyTorch stays out of llama.cpp's memory
-        print(json.dumps(worker_llama_cpp(model, args.runs, args.device)))
+        print(json.dumps(worker_llama_cpp(model, args.runs, args.device, args.long)))
         return
     import torch
 
@@ -273,7 +289,7 @@ def main() -> None:
     device = checked_device(args.device)
     if args.worker:
         kind, _, storage = args.worker.partition(":")
-        result = {"forwardpass": lambda: worker_forwardpass(model, storage, args.runs, device),
+        result = {"forwardpass": lambda: worker_forwardpass(model, storage, args.runs, device, args.long),
                   "transformers": lambda: worker_transformers(model, args.runs, device),
                   "accuracy": lambda: worker_accuracy(model, device)}[kind]()
         print(json.dumps(result))
@@ -283,11 +299,11 @@ def main() -> None:
     from forwardpass.machine import memory_bandwidth
     bandwidth = memory_bandwidth(device=device)
     before = machine(device)
-    rows = [spawn(s, args.runs, args.omp_wait_policy, device, model) for s in specs]
+    rows = [spawn(s, args.runs, args.omp_wait_policy, device, model, args.long) for s in specs]
     accuracy = next((r for r in rows if "tokens" in r), None)
     rows = [r for r in rows if "engine" in r]
     base = next((r for r in rows if r["engine"] == "forwardpass fp32" and "skipped" not in r), None)
-    report = {"benchmark": "speed", "model": str(model), "omp_wait_policy": args.omp_wait_policy,
+    report = {"benchmark": "speed", "model": str(model), "omp_wait_policy": args.omp_wait_policy, "long": args.long,
               "bandwidth_gb_s": bandwidth / 1e9, "machine": before, "after": machine(device), "rows": rows,
               "accuracy": accuracy}
     if args.save:
@@ -307,12 +323,12 @@ def show(report: dict, base: dict | None) -> None:
     t = Table(title=f"{PROMPT}-token prompt, {NEW} new tokens on {where} · {report['machine']['date']} · "
                     f"OMP_WAIT_POLICY {report['omp_wait_policy']} · load average "
                     f"{report['machine']['load_average'][0]} → {report['after']['load_average'][0]}")
-    for col in ("engine", "prefill tok/s", "TTFT s", "decode tok/s", f"{BATCH}×{NEW} tok/s", "peak RSS MB",
-                "decode vs roofline"):
+    for col in ("engine", "prefill tok/s", "TTFT s", "decode tok/s", f"decode @{report['long']} tok/s",
+                f"{BATCH}×{NEW} tok/s", "peak RSS MB", "decode vs roofline"):
         t.add_column(col, justify="left" if col == "engine" else "right")
     for r in report["rows"]:
         if "skipped" in r:
-            t.add_row(r["engine"], f"skipped: {r['skipped']}", "", "", "", "", "")
+            t.add_row(r["engine"], f"skipped: {r['skipped']}", "", "", "", "", "", "")
             continue
 
         def ratio(key, r=r):
@@ -320,7 +336,9 @@ def show(report: dict, base: dict | None) -> None:
         roof = f"{r['roofline_share']:.0%} of {r['roofline_decode_tps']:.0f}" if "roofline_share" in r else ""
         peak = f"{r['peak_rss_mb']:.0f}" + (f" + {r['peak_device_mb']:.0f} GPU" if "peak_device_mb" in r else "")
         t.add_row(r["engine"], f"{r['prefill_tps']:.1f}{ratio('prefill_tps')}", f"{r['ttft_s']:.3f}",
-                  f"{r['decode_tps']:.1f}{ratio('decode_tps')}", f"{r['batch16_tps']:.1f}{ratio('batch16_tps')}"
+                  f"{r['decode_tps']:.1f}{ratio('decode_tps')}",
+                  f"{r['decode_long_tps']:.1f}{ratio('decode_long_tps')}" if r.get("decode_long_tps") else "",
+                  f"{r['batch16_tps']:.1f}{ratio('batch16_tps')}"
                   + (" seq." if "batch16_note" in r else ""), peak, roof)
     console.print(t)
     console.print(f"memory bandwidth (read, measured at the start): {report['bandwidth_gb_s']:.1f} GB/s; each "

@@ -402,33 +402,42 @@ def test_greedy_steps_refuse_before_writing_anything():
 
 def paged_rows(model, pool):
     """Three sequences prefilled into `pool` through the PyTorch blocks: rows 0 and 2 share their first block (the
-    same four tokens at the same positions), row 1 is short. Returns their tables and lengths."""
+    same block_size tokens at the same positions), row 1 is short; each has room for one more token. Returns their
+    tables and lengths."""
     from forwardpass.engine.paged import PagedBatch
 
-    first = [pool.allocate() for _ in range(2)]
-    tables = [first, [pool.allocate()], [first[0]] + [pool.allocate() for _ in range(3)]]
+    bs = pool.block_size
+    lengths = [bs + 3, 2, bs + 9]
+
+    def blocks(n: int) -> list[int]:
+        return [pool.allocate() for _ in range(n)]
+
+    first = blocks(-(-(lengths[0] + 1) // bs))
+    tables = [first, blocks(1), [first[0]] + blocks(-(-(lengths[2] + 1) // bs) - 1)]
     pool.share(first[0])
     with torch.inference_mode():
-        for table, ids, held in ((tables[0], [1, 2, 3, 4, 5, 6, 7], 0), (tables[1], [8, 9], 0),
-                                 (tables[2], [5, 6, 7, 8, 9, 10, 11, 12, 13], 4)):
+        for table, ids, held in ((tables[0], list(range(1, bs + 4)), 0), (tables[1], [8, 9], 0),
+                                 (tables[2], [5, 6, 7, 8, 9, 10, 11, 12, 13], bs)):
             model(torch.tensor([ids]), PagedBatch(pool, [table], [held]))
-    return tables, [7, 2, 13]
+    return tables, lengths
 
 
-@pytest.mark.parametrize("storage", [None, torch.float16, torch.bfloat16, 8, 4])
-def test_batched_paged_step_equals_the_blocks(storage):
+@pytest.mark.parametrize("storage, block_size", [(None, 4), (torch.float16, 4), (torch.bfloat16, 4), (8, 4), (4, 4),
+                                                 (None, 5), (4, 16)])
+def test_batched_paged_step_equals_the_blocks(storage, block_size):
     """decode_batch: rows at different lengths over scattered and shared blocks give, row by row, the PyTorch
-    path's logits over the same pool, and write the same new K and V into each row's own slot."""
+    path's logits over the same pool, and write the same new K and V into each row's own slot. Block sizes of
+    every kind: a power of two (slots found by a shift) or not (by a division)."""
     from forwardpass.engine import BlockPool
     from forwardpass.engine.paged import PagedBatch
 
     model = bound(tiny_llama(False), storage)
-    pool = BlockPool(model.config, num_blocks=12, block_size=4)
+    pool = BlockPool(model.config, num_blocks=12, block_size=block_size)
     saved, model.fused = model.fused, None
     tables, lengths = paged_rows(model, pool)
     model.fused = saved
     tokens = [299, 0, 17]
-    reference = BlockPool(model.config, num_blocks=12, block_size=4)
+    reference = BlockPool(model.config, num_blocks=12, block_size=block_size)
     reference.k.copy_(pool.k)
     reference.v.copy_(pool.v)
     plain = model  # bf16's PyTorch path rounds activations to bf16: the kernel meets a widened copy instead
@@ -570,7 +579,7 @@ def test_batched_paged_step_on_other_families(family):
     saved, model.fused = model.fused, None
     tables, lengths = paged_rows(model, pool)
     model.fused = saved
-    reference = BlockPool(model.config, num_blocks=12, block_size=4)
+    reference = BlockPool(model.config, num_blocks=12, block_size=pool.block_size)
     reference.k.copy_(pool.k)
     reference.v.copy_(pool.v)
     tokens = [299, 0, 17]

@@ -139,7 +139,7 @@ int main(void) {
     for (int i = 0; i < HEADS * HD; i++) q[i] = uniform(-1.f, 1.f);
     for (int i = 0; i < PAST * HD; i++) keys[i] = uniform(-1.f, 1.f), values[i] = uniform(-1.f, 1.f);
     for (int i = 0; i < HD; i++) k_new[i] = uniform(-1.f, 1.f), v_new[i] = uniform(-1.f, 1.f);
-    const Rows k = {keys, HD, 0, NULL, 1}, vr = {values, HD, 0, NULL, 1};
+    const Rows k = {keys, HD, 0, NULL, 1, 0}, vr = {values, HD, 0, NULL, 1, 0};
     attend_group(q, HEADS, &k, &vr, PAST, k_new, v_new, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
     print("close", "attention", out, HEADS * HD);
     print("close", "attention-top", top, HEADS);

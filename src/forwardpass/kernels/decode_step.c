@@ -64,7 +64,7 @@ typedef struct {
     float *base;
     size_t stride, block_stride;
     const int *table;
-    int block_size;
+    int block_size, shift;  // shift: log2 of a power-of-two block_size (a shift, not a division, per slot), else -1
 } Rows;
 
 // How far ahead of its reads attention asks for keys and values (into L2): one sequential stream per core reads
@@ -74,7 +74,8 @@ typedef struct {
 
 static inline float *row_at(const Rows *r, int j) {
     if (!r->table) return r->base + (size_t)j * r->stride;
-    return r->base + (size_t)r->table[j / r->block_size] * r->block_stride + (size_t)(j % r->block_size) * r->stride;
+    const int block = r->shift >= 0 ? j >> r->shift : j / r->block_size, at = j - block * r->block_size;
+    return r->base + (size_t)r->table[block] * r->block_stride + (size_t)at * r->stride;
 }
 
 // Ask for slot j's head_dim floats, if j is before `end` (a later slot's are not in the cache yet)
@@ -86,11 +87,12 @@ static inline void ask_ahead(const Rows *r, int j, int end, int head_dim) {
 static Rows rows_of(const Model *m, const Batch *b, float *cache, int layer, int row, int g) {
     const int KV = m->n_kv_heads, hd = m->head_dim;
     if (!b->tables) {
-        const Rows r = {cache + ((size_t)layer * KV + g) * m->capacity * hd, (size_t)hd, 0, NULL, 1};
+        const Rows r = {cache + ((size_t)layer * KV + g) * m->capacity * hd, (size_t)hd, 0, NULL, 1, 0};
         return r;
     }
-    const Rows r = {cache + ((size_t)layer * b->slots * KV + (size_t)g * b->block_size) * hd, (size_t)hd,
-                    (size_t)KV * b->block_size * hd, b->tables + (size_t)row * b->max_blocks, b->block_size};
+    const int bs = b->block_size, shift = bs & (bs - 1) ? -1 : __builtin_ctz((unsigned)bs);
+    const Rows r = {cache + ((size_t)layer * b->slots * KV + (size_t)g * bs) * hd, (size_t)hd, (size_t)KV * bs * hd,
+                    b->tables + (size_t)row * b->max_blocks, bs, shift};
     return r;
 }
 
