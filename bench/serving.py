@@ -5,6 +5,7 @@ beside `forwardpass generate`'s own batch-1 decode rate on the same storage mode
 
 Runs `forwardpass generate --json` for the batch-1 rate, then starts `forwardpass serve` on a free loopback port,
 drives it with the official `openai` client, and prints generated tokens per second each way and their ratios.
+The batch-1 rate and one client's are medians of three runs (a single one moved ±10% here).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 from typing import TYPE_CHECKING
 
 import httpx
-from common import checked_device, free_port, machine
+from common import checked_device, free_port, machine, median
 
 from forwardpass.cli.options import add_device_option, positive_int
 from forwardpass.config import STORAGE_MODES
@@ -67,7 +68,7 @@ def main() -> None:
     args = ap.parse_args()
     device = checked_device(args.device)
     print("generate alone ...", file=sys.stderr)
-    alone = generate_rate(args.storage, device, args.max_tokens)
+    alone = median([generate_rate(args.storage, device, args.max_tokens) for _ in range(3)])
     port = free_port()
     log = tempfile.TemporaryFile("w+")  # the server's log: its last line says why, if it does not start
     server = subprocess.Popen([sys.executable, "-m", "forwardpass", "serve", "--port", str(port), "--served-model-name",
@@ -91,8 +92,11 @@ def main() -> None:
                 time.sleep(0.3)
         stream_one(client, 0, 4)  # warm up
         print("one at a time ...", file=sys.stderr)
-        times: list[float] = []  # the decode rate as generate reports it: tokens after the first, over their time
-        single = (stream_one(client, 0, args.max_tokens, times) - 1) / (times[1] - times[0])
+        rates = []  # the decode rate as generate reports it: tokens after the first, over their time; median of 3
+        for _ in range(3):
+            times: list[float] = []
+            rates.append((stream_one(client, 0, args.max_tokens, times) - 1) / (times[1] - times[0]))
+        single = median(rates)
         start = time.perf_counter()
         serial_tokens = sum(stream_one(client, i, args.max_tokens) for i in range(args.clients))
         serial = serial_tokens / (time.perf_counter() - start)
