@@ -172,15 +172,16 @@ class PagedBatch:
         table = torch.tensor([t + [0] * (most - len(t)) for t in self.tables], device=device)  # (batch, blocks)
         end = max(self.lengths) + width  # every row's pairs, padded to the longest
         j = torch.arange(end, device=device)
-        slots = table[:, (j // bs).clamp(max=most - 1)] * bs + j % bs  # (batch, end): pool slot of each position
+        block = table[:, (j // bs).clamp(max=most - 1)]  # (batch, end): the pool block of each position
         lengths, kept_n = torch.tensor(self.lengths, device=device), torch.tensor(n_tokens, device=device)
-        read = torch.where(j[None] < (lengths + kept_n)[:, None], slots, 0)  # padding reads slot 0
+        held = j[None] < (lengths + kept_n)[:, None]
+        # (block, slot in it) of every pair read, padding reading block 0's first, and of every real new pair written
+        self.read_at = (torch.where(held, block, 0), torch.where(held, j % bs, 0))
         positions = lengths[:, None] + torch.arange(width, device=device)  # (batch, width)
         kept = torch.arange(width, device=device)[None] < kept_n[:, None]  # the real (not padding) new tokens
         # which token of k (batch, n_kv_heads, width, head_dim) each real new pair is, and where it goes
         self.rows, self.cols = kept.nonzero(as_tuple=True)
-        write = slots.gather(1, positions)[kept]
-        self.read_at, self.write_at = (read // bs, read % bs), (write // bs, write % bs)  # (block, slot in it)
+        self.write_at = (block.gather(1, positions)[kept], (positions % bs)[kept])
         return positions
 
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
