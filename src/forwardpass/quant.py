@@ -174,7 +174,7 @@ class QuantizedLinear(nn.Module):
             if done % GROUP or done + rows > out_features:
                 raise InvariantError(f"a band of {rows} rows after {done} of {out_features}: bands must be whole "
                                      f"groups of {GROUP} rows but the last")
-            at = slice(done // GROUP, -(-(done + rows) // GROUP))
+            at = group_span(done, rows)
             if isinstance(band, Tiles):
                 if band.q.data_ptr() != q[at].data_ptr():  # (repacked in place, the tiles are there already)
                     q[at] = band.q
@@ -365,6 +365,12 @@ def stored_scales(buffer: torch.Tensor, part: torch.Tensor, at: slice) -> torch.
 
 
 OCTET = 8 * GROUP + 2 * GROUP  # bytes of factored scales per group and 8 blocks (kernels/gemv.h: FACTORS)
+
+
+def group_span(done: int, rows: int) -> slice:
+    """The tile groups holding rows done … done + rows - 1 of a matrix tiled band by band (every band but the last
+    whole groups): where QuantizedLinear stores a band, and where a repacking writes it in place."""
+    return slice(done // GROUP, -(-(done + rows) // GROUP))
 
 
 def padded(t: torch.Tensor, rows: int) -> torch.Tensor:

@@ -12,7 +12,7 @@ import torch
 
 from .. import kernels
 from ..errors import ModelFileError, UnsupportedModelError
-from ..quant import GROUP, BlockRows, Blocks, Tiles, as_float
+from ..quant import GROUP, BlockRows, Blocks, Tiles, as_float, group_span
 from ..tokenizer import Tokenizer
 from . import Checkpoint, Deferred
 from .formats import FLOATS, FORMATS, supported, to_blocks, to_float
@@ -124,7 +124,7 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
 
             def band_tiles(t, band: np.ndarray) -> Tiles:
                 nonlocal done
-                at = None if into is None else into[done // GROUP:-(-(done + len(band)) // GROUP)]
+                at = None if into is None else into[group_span(done, len(band))]
                 done += len(band)
                 return Tiles(*kernels.repack(t.kind.value, np.ascontiguousarray(band), len(band), cols, at), len(band))
             return each(band_tiles)
