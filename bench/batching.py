@@ -86,61 +86,25 @@ def worker_forwardpass(counts: list[int], new: int, storage: str) -> dict:
 
 def worker_llama_cpp(counts: list[int], new: int, threads: int) -> dict:
     try:
-        import llama_cpp as L
+        import llama_cpp  # noqa: F401
     except ImportError:
         return {"engine": "llama.cpp", "skipped": "llama-cpp-python is not installed (see the README)"}
-    import numpy as np
+    from llama_c import LlamaCpp
 
     import forwardpass
 
-    L.llama_backend_init()
-    model = L.llama_model_load_from_file(str(forwardpass.default_model_path()).encode(),
-                                         L.llama_model_default_params())
-    vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
-
     def rate(ids: list[list[int]]) -> float:
-        n = len(ids)
-        params = L.llama_context_default_params()
-        params.n_ctx = sum(len(p) for p in ids) + n * new + 256
-        params.n_batch = params.n_ubatch = max(512, sum(len(p) for p in ids))
-        params.n_seq_max, params.n_threads, params.n_threads_batch = n, threads, threads
-        ctx = L.llama_init_from_model(model, params)
-        batch = L.llama_batch_init(params.n_batch, 0, n)
-
-        def add(token: int, position: int, seq: int, wanted: bool) -> int:
-            i = batch.n_tokens
-            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = token, position, 1, wanted
-            batch.seq_id[i][0] = seq
-            batch.n_tokens += 1
-            return i
-
-        def decode() -> None:
-            if L.llama_decode(ctx, batch):
-                sys.exit("error: llama_decode failed")
-
-        def chosen(rows: list[int]) -> list[int]:
-            return [int(np.argmax(np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, i), shape=(vocab,))))
-                    for i in rows]
-
+        llm = LlamaCpp(str(forwardpass.default_model_path()), threads, max(map(len, ids)) + new, n_seq=len(ids),
+                       n_batch=max(512, sum(map(len, ids))))
         start = time.perf_counter()
-        batch.n_tokens = 0
-        rows = [[add(t, j, s, j == len(p) - 1) for j, t in enumerate(p)][-1] for s, p in enumerate(ids)]
-        decode()
-        tokens, positions = chosen(rows), [len(p) for p in ids]
-        for _ in range(new - 1):
-            batch.n_tokens = 0
-            rows = [add(tokens[s], positions[s], s, True) for s in range(n)]
-            decode()
-            tokens, positions = chosen(rows), [p + 1 for p in positions]
+        llm.greedy(ids, new)
         elapsed = time.perf_counter() - start
-        L.llama_batch_free(batch)
-        L.llama_free(ctx)
-        return n * new / elapsed
+        llm.close()
+        return len(ids) * new / elapsed
 
     rate(prompts(1))  # warm up
-    rates = {str(n): rate(prompts(n)) for n in counts}
-    L.llama_model_free(model)
-    return {"engine": "llama.cpp (llama_batch, many sequence ids)", "tokens_per_s": rates}
+    return {"engine": "llama.cpp (llama_batch, many sequence ids)", "tokens_per_s": {str(n): rate(prompts(n))
+                                                                                   for n in counts}}
 
 
 def run_worker(args: list[str]) -> dict:

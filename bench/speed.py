@@ -159,56 +159,48 @@ def worker_transformers(path: Path, runs: int, device: str) -> dict:
 
 
 def worker_llama_cpp(path: Path, runs: int, device: str, long: int) -> dict:
-    """llama.cpp's rates on the same file, in a process that never imports PyTorch (its memory is llama.cpp's)."""
+    """llama.cpp's rates on the same file through its C API (llama_c.py), in a process that never imports PyTorch (its
+    memory is llama.cpp's). Its 16 sequences run as llama.cpp's server runs them: one llama_batch a step."""
     try:
         import llama_cpp
     except ImportError:
         return {"engine": "llama.cpp", "skipped": "llama-cpp-python is not installed (see the README)"}
-    gpu = device.startswith("cuda")
-    if gpu and not llama_cpp.llama_supports_gpu_offload():
+    from llama_c import LlamaCpp
+
+    gpu = int(device.partition(":")[2] or 0) if device.startswith("cuda") else None
+    if gpu is not None and not llama_cpp.llama_supports_gpu_offload():
         return {"engine": "llama.cpp", "skipped": "this llama-cpp-python build runs on the CPU only (rebuild it with "
                                                   "CMAKE_ARGS=-DGGML_CUDA=on to compare on the GPU)"}
     threads = os.cpu_count()
     start = time.perf_counter()
-    llm = llama_cpp.Llama(str(path), n_ctx=max(1024, long + NEW), n_threads=threads,
-                          n_threads_batch=threads, n_batch=512, n_gpu_layers=-1 if gpu else 0,
-                          main_gpu=int(device.partition(":")[2] or 0), verbose=False)
+    llm = LlamaCpp(str(path), threads, max(PROMPT, long) + NEW, gpu=gpu)
     load_s = time.perf_counter() - start
-    prompts = windows(lambda s: llm.tokenize(s.encode(), add_bos=False, special=False))
+    prompts = windows(llm.tokenize)
 
-    def run(ids: list[int], n: int) -> tuple[float, float]:
-        llm.reset()
+    def run(ids: list[int]) -> tuple[float, float]:
+        """Seconds to the first token of `ids` (a fresh cache) and decode tokens/s of the NEW - 1 after it."""
+        llm.clear()
         t = time.perf_counter()
-        first, count = 0.0, 0
-        for _ in llm.generate(ids, temp=0.0, reset=True):
-            count += 1
-            if count == 1:
-                first = time.perf_counter() - t
-            if count == n:
-                break
-        return first, time.perf_counter() - t
+        token = llm.prefill([ids])[0]
+        first = time.perf_counter() - t
+        t = time.perf_counter()
+        for position in range(len(ids), len(ids) + NEW - 1):
+            token = llm.decode([(token, position, 0, True)])[0]
+        return first, (NEW - 1) / (time.perf_counter() - t)
 
-    run(prompts[0][:16], 4)  # warm up
-    prefill, ttft, decode = [], [], []
-    for _ in range(runs):
-        llm.reset()
-        t = time.perf_counter()
-        llm.eval(prompts[0])
-        prefill.append(PROMPT / (time.perf_counter() - t))
-        first, total = run(prompts[0], NEW)
-        ttft.append(first)
-        decode.append((NEW - 1) / (total - first))
+    llm.greedy([prompts[0][:16]], 4)  # warm up
+    ttft, decode = zip(*(run(prompts[0]) for _ in range(runs)), strict=True)
+    prefill = [PROMPT / s for s in ttft]  # one llama_decode of the prompt, its last row's logits
+    at_long = run(long_prompt(llm.tokenize, long))[1] if long else None
+    llm.close()
+    together = LlamaCpp(str(path), threads, PROMPT + NEW, n_seq=BATCH, gpu=gpu)
+    together.greedy(prompts, 2)  # warm up
     t = time.perf_counter()
-    for p in prompts:
-        run(p, NEW)
-    batch_tps = BATCH * NEW / (time.perf_counter() - t)
-    at_long = None
-    if long:
-        first, total = run(long_prompt(lambda s: llm.tokenize(s.encode(), add_bos=False, special=False), long), NEW)
-        at_long = (NEW - 1) / (total - first)
+    together.greedy(prompts, NEW)
+    batch = BATCH * NEW / (time.perf_counter() - t)
+    together.close()
     return {"engine": "llama.cpp", "load_s": load_s, "prefill_tps": median(prefill),
-            "ttft_s": median(ttft), "decode_tps": median(decode), "decode_long_tps": at_long, "batch16_tps": batch_tps,
-            "batch16_note": "sequential: llama-cpp-python serves one sequence at a time",
+            "ttft_s": median(ttft), "decode_tps": median(decode), "decode_long_tps": at_long, "batch16_tps": batch,
             "peak_rss_mb": peak_memory("cpu")["peak_rss_mb"]}
 
 
@@ -338,8 +330,7 @@ def show(report: dict, base: dict | None) -> None:
         t.add_row(r["engine"], f"{r['prefill_tps']:.1f}{ratio('prefill_tps')}", f"{r['ttft_s']:.3f}",
                   f"{r['decode_tps']:.1f}{ratio('decode_tps')}",
                   f"{r['decode_long_tps']:.1f}{ratio('decode_long_tps')}" if r.get("decode_long_tps") else "",
-                  f"{r['batch16_tps']:.1f}{ratio('batch16_tps')}"
-                  + (" seq." if "batch16_note" in r else ""), peak, roof)
+                  f"{r['batch16_tps']:.1f}{ratio('batch16_tps')}", peak, roof)
     console.print(t)
     console.print(f"memory bandwidth (read, measured at the start): {report['bandwidth_gb_s']:.1f} GB/s; each "
                   "roofline uses the bandwidth sampled just before and after that engine's decode runs (runs where "

@@ -28,12 +28,8 @@ from pathlib import Path
 
 from common import machine, median
 
-LLAMA_CPP = """
-import sys, llama_cpp
-llm = llama_cpp.Llama(sys.argv[1], n_ctx=512, n_threads=int(sys.argv[2]), verbose=False)
-ids = llm.tokenize(b"hi", add_bos=False, special=False)
-print(next(llm.generate(ids, temp=0.0)))
-"""
+LLAMA_C = Path(__file__).parent / "llama_c.py"  # run as a script: llama.cpp's start to the first token of "hi"
+
 
 
 # Runs a command as its own child and writes its seconds and peak resident memory. A child's ru_maxrss counts what its
@@ -89,7 +85,7 @@ def rows_for(path: Path, storages: list[str], runs: int) -> list[dict]:
     threads = str(os.cpu_count())
     try:
         import llama_cpp  # noqa: F401
-        rows.append({"engine": "llama.cpp", **measure([sys.executable, "-c", LLAMA_CPP, str(path), threads], runs)})
+        rows.append({"engine": "llama.cpp", **measure([sys.executable, str(LLAMA_C), str(path), threads], runs)})
     except ImportError:
         rows.append({"engine": "llama.cpp", "skipped": "llama-cpp-python is not installed (see the README)"})
     for storage in storages:
