@@ -61,9 +61,9 @@ def missing(build: str) -> list[str]:
     flags, (needs, _) = cpu_flags(), BUILDS[build]
     machine = platform.machine().lower()
     if build in X86_ONLY and machine not in ("x86_64", "amd64"):
-        return [f"an x86-64 CPU (this is {machine})"]
+        return [f"the x86-64 instruction set (this is {machine})"]
     if build == "neon" and machine not in ("arm64", "aarch64"):
-        return [f"an ARM64 CPU (this is {machine})"]
+        return [f"the ARM64 instruction set (this is {machine})"]
     return [f for f in needs if f not in flags]
 
 

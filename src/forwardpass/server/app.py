@@ -201,6 +201,8 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
             if first["type"] == "extra_forbidden":
                 why = unsupported.get(where, "not a field of this API")
                 raise APIError(400, f"unsupported field '{where}': {why}", "unsupported_field", where) from None
+            if first["type"] == "unsupported_value":
+                raise APIError(400, f"{where}: {first['msg']}", "unsupported_value", where) from None
             raise APIError(422, f"{where}: {first['msg']}", param=where or None) from None
         served = served or config.model_name
         if parsed.model is not None and parsed.model != served:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from ..constraints import Constraint
 from ..errors import ConstraintError, ForwardpassError
@@ -134,6 +135,15 @@ class CompletionRequest(SamplingFields):
     prompt: str | list[int]
     logprobs: int | None = Field(None, ge=0, le=20)
     echo: Literal[False] = False
+
+    @field_validator("prompt", mode="before")
+    @classmethod
+    def _one_prompt(cls, prompt):
+        """OpenAI also takes a list of prompts (texts or token lists): refused by name rather than as a type error."""
+        if isinstance(prompt, list) and any(isinstance(p, (str, list)) for p in prompt):
+            raise PydanticCustomError("unsupported_value", "a list of prompts is not supported: send one prompt "
+                                                           "(text or token ids) per request")
+        return prompt
 
 
 class CalledFunction(Strict):
