@@ -78,6 +78,24 @@ def test_chat_completion_and_stream(client, smollm):
     assert parts[-1].choices[0].finish_reason == "stop"
 
 
+def test_text_content_parts_read_as_the_joined_text(client, smollm):
+    """OpenAI's content parts: text parts are the message's text joined; any other part is refused by name."""
+    parts = [{"type": "text", "text": "Name a "}, {"type": "text", "text": "fruit."}]
+    r = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": parts}], max_tokens=12,
+                                       temperature=0)
+    plain = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Name a fruit."}],
+                                           max_tokens=12, temperature=0)
+    assert r.choices[0].message.content == plain.choices[0].message.content
+    assert r.usage.prompt_tokens == plain.usage.prompt_tokens
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    for part, message in ((image, "content parts of type 'image_url' are not supported"),
+                          ({"type": "text", "text": "hi", "cache_control": {}}, "field 'cache_control'"),
+                          ({"type": "text"}, "needs its text as a string")):
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": [part]}], max_tokens=2)
+        assert message in e.value.body["message"] and e.value.body["param"] == "messages.0.content"
+
+
 def test_sampling_fields_n_seed_stop(client):
     kw = {"model": MODEL, "prompt": "Tell me a story", "max_tokens": 10, "temperature": 0.9, "top_p": 0.9,
           "seed": 3, "n": 3, "extra_body": {"top_k": 40, "min_p": 0.02, "repetition_penalty": 1.1},

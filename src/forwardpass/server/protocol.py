@@ -163,6 +163,27 @@ class ChatMessage(Strict):
     tool_calls: list[ToolCall] | None = None  # assistant
     tool_call_id: str | None = None  # tool
 
+    @field_validator("content", mode="before")
+    @classmethod
+    def _text_parts(cls, content):
+        """OpenAI's content parts: text parts are joined into the message's text, as the Messages route joins text
+        blocks; a part of another kind (an image, audio, a file) or a field of a part beyond its text is refused by
+        name."""
+        if not isinstance(content, list):
+            return content
+        texts = []
+        for part in content:
+            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+            if kind != "text":
+                raise PydanticCustomError("unsupported_value", "content parts of type '{kind}' are not supported: "
+                                                               "this model reads text parts only", {"kind": kind})
+            extra = sorted(set(part) - {"type", "text"})
+            if extra or not isinstance(part.get("text"), str):
+                why = f"field {extra[0]!r} is not supported" if extra else "needs its text as a string"
+                raise PydanticCustomError("unsupported_value", "a text part {why}", {"why": why})
+            texts.append(part["text"])
+        return "".join(texts)
+
     @model_validator(mode="after")
     def _shape(self) -> ChatMessage:
         if self.content is None and not (self.role == "assistant" and self.tool_calls):
