@@ -315,21 +315,23 @@ def show(report: dict, base: dict | None) -> None:
     t = Table(title=f"{PROMPT}-token prompt, {NEW} new tokens on {where} · {report['machine']['date']} · "
                     f"OMP_WAIT_POLICY {report['omp_wait_policy']} · load average "
                     f"{report['machine']['load_average'][0]} → {report['after']['load_average'][0]}")
-    for col in ("engine", "prefill tok/s", "TTFT s", "decode tok/s", f"decode @{report['long']} tok/s",
-                f"{BATCH}×{NEW} tok/s", "peak RSS MB", "decode vs roofline"):
+    long = [f"decode @{report['long']} tok/s"] if report["long"] else []  # --long 0: no such column
+    columns = ["engine", "prefill tok/s", "TTFT s", "decode tok/s", *long, f"{BATCH}×{NEW} tok/s", "peak RSS MB",
+               "decode vs roofline"]
+    for col in columns:
         t.add_column(col, justify="left" if col == "engine" else "right")
     for r in report["rows"]:
         if "skipped" in r:
-            t.add_row(r["engine"], f"skipped: {r['skipped']}", "", "", "", "", "", "")
+            t.add_row(r["engine"], f"skipped: {r['skipped']}", *[""] * (len(columns) - 2))
             continue
 
         def ratio(key, r=r):
             return f" ({r[key] / base[key]:.2f}×)" if base is not None and base.get(key) else ""
         roof = f"{r['roofline_share']:.0%} of {r['roofline_decode_tps']:.0f}" if "roofline_share" in r else ""
         peak = f"{r['peak_rss_mb']:.0f}" + (f" + {r['peak_device_mb']:.0f} GPU" if "peak_device_mb" in r else "")
+        at_long = [f"{r['decode_long_tps']:.1f}{ratio('decode_long_tps')}" if r.get("decode_long_tps") else ""]
         t.add_row(r["engine"], f"{r['prefill_tps']:.1f}{ratio('prefill_tps')}", f"{r['ttft_s']:.3f}",
-                  f"{r['decode_tps']:.1f}{ratio('decode_tps')}",
-                  f"{r['decode_long_tps']:.1f}{ratio('decode_long_tps')}" if r.get("decode_long_tps") else "",
+                  f"{r['decode_tps']:.1f}{ratio('decode_tps')}", *(at_long if long else []),
                   f"{r['batch16_tps']:.1f}{ratio('batch16_tps')}", peak, roof)
     console.print(t)
     console.print(f"memory bandwidth (read, measured at the start): {report['bandwidth_gb_s']:.1f} GB/s; each "
