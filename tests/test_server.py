@@ -78,6 +78,25 @@ def test_chat_completion_and_stream(client, smollm):
     assert parts[-1].choices[0].finish_reason == "stop"
 
 
+def test_a_list_of_prompts_is_each_prompt_served_alone(client, smollm):
+    """A list of prompts (texts or token lists) gives n choices each, prompt by prompt (choice k × n + j is prompt
+    k's j-th), each the completion that prompt gets alone; usage counts every prompt."""
+    texts = ["The capital of France is", "One, two, three,", "Water boils at"]
+    alone = [client.completions.create(model=MODEL, prompt=t, max_tokens=8, temperature=0) for t in texts]
+    r = client.completions.create(model=MODEL, prompt=texts, max_tokens=8, temperature=0, n=2)
+    assert [c.index for c in r.choices] == list(range(6))
+    assert [c.text for c in r.choices] == [a.choices[0].text for a in alone for _ in range(2)]
+    assert r.usage.prompt_tokens == sum(a.usage.prompt_tokens for a in alone)
+    assert r.usage.completion_tokens == 2 * sum(a.usage.completion_tokens for a in alone)
+    ids = [smollm.encode(t) for t in texts]
+    stream = client.completions.create(model=MODEL, prompt=ids, max_tokens=8, temperature=0, stream=True,
+                                       stream_options={"include_usage": True})
+    parts = list(stream)
+    streamed = ["".join(p.choices[0].text for p in parts if p.choices and p.choices[0].index == k) for k in range(3)]
+    assert streamed == [a.choices[0].text for a in alone]
+    assert parts[-1].usage.prompt_tokens == sum(len(i) for i in ids)
+
+
 def test_text_content_parts_read_as_the_joined_text(client, smollm):
     """OpenAI's content parts: text parts are the message's text joined; any other part is refused by name."""
     parts = [{"type": "text", "text": "Name a "}, {"type": "text", "text": "fruit."}]

@@ -72,19 +72,30 @@ async def client_gone(request: Request) -> None:
 
 class Submission:
     """One API request's engine requests, one per choice; iterate for (choice index, output) until all finish.
-    The first choice is submitted at once (so a refusal is an HTTP error before any response starts); the others
-    when its first output arrives, its prompt then being in the cache: they share the prompt's full blocks through
-    the prefix cache instead of each computing and holding its own. If the client disconnects, or the iteration
-    stops early, every unfinished one is aborted."""
+    `groups`: each prompt with its choices' parameters (choice indices run through them in order). The first choice
+    of each prompt is submitted at once (so a refusal is an HTTP error before any response starts); the others when
+    its first output arrives, its prompt then being in the cache: they share the prompt's full blocks through the
+    prefix cache instead of each computing and holding its own. If the client disconnects, or the iteration stops
+    early, every unfinished one is aborted."""
 
-    def __init__(self, engine: Engine, request: Request, prompt_ids: list[int], params: list[SamplingParams]):
-        self.engine, self.request, self.prompt_ids = engine, request, prompt_ids
+    def __init__(self, engine: Engine, request: Request, groups: list[tuple[list[int], list[SamplingParams]]]):
+        self.engine, self.request = engine, request
         self.loop = asyncio.get_running_loop()
         self.queue: asyncio.Queue = asyncio.Queue()
-        for p in params[1:]:
-            engine.check_request(prompt_ids, p)
-        self.pending = list(enumerate(params))[1:]
-        self.running: set[str] = {engine.submit(prompt_ids, params[0], lambda o: self._deliver(0, o))}
+        leaders, self.pending, index = [], {}, 0  # pending: a prompt's first choice → the choices that follow it
+        for prompt_ids, params in groups:
+            for p in params:
+                engine.check_request(prompt_ids, p)
+            leaders.append((index, prompt_ids, params[0]))
+            self.pending[index] = [(index + j, prompt_ids, p) for j, p in enumerate(params[1:], 1)]
+            index += len(params)
+        self.running: set[str] = set()
+        try:
+            for i, prompt_ids, p in leaders:
+                self.running.add(engine.submit(prompt_ids, p, lambda o, i=i: self._deliver(i, o)))
+        except BaseException:
+            self.abort()  # nothing of a refused request keeps running
+            raise
 
     def _deliver(self, i: int, out: RequestOutput) -> None:
         """From the engine's thread: hand the output to the event loop."""
@@ -94,10 +105,9 @@ class Submission:
             pass
 
     def _arrived(self, i: int, out: RequestOutput) -> None:
-        pending, self.pending = self.pending, []
-        for j, p in pending:  # the first choice's prompt is computed: the others join it
+        for j, prompt_ids, p in self.pending.pop(i, []):  # a prompt's first choice is computed: the others join it
             try:
-                self.running.add(self.engine.submit(self.prompt_ids, p, lambda o, j=j: self._deliver(j, o)))
+                self.running.add(self.engine.submit(prompt_ids, p, lambda o, j=j: self._deliver(j, o)))
             except ForwardpassError as e:  # the engine stopped taking requests meanwhile
                 self.queue.put_nowait((j, RequestOutput(f"choice-{j}", None, "", finish_reason="error",
                                                         error=Error(str(e), "failed"))))
@@ -106,7 +116,7 @@ class Submission:
     def abort(self) -> None:
         for request_id in self.running:
             self.engine.abort(request_id)
-        self.running, self.pending = set(), []
+        self.running, self.pending = set(), {}
 
     async def __aiter__(self) -> AsyncIterator[list[tuple[int, RequestOutput]]]:
         """Everything delivered since the last iteration, in order, as (choice index, output) pairs: a burst of
@@ -301,20 +311,24 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
             return {"role": "assistant", "content": text}, reason
         return {"role": "assistant", "content": None, "tool_calls": made}, "tool_calls" if reason == "stop" else reason
 
-    async def respond(request: Request, req, prompt_ids: list[int], params: list[SamplingParams], chat: bool,
+    async def respond(request: Request, req, groups: list[tuple[list[int], list[SamplingParams]]], chat: bool,
                       calls: dict | None = None):
-        """`calls`: the functions the reply may call (chat with tools, tool_choice not "none")."""
+        """`groups`: each prompt and its choices' parameters (Submission). `calls`: the functions the reply may call
+        (chat with tools, tool_choice not "none")."""
         rid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex[:24]}"
         kind = "chat.completion" if chat else "text_completion"
+        params = [p for _, ps in groups for p in ps]
+        prompt_of = [k for k, (_, ps) in enumerate(groups) for _ in ps]  # choice index → its prompt's
+        prompt_tokens = sum(len(prompt_ids) for prompt_ids, _ in groups)
         with_logprobs = params[0].logprobs is not None
         with constraint_errors(req):  # the grammar is compiled as the request is queued
-            submission = Submission(engine, request, prompt_ids, params)
+            submission = Submission(engine, request, groups)
         if req.stream:
-            return StreamingResponse(stream_events(submission, req, prompt_ids, params, chat, rid, calls),
+            return StreamingResponse(stream_events(submission, req, prompt_tokens, prompt_of, params, chat, rid, calls),
                                      media_type="text/event-stream")
         texts, reasons = [""] * len(params), [None] * len(params)
         logs: list[list[RequestOutput]] = [[] for _ in params]
-        completion_tokens, cached = 0, 0
+        completion_tokens, cached = 0, [0] * len(groups)  # each prompt's, as its last choice to finish found it
         try:
             async for ready in submission:
                 for i, out in ready:
@@ -326,7 +340,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
                     if out.finish_reason is not None:
                         reasons[i] = out.finish_reason
                         completion_tokens += out.completion_tokens
-                        cached = out.cached_tokens
+                        cached[prompt_of[i]] = out.cached_tokens
         finally:
             submission.abort()  # the other choices of a request that failed
         choices = []
@@ -339,7 +353,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
                 choices.append({"index": i, "text": texts[i], "logprobs": completion_logprobs(logs[i])
                                 if with_logprobs else None, "finish_reason": reasons[i]})
         return {"id": rid, "object": kind, "created": int(time.time()), "model": config.model_name,
-                "choices": choices, "usage": usage(len(prompt_ids), completion_tokens, cached)}
+                "choices": choices, "usage": usage(prompt_tokens, completion_tokens, sum(cached))}
 
     def completion_logprobs(outs: list[RequestOutput], offset: int = 0) -> dict:
         tokens, offsets = [], []
@@ -350,7 +364,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
         return {"tokens": tokens, "token_logprobs": [o.logprob.logprob for o in outs],
                 "top_logprobs": [{piece(i): v for i, v in o.logprob.top} for o in outs], "text_offset": offsets}
 
-    async def stream_events(submission, req, prompt_ids, params, chat, rid, calls) -> AsyncIterator[str]:
+    async def stream_events(submission, req, prompt_tokens, prompt_of, params, chat, rid, calls) -> AsyncIterator[str]:
         """Server-sent events. A forced tool call streams as OpenAI's do: its id and name, then its arguments piece
         by piece. With tools and tool_choice "auto", a choice's text is held until it ends: then it goes out as
         content, or as its tool calls (each whole, in one delta) if it is made of calls."""
@@ -366,7 +380,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
             for i in range(len(params)):
                 yield chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                               "finish_reason": None}])
-        completion_tokens, cached, offsets = 0, 0, [0] * len(params)
+        completion_tokens, cached, offsets = 0, [0] * (prompt_of[-1] + 1), [0] * len(params)
         error: Error | None = None
         held, held_scored = [""] * len(params), [[] for _ in params]
         forced = [tools.ForcedCallStream() for _ in params] if calls is not None and req.forced_call else None
@@ -413,10 +427,10 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
                 offsets[i] += len(text)
                 if last.finish_reason is not None:
                     completion_tokens += last.completion_tokens
-                    cached = last.cached_tokens
+                    cached[prompt_of[i]] = last.cached_tokens
                     error = error or last.error
         if req.stream_options is not None and req.stream_options.include_usage:
-            yield chunk([], usage=usage(len(prompt_ids), completion_tokens, cached))
+            yield chunk([], usage=usage(prompt_tokens, completion_tokens, sum(cached)))
         if error is not None:
             yield engine_error(error).event()
         yield "data: [DONE]\n\n"
@@ -424,15 +438,14 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
     @app.post("/v1/completions")
     async def completions(request: Request):
         req = await body(request, CompletionRequest)
-        if isinstance(req.prompt, str):
-            if tokenizer is None:
-                raise APIError(400, "this model has no tokenizer: send the prompt as token ids")
-            prompt_ids = tokenizer.encode(req.prompt)
-        else:
-            prompt_ids = list(req.prompt)
+        texts = [req.prompt] if isinstance(req.prompt, str) or not req.prompt or isinstance(req.prompt[0], int) \
+            else req.prompt  # one prompt, or a list of them (each text or token ids)
+        if any(isinstance(t, str) for t in texts) and tokenizer is None:
+            raise APIError(400, "this model has no tokenizer: send the prompt as token ids")
+        prompts = [tokenizer.encode(t) if isinstance(t, str) else list(t) for t in texts]
         max_tokens = req.max_tokens if req.max_tokens is not None else COMPLETION_MAX_TOKENS
-        params = params_for(req, prompt_ids, max_tokens, req.logprobs)
-        return await respond(request, req, prompt_ids, params, chat=False)
+        groups = [(ids, params_for(req, ids, max_tokens, req.logprobs)) for ids in prompts]
+        return await respond(request, req, groups, chat=False)
 
     def chat_ids(messages: list, add_generation_prompt: bool = True, functions: dict | None = None) -> list[int]:
         """The ids of messages (and the tools they may call) rendered through the model's chat template, as the
@@ -457,7 +470,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
         max_tokens = req.max_completion_tokens if req.max_completion_tokens is not None else req.max_tokens
         logprobs = (req.top_logprobs or 0) if req.logprobs else None
         params = params_for(req, prompt_ids, max_tokens, logprobs)
-        return await respond(request, req, prompt_ids, params, chat=True,
+        return await respond(request, req, [(prompt_ids, params)], chat=True,
                              calls=None if req.tool_mode == "none" else functions)
 
     @app.post("/v1/messages")
@@ -471,7 +484,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
         prompt_ids = chat_ids(chat, functions=functions)
         calls = None if req.tool_mode == "none" else functions
         with constraint_errors(req):
-            submission = Submission(engine, request, prompt_ids, [params])
+            submission = Submission(engine, request, [(prompt_ids, [params])])
         if req.stream:
             return StreamingResponse(message_events(submission, prompt_ids, calls, req.parallel_tool_calls),
                                      media_type="text/event-stream")

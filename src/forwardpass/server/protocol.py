@@ -28,6 +28,9 @@ UNSUPPORTED = {
 }
 
 
+MAX_PROMPTS = 64  # prompts in one completions request: each runs as its own engine request, n choices each
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -132,17 +135,15 @@ class SamplingFields(Strict):
 
 
 class CompletionRequest(SamplingFields):
-    prompt: str | list[int]
+    prompt: str | list[int] | list[str] | list[list[int]]  # one prompt (text or token ids), or a list of them
     logprobs: int | None = Field(None, ge=0, le=20)
     echo: Literal[False] = False
 
-    @field_validator("prompt", mode="before")
+    @field_validator("prompt")
     @classmethod
-    def _one_prompt(cls, prompt):
-        """OpenAI also takes a list of prompts (texts or token lists): refused by name rather than as a type error."""
-        if isinstance(prompt, list) and any(isinstance(p, (str, list)) for p in prompt):
-            raise PydanticCustomError("unsupported_value", "a list of prompts is not supported: send one prompt "
-                                                           "(text or token ids) per request")
+    def _some_prompts(cls, prompt):
+        if isinstance(prompt, list) and prompt and not isinstance(prompt[0], int) and len(prompt) > MAX_PROMPTS:
+            raise ValueError(f"at most {MAX_PROMPTS} prompts a request, got {len(prompt)}")
         return prompt
 
 
