@@ -33,7 +33,7 @@ from pathlib import Path
 from common import TEXT, batch_tps, checked_device, machine, median, prefill_tps, sync
 
 from forwardpass.cli.options import add_device_option, checked, positive_int
-from forwardpass.config import STORAGE_MODES
+from forwardpass.config import KV_CACHE_DTYPES, STORAGE_MODES
 
 PROMPT, NEW, BATCH = 128, 128, 16
 LONG = 3072  # the default --long prompt
@@ -83,20 +83,21 @@ def decode_bytes(model) -> int:
 
 
 # ---- workers: one engine each, in its own process ---------------------------------------------------
-def worker_forwardpass(path: Path, storage: str, runs: int, device: str, long: int) -> dict:
+def worker_forwardpass(path: Path, storage: str, runs: int, device: str, long: int, kv_cache_dtype: str) -> dict:
     import forwardpass
+    from forwardpass.engine import BlockPool
     from forwardpass.generate import generate
     from forwardpass.machine import memory_bandwidth
     from forwardpass.sampling import SamplingParams
 
     start = time.perf_counter()
-    fp = forwardpass.load(path, storage=storage, device=device)
+    fp = forwardpass.load(path, storage=storage, device=device, kv_cache_dtype=kv_cache_dtype)
     load_s = time.perf_counter() - start
     prompts = windows(fp.encode)
     params = SamplingParams(temperature=0, max_tokens=NEW, ignore_eos=True)
     generate(fp, prompts[0][:16], SamplingParams(temperature=0, max_tokens=4))  # warm up
     # the roofline: bytes one decode step reads (the weights, the cache at mid-generation) over the bandwidth
-    per_token = decode_bytes(fp.model) + fp.model.new_cache(1, 1).nbytes(1) * (PROMPT + NEW // 2)
+    per_token = decode_bytes(fp.model) + BlockPool.block_bytes(fp.config, 1, fp.kv_dtype()) * (PROMPT + NEW // 2)
     prefill, ttft, decode, shares, roofs, samples = [], [], [], [], [], []
     for _ in range(runs):
         prefill.append(prefill_tps(fp, prompts[0]))
@@ -113,7 +114,8 @@ def worker_forwardpass(path: Path, storage: str, runs: int, device: str, long: i
         shares.append(r.decode_tokens_per_s / roof)
         roofs.append(roof)
     at_long = generate(fp, long_prompt(fp.encode, long), params).decode_tokens_per_s if long else None
-    return {"engine": f"forwardpass {storage}", "load_s": load_s, "prefill_tps": median(prefill),
+    kv = "" if kv_cache_dtype == "auto" else f" ({kv_cache_dtype} KV)"
+    return {"engine": f"forwardpass {storage}{kv}", "load_s": load_s, "prefill_tps": median(prefill),
             "ttft_s": median(ttft), "decode_tps": median(decode), "decode_long_tps": at_long,
             "batch16_tps": batch_tps(fp, prompts, params),
             **peak_memory(device), "bytes_per_decode_token": per_token,
@@ -224,6 +226,23 @@ def worker_accuracy(path: Path, device: str) -> dict:
         nll = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:], device=device))
         return logits.argmax(-1).cpu(), math.exp(nll.item()), len(ids)
 
+    def half_pool() -> tuple[torch.Tensor, float, int]:
+        """The default mode's decode path as the engine runs it with --kv-cache-dtype float16: the native batched step
+        token by token over a pool of binary16 pairs."""
+        from forwardpass.engine import BlockPool
+
+        fp = forwardpass.load(path, device=device, kv_cache_dtype="float16")
+        if fp.model.fused is None:
+            return None
+        ids = fp.encode(TEXT)
+        pool = BlockPool(fp.config, -(-len(ids) // 16), 16, fp.kv_dtype())
+        table = [pool.allocate() for _ in range(pool.num_blocks)]
+        with torch.inference_mode():
+            logits = torch.stack([fp.model.fused.batch_step(pool, [t], [i], [table])[0][0].clone()
+                                  for i, t in enumerate(ids)])
+        nll = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:]))
+        return logits.argmax(-1), math.exp(nll.item()), len(ids)
+
     reference, ppl32, n = run("fp32")
     out = {"tokens": n, "fp32": {"top1_agreement": 1.0, "perplexity": ppl32, "perplexity_delta": 0.0}}
     for s in STORAGE_MODES:
@@ -233,17 +252,22 @@ def worker_accuracy(path: Path, device: str) -> dict:
             top1, ppl, _ = run(s, one_by_one)
             out[s + label] = {"top1_agreement": (top1 == reference).float().mean().item(), "perplexity": ppl,
                              "perplexity_delta": ppl - ppl32}
+    half = half_pool()
+    if half is not None:
+        top1, ppl, _ = half
+        out["stored decode path, float16 KV"] = {"top1_agreement": (top1 == reference).float().mean().item(),
+                                                 "perplexity": ppl, "perplexity_delta": ppl - ppl32}
     return out
 
 
 # ---- the driver -------------------------------------------------------------------------------------
-def spawn(spec: str, runs: int, wait_policy: str, device: str, model: Path, long: int) -> dict:
+def spawn(spec: str, runs: int, wait_policy: str, device: str, model: Path, long: int, kv_cache_dtype: str) -> dict:
     print(f"  {spec} …", file=sys.stderr, flush=True)
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     if wait_policy != "default":
         env["OMP_WAIT_POLICY"] = wait_policy
     r = subprocess.run([sys.executable, __file__, "--worker", spec, "--runs", str(runs), "--device", device,
-                        "--model", str(model), "--long", str(long)],
+                        "--model", str(model), "--long", str(long), "--kv-cache-dtype", kv_cache_dtype],
                        capture_output=True, text=True, env=env)
     if r.returncode:
         last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
@@ -260,6 +284,8 @@ def main() -> None:
                     help="OpenMP wait policy of every engine's process (default: the runtime's own)")
     ap.add_argument("--long", type=checked(int, lambda v: v >= 0, "a count of tokens ≥ 0"), default=LONG, metavar="N",
                     help=f"also decode after an N-token prompt (forwardpass and llama.cpp; 0: not; default {LONG})")
+    ap.add_argument("--kv-cache-dtype", default="auto", choices=KV_CACHE_DTYPES,
+                    help="forwardpass's KV cache (default auto: the model's dtype)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--save", metavar="FILE", help="also write the report as JSON to FILE")
     ap.add_argument("--model", default=None, help="a model name (gemma3-270m) or GGUF path (default: the embedded one)")
@@ -281,7 +307,8 @@ def main() -> None:
     device = checked_device(args.device)
     if args.worker:
         kind, _, storage = args.worker.partition(":")
-        result = {"forwardpass": lambda: worker_forwardpass(model, storage, args.runs, device, args.long),
+        result = {"forwardpass": lambda: worker_forwardpass(model, storage, args.runs, device, args.long,
+                                                            args.kv_cache_dtype),
                   "transformers": lambda: worker_transformers(model, args.runs, device),
                   "accuracy": lambda: worker_accuracy(model, device)}[kind]()
         print(json.dumps(result))
@@ -291,7 +318,7 @@ def main() -> None:
     from forwardpass.machine import memory_bandwidth
     bandwidth = memory_bandwidth(device=device)
     before = machine(device)
-    rows = [spawn(s, args.runs, args.omp_wait_policy, device, model, args.long) for s in specs]
+    rows = [spawn(s, args.runs, args.omp_wait_policy, device, model, args.long, args.kv_cache_dtype) for s in specs]
     accuracy = next((r for r in rows if "tokens" in r), None)
     rows = [r for r in rows if "engine" in r]
     base = next((r for r in rows if r["engine"] == "forwardpass fp32" and "skipped" not in r), None)

@@ -100,9 +100,10 @@ def test_chat_is_multi_turn(smollm):
     assert turns[2]["assistant"] == want.text
 
 
-@pytest.mark.parametrize("storage", ["bf16", "int8", "q4"])
-def test_generate_with_a_storage_mode(storage, cli):
-    r = cli("generate", "The capital of France is", "--max-tokens", "4", "--storage", storage, "--json")
+@pytest.mark.parametrize("option", [("--storage", "bf16"), ("--storage", "int8"), ("--storage", "q4"),
+                                    ("--kv-cache-dtype", "float16")])
+def test_generate_with_a_storage_mode(option, cli):
+    r = cli("generate", "The capital of France is", "--max-tokens", "4", *option, "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["text"].startswith(" Paris")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -69,6 +70,31 @@ def test_batched_greedy_equals_alone(smollm):
         assert "".join(o.text for o in out) == alone.text
         assert out[-1].finish_reason == {"eos": "stop"}.get(alone.stop_reason, alone.stop_reason)  # OpenAI's names
     assert engine.pool.used == 0 and not engine.scheduler.has_work()
+
+
+def test_a_float16_kv_cache_halves_the_pool_and_keeps_greedy_text(smollm):
+    """--kv-cache-dtype float16: the engine's pool holds binary16 pairs (half the bytes, so twice the blocks in the same
+    memory), runs through the native step, and greedy decoding keeps the float32 cache's tokens, leaving them only
+    where float32's top two are within 0.02 in log-probability (each pair rounded to 11 significant bits)."""
+    half = dataclasses.replace(smollm, kv_cache_dtype="float16")
+    assert half.kv_dtype() == torch.float16 and smollm.kv_dtype() == torch.float32
+    small, large = (Engine(p, EngineConfig(kv_cache_bytes=16 * 2**20, checked=True)) for p in (half, smollm))
+    per_block = BlockPool.block_bytes(smollm.config, 16, torch.float16)
+    assert 2 * per_block == BlockPool.block_bytes(smollm.config, 16, torch.float32)
+    assert small.pool.k.dtype == torch.float16 and small.pool.num_blocks == 16 * 2**20 // per_block
+    assert large.pool.num_blocks == 16 * 2**20 // (2 * per_block)
+    assert smollm.model.fused.binds_pool(small.pool)
+    for prompt in ["The three primary colors are", "def add(a, b):\n", "Water boils at"]:
+        ids = smollm.encode(prompt)
+        params = SamplingParams(temperature=0, max_tokens=24, logprobs=2)
+        want, got = generate(smollm, ids, params), generate(half, ids, params)
+        for i, (a, b) in enumerate(zip(got.token_ids, want.token_ids, strict=True)):
+            if a != b:
+                top = want.logprobs[i].top
+                assert abs(top[0][1] - top[1][1]) < 0.02, (prompt, i)
+                break
+    out = run(small, [smollm.encode("Once upon a time")], [SamplingParams(temperature=0, max_tokens=8)])[0]
+    assert len(tokens(out)) == 8 and small.pool.used == 0
 
 
 def test_prefix_cache_hit_gives_identical_output(smollm):

@@ -422,22 +422,26 @@ def paged_rows(model, pool):
     return tables, lengths
 
 
-@pytest.mark.parametrize("storage, block_size", [(None, 4), (torch.float16, 4), (torch.bfloat16, 4), (8, 4), (4, 4),
-                                                 (None, 5), (4, 16)])
-def test_batched_paged_step_equals_the_blocks(storage, block_size):
+@pytest.mark.parametrize("storage, block_size, kv", [(None, 4, torch.float32), (torch.float16, 4, torch.float32),
+                                                     (torch.bfloat16, 4, torch.float32), (8, 4, torch.float32),
+                                                     (4, 4, torch.float32), (None, 5, torch.float32),
+                                                     (4, 16, torch.float32), (None, 4, torch.float16),
+                                                     (4, 5, torch.float16)])
+def test_batched_paged_step_equals_the_blocks(storage, block_size, kv):
     """decode_batch: rows at different lengths over scattered and shared blocks give, row by row, the PyTorch
     path's logits over the same pool, and write the same new K and V into each row's own slot. Block sizes of
-    every kind: a power of two (slots found by a shift) or not (by a division)."""
+    every kind: a power of two (slots found by a shift) or not (by a division); pools of float32 or float16 pairs
+    (each new pair rounded as it is stored, the row's own one included)."""
     from forwardpass.engine import BlockPool
     from forwardpass.engine.paged import PagedBatch
 
     model = bound(tiny_llama(False), storage)
-    pool = BlockPool(model.config, num_blocks=12, block_size=block_size)
+    pool = BlockPool(model.config, num_blocks=12, block_size=block_size, dtype=kv)
     saved, model.fused = model.fused, None
     tables, lengths = paged_rows(model, pool)
     model.fused = saved
     tokens = [299, 0, 17]
-    reference = BlockPool(model.config, num_blocks=12, block_size=block_size)
+    reference = BlockPool(model.config, num_blocks=12, block_size=block_size, dtype=kv)
     reference.k.copy_(pool.k)
     reference.v.copy_(pool.v)
     plain = model  # bf16's PyTorch path rounds activations to bf16: the kernel meets a widened copy instead
@@ -455,6 +459,7 @@ def test_batched_paged_step_equals_the_blocks(storage, block_size):
     assert torch.equal(got.argmax(-1), want.argmax(-1))
     tol = 1e-3 * max(reference.k.abs().max().item(), reference.v.abs().max().item())
     assert (pool.k - reference.k).abs().max().item() < tol and (pool.v - reference.v).abs().max().item() < tol
+    assert pool.k.dtype == reference.k.dtype == kv
 
 
 def test_batched_step_equals_single_steps_bit_for_bit(smollm):

@@ -126,6 +126,19 @@ def test_the_reference_reads_every_float16_as_pytorch_does(tmp_path):
     assert [struct.pack("<f", v) for v in got] == [struct.pack("<f", v) for v in expected]
 
 
+@pytest.mark.skipif(not shutil.which("cc"), reason="no C compiler here")
+def test_keys_and_values_round_to_float16_as_pytorch_rounds_them(tmp_path):
+    """float_half (a binary16 KV pool's stores) against PyTorch's .half(): edge cases (65504, the overflow threshold,
+    ties at 1 + 2^-11, the subnormal boundary, infinities, NaNs), random bit patterns, values around the range."""
+    out = check_output("generic", tmp_path)
+    wide = torch.tensor([v for _, tag, v in out if tag == "to-half-in"], dtype=torch.float32)
+    got = torch.tensor([v for _, tag, v in out if tag == "to-half"], dtype=torch.float32)
+    expected = wide.half().float()
+    nan = expected.isnan()
+    assert torch.equal(got.isnan(), nan) and len(wide) == 4096
+    assert torch.equal(got[~nan].view(torch.int32), expected[~nan].view(torch.int32))  # the same bits, signed zeros too
+
+
 @pytest.mark.skipif(not (ARM and shutil.which("cc")), reason="no aarch64-linux-gnu-gcc and qemu-aarch64 here")
 def test_the_neon_build_gives_the_reference_numbers(tmp_path):
     """ARM64, emulated: the neon build compiled for ARM against this machine's generic build."""

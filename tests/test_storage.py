@@ -107,6 +107,8 @@ def test_stored_mode_reads_a_tied_table_from_the_unembeddings_blocks():
 def test_unknown_storage_and_width():
     with pytest.raises(ForwardpassError, match="unknown storage 'int3'"):
         forwardpass.load(storage="int3")
+    with pytest.raises(ForwardpassError, match="unknown KV cache dtype 'int8'; choose from auto, float32, float16"):
+        forwardpass.load(kv_cache_dtype="int8")
     with pytest.raises(ForwardpassError, match="in_features divisible by 32"):
         QuantizedLinear.quantize(nn.Linear(40, 8).weight, 4)
 

@@ -9,6 +9,7 @@ from .errors import ForwardpassError
 
 # how a model's weights are held: as the file stores them, a float dtype, or re-quantized into 8- or 4-bit blocks
 STORAGE_MODES = ("stored", "fp32", "bf16", "fp16", "int8", "q4")
+KV_CACHE_DTYPES = ("auto", "float32", "float16")  # the engine's KV pool: the model's dtype, or one of these
 
 
 @dataclass(frozen=True)

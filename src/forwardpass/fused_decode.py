@@ -6,8 +6,9 @@ blocks in one call: RMSNorm, Q/K/V, RoPE, the cache append, grouped-query attent
 SwiGLU, the residual adds, the final norm and the unembedding, with the switches other families declare
 (QK-norm, sandwich norms, GeGLU, scaled embeddings, per-layer sliding windows and RoPE tables, the attention
 scale): Qwen2/3, Mistral, Phi-3 and Gemma 3 decode through it as Llama does. It reads the model's own tensors (float32,
-or int8/q4 blocks) and writes into the model's own KVCache, so prefill (PyTorch) and decode (fused) share
-one cache. It applies to batch-1 decode on CPU in float32 arithmetic; everything else takes the PyTorch path.
+or int8/q4 blocks) and writes into the model's own KVCache, or the engine's paged pool (float32 or float16 pairs), so
+prefill (PyTorch) and decode (fused) share one cache. It applies to decode on the CPU in float32 arithmetic (one
+sequence, or a batch over the pool); everything else takes the PyTorch path.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class _Model(ctypes.Structure):
 
 class _Batch(ctypes.Structure):
     _fields_ = [("rows", _i), ("tokens", _p), ("positions", _p), ("lengths", _p), ("k", _p), ("v", _p), ("slots", _i),
-                ("block_size", _i), ("max_blocks", _i), ("tables", _p)]
+                ("block_size", _i), ("max_blocks", _i), ("tables", _p), ("half", _i)]
 
 
 class _Workspace(threading.local):
@@ -229,8 +230,9 @@ class FusedDecode:
         return work.spec
 
     def binds_pool(self, pool) -> bool:
-        """A float32 block pool on the CPU (engine/paged.py) the batched step reads and writes, the model as bound."""
-        return pool.k.dtype == torch.float32 and pool.k.device.type == "cpu" and self._as_bound()
+        """A float32 or float16 block pool on the CPU (engine/paged.py) the batched step reads and writes, the model
+        as bound."""
+        return pool.k.dtype in (torch.float32, torch.float16) and pool.k.device.type == "cpu" and self._as_bound()
 
     def batch_step(self, pool, tokens: list[int], lengths: list[int], tables: list[list[int]]) -> tuple[
             torch.Tensor, list[int]]:
@@ -279,5 +281,5 @@ class FusedDecode:
         flat = (_i * (rows * most))(*[b for t in tables for b in t + [0] * (most - len(t))])
         batch = _Batch(rows, ctypes.addressof(token_ids), ctypes.addressof(held), ctypes.addressof(held),
                        pool.k.data_ptr(), pool.v.data_ptr(), pool.num_blocks * pool.block_size, pool.block_size, most,
-                       ctypes.addressof(flat))
+                       ctypes.addressof(flat), int(pool.k.dtype == torch.float16))
         return spec, batch, work.logits[:rows], chosen, (token_ids, held, flat)

@@ -85,8 +85,7 @@ class Generation:
         config = EngineConfig(max_num_seqs=1, max_num_batched_tokens=max(len(prompt), 1), prefix_caching=False,
                               checked=pipeline.model.checked)
         blocks = -(-(len(prompt) + room) // config.block_size)
-        config.kv_cache_bytes = blocks * BlockPool.block_bytes(pipeline.config, config.block_size,
-                                                               pipeline.model.dtype)
+        config.kv_cache_bytes = blocks * BlockPool.block_bytes(pipeline.config, config.block_size, pipeline.kv_dtype())
         engine = Engine(pipeline, config)
         outputs: list = []
         engine.submit(prompt, replace(p, max_tokens=room), outputs.append)

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from . import kernels
-from .config import STORAGE_MODES, ModelConfig
+from .config import KV_CACHE_DTYPES, STORAGE_MODES, ModelConfig
 from .errors import ContextLengthError, ForwardpassError, ModelFileError
 from .fused_decode import FusedDecode
 from .model import RotaryEmbedding, Transformer
@@ -105,6 +105,7 @@ class Pipeline:
     tokenizer: Tokenizer | None
     source: str
     metadata: dict
+    kv_cache_dtype: str = "auto"  # the engine's KV pool (KV_CACHE_DTYPES): the model's dtype, float32 or float16
 
     @property
     def config(self) -> ModelConfig:
@@ -113,6 +114,10 @@ class Pipeline:
     @property
     def device(self) -> torch.device:
         return self.model.device
+
+    def kv_dtype(self) -> torch.dtype:
+        """The dtype the engine's paged KV pool stores its pairs in (attention computes in the model's dtype)."""
+        return {"float32": torch.float32, "float16": torch.float16}.get(self.kv_cache_dtype, self.model.dtype)
 
     def encode(self, text: str) -> list[int]:
         if self.tokenizer is None:
@@ -149,14 +154,17 @@ STORAGE = dict(zip(STORAGE_MODES, (None, torch.float32, torch.bfloat16, torch.fl
 
 def load(path: str | Path | None = None, device: str | torch.device | None = "cpu",
          dtype: str | torch.dtype | None = None, checked: bool = False, progress: bool = False,
-         storage: str | None = None) -> Pipeline:
+         storage: str | None = None, kv_cache_dtype: str = "auto") -> Pipeline:
     """Load a model file (default: the embedded SmolLM2-135M-Instruct GGUF) onto `device`.
 
     `storage` (default "stored") keeps float32 arithmetic and stores the linear layers' weights as the file
     does (where the native kernels run them: on the CPU; elsewhere "stored" means fp32), or as fp32, bf16, fp16,
     int8 (blocks of 32) or q4 (4-bit blocks). `dtype` instead makes every tensor,
     and all arithmetic, that dtype (give one or the other). On the CPU a float32 model decodes through the fused
-    native step (fused_decode.py) where it applies."""
+    native step (fused_decode.py) where it applies. `kv_cache_dtype` stores the engine's KV pairs as the model's
+    dtype ("auto"), float32 or float16 (half the memory and the bytes attention reads; each pair rounded once)."""
+    if kv_cache_dtype not in KV_CACHE_DTYPES:
+        raise ForwardpassError(f"unknown KV cache dtype {kv_cache_dtype!r}; choose from {', '.join(KV_CACHE_DTYPES)}")
     if storage is not None and storage not in STORAGE:
         raise ForwardpassError(f"unknown storage {storage!r}; choose from {', '.join(STORAGE)}")
     if storage is not None and dtype is not None:
@@ -171,7 +179,8 @@ def load(path: str | Path | None = None, device: str | torch.device | None = "cp
         if mode == "stored" and not (dev.type == "cpu" and kernels.available()):
             mode = "fp32"  # blocks run fast only through the native kernels
         model = build_model(checkpoint, dev, storage=STORAGE[mode], progress=progress)
-    pipeline = Pipeline(model, checkpoint.tokenizer, checkpoint.source, checkpoint.metadata | {"storage": mode})
+    pipeline = Pipeline(model, checkpoint.tokenizer, checkpoint.source, checkpoint.metadata | {"storage": mode},
+                        kv_cache_dtype)
     del checkpoint  # its tensors (and the file's map) go; what they left on the heap goes back to the system
     return_freed_memory()
     model.checked = checked

@@ -123,6 +123,23 @@ int main(void) {
     }
     print("exact", "half", halves, 65536);
 
+    // float32 → binary16 (rounded to nearest, ties to even), as the cache stores keys and values: edge cases, then
+    // random bit patterns of every kind, then values around binary16's range
+    enum { TO_HALF = 4096 };
+    static float wide[TO_HALF], narrowed[TO_HALF];
+    const uint32_t edges[] = {0u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00001u, 0x477FE000u,
+                              0x477FEFFFu, 0x477FF000u, 0x477FF001u, 0x38800000u, 0x387FFFFFu, 0x33800000u,
+                              0x33800001u, 0x337FFFFFu, 0x33000000u, 0x33000001u, 0x3F801000u, 0x3F803000u,
+                              0x3F800FFFu, 0x00000001u, 0x80800000u, 0x387FE000u, 0x387FF000u};
+    for (int i = 0; i < TO_HALF; i++) {
+        uint32_t bits = i < (int)(sizeof edges / 4) ? edges[i] : next();
+        if (i >= TO_HALF / 2) bits = (bits & 0x807FFFFFu) | ((100u + next() % 50u) << 23);  // exponents 2^-27 … 2^22
+        memcpy(wide + i, &bits, 4);
+        narrowed[i] = half_float(float_half(wide[i]));
+    }
+    print("exact", "to-half-in", wide, TO_HALF);
+    print("exact", "to-half", narrowed, TO_HALF);
+
     static float gate[50], up[50], h[50], v[41];
     for (int i = 0; i < 50; i++) gate[i] = uniform(-100.f, 100.f), up[i] = uniform(-2.f, 2.f);
     swiglu(gate, up, 50, h);
@@ -139,11 +156,19 @@ int main(void) {
     for (int i = 0; i < HEADS * HD; i++) q[i] = uniform(-1.f, 1.f);
     for (int i = 0; i < PAST * HD; i++) keys[i] = uniform(-1.f, 1.f), values[i] = uniform(-1.f, 1.f);
     for (int i = 0; i < HD; i++) k_new[i] = uniform(-1.f, 1.f), v_new[i] = uniform(-1.f, 1.f);
-    const Rows k = {keys, HD, 0, NULL, 1, 0}, vr = {values, HD, 0, NULL, 1, 0};
+    const Rows k = {keys, HD, 0, NULL, 1, 0, 0}, vr = {values, HD, 0, NULL, 1, 0, 0};
     attend_group(q, HEADS, &k, &vr, PAST, k_new, v_new, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
     print("close", "attention", out, HEADS * HD);
     print("close", "attention-top", top, HEADS);
     print("close", "attention-total", total, HEADS);
+    static uint16_t half_keys[PAST * HD], half_values[PAST * HD], half_k_new[HD], half_v_new[HD];  // a binary16 cache
+    floats_to_halves(keys, half_keys, PAST * HD), floats_to_halves(values, half_values, PAST * HD);
+    floats_to_halves(k_new, half_k_new, HD), floats_to_halves(v_new, half_v_new, HD);
+    const Rows hk = {half_keys, HD, 0, NULL, 1, 0, 1}, hv = {half_values, HD, 0, NULL, 1, 0, 1};
+    attend_group(q, HEADS, &hk, &hv, PAST, half_k_new, half_v_new, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
+    print("close", "attention-half", out, HEADS * HD);
+    print("close", "attention-half-top", top, HEADS);
+    print("close", "attention-half-total", total, HEADS);
     printf("isa %s\n", kernel_isa());
     return 0;
 }

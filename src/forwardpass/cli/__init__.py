@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ..config import STORAGE_MODES
+from ..config import KV_CACHE_DTYPES, STORAGE_MODES
 from ..errors import ForwardpassError
 from . import batch_cmd, chat_cmd, cost_cmd, embed_cmd, explore_cmd, generate_cmd, inspect_cmd, serve_cmd
 from .options import add_device_option
@@ -25,6 +25,9 @@ def add_storage_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--storage", default="stored", choices=STORAGE_MODES,
                    help="weights: stored (default: as the file stores them), fp32, bf16, fp16, int8 or q4 (8- or "
                         "4-bit blocks, native decode kernels)")
+    p.add_argument("--kv-cache-dtype", default="auto", choices=KV_CACHE_DTYPES,
+                   help="the engine's KV cache: auto (default: the model's dtype), float32, or float16 (half the "
+                        "memory and the bytes attention reads)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -66,7 +66,8 @@ def run(args) -> int:
             from ..pipeline import load
             from ..server import ServerConfig, build_app
 
-            fp = load(args.model, device=args.device, storage=args.storage, progress=not args.json)
+            fp = load(args.model, device=args.device, storage=args.storage,
+                      kv_cache_dtype=args.kv_cache_dtype, progress=not args.json)
             engine = Engine(fp, EngineConfig(kv_cache_bytes=int(args.kv_cache_gib * 2**30),
                                              max_num_seqs=args.max_num_seqs))
             name = args.served_model_name or Path(fp.source).name.removesuffix(".gguf")

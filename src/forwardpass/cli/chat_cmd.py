@@ -22,7 +22,8 @@ def run(args) -> int:
     check_model(args)
     from ..generate import Generation  # PyTorch: imported once the options are known to be good
     from ..pipeline import load
-    fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage)
+    fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
+              kv_cache_dtype=args.kv_cache_dtype)
     if fp.tokenizer is None or not fp.tokenizer.chat_template:
         raise ForwardpassError("this model has no chat template; use `forwardpass generate`")
     start = [{"role": "system", "content": args.system}] if args.system else []

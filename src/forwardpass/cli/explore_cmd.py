@@ -22,7 +22,7 @@ def others(args) -> dict:
     from ..pipeline import load
 
     def loader(name):
-        return lambda: load(name, device=args.device, storage=args.storage)
+        return lambda: load(name, device=args.device, storage=args.storage, kv_cache_dtype=args.kv_cache_dtype)
     found = {"smollm2-135m": loader(None)} if args.model is not None else {}
     found.update({name: loader(name) for name in NAMED if name != args.model})
     return found
@@ -36,7 +36,8 @@ def run(args) -> int:
     from ..explorer.app import build_explorer
     from ..pipeline import load  # PyTorch: imported once the options are known to be good
 
-    fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage)
+    fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
+              kv_cache_dtype=args.kv_cache_dtype)
     if fp.tokenizer is None:
         raise ForwardpassError("the explorer needs a model with a tokenizer")
     address = f"http://{args.host}:{args.port}/"

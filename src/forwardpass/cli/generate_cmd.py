@@ -23,7 +23,8 @@ def run(args) -> int:
     check_model(args)
     from ..generate import Generation  # PyTorch: imported once the options are known to be good
     from ..pipeline import load
-    fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage)
+    fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
+              kv_cache_dtype=args.kv_cache_dtype)
     prompt = args.prompt
     if args.chat:
         prompt = fp.tokenizer.apply_chat_template([{"role": "user", "content": prompt}])

@@ -52,7 +52,8 @@ def run(args) -> int:
     check_temperature(args.temperature)  # before PyTorch and the model load
     check_model(args)
     from ..pipeline import load
-    fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage)
+    fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
+              kv_cache_dtype=args.kv_cache_dtype)
     report = inspect(fp, args.prompt, args.top, args.temperature)
     if args.json:
         print(json.dumps(report, ensure_ascii=False))

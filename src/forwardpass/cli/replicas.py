@@ -42,6 +42,6 @@ def replica_spec(args, engine: dict, **server):
     threads = args.threads_per_replica or max(1, (os.cpu_count() or 1) // args.replicas)
     spec = ReplicaSpec(model=str(Path(path).resolve()),
                        model_name=args.served_model_name or Path(path).name.removesuffix(".gguf"),
-                       storage=args.storage, device=args.device, engine=engine,
+                       storage=args.storage, kv_cache_dtype=args.kv_cache_dtype, device=args.device, engine=engine,
                        default_max_tokens=args.default_max_tokens, **server)
     return spec, threads

@@ -58,7 +58,8 @@ def run(args) -> int:
     from ..pipeline import load
     from ..server import ServerConfig, build_app, make_server
 
-    fp = load(args.model, device=args.device, storage=args.storage, progress=not args.json)
+    fp = load(args.model, device=args.device, storage=args.storage,
+              kv_cache_dtype=args.kv_cache_dtype, progress=not args.json)
     engine = Engine(fp, EngineConfig(kv_cache_bytes=int(args.kv_cache_gib * 2**30), block_size=args.block_size,
                                      max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
                                      prefix_caching=not args.no_prefix_caching,

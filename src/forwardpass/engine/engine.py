@@ -61,9 +61,9 @@ class Engine:
     def __init__(self, pipeline: Pipeline, config: EngineConfig | None = None):
         self.pipeline, self.config = pipeline, config or EngineConfig()
         c, model = pipeline.config, pipeline.model
-        num_blocks = max(1, self.config.kv_cache_bytes // BlockPool.block_bytes(c, self.config.block_size, model.dtype))
-        self.pool = BlockPool(c, num_blocks, self.config.block_size, model.dtype, model.device,
-                              self.config.prefix_caching)
+        kv = pipeline.kv_dtype()
+        num_blocks = max(1, self.config.kv_cache_bytes // BlockPool.block_bytes(c, self.config.block_size, kv))
+        self.pool = BlockPool(c, num_blocks, self.config.block_size, kv, model.device, self.config.prefix_caching)
         self.scheduler = Scheduler(self.pool, self.config.max_num_seqs, self.config.max_num_batched_tokens)
         self.metrics = EngineMetrics()
         self._ids = itertools.count()

@@ -185,19 +185,21 @@ class PagedBatch:
         return positions
 
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Store the real new pairs in their blocks; return each row's pairs (batch, n_kv_heads, end, head_dim)."""
+        """Store the real new pairs in their blocks (rounded to the pool's dtype); return each row's pairs as the pool
+        holds them, in k's dtype (batch, n_kv_heads, end, head_dim)."""
         pool_k, pool_v = self.pool.k[layer], self.pool.v[layer]  # (num_blocks, n_kv_heads, block_size, head_dim)
         (rb, ro), (wb, wo) = self.read_at, self.write_at
         held = [(rb[b, :n], ro[b, :n]) for b, n in enumerate(self.lengths)] if self.checked else None
         before = [(pool_k[b, :, o].clone(), pool_v[b, :, o].clone()) for b, o in held] if held else None
-        pool_k[wb, :, wo] = k.transpose(1, 2)[self.rows, self.cols]  # (N, n_kv_heads, head_dim)
-        pool_v[wb, :, wo] = v.transpose(1, 2)[self.rows, self.cols]
+        pool_k[wb, :, wo] = k.transpose(1, 2)[self.rows, self.cols].to(pool_k.dtype)  # (N, n_kv_heads, head_dim)
+        pool_v[wb, :, wo] = v.transpose(1, 2)[self.rows, self.cols].to(pool_v.dtype)
         if before is not None:
             for row, ((b, o), (k_before, v_before)) in enumerate(zip(held, before, strict=True)):
                 if not (torch.equal(pool_k[b, :, o], k_before) and torch.equal(pool_v[b, :, o], v_before)):
                     raise InvariantError(f"layer {layer}: appending to sequence {row} rewrote a (K, V) pair it "
                                          f"already held (its block table sends a new pair onto an old one)")
-        return pool_k[rb, :, ro].transpose(1, 2), pool_v[rb, :, ro].transpose(1, 2)  # (batch, end, …) → (batch, …)
+        keys, values = pool_k[rb, :, ro].transpose(1, 2), pool_v[rb, :, ro].transpose(1, 2)  # (batch, end, …) → …
+        return keys.to(k.dtype), values.to(v.dtype)
 
     def commit(self) -> None:
         self.lengths = [length + n for length, n in zip(self.lengths, self._pending, strict=True)]

@@ -49,22 +49,27 @@ typedef struct {
 // new K and V into slot lengths[r]. Without tables: one sequence, m->k_cache / v_cache (n_layers, n_kv_heads,
 // m->capacity, head_dim). With tables: a pool k, v (n_layers, slots / block_size, n_kv_heads, block_size, head_dim)
 // of blocks of block_size slots, slot j of row r in block tables[r × max_blocks + j / block_size], at j % block_size
-// (where the paged engine keeps them, and lengths = positions).
+// (where the paged engine keeps them, and lengths = positions). A pool holds float32, or with `half` IEEE binary16
+// (each new pair rounded to it as it is stored, and read back widened: the row's own pair too, so a step attends to
+// exactly what later steps will read).
 typedef struct {
     int rows;
     const int *tokens, *positions, *lengths;  // (rows)
-    float *k, *v;
+    void *k, *v;
     int slots, block_size, max_blocks;
     const int *tables;                        // (rows, max_blocks), or NULL
+    int half;                                 // the pool's pairs are binary16 (tables only)
 } Batch;
 
-// Where one sequence's keys (or values) of one layer and K/V head lie: slot j's head_dim floats at base + j × stride,
-// or through a block table at base + table[j / block_size] × block_stride + (j % block_size) × stride
+// Where one sequence's keys (or values) of one layer and K/V head lie: slot j's head_dim values at base + j × stride,
+// or through a block table at base + table[j / block_size] × block_stride + (j % block_size) × stride (in values:
+// float32, or binary16 with `half`)
 typedef struct {
-    float *base;
+    void *base;
     size_t stride, block_stride;
     const int *table;
     int block_size, shift;  // shift: log2 of a power-of-two block_size (a shift, not a division, per slot), else -1
+    int half;
 } Rows;
 
 // How far ahead of its reads attention asks for keys and values (into L2): one sequential stream per core reads
@@ -72,27 +77,44 @@ typedef struct {
 // (one sequence at 3,000 tokens: 79 -> 87-103 tokens/s against 8 positions ahead into L1)
 #define AHEAD 48
 
-static inline float *row_at(const Rows *r, int j) {
-    if (!r->table) return r->base + (size_t)j * r->stride;
-    const int block = r->shift >= 0 ? j >> r->shift : j / r->block_size, at = j - block * r->block_size;
-    return r->base + (size_t)r->table[block] * r->block_stride + (size_t)at * r->stride;
+static inline void *row_at(const Rows *r, int j) {
+    size_t i = (size_t)j * r->stride;
+    if (r->table) {
+        const int block = r->shift >= 0 ? j >> r->shift : j / r->block_size, at = j - block * r->block_size;
+        i = (size_t)r->table[block] * r->block_stride + (size_t)at * r->stride;
+    }
+    return (char *)r->base + i * (r->half ? 2 : 4);
 }
 
-// Ask for slot j's head_dim floats, if j is before `end` (a later slot's are not in the cache yet)
+// Ask for slot j's head_dim values, if j is before `end` (a later slot's are not in the cache yet)
 static inline void ask_ahead(const Rows *r, int j, int end, int head_dim) {
     if (j < end)
-        for (int c = 0; c < head_dim; c += 16) __builtin_prefetch(row_at(r, j) + c, 0, 2);
+        for (int c = 0; c < head_dim * (r->half ? 2 : 4); c += 64) __builtin_prefetch((char *)row_at(r, j) + c, 0, 2);
 }
 
-static Rows rows_of(const Model *m, const Batch *b, float *cache, int layer, int row, int g) {
+// LANES values of a cached key or value row from value `at` on, as float32
+static inline V kv_load(const void *row, int half, int at) {
+    return half ? v_load_f16_n((const uint16_t *)row + at, LANES) : v_load((const float *)row + at);
+}
+
+// A new key or value row into its slot, in the cache's format
+static inline void kv_store(const Rows *r, int j, const float *values, int head_dim) {
+    if (r->half)
+        floats_to_halves(values, (uint16_t *)row_at(r, j), head_dim);
+    else
+        memcpy(row_at(r, j), values, sizeof(float) * head_dim);
+}
+
+static Rows rows_of(const Model *m, const Batch *b, void *cache, int layer, int row, int g) {
     const int KV = m->n_kv_heads, hd = m->head_dim;
     if (!b->tables) {
-        const Rows r = {cache + ((size_t)layer * KV + g) * m->capacity * hd, (size_t)hd, 0, NULL, 1, 0};
+        const Rows r = {(float *)cache + ((size_t)layer * KV + g) * m->capacity * hd, (size_t)hd, 0, NULL, 1, 0, 0};
         return r;
     }
-    const int bs = b->block_size, shift = bs & (bs - 1) ? -1 : __builtin_ctz((unsigned)bs);
-    const Rows r = {cache + ((size_t)layer * b->slots * KV + (size_t)g * bs) * hd, (size_t)hd, (size_t)KV * bs * hd,
-                    b->tables + (size_t)row * b->max_blocks, bs, shift};
+    const int bs = b->block_size, shift = bs & (bs - 1) ? -1 : __builtin_ctz((unsigned)bs), half = b->half != 0;
+    const size_t start = ((size_t)layer * b->slots * KV + (size_t)g * bs) * hd;
+    const Rows r = {(char *)cache + start * (half ? 2 : 4), (size_t)hd, (size_t)KV * bs * hd,
+                    b->tables + (size_t)row * b->max_blocks, bs, shift, half};
     return r;
 }
 
@@ -131,18 +153,18 @@ static inline V exp_v(V x) {
 }
 
 // Query heads q[0 … n-1] (n ≤ 4, consecutive rows of head_dim) of one K/V head against slots [lo, hi): below
-// `past` the cache's (K, V), at `past` this token's own k and v (the cache gets them after every thread has read
-// it). One pass over the keys and one over the values serve all n heads. Leaves per head the scores' maximum, the
+// `past` the cache's (K, V), at `past` this token's own k and v, in the cache's format (the cache gets them after
+// every thread has read it). One pass over the keys and one over the values serve all n heads. Leaves per head the scores' maximum, the
 // sum of their exponentials and the exponential-weighted sum of values, to be merged with the other threads' parts
 // (`merge_heads`); an empty range leaves -inf, 0, 0. head_dim is a multiple of 16, at most 256.
 static inline __attribute__((always_inline)) void attend_heads(const float *q, const int n, const Rows *k,
-                                                               const Rows *v, int past, const float *k_new,
-                                                               const float *v_new, int head_dim, float scale, int lo,
+                                                               const Rows *v, int past, const void *k_new,
+                                                               const void *v_new, int head_dim, float scale, int lo,
                                                                int hi, float *scores, float *out, float *top,
-                                                               float *total) {
+                                                               float *total, const int half) {
     const int nv = head_dim / LANES, len = hi - lo;
     for (int j = lo; j < hi; j += 4) {  // scores q·k × scale: four positions, every head
-        const float *row[4];
+        const void *row[4];
         for (int r = 0; r < 4; r++) {
             const int at = j + r < hi ? j + r : j;  // past the range: a repeat, not stored
             row[r] = at < past ? row_at(k, at) : k_new;
@@ -153,7 +175,7 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
             for (int r = 0; r < 4; r++) acc[h][r] = v_zero();
         for (int c = 0; c < nv; c++)
             for (int r = 0; r < 4; r++) {
-                const V kv = v_load(row[r] + LANES * c);
+                const V kv = kv_load(row[r], half, LANES * c);
                 for (int h = 0; h < n; h++) acc[h][r] = v_fma(v_load(q + h * head_dim + LANES * c), kv, acc[h][r]);
             }
         const int kept = hi - j < 4 ? hi - j : 4;
@@ -178,10 +200,10 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
             for (int c = 0; c < 4; c++) acc[h][c] = v_zero();
         for (int j = lo; j < hi; j++) {
             if (c0 == 0) ask_ahead(v, j + AHEAD, hi < past ? hi : past, head_dim);
-            const float *vj = (j < past ? row_at(v, j) : v_new) + LANES * c0;
+            const void *vj = j < past ? row_at(v, j) : v_new;
             for (int c = 0; c < 4; c++)
                 if (c0 + c < nv) {
-                    const V vv = v_load(vj + LANES * c);
+                    const V vv = kv_load(vj, half, LANES * (c0 + c));
                     for (int h = 0; h < n; h++) acc[h][c] = v_fma(v_set1(scores[h * len + j - lo]), vv, acc[h][c]);
                 }
         }
@@ -190,16 +212,27 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
     }
 }
 
-// attend_heads for any n ≤ 4, each count compiled on its own (its accumulators stay in registers)
-static void attend_group(const float *q, int n, const Rows *k, const Rows *v, int past, const float *k_new,
-                         const float *v_new, int head_dim, float scale, int lo, int hi, float *scores, float *out,
+// attend_heads for any n ≤ 4 and either format, each compiled on its own (its accumulators stay in registers)
+static void attend_group(const float *q, int n, const Rows *k, const Rows *v, int past, const void *k_new,
+                         const void *v_new, int head_dim, float scale, int lo, int hi, float *scores, float *out,
                          float *top, float *total) {
-    switch (n) {
-    case 1: attend_heads(q, 1, k, v, past, k_new, v_new, head_dim, scale, lo, hi, scores, out, top, total); break;
-    case 2: attend_heads(q, 2, k, v, past, k_new, v_new, head_dim, scale, lo, hi, scores, out, top, total); break;
-    case 3: attend_heads(q, 3, k, v, past, k_new, v_new, head_dim, scale, lo, hi, scores, out, top, total); break;
-    default: attend_heads(q, 4, k, v, past, k_new, v_new, head_dim, scale, lo, hi, scores, out, top, total);
+#define ATTEND(N, HALF) attend_heads(q, N, k, v, past, k_new, v_new, head_dim, scale, lo, hi, scores, out, top, total, HALF)
+    if (k->half) {
+        switch (n) {
+        case 1: ATTEND(1, 1); break;
+        case 2: ATTEND(2, 1); break;
+        case 3: ATTEND(3, 1); break;
+        default: ATTEND(4, 1);
+        }
+        return;
     }
+    switch (n) {
+    case 1: ATTEND(1, 0); break;
+    case 2: ATTEND(2, 0); break;
+    case 3: ATTEND(3, 0); break;
+    default: ATTEND(4, 0);
+    }
+#undef ATTEND
 }
 
 // softmax(q kᵀ × scale) v over every position, from the T threads' parts (out, top, total: (T, H × head_dim),
@@ -306,7 +339,7 @@ typedef struct {
 } Shared;
 
 typedef struct {
-    float *xn, *rotated, *scores, *attn, *act;
+    float *xn, *rotated, *scores, *attn, *act, *own;  // own: each row's new K and V heads as the cache stores them
 } Own;
 
 static Shared cut_shared(Cut *c, const Model *m) {
@@ -320,7 +353,7 @@ static Shared cut_shared(Cut *c, const Model *m) {
 static Own cut_own(Cut *c, const Model *m) {
     const size_t H = m->n_heads, hd = m->head_dim, R = m->rows;
     Own o = {cut(c, R * widest_row(m)), cut(c, R * (H + m->n_kv_heads) * hd), cut(c, 4 * (size_t)m->capacity),
-             cut(c, R * H * hd), cut(c, R * activation_floats(widest_row(m)))};
+             cut(c, R * H * hd), cut(c, R * activation_floats(widest_row(m))), cut(c, R * 2 * m->n_kv_heads * hd)};
     return o;
 }
 
@@ -369,6 +402,7 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
         for (int i = 0; i < t; i++) cut_own(&mine, m);
         const Own o = cut_own(&mine, m);
         float *xn = o.xn, *rotated = o.rotated, *scores = o.scores, *attn = o.attn;
+        uint16_t *own = (uint16_t *)o.own;  // a binary16 pool's new pairs, each row's (KV keys, then KV values)
         Activation a[R];
         for (int r = 0; r < R; r++)
             a[r] = activation_in(o.act + (size_t)r * activation_floats(widest_row(m)), widest_row(m));
@@ -396,14 +430,21 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
                         memcpy(rot + i * hd, q + i * hd, sizeof(float) * hd);
                     rope(rot + i * hd, cos, sin, hd);
                 }
+                uint16_t *mine = own + (size_t)r * 2 * KV * hd;
+                if (b->half)  // the row's own pair as the cache will hold it
+                    for (int g = 0; g < KV; g++) {
+                        floats_to_halves(rot + (H + g) * hd, mine + g * hd, hd);
+                        floats_to_halves(q + (H + KV + g) * hd, mine + (KV + g) * hd, hd);
+                    }
                 for (int i = 0, n; i < H; i += n) {  // up to four query heads of one group at a time
                     const int g = i / group;
                     n = (g + 1) * group - i < 4 ? (g + 1) * group - i : 4;
                     const Rows k = rows_of(m, b, b->k, l, r, g), v = rows_of(m, b, b->v, l, r, g);
                     const size_t part = ((size_t)r * T + t) * H + i;
-                    attend_group(rot + i * hd, n, &k, &v, past, rot + (H + g) * hd, q + (H + KV + g) * hd, hd,
-                                 m->attn_scale, lo, hi, scores, part_out + part * hd, part_top + part,
-                                 part_total + part);
+                    const void *k_new = b->half ? (const void *)(mine + g * hd) : rot + (H + g) * hd;
+                    const void *v_new = b->half ? (const void *)(mine + (KV + g) * hd) : q + (H + KV + g) * hd;
+                    attend_group(rot + i * hd, n, &k, &v, past, k_new, v_new, hd, m->attn_scale, lo, hi, scores,
+                                 part_out + part * hd, part_top + part, part_total + part);
                 }
             }
             #pragma omp barrier
@@ -412,9 +453,8 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
                     for (int g = 0; g < KV; g++) {
                         const Rows k = rows_of(m, b, b->k, l, r, g), v = rows_of(m, b, b->v, l, r, g);
                         const float *q = qkv + (size_t)r * QKV;
-                        memcpy(row_at(&k, b->lengths[r]), rotated + ((size_t)r * (H + KV) + H + g) * hd,
-                               sizeof(float) * hd);
-                        memcpy(row_at(&v, b->lengths[r]), q + (H + KV + g) * hd, sizeof(float) * hd);
+                        kv_store(&k, b->lengths[r], rotated + ((size_t)r * (H + KV) + H + g) * hd, hd);
+                        kv_store(&v, b->lengths[r], q + (H + KV + g) * hd, hd);
                     }
             for (int r = 0; r < R; r++)
                 merge_heads(part_out + (size_t)r * T * H * hd, part_top + (size_t)r * T * H,
@@ -459,7 +499,7 @@ int decode_step(const Model *m, int token, int position, int slot, float *logits
     if (token < 0 || token >= m->vocab_size || position < 0 || position >= m->context_length || slot < 0 ||
         slot >= m->capacity || m->threads < 1 || m->rows < 1 || !m->work)
         return -1;
-    const Batch b = {1, &token, &position, &slot, m->k_cache, m->v_cache, 0, 0, 0, NULL};
+    const Batch b = {1, &token, &position, &slot, m->k_cache, m->v_cache, 0, 0, 0, NULL, 0};
     step_rows(m, &b, logits, greedy);
     return 0;
 }

@@ -51,6 +51,29 @@ static inline float half_float(uint16_t h) {
     return f;
 }
 
+// float32 → IEEE binary16, rounded to nearest, ties to even (what PyTorch's .half() gives): past 65504 to infinity,
+// below 2^-14 to a subnormal (or zero), a NaN to the quiet NaN 0x7E00 with its sign. Portable, so every build stores
+// the same bits; the few values a decode step stores (its new keys and values) need no vector form.
+static inline uint16_t float_half(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    const uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    const uint32_t a = x & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) return sign | 0x7E00u;
+    if (a >= 0x477FF000u) return sign | 0x7C00u;  // 65520 and above: halfway to 2^16 and past it
+    if (a < 0x38800000u) {                        // below 2^-14: m × 2^-24, m rounded (exact scaling)
+        float v;
+        memcpy(&v, &a, 4);
+        return sign | (uint16_t)nearbyintf(v * 0x1p24f);  // 1024 is 2^-14 itself, the smallest normal's bits
+    }
+    const uint32_t r = a - 0x38000000u;  // exponent rebiased by -112, then the low 13 bits rounded off
+    return sign | (uint16_t)((r + 0xFFFu + ((r >> 13) & 1u)) >> 13);
+}
+
+static inline void floats_to_halves(const float *f, uint16_t *h, int n) {
+    for (int i = 0; i < n; i++) h[i] = float_half(f[i]);
+}
+
 #if defined(FP_AVX512)
 #define KERNEL_ISA "avx512"
 #define PAIR_STREAMS 2  // 32 registers hold two groups' sums for two rows

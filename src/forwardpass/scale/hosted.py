@@ -16,6 +16,7 @@ class ReplicaSpec:
     model: str
     model_name: str
     storage: str | None = None
+    kv_cache_dtype: str = "auto"
     device: str | None = "cpu"
     engine: dict = field(default_factory=dict)  # EngineConfig's fields
     api_key: str | None = None
@@ -45,7 +46,7 @@ class HostedEngine:
 
         s = self.spec
         try:
-            fp = load(s.model, device=s.device, storage=s.storage)
+            fp = load(s.model, device=s.device, storage=s.storage, kv_cache_dtype=s.kv_cache_dtype)
             self.engine = Engine(fp, EngineConfig(**s.engine))
             embedder = None
             if s.embedding_model is not None:
