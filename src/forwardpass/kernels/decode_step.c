@@ -154,9 +154,9 @@ static inline V exp_v(V x) {
 
 // Query heads q[0 … n-1] (n ≤ 4, consecutive rows of head_dim) of one K/V head against slots [lo, hi): below
 // `past` the cache's (K, V), at `past` this token's own k and v, in the cache's format (the cache gets them after
-// every thread has read it). One pass over the keys and one over the values serve all n heads. Leaves per head the scores' maximum, the
-// sum of their exponentials and the exponential-weighted sum of values, to be merged with the other threads' parts
-// (`merge_heads`); an empty range leaves -inf, 0, 0. head_dim is a multiple of 16, at most 256.
+// every thread has read it). One pass over the keys and one over the values serve all n heads. Leaves per head the
+// scores' maximum, the sum of their exponentials and the exponential-weighted sum of values, to be merged with the
+// other threads' parts (`merge_heads`); an empty range leaves -inf, 0, 0. head_dim is a multiple of 16, at most 256.
 static inline __attribute__((always_inline)) void attend_heads(const float *q, const int n, const Rows *k,
                                                                const Rows *v, int past, const void *k_new,
                                                                const void *v_new, int head_dim, float scale, int lo,
@@ -216,7 +216,8 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
 static void attend_group(const float *q, int n, const Rows *k, const Rows *v, int past, const void *k_new,
                          const void *v_new, int head_dim, float scale, int lo, int hi, float *scores, float *out,
                          float *top, float *total) {
-#define ATTEND(N, HALF) attend_heads(q, N, k, v, past, k_new, v_new, head_dim, scale, lo, hi, scores, out, top, total, HALF)
+#define ATTEND(N, HALF) \
+    attend_heads(q, N, k, v, past, k_new, v_new, head_dim, scale, lo, hi, scores, out, top, total, HALF)
     if (k->half) {
         switch (n) {
         case 1: ATTEND(1, 1); break;
