@@ -40,12 +40,30 @@ LONG = 3072  # the default --long prompt
 STEADY, STEADY_TRIES = 1.15, 4  # bandwidth samples around a decode run within 15% of each other, or up to 4 tries
 
 
+_PEAK_BEFORE_PROBES = 0  # this worker's peak resident memory as it stood before each bandwidth probe (bytes)
+
+
+def probed_bandwidth(device: str) -> float:
+    """memory_bandwidth(), its 256 MB buffer left out of this worker's peak memory (an engine's memory is what it
+    holds, not the roofline's probe): the peak so far is kept, and once the buffer is freed Linux's high-water mark is
+    reset to the current size (/proc/self/clear_refs). Where that cannot be done the probe stays counted."""
+    from forwardpass.machine import memory_bandwidth, peak_resident_bytes
+    global _PEAK_BEFORE_PROBES
+    _PEAK_BEFORE_PROBES = max(_PEAK_BEFORE_PROBES, peak_resident_bytes())
+    bandwidth = memory_bandwidth(256, 3, device)
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+    return bandwidth
+
+
 def peak_memory(device: str) -> dict:
     """Peak resident memory of this process, and on a GPU the peak memory its tensors took there (MB). Where /proc
     says it, the process's own high-water mark: ru_maxrss also counts what the driver held when it forked this worker
     (Linux keeps it across exec), so every worker would seem to hold at least the driver's memory."""
     from forwardpass.machine import peak_resident_bytes
-    peak = {"peak_rss_mb": peak_resident_bytes() / 2**20}
+    peak = {"peak_rss_mb": max(_PEAK_BEFORE_PROBES, peak_resident_bytes()) / 2**20}
     if device.startswith("cuda"):
         import torch
         peak["peak_device_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
@@ -87,7 +105,6 @@ def worker_forwardpass(path: Path, storage: str, runs: int, device: str, long: i
     import forwardpass
     from forwardpass.engine import BlockPool
     from forwardpass.generate import generate
-    from forwardpass.machine import memory_bandwidth
     from forwardpass.sampling import SamplingParams
 
     start = time.perf_counter()
@@ -102,9 +119,9 @@ def worker_forwardpass(path: Path, storage: str, runs: int, device: str, long: i
     for _ in range(runs):
         prefill.append(prefill_tps(fp, prompts[0]))
         for _ in range(STEADY_TRIES):  # a run during which the bandwidth changed has no one roofline: repeat it
-            before = memory_bandwidth(256, 3, device)
+            before = probed_bandwidth(device)
             r = generate(fp, prompts[0], params)
-            after = memory_bandwidth(256, 3, device)
+            after = probed_bandwidth(device)
             if max(before, after) <= STEADY * min(before, after):
                 break
         samples.append([before / 1e9, after / 1e9])

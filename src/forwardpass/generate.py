@@ -76,14 +76,14 @@ class Generation:
 
     def _serve(self) -> Iterator[str]:
         """The cached loop is the engine's (engine/): this request is a batch of one over a pool just large enough
-        for it, its prompt prefilled in one step, then decoded (greedy bursts included) and stopped as the server's
+        for it, its prompt prefilled in steps of the engine's token budget (512: a long prompt's activations and
+        attention stay the size of one chunk's), then decoded (greedy bursts included) and stopped as the server's
         requests are."""
         from .engine import BlockPool, Engine, EngineConfig
 
         pipeline, prompt, p = self.pipeline, self.prompt_ids, self.params
         room = min(p.max_tokens, pipeline.config.context_length - len(prompt))  # tokens this generation may choose
-        config = EngineConfig(max_num_seqs=1, max_num_batched_tokens=max(len(prompt), 1), prefix_caching=False,
-                              checked=pipeline.model.checked)
+        config = EngineConfig(max_num_seqs=1, prefix_caching=False, checked=pipeline.model.checked)
         blocks = -(-(len(prompt) + room) // config.block_size)
         config.kv_cache_bytes = blocks * BlockPool.block_bytes(pipeline.config, config.block_size, pipeline.kv_dtype())
         engine = Engine(pipeline, config)
