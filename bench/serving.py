@@ -1,7 +1,8 @@
 """Serving throughput: 16 concurrent streaming clients against the same 16 requests served one at a time, both
 beside `forwardpass generate`'s own batch-1 decode rate on the same storage mode, in one run.
 
-    .venv/bin/python bench/serving.py [--clients 16] [--max-tokens 128] [--storage stored] [--json] [--device cuda]
+    .venv/bin/python bench/serving.py [--clients 16] [--max-tokens 128] [--storage stored] [--kv-cache-dtype float16]
+                                      [--json] [--device cuda]
 
 Runs `forwardpass generate --json` for the batch-1 rate, then starts `forwardpass serve` on a free loopback port,
 drives it with the official `openai` client, and prints generated tokens per second each way and their ratios.
@@ -23,7 +24,7 @@ import httpx
 from common import checked_device, free_port, machine, median
 
 from forwardpass.cli.options import add_device_option, positive_int
-from forwardpass.config import STORAGE_MODES
+from forwardpass.config import KV_CACHE_DTYPES, STORAGE_MODES
 
 if TYPE_CHECKING:
     import openai
@@ -48,11 +49,11 @@ def stream_one(client: openai.OpenAI, i: int, max_tokens: int, times: list | Non
     return tokens
 
 
-def generate_rate(storage: str, device: str, max_tokens: int) -> float:
+def generate_rate(storage: str, kv_cache_dtype: str, device: str, max_tokens: int) -> float:
     """`forwardpass generate`'s decode tokens/s (batch 1, greedy) for the first question, as a user runs it."""
     out = subprocess.run([sys.executable, "-m", "forwardpass", "generate", "--chat", QUESTIONS[0], "--max-tokens",
-                          str(max_tokens), "--storage", storage, "--device", device, "--json"], capture_output=True,
-                         text=True)
+                          str(max_tokens), "--storage", storage, "--kv-cache-dtype", kv_cache_dtype, "--device", device,
+                          "--json"], capture_output=True, text=True)
     if out.returncode:
         sys.exit(f"error: forwardpass generate failed: {(out.stderr.strip().splitlines() or ['no output'])[-1]}")
     return json.loads(out.stdout)["decode_tokens_per_s"]
@@ -63,16 +64,18 @@ def main() -> None:
     ap.add_argument("--clients", type=positive_int, default=16)
     ap.add_argument("--max-tokens", type=positive_int, default=128)
     ap.add_argument("--storage", default="stored", choices=STORAGE_MODES)
+    ap.add_argument("--kv-cache-dtype", default="auto", choices=KV_CACHE_DTYPES)
     ap.add_argument("--json", action="store_true")
     add_device_option(ap)
     args = ap.parse_args()
     device = checked_device(args.device)
     print("generate alone ...", file=sys.stderr)
-    alone = median([generate_rate(args.storage, device, args.max_tokens) for _ in range(3)])
+    alone = median([generate_rate(args.storage, args.kv_cache_dtype, device, args.max_tokens) for _ in range(3)])
     port = free_port()
     log = tempfile.TemporaryFile("w+")  # the server's log: its last line says why, if it does not start
     server = subprocess.Popen([sys.executable, "-m", "forwardpass", "serve", "--port", str(port), "--served-model-name",
-                               "bench", "--storage", args.storage, "--kv-cache-gib", "1", "--device", device],
+                               "bench", "--storage", args.storage, "--kv-cache-dtype", args.kv_cache_dtype,
+                               "--kv-cache-gib", "1", "--device", device],
                               stderr=log)
     print("starting the server ...", file=sys.stderr)
     try:
@@ -108,7 +111,8 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
-    result = {"benchmark": "serving", "storage": args.storage, "clients": args.clients,
+    result = {"benchmark": "serving", "storage": args.storage, "kv_cache_dtype": args.kv_cache_dtype,
+              "clients": args.clients,
               "max_tokens": args.max_tokens, "generate_decode_tokens_per_s": round(alone, 1),
               "one_client_tokens_per_s": round(single, 1), "one_at_a_time_tokens_per_s": round(serial, 1),
               "concurrent_tokens_per_s": round(together, 1), "ratio": round(together / serial, 2),
