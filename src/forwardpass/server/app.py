@@ -84,7 +84,7 @@ class Submission:
         self.queue: asyncio.Queue = asyncio.Queue()
         leaders, self.pending, index = [], {}, 0  # pending: a prompt's first choice → the choices that follow it
         for prompt_ids, params in groups:
-            for p in params:
+            for p in params[1:]:  # the first is checked as it is submitted
                 engine.check_request(prompt_ids, p)
             leaders.append((index, prompt_ids, params[0]))
             self.pending[index] = [(index + j, prompt_ids, p) for j, p in enumerate(params[1:], 1)]
@@ -328,7 +328,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
                                      media_type="text/event-stream")
         texts, reasons = [""] * len(params), [None] * len(params)
         logs: list[list[RequestOutput]] = [[] for _ in params]
-        completion_tokens, cached = 0, [0] * len(groups)  # each prompt's, as its last choice to finish found it
+        completion_tokens, cached = 0, {}  # each prompt's cached tokens, as its last choice to finish found them
         try:
             async for ready in submission:
                 for i, out in ready:
@@ -353,7 +353,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
                 choices.append({"index": i, "text": texts[i], "logprobs": completion_logprobs(logs[i])
                                 if with_logprobs else None, "finish_reason": reasons[i]})
         return {"id": rid, "object": kind, "created": int(time.time()), "model": config.model_name,
-                "choices": choices, "usage": usage(prompt_tokens, completion_tokens, sum(cached))}
+                "choices": choices, "usage": usage(prompt_tokens, completion_tokens, sum(cached.values()))}
 
     def completion_logprobs(outs: list[RequestOutput], offset: int = 0) -> dict:
         tokens, offsets = [], []
@@ -380,7 +380,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
             for i in range(len(params)):
                 yield chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                               "finish_reason": None}])
-        completion_tokens, cached, offsets = 0, [0] * (prompt_of[-1] + 1), [0] * len(params)
+        completion_tokens, cached, offsets = 0, {}, [0] * len(params)
         error: Error | None = None
         held, held_scored = [""] * len(params), [[] for _ in params]
         forced = [tools.ForcedCallStream() for _ in params] if calls is not None and req.forced_call else None
@@ -430,7 +430,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
                     cached[prompt_of[i]] = last.cached_tokens
                     error = error or last.error
         if req.stream_options is not None and req.stream_options.include_usage:
-            yield chunk([], usage=usage(prompt_tokens, completion_tokens, sum(cached)))
+            yield chunk([], usage=usage(prompt_tokens, completion_tokens, sum(cached.values())))
         if error is not None:
             yield engine_error(error).event()
         yield "data: [DONE]\n\n"
@@ -438,8 +438,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
     @app.post("/v1/completions")
     async def completions(request: Request):
         req = await body(request, CompletionRequest)
-        texts = [req.prompt] if isinstance(req.prompt, str) or not req.prompt or isinstance(req.prompt[0], int) \
-            else req.prompt  # one prompt, or a list of them (each text or token ids)
+        texts = req.listed(req.prompt)
         if any(isinstance(t, str) for t in texts) and tokenizer is None:
             raise APIError(400, "this model has no tokenizer: send the prompt as token ids")
         prompts = [tokenizer.encode(t) if isinstance(t, str) else list(t) for t in texts]

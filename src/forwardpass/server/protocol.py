@@ -139,10 +139,15 @@ class CompletionRequest(SamplingFields):
     logprobs: int | None = Field(None, ge=0, le=20)
     echo: Literal[False] = False
 
+    @staticmethod
+    def listed(prompt) -> list[str | list[int]]:
+        """A `prompt` field's prompts: itself (a text or token ids), or each of the list it is."""
+        return prompt if isinstance(prompt, list) and prompt and not isinstance(prompt[0], int) else [prompt]
+
     @field_validator("prompt")
     @classmethod
     def _some_prompts(cls, prompt):
-        if isinstance(prompt, list) and prompt and not isinstance(prompt[0], int) and len(prompt) > MAX_PROMPTS:
+        if len(cls.listed(prompt)) > MAX_PROMPTS:
             raise ValueError(f"at most {MAX_PROMPTS} prompts a request, got {len(prompt)}")
         return prompt
 
