@@ -117,7 +117,7 @@ class Pipeline:
 
     def kv_dtype(self) -> torch.dtype:
         """The dtype the engine's paged KV pool stores its pairs in (attention computes in the model's dtype)."""
-        return {"float32": torch.float32, "float16": torch.float16}.get(self.kv_cache_dtype, self.model.dtype)
+        return self.model.dtype if self.kv_cache_dtype == "auto" else DTYPES[self.kv_cache_dtype]
 
     def encode(self, text: str) -> list[int]:
         if self.tokenizer is None:
