@@ -9,6 +9,7 @@ Greedy: each step's token is the argmax of the row's logits. Imports no PyTorch 
 from __future__ import annotations
 
 import sys
+import time
 
 import numpy as np
 
@@ -86,11 +87,13 @@ class LlamaCpp:
             first += self.decode(rows[at:at + self.n_batch])
         return first
 
-    def greedy(self, prompts: list[list[int]], new: int) -> list[list[int]]:
+    def greedy(self, prompts: list[list[int]], new: int) -> tuple[list[list[int]], float, float]:
         """`new` greedy tokens for every prompt at once (the cache cleared first): prefill, then one step per token
-        for every sequence together."""
+        for every sequence together. Also the seconds to the first tokens (the prefill's) and to the last."""
         self.clear()
+        start = time.perf_counter()
         tokens = self.prefill(prompts)
+        first = time.perf_counter() - start
         out = [[t] for t in tokens]
         positions = [len(p) for p in prompts]
         for _ in range(new - 1):
@@ -98,7 +101,7 @@ class LlamaCpp:
             positions = [p + 1 for p in positions]
             for s, t in enumerate(tokens):
                 out[s].append(t)
-        return out
+        return out, first, time.perf_counter() - start
 
     def close(self) -> None:
         self.L.llama_batch_free(self.batch)

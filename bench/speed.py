@@ -198,14 +198,8 @@ def worker_llama_cpp(path: Path, runs: int, device: str, long: int) -> dict:
 
     def run(ids: list[int]) -> tuple[float, float]:
         """Seconds to the first token of `ids` (a fresh cache) and decode tokens/s of the NEW - 1 after it."""
-        llm.clear()
-        t = time.perf_counter()
-        token = llm.prefill([ids])[0]
-        first = time.perf_counter() - t
-        t = time.perf_counter()
-        for position in range(len(ids), len(ids) + NEW - 1):
-            token = llm.decode([(token, position, 0, True)])[0]
-        return first, (NEW - 1) / (time.perf_counter() - t)
+        _, first, last = llm.greedy([ids], NEW)
+        return first, (NEW - 1) / (last - first)
 
     llm.greedy([prompts[0][:16]], 4)  # warm up
     ttft, decode = zip(*(run(prompts[0]) for _ in range(runs)), strict=True)
@@ -229,6 +223,11 @@ def worker_accuracy(path: Path, device: str) -> dict:
 
     import forwardpass
 
+    def scored(logits: torch.Tensor, ids: list[int]) -> tuple[torch.Tensor, float, int]:
+        """Each position's top-1 token, the text's perplexity under `logits` (one row a position), its length."""
+        nll = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:], device=logits.device))
+        return logits.argmax(-1).cpu(), math.exp(nll.item()), len(ids)
+
     def run(storage: str, one_by_one: bool = False):
         """Logits at every position of the text: in one forward (the prefill path), or token by token
         through the cache (the decode path: the fused native step where it applies)."""
@@ -240,12 +239,11 @@ def worker_accuracy(path: Path, device: str) -> dict:
                 logits = torch.cat([fp.model(torch.tensor([[i]], device=device), cache)[0][0].float() for i in ids])
             else:
                 logits = fp.model(torch.tensor([ids], device=device))[0][0].float()
-        nll = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:], device=device))
-        return logits.argmax(-1).cpu(), math.exp(nll.item()), len(ids)
+        return scored(logits, ids)
 
-    def half_pool() -> tuple[torch.Tensor, float, int]:
+    def half_pool() -> tuple[torch.Tensor, float, int] | None:
         """The default mode's decode path as the engine runs it with --kv-cache-dtype float16: the native batched step
-        token by token over a pool of binary16 pairs."""
+        token by token over a pool of binary16 pairs (None where that step does not run)."""
         from forwardpass.engine import BlockPool
 
         fp = forwardpass.load(path, device=device, kv_cache_dtype="float16")
@@ -257,23 +255,23 @@ def worker_accuracy(path: Path, device: str) -> dict:
         with torch.inference_mode():
             logits = torch.stack([fp.model.fused.batch_step(pool, [t], [i], [table])[0][0].clone()
                                   for i, t in enumerate(ids)])
-        nll = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:]))
-        return logits.argmax(-1), math.exp(nll.item()), len(ids)
+        return scored(logits, ids)
 
     reference, ppl32, n = run("fp32")
-    out = {"tokens": n, "fp32": {"top1_agreement": 1.0, "perplexity": ppl32, "perplexity_delta": 0.0}}
+
+    def row(top1: torch.Tensor, ppl: float) -> dict:
+        return {"top1_agreement": (top1 == reference).float().mean().item(), "perplexity": ppl,
+                "perplexity_delta": ppl - ppl32}
+
+    out = {"tokens": n, "fp32": row(reference, ppl32)}
     for s in STORAGE_MODES:
         for label, one_by_one in (("", False), (" decode path", True)):
             if s == "fp32" and not one_by_one:
                 continue
-            top1, ppl, _ = run(s, one_by_one)
-            out[s + label] = {"top1_agreement": (top1 == reference).float().mean().item(), "perplexity": ppl,
-                             "perplexity_delta": ppl - ppl32}
+            out[s + label] = row(*run(s, one_by_one)[:2])
     half = half_pool()
     if half is not None:
-        top1, ppl, _ = half
-        out["stored decode path, float16 KV"] = {"top1_agreement": (top1 == reference).float().mean().item(),
-                                                 "perplexity": ppl, "perplexity_delta": ppl - ppl32}
+        out["stored decode path, float16 KV"] = row(*half[:2])
     return out
 
 
