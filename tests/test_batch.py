@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_helpers import in_process
 
 from forwardpass.batch import run_batch
 from forwardpass.engine import Engine, EngineConfig
@@ -166,3 +167,130 @@ def test_the_command_stops_on_sigint_and_resumes(smollm, tmp_path):
     again = batch(smollm, tmp_path / "in.jsonl", tmp_path / "out.jsonl")
     assert again.skipped == len(done) and not again.interrupted
     assert [r["custom_id"] for r in rows(tmp_path / "out.jsonl")] == [f"r{i}" for i in range(24)]
+
+
+@pytest.fixture(scope="module")
+def cli():
+    with in_process() as run:
+        yield run
+
+
+@pytest.fixture
+def no_model(monkeypatch):
+    """A command that would load the model fails the test: it was to refuse before."""
+    from forwardpass import pipeline
+
+    def load(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+    monkeypatch.setattr(pipeline, "load", load)
+
+
+ANSWER = json.dumps({"id": "batch_req_1", "custom_id": "r0", "response": {"status_code": 200, "body": {"x": "é"}},
+                     "error": None}, ensure_ascii=False).encode()
+REFUSED = {  # what an existing output holds, and the line that is not an earlier run's answer
+    "notes, no newline": (b"my notes", 1),
+    "notes": (b"my notes\n", 1),
+    "not UTF-8": (b"\xff\xfe\x00binary\n\x80", 1),
+    "an answer, then notes": (ANSWER + b"\nmy notes\n", 2),
+    "an answer, then notes without a newline": (ANSWER + b"\nmy notes", 2),
+    "an answer, then a blank line": (ANSWER + b"\n\n", 2),
+    "JSON with other keys": (b'{"id": "batch_req_1", "custom_id": "r0"}\n', 1),
+    "an answer whose response is not one": (ANSWER.replace(b'"status_code": 200, ', b"") + b"\n", 1),
+    "cut, then written after": (ANSWER[:30] + b"\n", 1),
+}
+
+
+@pytest.mark.parametrize("held", REFUSED.values(), ids=REFUSED.keys())
+def test_an_output_that_is_not_an_earlier_runs_is_refused_and_left_as_it_is(held, cli, no_model, tmp_path):
+    data, line = held
+    write_requests(tmp_path / "in.jsonl", 3)
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(data)
+    r = cli("batch", str(tmp_path / "in.jsonl"), str(out), "--served-model-name", "m")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == (f"forwardpass: error: {out}: line {line} is not a batch answer; give another output file "
+                        f"({out} is left as it is)\n")
+    assert out.read_bytes() == data
+
+
+def test_an_output_answering_other_requests_is_refused_and_left_as_it_is(cli, no_model, tmp_path):
+    write_requests(tmp_path / "in.jsonl", 3)
+    out = tmp_path / "out.jsonl"
+    data = ANSWER + b"\n" + ANSWER.replace(b'"r0"', b'"r9"') + b"\n"
+    out.write_bytes(data)
+    r = cli("batch", str(tmp_path / "in.jsonl"), str(out), "--served-model-name", "m")
+    assert r.returncode == 2 and r.stderr == (f"forwardpass: error: {out}: line 2 answers 'r9', which "
+                                              f"{tmp_path / 'in.jsonl'} does not ask; give another output file ({out} "
+                                              f"is left as it is)\n")
+    assert out.read_bytes() == data
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_the_model_loads(cli, no_model, tmp_path):
+    write_requests(tmp_path / "in.jsonl", 3)
+    (tmp_path / "notes.txt").write_bytes(b"my notes")
+    for output, message in [
+        (tmp_path / "nope" / "out.jsonl", f"{tmp_path / 'nope' / 'out.jsonl'}: no such directory {tmp_path / 'nope'}"),
+        (tmp_path / "notes.txt" / "out.jsonl", f"{tmp_path / 'notes.txt' / 'out.jsonl'}: {tmp_path / 'notes.txt'} is "
+                                               "not a directory"),
+        (tmp_path, f"{tmp_path} is a directory; give the output file's path"),
+        (tmp_path / "in.jsonl", "the output file must not be the input file"),
+    ]:
+        r = cli("batch", str(tmp_path / "in.jsonl"), str(output), "--served-model-name", "m")
+        assert (r.returncode, r.stdout, r.stderr) == (2, "", f"forwardpass: error: {message}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "notes.txt"]
+    assert (tmp_path / "notes.txt").read_bytes() == b"my notes"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write any file")
+def test_a_file_or_directory_without_write_permission_is_refused(cli, no_model, tmp_path):
+    write_requests(tmp_path / "in.jsonl", 3)
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "out.jsonl").write_bytes(b"")
+    (tmp_path / "out.jsonl").chmod(0o444)
+    (tmp_path / "locked").chmod(0o555)
+    try:
+        r = cli("batch", str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), "--served-model-name", "m")
+        assert r.returncode == 2 and r.stderr == (f"forwardpass: error: {tmp_path / 'out.jsonl'}: cannot read and "
+                                                  "append to it (Permission denied)\n")
+        r = cli("batch", str(tmp_path / "in.jsonl"), str(tmp_path / "locked" / "out.jsonl"))
+        assert r.returncode == 2 and r.stderr == (f"forwardpass: error: {tmp_path / 'locked' / 'out.jsonl'}: cannot "
+                                                  f"create a file in {tmp_path / 'locked'} (permission denied)\n")
+    finally:
+        (tmp_path / "locked").chmod(0o755)
+
+
+def test_an_empty_output_and_one_cut_mid_character_are_resumed(cli, tmp_path):
+    """An empty file is written; an answer cut inside a character (the last line) is dropped and redone."""
+    write_requests(tmp_path / "in.jsonl", 3)
+    (tmp_path / "out.jsonl").write_bytes(b"")
+    r = cli("batch", str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), "--served-model-name", "m")
+    assert r.returncode == 0, r.stderr
+    full = (tmp_path / "out.jsonl").read_bytes()
+    assert [row["custom_id"] for row in rows(tmp_path / "out.jsonl")] == ["r0", "r1", "r2"]
+    lines = full.splitlines(keepends=True)
+    cut = lines[1][:-3] + "é".encode()[:1]  # the second answer, up to half of a two-byte character
+    (tmp_path / "out.jsonl").write_bytes(lines[0] + cut)
+    r = cli("batch", str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), "--served-model-name", "m", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["skipped"] == 1, r.stderr
+    assert answers(rows(tmp_path / "out.jsonl")) == answers([json.loads(line) for line in lines])
+
+
+def test_a_failure_to_write_an_answer_ends_the_command_with_one_line(cli, tmp_path):
+    """Answers that stop fitting (here a file size limit, as a full disk) end the run with exit 2 and one line; the
+    next run resumes from the whole answers written."""
+    import resource
+
+    write_requests(tmp_path / "in.jsonl", 8)
+    out = tmp_path / "out.jsonl"
+    cmd = [sys.executable, "-m", "forwardpass", "batch", str(tmp_path / "in.jsonl"), str(out), "--json",
+           "--served-model-name", "m", "--concurrency", "2"]
+    limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1500, 1500))  # noqa: E731
+    r = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=limit, timeout=300,
+                       env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
+    assert r.returncode == 2 and r.stderr == (f"forwardpass: error: {out}: cannot write the answers (File too large); "
+                                              "those written whole are kept: run the same command again to resume\n")
+    assert out.stat().st_size == 1500  # whole answers, then one cut at the limit
+    kept = out.read_bytes().count(b"\n")
+    again = cli("batch", str(tmp_path / "in.jsonl"), str(out), "--served-model-name", "m", "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["skipped"] == kept >= 1, again.stderr
+    assert [row["custom_id"] for row in rows(out)] == [f"r{i}" for i in range(8)]

@@ -6,24 +6,33 @@ Input lines: {"custom_id": "...", "method": "POST", "url": "/v1/chat/completions
 {"status_code", "body"}, "error"}; a request the API refuses is a response with its 4xx status and error body, a line
 that is not a request is an `error`. The output is written as a prefix of the input, one flushed line at a time, so an
 interrupted run leaves a file the next run resumes: lines whose custom_id is already there are skipped, a last line
-cut mid-write is dropped and redone. Requests run `concurrency` at a time: the engine batches them as it batches a
-server's clients."""
+cut mid-write is dropped and redone. An existing output is written to only if it is provably an earlier run's
+(`resumable`); any other is refused before any work, left as it is. Requests run `concurrency` at a time: the engine
+batches them as it batches a server's clients."""
 
 from __future__ import annotations
 
 import asyncio
+import codecs
+import contextlib
 import json
+import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
-from .engine import Engine
 from .errors import ForwardpassError
+
+if TYPE_CHECKING:  # checking the files (the command does, before the model loads) needs no PyTorch
+    from .engine import Engine
 
 URLS = ("/v1/chat/completions", "/v1/completions", "/v1/messages")
 FIELDS = {"custom_id", "method", "url", "body"}
+ANSWER = {"id", "custom_id", "response", "error"}  # an output line's keys
+CUT = b'{"id": "batch_req_'  # how every answer line starts: a last line cut mid-write starts so (or is part of it)
 
 
 @dataclass
@@ -88,25 +97,84 @@ def parse_line(number: int, raw: str) -> Line:
     return Line(number, custom_id, data["url"], data["body"])
 
 
-def answered(path: Path) -> set[str]:
-    """The answers already in an output file from an earlier run: their custom_ids, and the ids of lines that had
-    none. A last line cut mid-write is removed from the file; any other line that is not an answer refuses the file
-    (it is not ours to overwrite)."""
-    if not path.exists():
-        return set()
-    data = path.read_bytes()
-    complete = data[: data.rfind(b"\n") + 1]  # everything up to the last full line
+def output_bytes(requests: Path, output: Path) -> bytes | None:
+    """What `output` holds now (None: it is to be created), once it is known to be a file this command can read and
+    append to, in a directory that exists, and not the input."""
+    if output.is_dir():
+        raise ForwardpassError(f"{output} is a directory; give the output file's path")
+    if not output.exists():
+        folder = output.parent
+        if not folder.is_dir():
+            raise ForwardpassError(f"{output}: {folder} is not a directory" if folder.exists()
+                                   else f"{output}: no such directory {folder}")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise ForwardpassError(f"{output}: cannot create a file in {folder} (permission denied)")
+        return None
+    if not output.is_file():
+        raise ForwardpassError(f"{output} is not a regular file; give a file's path")
+    if requests.exists() and output.samefile(requests):
+        raise ForwardpassError("the output file must not be the input file")
+    try:
+        with open(output, "r+b") as f:  # opened for writing too: a file we could not append to is refused now
+            return f.read()
+    except OSError as e:
+        raise ForwardpassError(f"{output}: cannot read and append to it ({e.strerror or e})") from None
+
+
+def is_answer(raw: bytes) -> dict | None:
+    """One complete output line as `answer` wrote it, or None."""
+    try:
+        row = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not (isinstance(row, dict) and set(row) == ANSWER and isinstance(row["id"], str)
+            and row["id"].startswith("batch_req_") and (row["custom_id"] is None or isinstance(row["custom_id"], str))):
+        return None
+    response, error = row["response"], row["error"]
+    if error is None and isinstance(response, dict) and set(response) == {"status_code", "body"}:
+        return row
+    if response is None and isinstance(error, dict):
+        return row
+    return None
+
+
+def is_cut(tail: bytes) -> bool:
+    """Whether a last line without its newline is the start of an answer, cut mid-write (maybe mid-character)."""
+    if not (tail.startswith(CUT) or CUT.startswith(tail)):
+        return False
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(tail, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def resumable(requests: Path, output: Path) -> tuple[list[Line], set[str], int]:
+    """The lines of `requests`, the answers `output` already holds from an earlier run (their custom_ids, and the ids
+    of lines that had none), and the length of its whole answer lines. `output` is resumed only if it is provably
+    such a run's: every complete line an answer to a request of `requests`, and a last line without its newline only
+    if it is an answer cut mid-write (dropped, then redone). Anything else refuses it: it is not this command's to
+    overwrite. Nothing is written."""
+    lines = read_requests(requests)
+    data = output_bytes(requests, output)
+    if not data:
+        return lines, set(), 0
+    names = {line.custom_id or line.id for line in lines}
+    whole = data.rfind(b"\n") + 1  # everything up to the last full line
+    complete = data[:whole].split(b"\n")[:-1]
     done = set()
-    for number, raw in enumerate(complete.decode("utf-8", errors="replace").splitlines(), 1):
-        try:
-            row = json.loads(raw)
-            done.add(row["custom_id"] if row["custom_id"] is not None else row["id"])
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise ForwardpassError(f"{path}: line {number} is not a batch answer; give another output file") from None
-    if len(complete) < len(data):
-        with open(path, "r+b") as f:
-            f.truncate(len(complete))
-    return done
+    refuse = f"give another output file ({output} is left as it is)"
+    for number, raw in enumerate(complete, 1):
+        row = is_answer(raw)
+        if row is None:
+            raise ForwardpassError(f"{output}: line {number} is not a batch answer; {refuse}")
+        name = row["custom_id"] if row["custom_id"] is not None else row["id"]
+        if name not in names:
+            raise ForwardpassError(f"{output}: line {number} answers {name!r}, which {requests} does not ask; {refuse}")
+        done.add(name)
+    if whole < len(data) and not is_cut(data[whole:]):
+        raise ForwardpassError(f"{output}: line {len(complete) + 1} is not a batch answer; {refuse}")
+    return lines, done, whole
 
 
 @dataclass
@@ -128,11 +196,32 @@ class Report:
 
 
 def pending(requests: Path, output: Path) -> tuple[list[Line], Report]:
-    """The lines of `requests` not yet answered in `output`, and a report counting those that are."""
-    lines = read_requests(requests)
-    done_before = answered(output)
+    """The lines of `requests` not yet answered in `output`, and a report counting those that are. A last answer cut
+    mid-write is removed from the file."""
+    lines, done_before, whole = resumable(requests, output)
+    try:
+        if output.exists() and output.stat().st_size > whole:
+            os.truncate(output, whole)
+    except OSError as e:
+        raise unwritable(output, e) from None
     todo = [line for line in lines if (line.custom_id or line.id) not in done_before]
     return todo, Report(len(lines), skipped=len(lines) - len(todo), output=str(output))
+
+
+def unwritable(output: Path, e: OSError) -> ForwardpassError:
+    return ForwardpassError(f"{output}: cannot write the answers ({e.strerror or e}); those written whole are kept: "
+                            "run the same command again to resume")
+
+
+@contextlib.contextmanager
+def appending(output: Path) -> Iterator[IO[str]]:
+    """`output` opened to append answers to. Failing to write one (a full disk) ends the run with one line for the user;
+    the answers before it stay (a last one cut mid-write is redone by the next run)."""
+    try:
+        with open(output, "a", encoding="utf-8") as out:
+            yield out
+    except OSError as e:  # from a write, or from closing (flushing what a failed write left)
+        raise unwritable(output, e) from None
 
 
 def answer(line: Line, status: int | None, body: dict | None) -> dict:
@@ -153,10 +242,13 @@ def run_batch(engine: Engine, app, requests: Path, output: Path, concurrency: in
     stop = stop or threading.Event()
     start = time.perf_counter()
     finished = threading.Event()
+    failed: list[Exception] = []  # what ended the sender early (the output could not be written), raised here
 
     def client() -> None:
         try:
             asyncio.run(send_all(app, todo, output, concurrency, report, progress, stop))
+        except Exception as e:
+            failed.append(e)
         finally:
             finished.set()  # the engine's loop sees it within half a second
 
@@ -164,6 +256,8 @@ def run_batch(engine: Engine, app, requests: Path, output: Path, concurrency: in
     sender.start()
     engine.run(until=finished.is_set)
     sender.join()
+    if failed:
+        raise failed[0]
     return report.ended(start, stop)
 
 
@@ -205,14 +299,16 @@ async def send_all(app, todo: list[Line], output: Path, concurrency: int, report
                     return answer(line, None, None)
                 return answer(line, *await respond(client, line))
 
-        with open(output, "a", encoding="utf-8") as out:
+        with appending(output) as out:
             tasks = [asyncio.create_task(one(line)) for line in todo]
-            for written, task in enumerate(tasks, 1):  # in input order: each once every earlier one is written
-                row = await task
-                if row is None:
-                    break  # stopped before this one ran: the rest wait for the next run
-                record(out, row, report)
-                if progress:
-                    progress(report.skipped + written, report.requests)
-            for task in tasks:
-                task.cancel()
+            try:
+                for written, task in enumerate(tasks, 1):  # in input order: each once every earlier one is written
+                    row = await task
+                    if row is None:
+                        break  # stopped before this one ran: the rest wait for the next run
+                    record(out, row, report)
+                    if progress:
+                        progress(report.skipped + written, report.requests)
+            finally:
+                for task in tasks:
+                    task.cancel()

@@ -36,13 +36,13 @@ def run(args) -> int:
 
     if not args.requests.is_file():
         raise ForwardpassError(f"{args.requests}: no such file")
-    if args.output.resolve() == args.requests.resolve():
-        raise ForwardpassError("the output file must not be the input file")
     if not (math.isfinite(args.kv_cache_gib) and args.kv_cache_gib > 0):
         raise ForwardpassError(f"--kv-cache-gib must be a positive number, got {args.kv_cache_gib}")
     if args.replicas is None:
         refuse_without_replicas(args)
     check_model(args)
+    from ..batch import resumable
+    resumable(args.requests, args.output)  # an output that is not a new file or an earlier run's is refused now
     stop = threading.Event()
 
     def interrupt(sig, frame) -> None:  # finish what runs, write every answer before the first unfinished one

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import ray
 
-from ..batch import Line, Report, answer, pending, record, respond
+from ..batch import Line, Report, answer, appending, pending, record, respond
 from ..errors import ForwardpassError
 from .cluster import join, thread_env
 from .hosted import HostedEngine, ReplicaSpec
@@ -74,7 +74,7 @@ def _run_on_ray(spec, requests, output, replicas, threads, ray_address, progress
                                        batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=replicas),
                                        num_cpus=threads, runtime_env={"env_vars": thread_env(threads)})
             results = iter(answers.iter_rows())
-        with open(output, "a", encoding="utf-8") as out:
+        with appending(output) as out:
             for written, line in enumerate(todo, 1):
                 if stop.is_set():
                     break
