@@ -100,6 +100,26 @@ def test_chat_is_multi_turn(smollm):
     assert turns[2]["assistant"] == want.text
 
 
+def test_chat_goes_on_after_a_line_too_long_for_the_context(smollm, cli):
+    """A line whose prompt exceeds the context is one error line, left out of the conversation; the next line is
+    answered as the conversation's first turn."""
+    from forwardpass.generate import generate
+    from forwardpass.sampling import SamplingParams
+
+    long = "word " * 9000
+    r = cli("chat", "--max-tokens", "4", "--json", stdin=f"{long}\nHi\n")
+    assert r.returncode == 0, r.stderr
+    said = re.fullmatch(r"forwardpass: error: (the prompt is (\d+) tokens\S* [^\n]*context length is 8192); "
+                        r"the line is left out of the conversation \(/reset starts a new one\)\n", r.stderr)
+    assert said and int(said[2]) > 9000, r.stderr  # one line, whichever way the count is worded
+    error = said[1]
+    refused, turn = [json.loads(line) for line in r.stdout.splitlines()]
+    assert refused == {"user": long, "error": error, "type": "ContextLengthError"}
+    hi = smollm.tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}])
+    want = generate(smollm, hi, SamplingParams(temperature=0, max_tokens=4))
+    assert turn == {"user": "Hi", "assistant": want.text, "stop_reason": want.stop_reason, "turn": 1}
+
+
 @pytest.mark.parametrize("option", [("--storage", "bf16"), ("--storage", "int8"), ("--storage", "q4"),
                                     ("--kv-cache-dtype", "float16")])
 def test_generate_with_a_storage_mode(option, cli):

@@ -1,4 +1,5 @@
-"""`forwardpass chat`: a multi-turn conversation through the model's chat template, one line per turn."""
+"""`forwardpass chat`: a multi-turn conversation through the model's chat template, one line per turn. A line that
+cannot be a turn (the conversation with it does not fit the context) is answered with an error and left out."""
 
 from __future__ import annotations
 
@@ -41,8 +42,16 @@ def run(args) -> int:
             continue
         if not line.strip():
             continue
+        try:
+            g = Generation(fp, fp.tokenizer.apply_chat_template([*messages, {"role": "user", "content": line}]), params)
+        except ForwardpassError as e:  # this line cannot be a turn (too long for the context): the session goes on
+            if args.json:
+                print(json.dumps({"user": line, "error": str(e), "type": type(e).__name__}, ensure_ascii=False),
+                      flush=True)
+            print(f"forwardpass: error: {e}; the line is left out of the conversation (/reset starts a new one)",
+                  file=sys.stderr, flush=True)
+            continue
         messages.append({"role": "user", "content": line})
-        g = Generation(fp, fp.tokenizer.apply_chat_template(messages), params)
         if interactive:
             print("model> ", end="", flush=True)
         for delta in g:
