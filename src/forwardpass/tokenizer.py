@@ -3,9 +3,13 @@ model file's own vocabulary and merges, plus special tokens and the chat templat
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+import re
+import secrets
+import threading
 from pathlib import Path
 
 import jinja2
@@ -54,7 +58,8 @@ _END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", 
 
 
 class Tokenizer:
-    """Text ↔ token ids for one model; special tokens written in the text are matched whole."""
+    """Text ↔ token ids for one model; special tokens written in a prompt are matched whole, those written in a
+    chat message are its text (encode_chat)."""
 
     def __init__(self, backend: Backend, eos_ids: list[int], chat_template: str | None = None,
                  bos_token: str = "", eos_token: str = "", bos_id: int | None = None):
@@ -73,21 +78,68 @@ class Tokenizer:
         self.vocab_size: int = backend.get_vocab_size(with_added_tokens=True)
         self.special_ids: frozenset[int] = frozenset(
             i for i, t in backend.get_added_tokens_decoder().items() if t.special)
+        self._matching = threading.Lock()  # held while the backend's special-token matching is switched off
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of `text`. A byte-level BPE model gets no BOS: the reference tokenizers add none (the SmolLM2
-        GGUF's add_bos_token flag disagrees with its own reference tokenizer, which is followed); a model with
-        `bos_id` gets it first, once (a chat template that writes it already is not given a second).
+        """Token ids of `text`, special tokens written in it (`<|im_start|>`) matched whole: a raw prompt may
+        write a chat's turns itself. A byte-level BPE model gets no BOS: the reference tokenizers add none (the
+        SmolLM2 GGUF's add_bos_token flag disagrees with its own reference tokenizer, which is followed); a model
+        with `bos_id` gets it first, once (a chat template that writes it already is not given a second).
         Text holding a byte the vocabulary has no token for is refused rather than silently cut."""
+        return self._with_bos(self._encode(text, specials=True))
+
+    def encode_chat(self, messages: list[dict], add_generation_prompt: bool = True,
+                    tools: list[dict] | None = None) -> list[int]:
+        """The ids of `messages` (and `tools`) rendered through the chat template (apply_chat_template), every
+        string in them tokenized as text: a special token written in a message, a tool call or a tool's
+        description is its characters, so no message can close its turn and open another; only the template's
+        own special tokens are control tokens. While the template renders, each special token in the strings is
+        a mark of letters and digits (which trimming or JSON-encoding leaves as it is, and which no message can
+        guess); the text between the template's special tokens is then tokenized with the marks put back and
+        special tokens not matched. The backend splits at special tokens before anything else, so a chat whose
+        strings hold none gets the ids `encode` gives its rendering."""
+        tag = f"fp{secrets.token_hex(8)}n"  # a special token's mark: tag, its id, "x"
+        mark = re.compile(rf"{tag}(\d+)x", re.I)  # re.I: a template may change the case
+
+        def hide(value):
+            if isinstance(value, str):
+                return self._special_text.sub(lambda m: f"{tag}{self.backend.token_to_id(m[0])}x", value)
+            if isinstance(value, dict):
+                return {k: hide(v) for k, v in value.items()}
+            if isinstance(value, list | tuple):
+                return [hide(v) for v in value]
+            return value
+
+        rendered = self.apply_chat_template(hide(messages), add_generation_prompt, hide(tools))
+        ids = []
+        for i, piece in enumerate(self._special_text.split(rendered)):  # text, special, text, …
+            if i % 2:
+                ids.append(self.backend.token_to_id(piece))
+            elif piece:
+                ids += self._encode(mark.sub(lambda m: self.backend.id_to_token(int(m[1])), piece), specials=False)
+        return self._with_bos(ids)
+
+    def _encode(self, text: str, specials: bool) -> list[int]:
         if self.missing_bytes and not self.missing_bytes.isdisjoint(text.encode()):
             bad = next(ch for ch in text if not self.missing_bytes.isdisjoint(ch.encode()))
             byte = min(self.missing_bytes & set(bad.encode()))
             raise TokenizerError(f"the text holds {bad!r} (U+{ord(bad):04X}), which this model's vocabulary "
                                  f"cannot represent (it has no token for byte 0x{byte:02x})")
-        ids = self.backend.encode(text, add_special_tokens=False).ids
-        if self.bos_id is not None and ids[:1] != [self.bos_id]:
-            ids = [self.bos_id, *ids]
-        return ids
+        with self._matching:
+            self.backend.encode_special_tokens = not specials  # True: special tokens are encoded as their text
+            try:
+                return self.backend.encode(text, add_special_tokens=False).ids
+            finally:
+                self.backend.encode_special_tokens = False
+
+    def _with_bos(self, ids: list[int]) -> list[int]:
+        return [self.bos_id, *ids] if self.bos_id is not None and ids[:1] != [self.bos_id] else ids
+
+    @functools.cached_property
+    def _special_text(self) -> re.Pattern:
+        """Any special token's text (the longest where several begin at one place, as the backend matches them),
+        in one capturing group: a trie, since an alternation of Gemma's 6,249 would try each at every '<'."""
+        return re.compile(f"({_trie_pattern([self.backend.id_to_token(i) for i in self.special_ids])})")
 
     def decode(self, ids: list[int]) -> str:
         self.check_ids(ids)
@@ -292,6 +344,23 @@ def _sentencepiece_merges(tokens: list[str], scores: list[float], types: list[in
                     found.append((rank, left, right))
     found.sort()
     return [(left, right) for _, left, right in found]
+
+
+def _trie_pattern(words: list[str]) -> str:
+    """A regex (no groups of its own) matching any of `words`, a longer one before its own prefix."""
+    if not words:
+        return "(?!)"
+    trie: dict = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}  # a word ends here
+
+    def pattern(node: dict) -> str:
+        branches = [re.escape(ch) + pattern(rest) for ch, rest in node.items() if ch] + ([""] if "" in node else [])
+        return branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
+    return pattern(trie)
 
 
 def _token_text(token) -> str:

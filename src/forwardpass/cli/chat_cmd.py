@@ -43,7 +43,7 @@ def run(args) -> int:
         if not line.strip():
             continue
         try:
-            g = Generation(fp, fp.tokenizer.apply_chat_template([*messages, {"role": "user", "content": line}]), params)
+            g = Generation(fp, fp.tokenizer.encode_chat([*messages, {"role": "user", "content": line}]), params)
         except ForwardpassError as e:  # this line cannot be a turn (too long for the context): the session goes on
             if args.json:
                 print(json.dumps({"user": line, "error": str(e), "type": type(e).__name__}, ensure_ascii=False),

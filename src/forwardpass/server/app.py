@@ -456,7 +456,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
         with constraint_errors(None, "messages"):
             rendered = tools.render([m.model_dump(exclude_none=True) for m in messages], functions or {}, takes)
         declared = [{"type": "function", "function": f} for f in (functions or {}).values()] if takes else None
-        return tokenizer.encode(tokenizer.apply_chat_template(rendered, add_generation_prompt, declared))
+        return tokenizer.encode_chat(rendered, add_generation_prompt, declared)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):
