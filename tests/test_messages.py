@@ -108,7 +108,7 @@ def test_output_config_format_is_structured_output(client):
     ({"thinking": {"type": "enabled", "budget_tokens": 64}}, 400, "invalid_request_error",
      "unsupported field 'thinking'"),
     ({"output_config": {"effort": "high"}}, 400, "invalid_request_error", "unsupported field 'output_config.effort'"),
-    ({"max_tokens": None}, 422, "invalid_request_error", "max_tokens"),
+    ({"max_tokens": None}, 400, "invalid_request_error", "max_tokens: Field required"),
     ({"tool_choice": {"type": "tool", "name": "nope"}, "tools": [WEATHER]}, 400, "invalid_request_error",
      "not among the tools"),
     ({"model": "other"}, 404, "not_found_error", "does not exist"),

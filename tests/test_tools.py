@@ -126,7 +126,8 @@ def test_bad_tools_are_refused_by_name(server, extra, param, message):
 ])
 def test_malformed_tool_messages(server, message, error):
     r = httpx.post(server + "/v1/chat/completions", json={"messages": [message], "max_tokens": 2})
-    assert r.status_code == 422 and error in r.json()["error"]["message"]
+    assert r.status_code == 400 and r.json()["error"]["param"] == "messages.0", r.text
+    assert r.json()["error"]["message"].startswith("messages.0: ") and error in r.json()["error"]["message"]
 
 
 def test_call_arguments_in_history_must_be_json():

@@ -13,6 +13,38 @@ if TYPE_CHECKING:
     from .constraints import Constraint
 
 
+MAX_SEED = 2**63 - 1  # seeds run 0..MAX_SEED
+MAX_COUNT = 2**31 - 1  # top_k, max_tokens and token ids: far past any vocabulary or context, within a C int
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a setting takes: low ≤ value ≤ high (low < value when low_open), None leaving a side open; an
+    integer setting takes integers only. SamplingParams checks against these, and the server's request models
+    declare the same bounds, so a request is refused with the same limits as a library call."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    integer: bool = False
+
+
+RANGES = {
+    "temperature": Range(0.0),
+    "top_p": Range(0.0, 1.0, low_open=True),
+    "min_p": Range(0.0, 1.0),
+    "repetition_penalty": Range(0.0, low_open=True),
+    "presence_penalty": Range(-2.0, 2.0),
+    "frequency_penalty": Range(-2.0, 2.0),
+    "logit_bias": Range(-100.0, 100.0),  # each token's bias
+    "top_k": Range(0, MAX_COUNT, integer=True),
+    "max_tokens": Range(1, MAX_COUNT, integer=True),
+    "logprobs": Range(0, 20, integer=True),
+    "seed": Range(0, MAX_SEED, integer=True),
+    "token_id": Range(0, MAX_COUNT, integer=True),
+}
+
+
 def check_temperature(temperature: float) -> None:
     """A softmax temperature: any number ≥ 0 (0: the argmax)."""
     if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not temperature >= 0:
@@ -42,26 +74,20 @@ class SamplingParams:
     def __post_init__(self) -> None:
         if isinstance(self.stop, str):
             self.stop = [self.stop]
-        check = _Checker()
-        check.number("temperature", self.temperature, low=0.0)
-        check.number("top_p", self.top_p, low=0.0, high=1.0, low_open=True)
-        check.number("min_p", self.min_p, low=0.0, high=1.0)
-        check.number("repetition_penalty", self.repetition_penalty, low=0.0, low_open=True)
-        check.number("presence_penalty", self.presence_penalty, low=-2.0, high=2.0)
-        check.number("frequency_penalty", self.frequency_penalty, low=-2.0, high=2.0)
-        check.integer("top_k", self.top_k, low=0)
-        check.integer("max_tokens", self.max_tokens, low=1)
+        for name in ("temperature", "top_p", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
+                     "top_k", "max_tokens"):
+            check(name, getattr(self, name))
         if self.logprobs is not None:
-            check.integer("logprobs", self.logprobs, low=0, high=20)
+            check("logprobs", self.logprobs)
         if self.seed is not None:
-            check.integer("seed", self.seed, low=0, high=2**63 - 1)
+            check("seed", self.seed)
         if any(not isinstance(s, str) or not s for s in self.stop):
             raise ForwardpassError("stop must be a list of non-empty strings")
         for token_id in self.stop_token_ids:
-            check.integer("a stop token id", token_id, low=0)
+            check("token_id", token_id, "a stop token id")
         for token_id, bias in self.logit_bias.items():
-            check.integer("a logit_bias token id", token_id, low=0)
-            check.number(f"logit_bias[{token_id}]", bias, low=-100.0, high=100.0)
+            check("token_id", token_id, "a logit_bias token id")
+            check("logit_bias", bias, f"logit_bias[{token_id}]")
 
     def end_ids(self, eos_ids: list[int]) -> set[int]:
         """The tokens that end generation (not kept): the model's end-of-turn ids unless ignore_eos, and
@@ -82,16 +108,15 @@ class SamplingParams:
         return self.greedy and not self.penalized and not self.logit_bias and self.constraint is None
 
 
-class _Checker:
-    def number(self, name, value, low=None, high=None, low_open=False) -> None:
-        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value) or math.isinf(value):
-            raise ForwardpassError(f"{name} must be a finite number, got {value!r}")
-        if low is not None and (value < low or (low_open and value == low)):
-            raise ForwardpassError(f"{name} must be {'>' if low_open else '≥'} {low}, got {value}")
-        if high is not None and value > high:
-            raise ForwardpassError(f"{name} must be ≤ {high}, got {value}")
-
-    def integer(self, name, value, low=None, high=None) -> None:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ForwardpassError(f"{name} must be an integer, got {value!r}")
-        self.number(name, value, low, high)
+def check(name: str, value, label: str | None = None) -> None:
+    """Refuses a value outside RANGES[name], naming it as `label` (the setting's name unless given)."""
+    r, label = RANGES[name], label or name
+    if r.integer and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ForwardpassError(f"{label} must be an integer, got {value!r}")
+    finite = isinstance(value, int) or isinstance(value, float) and math.isfinite(value)
+    if isinstance(value, bool) or not finite:
+        raise ForwardpassError(f"{label} must be a finite number, got {value!r}")
+    if r.low is not None and (value < r.low or (r.low_open and value == r.low)):
+        raise ForwardpassError(f"{label} must be {'>' if r.low_open else '≥'} {r.low}, got {value}")
+    if r.high is not None and value > r.high:
+        raise ForwardpassError(f"{label} must be ≤ {r.high}, got {value}")

@@ -23,6 +23,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException
 
 from ..embeddings import Embedder
 from ..engine import Engine, RequestOutput
@@ -32,7 +33,7 @@ from ..sampling import SamplingParams
 from . import messages as messages_api
 from . import tools
 from .auth import authorize as check_key
-from .body import read_body
+from .body import read_body, refusal
 from .errors import APIError
 from .messages import MessagesRequest
 from .protocol import (
@@ -173,6 +174,20 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
     async def api_error(request: Request, e: APIError) -> JSONResponse:
         return e.response(anthropic(request))
 
+    @app.exception_handler(HTTPException)
+    async def no_route(request: Request, e: HTTPException) -> JSONResponse:
+        """A path no route serves (404), or a method its route does not take (405), in the API's error shape."""
+        method, path = request.method, request.url.path
+        if e.status_code == 404:
+            message = f"no route {method} {path}"
+        elif e.status_code == 405:
+            message = f"{method} is not allowed on {path}; use {(e.headers or {}).get('Allow', 'another method')}"
+        else:
+            message = str(e.detail)
+        response = APIError(e.status_code, message).response(anthropic(request))
+        response.headers.update(e.headers or {})
+        return response
+
     @app.exception_handler(ForwardpassError)
     async def refused(request: Request, e: ForwardpassError) -> JSONResponse:
         """What the library refuses with a one-line reason is the client's 400 (text it cannot tokenize, a prompt
@@ -206,14 +221,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
         try:
             parsed = schema.model_validate(data)
         except ValidationError as e:
-            first = min(e.errors(), key=lambda error: error["type"] != "extra_forbidden")  # an unknown field first
-            where = ".".join(str(p) for p in first["loc"])
-            if first["type"] == "extra_forbidden":
-                why = unsupported.get(where, "not a field of this API")
-                raise APIError(400, f"unsupported field '{where}': {why}", "unsupported_field", where) from None
-            if first["type"] == "unsupported_value":
-                raise APIError(400, f"{where}: {first['msg']}", "unsupported_value", where) from None
-            raise APIError(422, f"{where}: {first['msg']}", param=where or None) from None
+            raise refusal(e, data, unsupported) from None
         served = served or config.model_name
         if parsed.model is not None and parsed.model != served:
             raise APIError(404, f"model {parsed.model!r} does not exist; this server serves {served!r} here",

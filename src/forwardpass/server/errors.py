@@ -8,13 +8,13 @@ import json
 from fastapi.responses import JSONResponse
 
 TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-         413: "invalid_request_error", 422: "invalid_request_error", 500: "server_error", 503: "server_error",
+         405: "invalid_request_error", 413: "invalid_request_error", 500: "server_error", 503: "server_error",
          504: "server_error"}
 
 
 # Anthropic's error types by status
 ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-                   413: "request_too_large", 422: "invalid_request_error", 500: "api_error", 503: "overloaded_error",
+                   405: "invalid_request_error", 413: "request_too_large", 500: "api_error", 503: "overloaded_error",
                    504: "api_error"}
 
 

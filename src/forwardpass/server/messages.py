@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Discriminator, Field, StrictBool, Tag, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from ..constraints import Constraint
 from ..errors import ConstraintError
 from ..sampling import SamplingParams
 from . import tools
-from .protocol import ChatMessage, Strict, Tool
+from .protocol import ChatMessage, Strict, Text, Tool, bounded
 
 # Fields of the Messages API forwardpass does not implement: a request carrying one is refused by name
 UNSUPPORTED = {
@@ -45,13 +46,42 @@ class ToolResultBlock(Strict):
     type: Literal["tool_result"]
     tool_use_id: str
     content: str | list[TextBlock] = ""
-    is_error: bool = False
+    is_error: StrictBool = False
     cache_control: dict | None = None
+
+
+BLOCKS = {"text": "TextBlock", "tool_use": "ToolUseBlock", "tool_result": "ToolResultBlock"}
+
+
+def block_kind(block) -> str | None:
+    """The model a content block is read as, by its type. (Tagged with the model's name, not the type: an error's
+    location names the tag, and "text" is also a field of a text block.)"""
+    return BLOCKS.get(block.get("type") if isinstance(block, dict) else getattr(block, "type", None))
+
+
+Block = Annotated[Annotated[TextBlock, Tag("TextBlock")] | Annotated[ToolUseBlock, Tag("ToolUseBlock")]
+                  | Annotated[ToolResultBlock, Tag("ToolResultBlock")],
+                  Discriminator(block_kind, custom_error_type="block_type",
+                                custom_error_message="a content block needs its type: text, tool_use or tool_result")]
 
 
 class Message(Strict):
     role: Literal["user", "assistant"]
-    content: str | list[TextBlock | ToolUseBlock | ToolResultBlock]
+    content: str | list[Block]
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _known_blocks(cls, content):
+        """A message holds text or at least one block; a block of a kind this model cannot read (an image, a
+        document) is refused by its place and kind."""
+        if content == []:
+            raise PydanticCustomError("no_content", "a message needs content: a text or at least one block")
+        for i, block in enumerate(content if isinstance(content, list) else []):
+            kind = block.get("type") if isinstance(block, dict) else None
+            if isinstance(kind, str) and kind not in BLOCKS:
+                raise PydanticCustomError("unsupported_value", "content blocks of type '{kind}' are not supported: "
+                                                               "this model reads text", {"kind": kind, "field": str(i)})
+        return content
 
 
 class AnthropicTool(Strict):
@@ -65,7 +95,7 @@ class AnthropicTool(Strict):
 class ToolChoice(Strict):
     type: Literal["auto", "any", "tool", "none"]
     name: str | None = None
-    disable_parallel_tool_use: bool | None = None  # at most one call (a forced call is one call either way)
+    disable_parallel_tool_use: StrictBool | None = None  # at most one call (a forced call is one call either way)
 
 
 class OutputFormat(Strict):
@@ -83,20 +113,42 @@ class Metadata(Strict):
 
 class MessagesRequest(Strict):
     model: str | None = None
-    max_tokens: int = Field(ge=1)
+    max_tokens: bounded("max_tokens")
     messages: list[Message] = Field(min_length=1)
     system: str | list[TextBlock] | None = None
-    temperature: float = Field(1.0, ge=0.0, le=1.0)
-    top_p: float = 1.0
-    top_k: int = 0
-    stop_sequences: list[str] | None = None
-    stream: bool = False
+    temperature: Annotated[float, Field(strict=True, ge=0.0, le=1.0)] = 1.0  # Anthropic's range
+    top_p: bounded("top_p") = 1.0
+    top_k: bounded("top_k") = 0
+    stop_sequences: list[Text] | None = None
+    stream: StrictBool = False
     metadata: Metadata | None = None
     tools: list[AnthropicTool] | None = None
     tool_choice: ToolChoice | None = None
     output_config: OutputConfig | None = None
     cache_control: dict | None = None  # a prompt-caching hint: the prefix cache works without it
     user_profile_id: str | None = None  # whom the caller acts for: it changes nothing generated
+
+    @model_validator(mode="after")
+    def _tool_blocks(self) -> MessagesRequest:
+        """tool_use blocks come from the assistant; tool_result blocks from the user, each answering a tool_use block
+        of an earlier message."""
+        called: set[str] = set()
+        for i, m in enumerate(self.messages):
+            blocks = [] if isinstance(m.content, str) else m.content
+            for j, b in enumerate(blocks):
+                field = f"messages.{i}.content.{j}"
+                if isinstance(b, ToolUseBlock) and m.role != "assistant":
+                    raise PydanticCustomError("misplaced_block", "a tool_use block belongs to an assistant message",
+                                              {"field": field})
+                if isinstance(b, ToolResultBlock) and m.role != "user":
+                    raise PydanticCustomError("misplaced_block", "a tool_result block belongs to a user message",
+                                              {"field": field})
+                if isinstance(b, ToolResultBlock) and b.tool_use_id not in called:
+                    raise PydanticCustomError("unknown_tool_use", "{id} answers no tool_use block of an earlier "
+                                                                  "message", {"id": repr(b.tool_use_id),
+                                                                              "field": field + ".tool_use_id"})
+            called |= {b.id for b in blocks if isinstance(b, ToolUseBlock)}
+        return self
 
     @property
     def parallel_tool_calls(self) -> bool:
@@ -120,10 +172,6 @@ class MessagesRequest(Strict):
             calls = [{"id": b.id, "type": "function", "function": {"name": b.name, "arguments": json.dumps(b.input)}}
                      for b in blocks if isinstance(b, ToolUseBlock)]
             results = [b for b in blocks if isinstance(b, ToolResultBlock)]
-            if calls and m.role != "assistant":
-                raise ConstraintError("a tool_use block belongs to an assistant message")
-            if results and m.role != "user":
-                raise ConstraintError("a tool_result block belongs to a user message")
             for r in results:
                 out.append(ChatMessage(role="tool", tool_call_id=r.tool_use_id,
                                        content=("Error: " if r.is_error else "") + text_of(r.content)))

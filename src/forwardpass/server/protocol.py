@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from ..constraints import Constraint
-from ..errors import ConstraintError, ForwardpassError
+from ..errors import ConstraintError
 from ..sampling import SamplingParams
+from ..sampling_params import MAX_COUNT, MAX_SEED, RANGES
 from . import tools
 
 # Fields of OpenAI's chat and completions requests that forwardpass does not implement, and why: a request that
@@ -29,21 +30,37 @@ UNSUPPORTED = {
 
 
 MAX_PROMPTS = 64  # prompts in one completions request: each runs as its own engine request, n choices each
+MAX_CHOICES = 16  # n
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def bounded(name: str) -> Any:
+    """A number field taking what the sampler's setting `name` takes (sampling_params.RANGES): a JSON number (an
+    integer where the setting is one), never a boolean, finite, within the range."""
+    r = RANGES[name]
+    low = {} if r.low is None else {"gt": r.low} if r.low_open else {"ge": r.low}
+    if r.integer:
+        return Annotated[int, Field(strict=True, le=r.high, **low)]
+    return Annotated[float, Field(strict=True, allow_inf_nan=False, le=r.high, **low)]
+
+
+TokenId = bounded("token_id")
+Count = Annotated[int, Field(strict=True, ge=1, le=MAX_COUNT)]
+Text = Annotated[str, Field(min_length=1)]
+
+
 class StreamOptions(Strict):
-    include_usage: bool = False
+    include_usage: StrictBool = False
 
 
 class JSONSchemaFormat(Strict):
     name: str
     description: str | None = None
     schema_: dict[str, Any] = Field({}, alias="schema")  # {}: any JSON value
-    strict: bool | None = None  # the schema is always enforced, strict or not
+    strict: StrictBool | None = None  # the schema is always enforced, strict or not
 
 
 class ResponseFormat(Strict):
@@ -66,22 +83,23 @@ class StructuredOutputs(Strict):
 class SamplingFields(Strict):
     model: str | None = None
     user: str | None = None  # who the end user is, for the caller's own records: it changes nothing generated
-    max_tokens: int | None = None
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    min_p: float = 0.0
-    seed: int | None = None
-    stop: str | list[str] | None = None
-    presence_penalty: float = 0.0
-    frequency_penalty: float = 0.0
-    repetition_penalty: float = 1.0
-    ignore_eos: bool = False  # an extension (as in vLLM): keep generating past end-of-turn tokens
-    stop_token_ids: list[int] | None = None  # an extension (as in vLLM): stop at these tokens (not kept)
-    n: int = Field(1, ge=1, le=16)
-    stream: bool = False
+    max_tokens: bounded("max_tokens") | None = None
+    temperature: bounded("temperature") = 1.0
+    top_p: bounded("top_p") = 1.0
+    top_k: bounded("top_k") = 0
+    min_p: bounded("min_p") = 0.0
+    seed: bounded("seed") | None = None  # choice i of n draws with seed + i (past MAX_SEED: from 0 again)
+    stop: Text | list[Text] | None = None
+    presence_penalty: bounded("presence_penalty") = 0.0
+    frequency_penalty: bounded("frequency_penalty") = 0.0
+    repetition_penalty: bounded("repetition_penalty") = 1.0
+    ignore_eos: StrictBool = False  # an extension (as in vLLM): keep generating past end-of-turn tokens
+    stop_token_ids: list[TokenId] | None = None  # an extension (as in vLLM): stop at these tokens (not kept)
+    n: Annotated[int, Field(strict=True, ge=1, le=MAX_CHOICES)] = 1
+    stream: StrictBool = False
     stream_options: StreamOptions | None = None
-    logit_bias: dict[str, float] | None = None  # token id (as a string, as JSON keys are) → added to its logit
+    # token id (as a string, as JSON keys are) → added to its logit
+    logit_bias: dict[str, bounded("logit_bias")] | None = None
     response_format: ResponseFormat | None = None
     structured_outputs: StructuredOutputs | None = None  # an extension (as in vLLM)
 
@@ -115,19 +133,23 @@ class SamplingFields(Strict):
                 raise ConstraintError(f"structured_outputs.json is not JSON: {e}") from None
         return Constraint("json_schema" if kind == "json" else kind, spec)
 
+    @field_validator("logit_bias")
+    @classmethod
+    def _token_ids(cls, bias: dict[str, float] | None) -> dict[str, float] | None:
+        for key in bias or {}:
+            if not (key.isascii() and key.isdigit() and int(key) <= MAX_COUNT):
+                raise PydanticCustomError("token_id", "keys are token ids (ASCII digits), got {key}",
+                                          {"key": repr(key)})
+        return bias
+
     def bias(self) -> dict[int, float]:
-        out = {}
-        for key, value in (self.logit_bias or {}).items():
-            if not key.strip().isdigit():
-                raise ForwardpassError(f"logit_bias keys are token ids, got {key!r}")
-            out[int(key)] = value
-        return out
+        return {int(key): value for key, value in (self.logit_bias or {}).items()}
 
     def sampling(self, max_tokens: int, logprobs: int | None, seed_offset: int = 0) -> SamplingParams:
         stop = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+        seed = None if self.seed is None else (self.seed + seed_offset) % (MAX_SEED + 1)
         return SamplingParams(
-            temperature=self.temperature, top_p=self.top_p, top_k=self.top_k, min_p=self.min_p,
-            seed=None if self.seed is None else self.seed + seed_offset, stop=stop,
+            temperature=self.temperature, top_p=self.top_p, top_k=self.top_k, min_p=self.min_p, seed=seed, stop=stop,
             presence_penalty=self.presence_penalty, frequency_penalty=self.frequency_penalty,
             repetition_penalty=self.repetition_penalty, max_tokens=max_tokens, logprobs=logprobs,
             ignore_eos=self.ignore_eos, logit_bias=self.bias(), constraint=self.constraint(),
@@ -135,14 +157,21 @@ class SamplingFields(Strict):
 
 
 class CompletionRequest(SamplingFields):
-    prompt: str | list[int] | list[str] | list[list[int]]  # one prompt (text or token ids), or a list of them
-    logprobs: int | None = Field(None, ge=0, le=20)
-    echo: Literal[False] = False
+    prompt: str | list[TokenId] | list[str] | list[list[TokenId]]  # one prompt (text or ids), or a list of them
+    logprobs: bounded("logprobs") | None = None
+    echo: StrictBool = False
 
     @staticmethod
     def listed(prompt) -> list[str | list[int]]:
         """A `prompt` field's prompts: itself (a text or token ids), or each of the list it is."""
         return prompt if isinstance(prompt, list) and prompt and not isinstance(prompt[0], int) else [prompt]
+
+    @field_validator("echo")
+    @classmethod
+    def _no_echo(cls, echo: bool) -> bool:
+        if echo:
+            raise PydanticCustomError("unsupported_value", "echoing the prompt back is not implemented")
+        return echo
 
     @field_validator("prompt")
     @classmethod
@@ -201,11 +230,21 @@ class ChatMessage(Strict):
         return self
 
 
+def answered_calls(messages: list[ChatMessage]) -> None:
+    """Each tool message answers a call an earlier assistant message made (refused naming its tool_call_id)."""
+    called: set[str] = set()
+    for i, m in enumerate(messages):
+        if m.role == "tool" and m.tool_call_id not in called:
+            raise PydanticCustomError("unknown_tool_call", "{id} answers no tool call of an earlier assistant message",
+                                      {"id": repr(m.tool_call_id), "field": f"messages.{i}.tool_call_id"})
+        called |= {c.id for c in m.tool_calls or []}
+
+
 class Function(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
     description: str | None = None
     parameters: dict[str, Any] | None = None  # a JSON schema of the arguments object
-    strict: bool | None = None  # the arguments are always held to the schema when a call is forced
+    strict: StrictBool | None = None  # the arguments are always held to the schema when a call is forced
 
 
 class Tool(Strict):
@@ -224,12 +263,18 @@ class NamedToolChoice(Strict):
 
 class ChatCompletionRequest(SamplingFields):
     messages: list[ChatMessage]
-    max_completion_tokens: int | None = None
-    logprobs: bool = False
-    top_logprobs: int | None = Field(None, ge=0, le=20)
+    max_completion_tokens: bounded("max_tokens") | None = None
+    logprobs: StrictBool = False
+    top_logprobs: bounded("logprobs") | None = None
     tools: list[Tool] | None = None
     tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
-    parallel_tool_calls: bool = True  # a forced call is one call; "auto" reads back all the model writes, or the first
+    # a forced call is one call; "auto" reads back all the model writes, or the first
+    parallel_tool_calls: StrictBool = True
+
+    @model_validator(mode="after")
+    def _answers(self) -> ChatCompletionRequest:
+        answered_calls(self.messages)
+        return self
 
     @property
     def tool_mode(self) -> str:
@@ -262,21 +307,26 @@ class TokenizeRequest(Strict):
     model: str | None = None
     prompt: str | None = None
     messages: list[ChatMessage] | None = None
-    add_generation_prompt: bool = True  # messages only: end with the assistant's turn opening
+    add_generation_prompt: StrictBool = True  # messages only: end with the assistant's turn opening
     tools: list[Tool] | None = None  # messages only: the tools described as the chat route describes them
-    return_token_strs: bool = False
+    return_token_strs: StrictBool = False
+
+    @model_validator(mode="after")
+    def _answers(self) -> TokenizeRequest:
+        answered_calls(self.messages or [])
+        return self
 
 
 class DetokenizeRequest(Strict):
     model: str | None = None
-    tokens: list[int]
+    tokens: list[TokenId]
 
 
 class EmbeddingRequest(Strict):
     """OpenAI's POST /v1/embeddings: one input or a batch, as text or token ids."""
 
-    input: str | list[str] | list[int] | list[list[int]]
+    input: str | list[str] | list[TokenId] | list[list[TokenId]]
     model: str | None = None
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: int | None = None  # only the model's own: its vectors cannot be shortened
+    dimensions: Count | None = None  # only the model's own: its vectors cannot be shortened
     user: str | None = None
