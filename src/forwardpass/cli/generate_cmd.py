@@ -27,7 +27,7 @@ def run(args) -> int:
               kv_cache_dtype=args.kv_cache_dtype)
     prompt = args.prompt
     if args.chat:
-        prompt = fp.tokenizer.apply_chat_template([{"role": "user", "content": prompt}])
+        prompt = fp.tokenizer.encode_chat([{"role": "user", "content": prompt}])  # the text is text, never a turn
     g = Generation(fp, prompt, params, naive=args.naive)
     for delta in g:
         if not args.json:
