@@ -12,7 +12,7 @@ import openai
 import pytest
 from server_helpers import MODEL, running_server
 
-from forwardpass.constraints import Constraint, Matcher
+from forwardpass.constraints import Constraint, Grammars
 from forwardpass.errors import ConstraintError, ForwardpassError
 from forwardpass.generate import Generation, generate
 from forwardpass.sampling import SamplingParams
@@ -49,7 +49,7 @@ def test_the_mask_allows_exactly_the_tokens_that_keep_a_match(smollm):
     """For `[0-9]+`, the first token may be any token made of digits only (and nothing else); after one, an
     end-of-turn token becomes allowed too."""
     tok = smollm.tokenizer
-    m = Matcher(Constraint("regex", "[0-9]+"), tok, smollm.config.vocab_size)
+    m = Grammars(tok, smollm.config.vocab_size).compile(Constraint("regex", "[0-9]+")).matcher()
     allowed = m.allowed()
     digits = {i for i in range(smollm.config.vocab_size) if re.fullmatch(rb"[0-9]+", tok.token_bytes(i))}
     assert set(allowed.nonzero().flatten().tolist()) == digits
@@ -64,7 +64,7 @@ def test_the_mask_allows_exactly_the_tokens_that_keep_a_match(smollm):
 ])
 def test_a_constraint_that_cannot_be_is_refused_by_name(smollm, kind, spec, message):
     with pytest.raises(ConstraintError, match=message):
-        Matcher(Constraint(kind, spec), smollm.tokenizer, smollm.config.vocab_size)
+        Grammars(smollm.tokenizer, smollm.config.vocab_size).compile(Constraint(kind, spec))
 
 
 def test_engine_constraints_end_where_the_grammar_does(smollm):

@@ -8,14 +8,26 @@ sampling option still applies, within the grammar). An end-of-turn token is allo
 complete, and generation ends by itself where the grammar allows nothing more: the text is always a whole match,
 unless max_tokens or a stop string cuts it first.
 
+Compiling a constraint (`Grammars.compile`) can take seconds for a large schema, and some of the library's limits
+(a grammar row of more than 2,000 items, a grammar that allows no text) only show once a mask is computed. So a
+constraint is compiled once, off the caller's thread where the caller wants (the server's event loop never waits
+on it), its first masks are computed along a short probe walk, and the result is kept in a cache bounded by count
+and size; every sequence that uses it starts from a copy. The library releases Python's lock while it builds and
+masks, so compiling beside the event loop leaves it free.
+
 The mask is computed on the engine's thread, just before the token is drawn: about 13 µs a token on the default
 model's 49,152-token vocabulary (`bench/structured.py`), well under 1% of a decode step. A second thread would
 take a core from the decode step's OpenMP team, which costs far more than it saves on a small machine."""
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
+import threading
 import weakref
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +38,10 @@ from .errors import ConstraintError
 from .tokenizer import Tokenizer
 
 KINDS = ("json_schema", "json_object", "regex", "grammar", "choice")
+PROBE_STEPS = 8  # masks computed, along the lowest allowed tokens, before a compiled constraint is accepted
+MAX_GRAMMARS = 64  # compiled constraints kept for reuse
+MAX_CACHED_BYTES = 256 << 20  # and at most this much memory among them (a larger one serves its own request only)
+MAX_LEXER_STATES = 50_000  # the library's default, 250,000 at 1-2 kB each, lets one regular expression take 500 MB
 
 
 @dataclass(frozen=True)
@@ -36,6 +52,11 @@ class Constraint:
 
     kind: str
     spec: Any = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Equal for equal constraints, whatever the order of a schema's keys."""
+        return self.kind, json.dumps(self.spec, sort_keys=True, ensure_ascii=False)
 
     def grammar(self) -> str:
         """The llguidance grammar (a JSON string); a clear error if the constraint cannot be one."""
@@ -57,7 +78,8 @@ class Constraint:
         if self.kind == "choice":
             if not isinstance(self.spec, list) or not self.spec or not all(isinstance(c, str) and c for c in self.spec):
                 raise ConstraintError("choice must be a non-empty list of non-empty strings")
-            return m.grammar_from_lark("start: " + " | ".join(json.dumps(c) for c in self.spec))
+            # one regular expression, not a grammar rule of N alternatives: the lexer takes any number of them
+            return m.grammar_from_regex("|".join(_literal(c) for c in self.spec))
         raise ConstraintError(f"unknown constraint kind {self.kind!r}; choose from {', '.join(KINDS)}")
 
 
@@ -68,6 +90,25 @@ COMPACT = {"whitespace_flexible": False}
 def _need_text(spec: Any, what: str) -> None:
     if not isinstance(spec, str) or not spec:
         raise ConstraintError(f"{what} must be a non-empty string")
+
+
+def _literal(text: str) -> str:
+    """`text` as a regular expression matching exactly it: every ASCII character but letters and digits escaped."""
+    return "".join(c if c.isalnum() or ord(c) > 127 else f"\\x{{{ord(c):02x}}}" for c in text)
+
+
+# the library's one-word reasons for stopping, as a client would want to read them
+REASONS = {"NoExtensionBias": "it allows no text at all (a $ref that only refers to itself?)",
+           "NoExtension": "it allows no text at all",
+           "ParserTooComplex": "it is too complex for the constraint library (a grammar row past its limit)",
+           "LexerTooComplex": "its lexer is too complex for the constraint library"}
+
+
+def _reason(error: str) -> str:
+    """The library's error without the parser state it appends: its first line, in words where it is a code."""
+    first = error.strip().splitlines()[0] if error.strip() else "unknown error"
+    first = first.removeprefix("Parser Error: ")
+    return REASONS.get(first, first)
 
 
 _TOKENIZERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -89,28 +130,15 @@ def guidance_tokenizer(tokenizer: Tokenizer, vocab_size: int):
 class Matcher:
     """One sequence's place in its grammar: which tokens may come next, and the token that came."""
 
-    def __init__(self, constraint: Constraint, tokenizer: Tokenizer | None, vocab_size: int):
-        import llguidance
-
-        if tokenizer is None:
-            raise ConstraintError("structured output needs the model's tokenizer, and this checkpoint has none")
-        grammar = constraint.grammar()
-        vocab = guidance_tokenizer(tokenizer, vocab_size)
-        problem = llguidance.LLMatcher.validate_grammar(grammar, vocab)
-        if problem and not problem.startswith("WARNING"):
-            lines = [line.strip() for line in problem.splitlines() if line.strip()]
-            detail = next((line for line in lines[1:] if line.startswith("error:")), "")  # the parser's reason
-            what = constraint.kind.replace("_", " ")
-            raise ConstraintError(f"invalid {what}: {lines[0]} {detail}".strip())
-        self._m = llguidance.LLMatcher(vocab, grammar, log_level=0)
-        self._check()
+    def __init__(self, matcher, vocab_size: int, eos_ids: frozenset[int]):
+        self._m = matcher  # llguidance.LLMatcher, this sequence's own
         self.vocab_size = vocab_size
-        self.eos_ids = frozenset(tokenizer.eos_ids)  # allowed only where the grammar is complete
+        self.eos_ids = eos_ids  # allowed only where the grammar is complete
         self._bits = torch.zeros((vocab_size + 31) // 32, dtype=torch.int32)
 
     def _check(self) -> None:
         if self._m.is_error():
-            raise ConstraintError(f"structured output failed: {self._m.get_error()}")
+            raise ConstraintError(f"structured output failed: {_reason(self._m.get_error())}")
 
     def allowed(self) -> torch.Tensor:
         """(vocab_size,) bool: the tokens that keep the output inside the grammar."""
@@ -127,7 +155,166 @@ class Matcher:
             self._check()
             raise ConstraintError(f"structured output failed: token {token_id} does not fit the grammar")
 
+    def rollback(self) -> None:
+        """Take back the last token followed."""
+        self._m.rollback(1)
+
     @property
     def finished(self) -> bool:
         """The grammar allows nothing more: the output is complete."""
         return self._m.is_stopped()
+
+
+class Grammar:
+    """A constraint compiled for one vocabulary and checked: the grammar is valid, and its first masks, along a
+    walk of PROBE_STEPS lowest allowed tokens, come out without hitting one of the library's limits (most of which
+    trip within the first few tokens). `matcher()` gives each sequence its own copy of the start state."""
+
+    def __init__(self, constraint: Constraint, vocab, vocab_size: int, eos_ids: frozenset[int]):
+        import llguidance
+
+        what = constraint.kind.replace("_", " ")
+        text = constraint.grammar()
+        problem = llguidance.LLMatcher.validate_grammar(text, vocab)
+        if problem and not problem.startswith("WARNING"):
+            lines = [line.strip() for line in problem.splitlines() if line.strip()]
+            detail = next((line for line in lines[1:] if line.startswith("error:")), "")  # the parser's reason
+            raise ConstraintError(f"invalid {what}: {lines[0]} {detail}".strip())
+        # errors never echo the library's internal state (the schema, the parser's rows)
+        limits = llguidance.LLParserLimits(verbose_errors=False, max_lexer_states=MAX_LEXER_STATES)
+        before = _heap_bytes()
+        self._start = llguidance.LLMatcher(vocab, text, log_level=0, limits=limits)
+        if self._start.is_error():
+            raise ConstraintError(f"invalid {what}: {_reason(self._start.get_error())}")
+        self.vocab_size, self.eos_ids = vocab_size, eos_ids
+        self._probe(what)
+        self.size = max(_heap_bytes() - before, len(text))  # bytes it holds (others' allocations meanwhile too)
+
+    def _probe(self, what: str) -> None:
+        """Walk PROBE_STEPS tokens deep, each the lowest allowed one that does not end the text (where another is
+        allowed), computing every mask on the way."""
+        walk = self.matcher()
+        try:
+            for _ in range(PROBE_STEPS):
+                ids = [i for i in walk.allowed().nonzero().flatten().tolist() if i not in self.eos_ids]
+                for tried, token in enumerate(ids[:4]):
+                    walk.advance(token)
+                    if not walk.finished or tried == min(len(ids), 4) - 1:
+                        break
+                    walk.rollback()
+                if not ids or walk.finished:
+                    return
+        except ConstraintError as e:
+            raise ConstraintError(f"{what} cannot be enforced: {str(e).removeprefix('structured output failed: ')}"
+                                  ) from None
+
+    def matcher(self) -> Matcher:
+        return Matcher(self._start.deep_copy(), self.vocab_size, self.eos_ids)
+
+
+class Grammars:
+    """The compiled constraints of one model's vocabulary: each compiled once however many requests, choices and
+    prompts use it (a second request for one being compiled waits for that compile), and the latest kept for reuse
+    within MAX_GRAMMARS and MAX_CACHED_BYTES. `compile` runs on the caller's thread; `submit` on one of two worker
+    threads that yield their core to the decode step (lowest priority), for a caller that must not wait."""
+
+    def __init__(self, tokenizer: Tokenizer | None, vocab_size: int):
+        self.tokenizer, self.vocab_size = tokenizer, vocab_size
+        self._lock = threading.Lock()
+        self._done: OrderedDict[tuple, Grammar | str] = OrderedDict()  # a compiled constraint, or why it cannot be
+        self._running: dict[tuple, Future] = {}
+        self._workers: ThreadPoolExecutor | None = None
+
+    def compile(self, constraint: Constraint) -> Grammar:
+        future, mine = self._claim(constraint)
+        if mine:
+            self._build(constraint, future)
+        return future.result()
+
+    def submit(self, constraint: Constraint) -> Future:
+        """A future of the compiled constraint (its exception: a ConstraintError)."""
+        future, mine = self._claim(constraint)
+        if mine:
+            with self._lock:
+                if self._workers is None:
+                    self._workers = ThreadPoolExecutor(2, "forwardpass-grammar", initializer=_yield_the_core)
+            self._workers.submit(self._build, constraint, future)
+        return future
+
+    def _claim(self, constraint: Constraint) -> tuple[Future, bool]:
+        """The future to wait on, and whether the caller is the one to compute it."""
+        key = constraint.key
+        with self._lock:
+            if key in self._done:
+                self._done.move_to_end(key)
+                future: Future = Future()
+                _settle(future, self._done[key])
+                return future, False
+            if key in self._running:
+                return self._running[key], False
+            future = self._running[key] = Future()
+            return future, True
+
+    def _build(self, constraint: Constraint, future: Future) -> None:
+        key = constraint.key
+        try:
+            if self.tokenizer is None:
+                raise ConstraintError("structured output needs the model's tokenizer, and this checkpoint has none")
+            vocab = guidance_tokenizer(self.tokenizer, self.vocab_size)
+            done: Grammar | str = Grammar(constraint, vocab, self.vocab_size, frozenset(self.tokenizer.eos_ids))
+        except ConstraintError as e:
+            done = str(e)  # the message alone: the exception's frames would keep the failed matcher's memory
+        except BaseException as e:  # not the client's: not kept, the next request tries again
+            with self._lock:
+                self._running.pop(key, None)
+            future.set_exception(e)
+            return
+        with self._lock:
+            self._running.pop(key, None)
+            self._done[key] = done
+            self._evict()
+        _return_memory()
+        _settle(future, done)
+
+    def _evict(self) -> None:
+        size = lambda g: g.size if isinstance(g, Grammar) else len(g)  # noqa: E731
+        while len(self._done) > MAX_GRAMMARS or sum(map(size, self._done.values())) > MAX_CACHED_BYTES:
+            self._done.popitem(last=False)
+
+
+def _settle(future: Future, done: Grammar | str) -> None:
+    future.set_result(done) if isinstance(done, Grammar) else future.set_exception(ConstraintError(done))
+
+
+def _yield_the_core() -> None:
+    """A grammar worker runs at the lowest priority: the decode step's threads go first."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    except (AttributeError, OSError):
+        pass
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def _heap_bytes() -> int:
+    """Bytes the C heap has handed out, in every thread's arena (glibc's mallinfo2; 0 elsewhere)."""
+    try:
+        info = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return 0
+    info.restype = _MallInfo2
+    m = info()
+    return m.uordblks + m.hblkhd
+
+
+def _return_memory() -> None:
+    """Give the C heap's free pages back to the system: a large grammar's build leaves hundreds of megabytes free
+    but held in its thread's arena."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass

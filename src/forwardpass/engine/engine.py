@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..constraints import Matcher
+from ..constraints import Grammar, Grammars
 from ..detokenize import TextStream
-from ..errors import ContextLengthError, EngineUnavailableError, ForwardpassError, InvariantError
+from ..errors import ConstraintError, ContextLengthError, EngineUnavailableError, ForwardpassError, InvariantError
 from ..pipeline import Pipeline
 from ..sampling import SamplingParams, make_generator, next_token
 from .metrics import EngineMetrics
@@ -66,6 +66,7 @@ class Engine:
         self.pool = BlockPool(c, num_blocks, self.config.block_size, kv, model.device, self.config.prefix_caching)
         self.scheduler = Scheduler(self.pool, self.config.max_num_seqs, self.config.max_num_batched_tokens)
         self.metrics = EngineMetrics()
+        self.grammars = Grammars(pipeline.tokenizer, c.vocab_size)  # structured output's compiled constraints
         self._ids = itertools.count()
         self._inbox: queue.Queue = queue.Queue()  # (action, payload) from other threads
         self._sequences: dict[str, Sequence] = {}
@@ -97,17 +98,21 @@ class Engine:
         pool_tokens = self.pool.num_blocks * self.pool.block_size
         return min(self.pipeline.config.context_length, pool_tokens) - len(prompt_ids)
 
-    def submit(self, prompt_ids: list[int], params: SamplingParams,
-               on_output: Callable[[RequestOutput], None]) -> str:
-        """Queue a request; `on_output` is called from the engine's thread for every step's output."""
+    def submit(self, prompt_ids: list[int], params: SamplingParams, on_output: Callable[[RequestOutput], None],
+               grammar: Grammar | None = None, arrival: float | None = None) -> str:
+        """Queue a request; `on_output` is called from the engine's thread for every step's output. `grammar`:
+        params.constraint already compiled (`grammars.submit`), else it is compiled here. `arrival`: when the
+        request arrived, if before now (its time limit counts from then)."""
         self.check_request(prompt_ids, params)
         request_id = f"req-{next(self._ids)}"
         tok = self.pipeline.tokenizer
         eos = params.end_ids(tok.eos_ids if tok is not None else [])
         seq = Sequence(request_id, list(prompt_ids), params, make_generator(params, self.pipeline.device),
                        TextStream(tok, params.stop) if tok is not None else None, on_output, eos)
-        if params.constraint is not None:  # compiled here: a grammar that cannot be is the caller's error
-            seq.matcher = Matcher(params.constraint, tok, self.pipeline.config.vocab_size)
+        if params.constraint is not None:  # a grammar that cannot be is the caller's error
+            seq.matcher = (grammar or self.grammars.compile(params.constraint)).matcher()
+        if arrival is not None:
+            seq.arrival = arrival
         if self.config.request_timeout is not None:
             seq.deadline = seq.arrival + self.config.request_timeout
         with self._admission:  # never queued after a failed loop took its last look at the inbox
@@ -267,6 +272,9 @@ class Engine:
         If that raises, seq alone ends with the reason."""
         try:
             self._choose(seq, logits, greedy)
+        except ConstraintError as e:  # a limit of the grammar library, met past the probe: the constraint's fault
+            self.metrics.request_failures.inc()
+            self._finish(seq, "error", None, error=Error(str(e), "constraint"))
         except Exception as e:
             log.exception("request %s failed while sampling", seq.request_id)
             self._fail(seq, f"sampling failed: {type(e).__name__}: {e}")

@@ -34,7 +34,7 @@ class Error:
     """Why the engine ended a request early: a message for the client and a kind the server maps to a status."""
 
     message: str
-    kind: str  # "shutdown", "timeout" or "failed"
+    kind: str  # "shutdown", "timeout", "constraint" (the grammar library refused the constraint) or "failed"
 
 
 @dataclass

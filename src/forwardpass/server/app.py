@@ -25,6 +25,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
 
+from ..constraints import Constraint, Grammar
 from ..embeddings import Embedder
 from ..engine import Engine, RequestOutput
 from ..engine.sequence import Error
@@ -57,12 +58,14 @@ class ServerConfig:
     api_key: str | None = None
     max_body_bytes: int = 1 << 20
     default_max_tokens: int = DEFAULT_MAX_TOKENS
+    constraint_timeout: float = 10.0  # seconds a request's constraint may take to compile (and its time limit's rest)
 
 
-def engine_error(error: Error) -> APIError:
-    """The HTTP answer to a request the engine ended early."""
-    status, code = {"shutdown": (503, "server_shutdown"), "timeout": (504, "timeout")}.get(error.kind, (500, None))
-    return APIError(status, error.message, code)
+def engine_error(error: Error, req) -> APIError:
+    """The HTTP answer to a request the engine ended early (`req`: its body, whose constraint a refusal names)."""
+    status, code = {"shutdown": (503, "server_shutdown"), "timeout": (504, "timeout"),
+                    "constraint": (400, "invalid_constraint")}.get(error.kind, (500, None))
+    return APIError(status, error.message, code, req.constraint_field if error.kind == "constraint" else None)
 
 
 async def client_gone(request: Request) -> None:
@@ -79,8 +82,10 @@ class Submission:
     prefix cache instead of each computing and holding its own. If the client disconnects, or the iteration stops
     early, every unfinished one is aborted."""
 
-    def __init__(self, engine: Engine, request: Request, groups: list[tuple[list[int], list[SamplingParams]]]):
+    def __init__(self, engine: Engine, request: Request, groups: list[tuple[list[int], list[SamplingParams]]],
+                 grammar: Grammar | None = None, arrival: float | None = None):
         self.engine, self.request = engine, request
+        self.extra = {"grammar": grammar, "arrival": arrival}  # every choice shares the request's compiled constraint
         self.loop = asyncio.get_running_loop()
         self.queue: asyncio.Queue = asyncio.Queue()
         leaders, self.pending, index = [], {}, 0  # pending: a prompt's first choice → the choices that follow it
@@ -93,7 +98,7 @@ class Submission:
         self.running: set[str] = set()
         try:
             for i, prompt_ids, p in leaders:
-                self.running.add(engine.submit(prompt_ids, p, lambda o, i=i: self._deliver(i, o)))
+                self.running.add(engine.submit(prompt_ids, p, lambda o, i=i: self._deliver(i, o), **self.extra))
         except BaseException:
             self.abort()  # nothing of a refused request keeps running
             raise
@@ -108,7 +113,7 @@ class Submission:
     def _arrived(self, i: int, out: RequestOutput) -> None:
         for j, prompt_ids, p in self.pending.pop(i, []):  # a prompt's first choice is computed: the others join it
             try:
-                self.running.add(self.engine.submit(prompt_ids, p, lambda o, j=j: self._deliver(j, o)))
+                self.running.add(self.engine.submit(prompt_ids, p, lambda o, j=j: self._deliver(j, o), **self.extra))
             except ForwardpassError as e:  # the engine stopped taking requests meanwhile
                 self.queue.put_nowait((j, RequestOutput(f"choice-{j}", None, "", finish_reason="error",
                                                         error=Error(str(e), "failed"))))
@@ -298,6 +303,24 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
         engine.check_request(prompt_ids, params[0])
         return params
 
+    async def compiled(req, constraint: Constraint | None, arrival: float) -> Grammar | None:
+        """The request's constraint compiled on a worker thread while the event loop goes on serving (once for all
+        its choices and prompts); a 400 naming the field if it cannot be enforced or takes longer to compile than
+        the server's limit, or than what is left of the request's time limit."""
+        if constraint is None:
+            return None
+        limit = config.constraint_timeout
+        if engine.config.request_timeout is not None:
+            limit = min(limit, engine.config.request_timeout - (time.perf_counter() - arrival))
+        compiling = asyncio.wrap_future(engine.grammars.submit(constraint))
+        with constraint_errors(req):
+            try:  # shielded: the compile goes on for the others waiting on it, and is kept for the next request
+                return await asyncio.wait_for(asyncio.shield(compiling), max(limit, 0.0))
+            except asyncio.TimeoutError:
+                compiling.add_done_callback(lambda f: f.cancelled() or f.exception())  # its outcome is not ours now
+                raise ConstraintError(f"the constraint did not compile within {limit:.3g} s, the server's limit: make "
+                                      f"it smaller or simpler") from None
+
     def piece(token_id: int) -> str:
         return tokenizer.piece(token_id) if tokenizer is not None else str(token_id)
 
@@ -329,8 +352,10 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
         prompt_of = [k for k, (_, ps) in enumerate(groups) for _ in ps]  # choice index → its prompt's
         prompt_tokens = sum(len(prompt_ids) for prompt_ids, _ in groups)
         with_logprobs = params[0].logprobs is not None
-        with constraint_errors(req):  # the grammar is compiled as the request is queued
-            submission = Submission(engine, request, groups)
+        arrival = time.perf_counter()
+        grammar = await compiled(req, params[0].constraint, arrival)
+        with constraint_errors(req):
+            submission = Submission(engine, request, groups, grammar, arrival)
         if req.stream:
             return StreamingResponse(stream_events(submission, req, prompt_tokens, prompt_of, params, chat, rid, calls),
                                      media_type="text/event-stream")
@@ -341,7 +366,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
             async for ready in submission:
                 for i, out in ready:
                     if out.error is not None:
-                        raise engine_error(out.error)
+                        raise engine_error(out.error, req)
                     texts[i] += out.text
                     if out.token_id is not None and with_logprobs:
                         logs[i].append(out)
@@ -440,7 +465,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
         if req.stream_options is not None and req.stream_options.include_usage:
             yield chunk([], usage=usage(prompt_tokens, completion_tokens, sum(cached.values())))
         if error is not None:
-            yield engine_error(error).event()
+            yield engine_error(error, req).event()
         yield "data: [DONE]\n\n"
 
     @app.post("/v1/completions")
@@ -490,16 +515,18 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
             params = req.sampling(functions)
         prompt_ids = chat_ids(chat, functions=functions)
         calls = None if req.tool_mode == "none" else functions
+        arrival = time.perf_counter()
+        grammar = await compiled(req, params.constraint, arrival)
         with constraint_errors(req):
-            submission = Submission(engine, request, [(prompt_ids, [params])])
+            submission = Submission(engine, request, [(prompt_ids, [params])], grammar, arrival)
         if req.stream:
-            return StreamingResponse(message_events(submission, prompt_ids, calls, req.parallel_tool_calls),
+            return StreamingResponse(message_events(submission, prompt_ids, calls, req),
                                      media_type="text/event-stream")
         text, last = "", None
         async for ready in submission:
             for _, out in ready:
                 if out.error is not None:
-                    raise engine_error(out.error)
+                    raise engine_error(out.error, req)
                 text, last = text + out.text, out
         made = tools.parse(text, calls, req.parallel_tool_calls) if calls else None
         return {"id": messages_api.message_id(), "type": "message", "role": "assistant", "model": config.model_name,
@@ -511,8 +538,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
         return {"input_tokens": len(prompt_ids), "output_tokens": out.completion_tokens if out else 0,
                 "cache_read_input_tokens": out.cached_tokens if out else 0}
 
-    async def message_events(submission, prompt_ids: list[int], calls: dict | None,
-                             parallel: bool) -> AsyncIterator[str]:
+    async def message_events(submission, prompt_ids: list[int], calls: dict | None, req) -> AsyncIterator[str]:
         """Anthropic's stream: message_start, each content block (start, deltas, stop), message_delta with the stop
         reason and usage, message_stop. With tools the reply is held until it ends, then sent as its blocks."""
         event = messages_api.event
@@ -528,9 +554,9 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
                 if calls is None and out.text:
                     yield event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": out.text}})
         if last is not None and last.error is not None:
-            yield engine_error(last.error).event(anthropic=True)
+            yield engine_error(last.error, req).event(anthropic=True)
             return
-        made = tools.parse(text, calls, parallel) if calls else None
+        made = tools.parse(text, calls, req.parallel_tool_calls) if calls else None
         if calls is None:
             yield event("content_block_stop", {"index": 0})
         else:
