@@ -270,3 +270,61 @@ def test_64_clients_random_disconnects_a_tenth_of_the_pool(smollm):
                 assert min(served[0] - served[1], alone_gap) < 1e-3, (i, k)
             checked += 1
         assert checked >= 32
+
+
+def test_sigterm_ends_every_open_stream_within_the_grace_even_when_the_engine_is_stuck(smollm):
+    """The engine's thread is held in one long step (as one collapsed step under load): the grace period is still
+    kept on the event loop, and every stream ends with its final chunk and the shutdown event, before the HTTP
+    server's own wait would cancel them."""
+    import signal
+    import threading
+
+    from server_helpers import free_port
+
+    from forwardpass.engine import Engine
+    from forwardpass.server import ServerConfig, build_app, make_server
+
+    engine = Engine(smollm, EngineConfig(kv_cache_bytes=64 * 2**20))
+    app = build_app(engine, ServerConfig(MODEL))
+    port = free_port()
+    server = make_server(app, engine, "127.0.0.1", port, grace=1.0)
+    stuck, step = threading.Event(), engine.step
+
+    def slow_step():
+        step()
+        if stuck.is_set():
+            time.sleep(8)  # past uvicorn's own wait: int(grace) + 3 s
+    engine.step = slow_step
+    http = threading.Thread(target=server.run, daemon=True)
+    engine.start()
+    http.start()
+    while not server.started:
+        time.sleep(0.05)
+    body = {"prompt": "Count: 1, 2, 3,", "max_tokens": 300, "ignore_eos": True, "stream": True}
+    results: dict[int, list[str]] = {}
+
+    def stream(i: int) -> None:
+        try:
+            with httpx.stream("POST", f"http://127.0.0.1:{port}/v1/completions", json=body, timeout=60) as s:
+                results[i] = [line[6:] for line in s.iter_lines() if line.startswith("data: ")] or [str(s.status_code)]
+        except httpx.HTTPError as e:  # cut off
+            results[i] = [repr(e)]
+    clients = [threading.Thread(target=stream, args=(i,)) for i in range(4)]
+    for c in clients:
+        c.start()
+    time.sleep(2)
+    stuck.set()
+    time.sleep(0.5)
+    start = time.perf_counter()
+    server.handle_exit(signal.SIGTERM, None)
+    for c in clients:
+        c.join(timeout=30)
+    ended = time.perf_counter() - start
+    http.join(timeout=30)
+    engine.stop()
+    assert len(results) == 4
+    for events in results.values():
+        assert events[-1] == "[DONE]", events[-3:]
+        assert json.loads(events[-2])["error"]["code"] == "server_shutdown"
+        assert json.loads(events[-3])["choices"][0]["finish_reason"] == "abort"
+    assert ended < 4  # at the grace, not when the engine's step returned
