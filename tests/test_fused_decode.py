@@ -18,6 +18,7 @@ from forwardpass.config import ModelConfig
 from forwardpass.errors import ContextLengthError, InvariantError, TokenIdError
 from forwardpass.fused_decode import FusedDecode
 from forwardpass.generate import generate
+from forwardpass.kernels.team import TeamSize, set_threads
 from forwardpass.model import RotaryEmbedding
 from forwardpass.quant import HalfLinear, store_linears
 from forwardpass.sampling import SamplingParams
@@ -267,7 +268,7 @@ def test_the_kernel_refuses_slots_outside_the_cache(smollm):
     logits, greedy = torch.zeros(49152), ctypes.c_int(-7)
     run = kernels.library().decode_step
     assert run(ctypes.byref(spec), 3, 0, 0, logits.data_ptr(), ctypes.byref(greedy)) == -1  # no workspace
-    spec.threads = kernels.library().decode_threads()
+    spec.threads = 2
     work = torch.empty(kernels.library().decode_workspace(ctypes.byref(spec)))
     spec.work = work.data_ptr()
     for token, position, slot in ((3, 4, 4), (3, 0, -1), (49152, 0, 0), (-1, 0, 0), (3, 8192, 0)):
@@ -318,23 +319,76 @@ def test_the_step_reuses_one_workspace_per_thread():
 
 
 def test_the_step_on_other_thread_counts():
-    """The team a step runs with: one thread, and more threads than a short context has positions (empty shares); the
-    workspace follows the count."""
+    """The most threads a step runs (`--threads`): one, and more than a short context has positions (empty shares);
+    the workspace follows the count."""
     model = tiny_llama(False)
     model.fused = FusedDecode.build(model)
     decode = list(range(3, 20))
     want, _ = steps(model, [1, 2], decode, capacity=32, fused=False)
-    lib = kernels.library()
-    before = lib.decode_threads()
     try:
         for threads in (1, 5):
-            lib.omp_set_num_threads(threads)  # the OpenMP runtime the kernels run on
-            assert lib.decode_threads() == threads
+            set_threads(threads)
             got, _ = steps(model, [1, 2], decode, capacity=32)
             assert model.fused._work.spec.threads == threads
             assert (got - want).abs().max().item() < 1e-3 * want.abs().max().item()
     finally:
-        lib.omp_set_num_threads(before)
+        set_threads(None)
+
+
+def test_a_step_gives_the_same_bits_on_any_team(monkeypatch):
+    """However many of its threads a step runs (fewer while the CPU is shared, kernels/team.py), its logits are the
+    same bits: attention splits the positions into the same parts for any team, and each row of a product is one
+    thread's. The team size changes the speed, never a token."""
+    model = tiny_llama(False)
+    model.fused = FusedDecode.build(model)
+    monkeypatch.setattr(TeamSize, "observe", lambda self, cpu, offered: None)  # the team stays as set
+    decode = list(range(3, 40))
+    try:
+        set_threads(4)
+        results = []
+        for team in (4, 1, 2, 3):
+            steps(model, [1], [2], capacity=48)  # makes this thread's workspace and team
+            model.fused._work.team.threads = team
+            results.append(steps(model, [1, 2], decode, capacity=48)[0])
+            assert model.fused._work.spec.team == team
+        assert all(torch.equal(r, results[0]) for r in results[1:])
+    finally:
+        set_threads(None)
+
+
+def test_the_team_drops_a_thread_without_its_cores_and_tries_one_back(monkeypatch):
+    """TeamSize on made-up usage: a stretch run at 60% of the time offered drops a thread; PROBE seconds later one
+    is tried again, kept if its stretch runs at HIGH, given back if not."""
+    from forwardpass.kernels import team as t
+
+    now = [100.0]
+    monkeypatch.setattr(t.time, "monotonic", lambda: now[0])
+    size = TeamSize(2)
+    cpu = offered = 0.0
+
+    def stretch(share: float) -> None:
+        nonlocal cpu, offered
+        offered += 1.01 * t.STRETCH * size.threads
+        cpu += share * 1.01 * t.STRETCH * size.threads
+        size.observe(cpu, offered)
+
+    stretch(0.98)
+    assert size.threads == 2
+    stretch(0.6)
+    assert size.threads == 1
+    stretch(1.0)
+    assert size.threads == 1  # no trial before PROBE seconds
+    now[0] += t.PROBE
+    stretch(1.0)
+    assert size.threads == 2  # on trial
+    stretch(0.8)
+    assert size.threads == 1  # the trial ran short of its cores: given back
+    now[0] += t.PROBE
+    stretch(1.0)
+    stretch(0.95)
+    assert size.threads == 2  # kept
+    stretch(0.99)
+    assert size.threads == 2
 
 
 def one_by_one(model, cache, token: int, n: int, stop: tuple[int, ...] = ()) -> tuple[torch.Tensor, list[int]]:

@@ -21,6 +21,7 @@ from torch import nn
 
 from . import kernels
 from .errors import ContextLengthError, InvariantError, TokenIdError
+from .kernels.team import TeamSize, most_threads
 from .kv_cache import KVCache
 from .quant import HalfLinear, QuantizedEmbedding, QuantizedLinear
 
@@ -44,7 +45,7 @@ class _Model(ctypes.Structure):
         ("norm_eps", ctypes.c_float), ("embeddings", _Linear), ("layers", ctypes.POINTER(_Layer)), ("norm_f", _p),
         ("lm_head", _Linear), ("cos", _p), ("sin", _p), ("k_cache", _p), ("v_cache", _p), ("work", _p),
         ("threads", _i), ("rows", _i), ("attn_scale", ctypes.c_float), ("embed_scale", ctypes.c_float),
-        ("gelu", _i), ("cos_local", _p), ("sin_local", _p)]
+        ("gelu", _i), ("cos_local", _p), ("sin_local", _p), ("team", _i)]
 
 
 class _Batch(ctypes.Structure):
@@ -62,6 +63,8 @@ class _Workspace(threading.local):
         self.room = 0  # the cache capacity `memory` is sized for
         self.tokens = (_i * 0)()
         self.logits: torch.Tensor | None = None  # a batch's logits, (rows, vocab_size), reused
+        self.team: TeamSize | None = None  # how many threads this thread's steps run
+        self.usage = (ctypes.c_double * 2)()
 
     def chosen(self, n: int) -> ctypes.Array:
         """Room for n chosen token ids, grown only when a call asks for more."""
@@ -202,6 +205,7 @@ class FusedDecode:
         chosen, stops = self._work.chosen(n), (_i * len(stop))(*stop)
         done = kernels.library().decode_greedy(ctypes.byref(spec), token, position, slot, n, stops, len(stop),
                                                logits.data_ptr(), chosen)
+        self._observe()
         if done < 1:
             cache.commit([0])
             raise InvariantError(f"decode step refused: token {token}, positions {position} … {position + n - 1}, "
@@ -217,9 +221,11 @@ class FusedDecode:
 
     def _workspace(self, capacity: int, rows: int) -> _Model:
         """This thread's copy of the model's description with a workspace for `capacity` cache slots, `rows` rows and
-        the kernels' thread count, made on its first step and again only for more slots or rows or another thread
-        count."""
-        work, threads = self._work, kernels.library().decode_threads()
+        the most threads a step may run, made on its first step and again only for more slots or rows or another
+        thread count; its team for the next step set (kernels/team.py)."""
+        work, threads = self._work, most_threads()
+        if work.team is None or work.team.most != threads:
+            work.team = TeamSize(threads)
         if work.spec is None or work.room < capacity or work.spec.rows < rows or work.spec.threads != threads:
             spec = _Model.from_buffer_copy(self.spec)
             spec.capacity, spec.threads = max(capacity, work.room), threads
@@ -227,7 +233,14 @@ class FusedDecode:
             work.memory = torch.empty(kernels.library().decode_workspace(ctypes.byref(spec)))  # 64-byte aligned
             spec.work, work.spec, work.room = work.memory.data_ptr(), spec, spec.capacity
         work.spec.capacity = capacity  # fewer slots need less of the workspace
+        work.spec.team = work.team.threads
         return work.spec
+
+    def _observe(self) -> None:
+        """Tell this thread's team size how its last call's threads ran."""
+        work = self._work
+        kernels.library().decode_usage(work.usage)
+        work.team.observe(work.usage[0], work.usage[1])
 
     def binds_pool(self, pool) -> bool:
         """A float32 or float16 block pool on the CPU (engine/paged.py) the batched step reads and writes, the model
@@ -241,7 +254,9 @@ class FusedDecode:
         slot lengths[r]. Every weight is read from memory once for all M rows. Returns logits (M, vocab_size), valid
         until the next call on this thread, and each row's argmax."""
         spec, batch, logits, chosen, _ = self._batch(pool, tokens, lengths, tables, 1)
-        if kernels.library().decode_batch(ctypes.byref(spec), ctypes.byref(batch), logits.data_ptr(), chosen):
+        refused = kernels.library().decode_batch(ctypes.byref(spec), ctypes.byref(batch), logits.data_ptr(), chosen)
+        self._observe()
+        if refused:
             raise InvariantError(f"batched decode step refused: lengths {lengths}, tables {tables}")
         return logits, list(chosen)
 
@@ -255,6 +270,7 @@ class FusedDecode:
         chosen = (_i * (n * rows))()
         done = kernels.library().decode_batch_greedy(ctypes.byref(spec), ctypes.byref(batch), n, stops, len(stop),
                                                      logits.data_ptr(), chosen)
+        self._observe()
         if done < 1:
             raise InvariantError(f"batched greedy steps refused: n {n}, lengths {lengths}, tables {tables}")
         return logits, [[chosen[i * rows + r] for i in range(done)] for r in range(rows)]

@@ -31,7 +31,7 @@ from ..errors import ForwardpassError
 
 HERE = Path(__file__).parent
 SOURCES = [HERE / n for n in ("gemv.c", "decode_step.c", "stream_read.c", "dequantize.c", "repack.c")]
-HEADERS = [HERE / n for n in ("gemv.h", "simd.h")]
+HEADERS = [HERE / n for n in ("gemv.h", "simd.h", "team.h")]
 COMMON_FLAGS = ["-O3", "-fopenmp", "-shared", "-fPIC", "-std=c11"]
 # build → (the CPU flags it needs, as /proc/cpuinfo names them; its compiler flags)
 BUILDS = {
@@ -145,8 +145,8 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.decode_step.argtypes = [p, i, i, i, p, p]
     lib.decode_workspace.restype = ctypes.c_size_t
     lib.decode_workspace.argtypes = [p]
-    lib.decode_threads.restype = i
-    lib.decode_threads.argtypes = []
+    lib.decode_usage.restype = None
+    lib.decode_usage.argtypes = [p]
     lib.decode_greedy.restype = ctypes.c_int
     lib.decode_greedy.argtypes = [p, i, i, i, i, p, i, p, p]
     lib.decode_batch.restype = ctypes.c_int

@@ -6,12 +6,15 @@
 // at its own position and reading its K and V through its block table (decode_batch). The same arithmetic as
 // the PyTorch blocks, without ~20 framework ops per layer and their dispatch.
 //
-// Threads: one OpenMP team for the whole step, five barriers per layer. Matrix products split their rows (or
-// groups of rows) across it, each unit of weights read from memory once for all the batch's rows; attention
-// splits each row's positions (each part merged by every thread).
+// Threads: one OpenMP team for the whole step, five barriers per layer (team.h's, which sleep soon when a partner
+// is not running). Matrix products split their rows (or groups of rows) across it, each unit of weights read from
+// memory once for all the batch's rows; attention splits each row's positions into m->threads parts however many
+// threads run (each part merged by every thread), so a step's results are the same bits for any team size.
+#define _GNU_SOURCE
 #include <omp.h>
 
 #include "gemv.h"
+#include "team.h"
 
 const char *kernel_isa(void) { return KERNEL_ISA; }  // which build of simd.h this library is
 
@@ -37,12 +40,14 @@ typedef struct {
     const float *cos, *sin;   // (context_length, head_dim / 2), filled past every position a step reads
     float *k_cache, *v_cache; // (n_layers, n_kv_heads, capacity, head_dim)
     float *work;              // decode_workspace(this) floats, made once: a step allocates nothing
-    int threads;              // the team a step asks for; the workspace holds this many threads' buffers
+    int threads;              // the most threads a step runs; the workspace holds this many threads' buffers, and
+                              // attention splits positions into this many parts
     int rows;                 // the most sequences one call decodes; the workspace holds this many rows
     float attn_scale;         // scores q·k × this (1/√head_dim unless the family says otherwise)
     float embed_scale;        // embeddings × this (1, or √d_model for Gemma)
     int gelu;                 // the feed-forward's gate: 0 SiLU (SwiGLU), 1 tanh GELU (GeGLU)
     const float *cos_local, *sin_local;  // (context_length, head_dim / 2): the sliding layers' tables (local_rope)
+    int team;                 // threads the next step runs, 1 … threads (0: threads): fewer while cores are taken
 } Model;
 
 // One call's rows: sequence r's token at positions[r], its pairs so far in its cache's first lengths[r] slots, its
@@ -236,8 +241,8 @@ static void attend_group(const float *q, int n, const Rows *k, const Rows *v, in
 #undef ATTEND
 }
 
-// softmax(q kᵀ × scale) v over every position, from the T threads' parts (out, top, total: (T, H × head_dim),
-// (T, H), (T, H)): Σ_t e^(top_t - M) out_t / Σ_t e^(top_t - M) total_t, with M the largest top_t
+// softmax(q kᵀ × scale) v over every position, from its T parts (out, top, total: (T, H × head_dim), (T, H),
+// (T, H)): Σ_t e^(top_t - M) out_t / Σ_t e^(top_t - M) total_t, with M the largest top_t
 static void merge_heads(const float *out, const float *top, const float *total, int T, int H, int head_dim,
                         float *attn) {
     for (int i = 0; i < H; i++) {
@@ -305,13 +310,13 @@ static void gemv_share(const Linear *L, const Activation *a, int rows, float *y,
 // A branch's output projection written into the stream: x += W a, or with a sandwich norm x += norm(W a), the
 // product first into `branch` (a barrier between, as the norm reads whole rows)
 static void branch_into(const Model *m, const Linear *W, const Activation *a, int R, float *x, float *branch,
-                        const float *post_norm, int t, int T) {
+                        const float *post_norm, TeamBarrier *bar, int t, int T) {
     if (!post_norm) {
         gemv_share(W, a, R, x, 1);
         return;
     }
     gemv_share(W, a, R, branch, 0);
-    #pragma omp barrier
+    team_barrier(bar, T);
     add_normed(x, branch, R, m->d_model, post_norm, m->norm_eps, t, T);
 }
 
@@ -366,8 +371,9 @@ size_t decode_workspace(const Model *m) {
     return c.used;
 }
 
-// the threads a step runs with unless told fewer: OpenMP's count for a parallel region
-int decode_threads(void) { return omp_get_max_threads(); }
+// The calling thread's steps so far: their teams' CPU time and the time offered them (TeamUsage), as out[0], out[1].
+static _Thread_local TeamUsage usage;
+void decode_usage(double *out) { out[0] = usage.cpu, out[1] = usage.offered; }
 
 // each of R rows of `x` (row stride n) normalized and quantized for `kind` into a[r], through `out` (R × n)
 static void prepare(const float *x, int R, int n, const float *weight, float eps, int kind, float *out,
@@ -394,11 +400,16 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
             for (int i = 0; i < d; i++) row[i] *= m->embed_scale;
     }
 
-    #pragma omp parallel num_threads(m->threads)
+    const int P = m->threads, team = m->team > 0 && m->team < P ? m->team : P;  // P: attention's parts
+    TeamBarrier bar = {0, 0, 0};
+    double cpu = 0.;
+    const double start = seconds(CLOCK_MONOTONIC);
+    #pragma omp parallel num_threads(team) reduction(+ : cpu)
     {
         // Each thread prepares its own copy of a matrix product's inputs (norms, quantizing rows: a few
         // microseconds), which saves a barrier per product.
         const int t = omp_get_thread_num(), T = omp_get_num_threads();
+        cpu -= seconds(CLOCK_THREAD_CPUTIME_ID);
         Cut mine = shared;
         for (int i = 0; i < t; i++) cut_own(&mine, m);
         const Own o = cut_own(&mine, m);
@@ -412,13 +423,13 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
             // attention: x += out(attend(rope(q), cache + rope(k), cache + v)) over norm(x)
             prepare(x, R, d, L->attn_norm, m->norm_eps, L->qkv.kind, xn, a);
             gemv_share(&L->qkv, a, R, qkv, 0);
-            #pragma omp barrier
-            // Attention splits each row's slots: each thread reads its share of every K/V head once, for all the
-            // group's query heads, after rotating every query and new key itself (cheaper than a barrier).
+            team_barrier(&bar, T);
+            // Attention splits each row's slots into P parts, thread t taking parts t, t + T, …: each reads its
+            // share of every K/V head once, for all the group's query heads, after rotating every query and new key
+            // itself (cheaper than a barrier).
             for (int r = 0; r < R; r++) {
                 const int past = b->lengths[r], len = past + 1;
                 const int first = L->window > 0 && len > L->window ? len - L->window : 0, span = len - first;
-                const int lo = first + span * t / T, hi = first + span * (t + 1) / T;
                 const size_t at = (size_t)b->positions[r] * (hd / 2);
                 const float *cos = (L->local_rope ? m->cos_local : m->cos) + at;
                 const float *sin = (L->local_rope ? m->sin_local : m->sin) + at;
@@ -437,18 +448,21 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
                         floats_to_halves(rot + (H + g) * hd, mine + g * hd, hd);
                         floats_to_halves(q + (H + KV + g) * hd, mine + (KV + g) * hd, hd);
                     }
-                for (int i = 0, n; i < H; i += n) {  // up to four query heads of one group at a time
-                    const int g = i / group;
-                    n = (g + 1) * group - i < 4 ? (g + 1) * group - i : 4;
-                    const Rows k = rows_of(m, b, b->k, l, r, g), v = rows_of(m, b, b->v, l, r, g);
-                    const size_t part = ((size_t)r * T + t) * H + i;
-                    const void *k_new = b->half ? (const void *)(mine + g * hd) : rot + (H + g) * hd;
-                    const void *v_new = b->half ? (const void *)(mine + (KV + g) * hd) : q + (H + KV + g) * hd;
-                    attend_group(rot + i * hd, n, &k, &v, past, k_new, v_new, hd, m->attn_scale, lo, hi, scores,
-                                 part_out + part * hd, part_top + part, part_total + part);
+                for (int c = t; c < P; c += T) {
+                    const int lo = first + span * c / P, hi = first + span * (c + 1) / P;
+                    for (int i = 0, n; i < H; i += n) {  // up to four query heads of one group at a time
+                        const int g = i / group;
+                        n = (g + 1) * group - i < 4 ? (g + 1) * group - i : 4;
+                        const Rows k = rows_of(m, b, b->k, l, r, g), v = rows_of(m, b, b->v, l, r, g);
+                        const size_t part = ((size_t)r * P + c) * H + i;
+                        const void *k_new = b->half ? (const void *)(mine + g * hd) : rot + (H + g) * hd;
+                        const void *v_new = b->half ? (const void *)(mine + (KV + g) * hd) : q + (H + KV + g) * hd;
+                        attend_group(rot + i * hd, n, &k, &v, past, k_new, v_new, hd, m->attn_scale, lo, hi, scores,
+                                     part_out + part * hd, part_top + part, part_total + part);
+                    }
                 }
             }
-            #pragma omp barrier
+            team_barrier(&bar, T);
             if (t == 0)  // the new K and V go in after every thread has read the caches' earlier slots
                 for (int r = 0; r < R; r++)
                     for (int g = 0; g < KV; g++) {
@@ -458,21 +472,21 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
                         kv_store(&v, b->lengths[r], q + (H + KV + g) * hd, hd);
                     }
             for (int r = 0; r < R; r++)
-                merge_heads(part_out + (size_t)r * T * H * hd, part_top + (size_t)r * T * H,
-                            part_total + (size_t)r * T * H, T, H, hd, attn + (size_t)r * H * hd);
+                merge_heads(part_out + (size_t)r * P * H * hd, part_top + (size_t)r * P * H,
+                            part_total + (size_t)r * P * H, P, H, hd, attn + (size_t)r * H * hd);
             prepare(attn, R, H * hd, NULL, 0.f, L->out.kind, NULL, a);
-            branch_into(m, &L->out, a, R, x, s.branch, L->attn_post_norm, t, T);
-            #pragma omp barrier
+            branch_into(m, &L->out, a, R, x, s.branch, L->attn_post_norm, &bar, t, T);
+            team_barrier(&bar, T);
             // feed-forward: x += down(act(gate) × up) over norm(x)
             prepare(x, R, d, L->ffn_norm, m->norm_eps, L->gate_up.kind, xn, a);
             gemv_share(&L->gate_up, a, R, gate_up, 0);
-            #pragma omp barrier
+            team_barrier(&bar, T);
             for (int r = 0; r < R; r++)
                 (m->gelu ? geglu : swiglu)(gate_up + (size_t)r * 2 * F, gate_up + (size_t)r * 2 * F + F, F,
                                            xn + (size_t)r * F);
             prepare(xn, R, F, NULL, 0.f, L->down.kind, NULL, a);
-            branch_into(m, &L->down, a, R, x, s.branch, L->ffn_post_norm, t, T);
-            #pragma omp barrier
+            branch_into(m, &L->down, a, R, x, s.branch, L->ffn_post_norm, &bar, t, T);
+            team_barrier(&bar, T);
         }
         prepare(x, R, d, m->norm_f, m->norm_eps, m->lm_head.kind, xn, a);  // final norm, then unembedding
         gemv_share(&m->lm_head, a, R, logits, 0);
@@ -483,7 +497,10 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
         for (int r = 0; r < R; r++)
             best[r * T + t] = hi > lo ? lo + argmax(logits + (size_t)r * V + lo, hi - lo) : -1;
         if (t == 0) teams = T;
+        cpu += seconds(CLOCK_THREAD_CPUTIME_ID);
     }
+    usage.cpu += cpu;
+    usage.offered += teams * (seconds(CLOCK_MONOTONIC) - start);
     for (int r = 0; r < R; r++) {  // the argmax of the shares' argmaxes, in order: the first largest, or first NaN
         int shares = 0, *mine = best + r * teams;
         float *values = best_logit + r * teams;
