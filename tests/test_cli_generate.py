@@ -146,3 +146,28 @@ def test_generate_structured_output_options(tmp_path, cli):
     assert r.returncode == 0 and re.fullmatch(r" [0-9]{3}-[0-9]{4}\n", r.stdout), r.stdout
     bad = cli("generate", "hi", "--regex", "[0-9")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "unclosed character class" in bad.stderr
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly():
+    """`forwardpass embed … --json | head -c 100`: the reader closes the pipe mid-output; the command ends with
+    SIGPIPE's status and no traceback (it printed two, trying to report the closed pipe on the closed pipe)."""
+    texts = [f"sentence number {i}" for i in range(40)]  # ~300 kB of JSON, far past a pipe's buffer
+    proc = subprocess.Popen([sys.executable, "-m", "forwardpass", "embed", *texts, "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.read(100).startswith(b'{"model"')
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and "Traceback" not in err, err
+
+
+def test_threads_sets_the_most_a_step_runs(cli):
+    """--threads on a command that runs the model: the same greedy tokens with one thread, two, or the default."""
+    from forwardpass.kernels.team import set_threads
+
+    def run(*threads: str) -> list[int]:
+        return json.loads(cli("generate", "The three primary colors are", "--max-tokens", "12", *threads,
+                              "--json").stdout)["token_ids"]
+    try:
+        assert run("--threads", "1") == run("--threads", "2") == run()
+    finally:
+        set_threads(None)  # the command set it for this whole (test) process

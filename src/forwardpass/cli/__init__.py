@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from ..config import KV_CACHE_DTYPES, STORAGE_MODES
 from ..errors import ForwardpassError
 from . import batch_cmd, chat_cmd, cost_cmd, embed_cmd, explore_cmd, generate_cmd, inspect_cmd, serve_cmd
-from .options import add_device_option
+from .options import add_device_option, add_threads_option, apply_threads
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
@@ -18,6 +19,7 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                    help="a .gguf file or safetensors checkpoint, or gemma3-270m (default: the embedded "
                         "SmolLM2-135M-Instruct)")
     add_device_option(p)
+    add_threads_option(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
 
 
@@ -41,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(run=module.run)
     p = embed_cmd.add_parser(sub)  # its own --model: an embedding model
     add_device_option(p)
+    add_threads_option(p)
     p.set_defaults(run=embed_cmd.run)
     return parser
 
@@ -48,7 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        apply_threads(args)
         return args.run(args) or 0
+    except BrokenPipeError:  # the reader went away (`| head`): nothing left to say, and no one to say it to
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own flush at exit must not fail
+        return 141  # as a shell reports a process ended by SIGPIPE
     except (ForwardpassError, OSError) as e:  # OSError: a file or socket the user named (its message names it)
         if getattr(args, "json", False):
             print(json.dumps({"error": str(e), "type": type(e).__name__}))

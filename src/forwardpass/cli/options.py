@@ -10,6 +10,19 @@ def add_device_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N (default: cpu)")
 
 
+def add_threads_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threads", type=positive_int, default=None,
+                   help="the most CPU threads a step runs (default: OMP_NUM_THREADS, else the cores this process may "
+                        "use); fewer run while other processes hold cores")
+
+
+def apply_threads(args: argparse.Namespace) -> None:
+    """--threads, for the whole process (kernels/team.py)."""
+    if getattr(args, "threads", None) is not None:
+        from ..kernels.team import set_threads
+        set_threads(args.threads)
+
+
 def check_model(args: argparse.Namespace) -> None:
     """A --model that is missing, or a file that does not start as a GGUF file, is refused now, before PyTorch loads
     (after the command's other options: those are checked first). Its metadata is parsed once, by the load."""
