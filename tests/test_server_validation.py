@@ -216,3 +216,15 @@ def test_no_route_answers_in_the_openai_shape(client, method, path, status, mess
 ])
 def test_no_route_under_messages_answers_in_anthropics_shape(client, method, path, status, kind, message):
     assert anthropic_error(client.request(method, path), status) == {"type": kind, "message": message}
+
+
+@pytest.mark.parametrize("path,body,param,message", [
+    ("/v1/completions", {"prompt": "hi", "max_tokens": 9000}, "max_tokens", "max_tokens 9000 does not fit"),
+    ("/v1/completions", {"prompt": "hi", "logit_bias": {"49152": 1}}, "logit_bias", "logit_bias names token 49152"),
+    ("/v1/chat/completions", {"messages": ASK, "stop_token_ids": [60000]}, "stop_token_ids",
+     "stop_token_ids names token 60000"),
+])
+def test_what_the_engine_refuses_names_the_field(client, path, body, param, message):
+    """Values that pass the body's own checks but not the engine's (the context, the vocabulary) name their field."""
+    error = openai_error(client.post(path, json=body), 400)
+    assert error["param"] == param and error["message"].startswith(message), error

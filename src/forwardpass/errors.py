@@ -2,7 +2,12 @@
 
 
 class ForwardpassError(Exception):
-    """Base class: the message names the problem in one line."""
+    """Base class: the message names the problem in one line; `param`, where a request's field is at fault, names
+    it (the server's error body says which)."""
+
+    def __init__(self, message: str = "", param: str | None = None):
+        super().__init__(message)
+        self.param = param
 
 
 class ModelFileError(ForwardpassError):

@@ -84,11 +84,11 @@ class Engine:
         self.pipeline.check_prompt(prompt_ids)
         if len(prompt_ids) + params.max_tokens > context:
             raise ContextLengthError(f"max_tokens {params.max_tokens} does not fit: the prompt is {len(prompt_ids)} "
-                                     f"tokens and the context length is {context}")
+                                     f"tokens and the context length is {context}", "max_tokens")
         vocab = self.pipeline.config.vocab_size
         for what, ids in (("logit_bias", params.logit_bias), ("stop_token_ids", params.stop_token_ids)):
             if any(token_id >= vocab for token_id in ids):
-                raise ForwardpassError(f"{what} names token {max(ids)}: the vocabulary has {vocab}")
+                raise ForwardpassError(f"{what} names token {max(ids)}: the vocabulary has {vocab}", what)
         blocks = -(-(len(prompt_ids) + params.max_tokens) // self.pool.block_size)
         if blocks > self.pool.num_blocks:
             raise ContextLengthError(f"the request needs {blocks} KV blocks but the pool holds {self.pool.num_blocks}")

@@ -236,7 +236,7 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
         if isinstance(e, EngineUnavailableError):
             return APIError(503, str(e), "server_unavailable").response(anthropic(request))
         code = "context_length_exceeded" if isinstance(e, ContextLengthError) else None
-        return APIError(400, str(e), code).response(anthropic(request))
+        return APIError(400, str(e), code, e.param).response(anthropic(request))
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, e: Exception) -> JSONResponse:
