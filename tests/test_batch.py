@@ -294,3 +294,18 @@ def test_a_failure_to_write_an_answer_ends_the_command_with_one_line(cli, tmp_pa
     again = cli("batch", str(tmp_path / "in.jsonl"), str(out), "--served-model-name", "m", "--json")
     assert again.returncode == 0 and json.loads(again.stdout)["skipped"] == kept >= 1, again.stderr
     assert [row["custom_id"] for row in rows(out)] == [f"r{i}" for i in range(8)]
+
+
+def test_a_line_separator_inside_a_request_is_text(smollm, tmp_path):
+    """JSON allows U+2028, U+2029, U+0085 and form feeds raw inside a string; only a newline ends a JSONL line, so
+    such a request is one request, answered, never broken into lines that are not JSON."""
+    prompt = "Lines\u2028paragraphs\u2029next\x85and a feed\x0c: once upon a time"
+    line = {"custom_id": "odd", "method": "POST", "url": "/v1/completions",
+            "body": {"model": "m", "prompt": prompt, "max_tokens": 2, "temperature": 0}}
+    requests = tmp_path / "in.jsonl"
+    requests.write_text(json.dumps(line, ensure_ascii=False) + "\r\n", encoding="utf-8")
+    report = batch(smollm, requests, tmp_path / "out.jsonl")
+    out = rows(tmp_path / "out.jsonl")
+    assert report.requests == 1 and report.succeeded == 1, report
+    want = generate(smollm, smollm.tokenizer.encode(prompt), SamplingParams(temperature=0, max_tokens=2)).text
+    assert out[0]["custom_id"] == "odd" and out[0]["response"]["body"]["choices"][0]["text"] == want

@@ -58,7 +58,7 @@ def read_requests(path: Path) -> list[Line]:
     except (OSError, UnicodeDecodeError) as e:
         raise ForwardpassError(f"{path}: cannot read the requests ({e})") from None
     lines, seen = [], {}
-    for number, raw in enumerate(text.splitlines(), 1):
+    for number, raw in enumerate(text.split("\n"), 1):  # JSON Lines: only \n ends a line (not U+2028, \x85, …)
         if not raw.strip():
             continue
         line = parse_line(number, raw)
