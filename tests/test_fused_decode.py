@@ -358,7 +358,7 @@ def test_a_step_gives_the_same_bits_on_any_team(monkeypatch):
 
 def test_the_team_drops_a_thread_without_its_cores_and_tries_one_back(monkeypatch):
     """TeamSize on made-up usage: a stretch run at 60% of the time offered drops a thread; PROBE seconds later one
-    is tried again, kept if its stretch runs at HIGH, given back if not."""
+    is tried again, kept if its stretch runs at HIGH, given back if not, the next trial then twice as far off."""
     from forwardpass.kernels import team as t
 
     now = [100.0]
@@ -385,10 +385,22 @@ def test_the_team_drops_a_thread_without_its_cores_and_tries_one_back(monkeypatc
     assert size.threads == 1  # the trial ran short of its cores: given back
     now[0] += t.PROBE
     stretch(1.0)
+    assert size.threads == 1  # a failed trial doubles the wait
+    now[0] += t.PROBE
+    stretch(1.0)
     stretch(0.95)
     assert size.threads == 2  # kept
     stretch(0.99)
     assert size.threads == 2
+    for _ in range(6):  # a machine that stays busy: trials ever further apart, up to LONGEST
+        stretch(0.5)
+        now[0] += t.LONGEST
+        stretch(1.0)
+        assert size.threads == 2
+    stretch(0.5)
+    now[0] += t.LONGEST - 1
+    stretch(1.0)
+    assert size.threads == 1
 
 
 def one_by_one(model, cache, token: int, n: int, stop: tuple[int, ...] = ()) -> tuple[torch.Tensor, list[int]]:

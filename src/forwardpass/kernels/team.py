@@ -3,8 +3,9 @@
 A decode step meets its threads at five barriers a layer. While every thread has a core that costs nothing; when
 another busy process takes one, the thread left without a core holds up the rest at every barrier, and two threads
 decode slower than one. The step reports the CPU time its team ran against the time offered it (team × wall time,
-`kernels/team.h`); `TeamSize` drops a thread after a stretch of steps that ran under LOW of it, and every PROBE
-seconds tries one more again, keeping it while its stretch runs at HIGH or better. A step's results are the same
+`kernels/team.h`); `TeamSize` drops a thread after a stretch of steps that ran under LOW of it, and PROBE seconds
+later tries one more again, keeping it if its stretch runs at HIGH or better (each trial that fails doubles the wait,
+up to LONGEST, so a machine that stays busy pays for few). A step's results are the same
 bits for any team size, so this changes the speed, never a token."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 
 STRETCH = 0.05  # seconds of steps judged together
 LOW, HIGH = 0.75, 0.9  # the share of offered time a team runs: below LOW it is short of cores, at HIGH it is not
-PROBE = 2.0  # seconds between trials of one more thread
+PROBE, LONGEST = 2.0, 16.0  # seconds before a trial of one more thread, at first and at most
 
 _most: int | None = None  # set_threads's, for the whole process
 
@@ -52,6 +53,7 @@ class TeamSize:
         self._last = (0.0, 0.0)
         self._cpu = self._offered = 0.0
         self._trial = False
+        self._wait = PROBE
         self._next_probe = time.monotonic() + PROBE
 
     def observe(self, cpu: float, offered: float) -> None:
@@ -62,13 +64,13 @@ class TeamSize:
             return
         ran, self._cpu, self._offered = self._cpu / self._offered, 0.0, 0.0
         now = time.monotonic()
-        if ran < LOW and self.threads > 1:
+        if ran < LOW and self.threads > 1 or self._trial and ran < HIGH:  # short of cores (a trial too)
             self.threads -= 1
-            self._next_probe = now + PROBE
-        elif self._trial and ran < HIGH:  # the trial did not get its cores either
-            self.threads -= 1
+            self._wait = min(2 * self._wait, LONGEST) if self._trial else PROBE
+            self._next_probe = now + self._wait
+        elif self._trial:  # kept
+            self._wait = PROBE
         self._trial = False
         if self.threads < self.most and now >= self._next_probe:
             self.threads += 1
             self._trial = True
-            self._next_probe = now + PROBE
