@@ -130,7 +130,8 @@ def test_health_and_other_requests_go_on_while_a_large_schema_compiles(server):
         r = big.result()
         big_done = time.perf_counter() - start
     assert plain.status_code == 200 and plain.json()["usage"]["completion_tokens"] == 8
-    assert "max is 2000" in refused(r, "response_format")
+    why = refused(r, "response_format")  # the row limit, or the time limit on a machine busy with other work
+    assert "max is 2000" in why or "did not compile within" in why, why
     assert plain_done < big_done  # the plain request did not wait for the compile
     assert health.slowest < 1.0, health.times
 
