@@ -87,7 +87,9 @@ def test_explore_command_serves_the_page():
             except httpx.ConnectError:
                 assert time.time() < deadline
                 time.sleep(0.2)
-        assert page.status_code == 200 and 'data-widget="W-loop-cost"' in page.text
+        assert page.status_code == 200 and 'src="/static/app.js"' in page.text
+        section = httpx.get(f"http://127.0.0.1:{port}/static/sections/runnable.js", timeout=10)
+        assert section.status_code == 200 and '"W-loop-cost"' in section.text  # each section's markup in its module
         assert "http" not in page.text.split("<body>")[0].replace('href="/static', "")  # no CDN, no outside fonts
     finally:
         proc.terminate()
@@ -102,3 +104,33 @@ def test_values_that_once_failed_are_answered(client):
         assert client.post("/api/sample", json={"prompt": "the cat sat on the"} | body).status_code == 200
         view = client.post("/api/sampling", json={"prompt": "the cat sat on the"} | body)
         assert view.status_code == 200 and view.json()["real_kept_count"] >= 1
+
+
+def test_models_have_display_names(smollm):
+    """The menu names a model by family, size and format; the id a request names stays the id."""
+    from forwardpass.explorer.names import from_file
+
+    client = TestClient(build_explorer(smollm, {"gemma3-270m": lambda: smollm, "again": lambda: smollm}))
+    names = client.get("/api/models").json()["display_names"]
+    assert names == {smollm.config.name: "SmolLM2 135M Instruct · Q4_1", "gemma3-270m": "Gemma 3 270M · Q4_K_M",
+                     "again": "again"}  # not loaded, and no file known for it: its id
+    assert client.get("/api/model").json()["display_name"] == "SmolLM2 135M Instruct · Q4_1"
+    assert client.get("/api/model?model=again").json()["id"] == "again"
+    names = client.get("/api/models").json()["display_names"]  # loaded now: its file's name, kept apart
+    assert names["again"] == "SmolLM2 135M Instruct · Q4_1 (again)"
+    assert from_file("Qwen3-0.6B-Q8_0.gguf") == "Qwen3 0.6B · Q8_0"
+    assert from_file("Llama-3.2-1B-Instruct-f16.gguf") == "Llama 3.2 1B Instruct · F16"
+
+
+@pytest.mark.parametrize("method,path,body,code,params", [
+    ("get", "/api/depth?n=0", None, "range", {"what": "N", "lo": 1, "hi": 200}),
+    ("get", "/api/depth?n=abc", None, "bad_query", {}),
+    ("post", "/api/lookup", {"prompt": ""}, "empty_prompt", {}),
+    ("post", "/api/ring-overflow", {"prompt": "one two three four five six seven eight nine ten", "capacity": 6},
+     "ring_fit", {"tokens": 10, "capacity": 6}),
+    ("post", "/api/lookup", {"prompt": "hi", "model": "nope"}, "no_model", {"model": "nope"}),
+])
+def test_refusals_name_the_pages_sentence_for_them(client, method, path, body, code, params):
+    """Besides its English message, a refusal names the sentence the page says it in (in the page's language)."""
+    r = getattr(client, method)(path, **({"json": body} if body is not None else {}))
+    assert r.status_code == 400 and r.json()["code"] == code and r.json()["params"] == params

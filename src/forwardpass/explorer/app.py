@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from ..errors import ForwardpassError
 from ..pipeline import Pipeline
-from . import compute
+from . import compute, names
 
 STATIC = Path(__file__).parent / "static"
 log = logging.getLogger("forwardpass.explorer")
@@ -56,12 +56,17 @@ class Models:
     def names(self) -> list[str]:
         return [self.first, *self.loaders]
 
+    def display_names(self) -> dict[str, str]:
+        """id → the name the page shows ("SmolLM2 135M Instruct · Q4_1")"""
+        return names.unique({n: names.display_name(n, self.loaded.get(n)) for n in self.names()})
+
     def get(self, name: str | None) -> Pipeline:
         name = name or self.first
         with self.lock:  # one load at a time; a failed one is said and may be tried again
             if name not in self.loaded:
                 if name not in self.loaders:
-                    raise ForwardpassError(f"no model {name!r} here (this explorer has {', '.join(self.names())})")
+                    raise compute.refuse("no_model", f"no model {name!r} here (this explorer has "
+                                         f"{', '.join(self.names())})", model=name)
                 self.loaded[name] = self.loaders[name]()
             return self.loaded[name]
 
@@ -73,12 +78,15 @@ def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | Non
 
     @app.exception_handler(ForwardpassError)
     async def bad_input(_: Request, e: ForwardpassError) -> JSONResponse:
-        return JSONResponse({"error": str(e)}, status_code=400)
+        # code and params: the page's own sentence for the error, in its language (none: it shows `error`)
+        return JSONResponse({"error": str(e), "code": getattr(e, "code", None), "params": getattr(e, "params", {})},
+                            status_code=400)
 
     @app.exception_handler(Exception)
     async def internal_error(_: Request, e: Exception) -> JSONResponse:
         log.error("internal error", exc_info=e)
-        return JSONResponse({"error": f"internal error: {type(e).__name__}: {e}"}, status_code=500)
+        return JSONResponse({"error": f"internal error: {type(e).__name__}: {e}", "code": "internal",
+                             "params": {"type": type(e).__name__}}, status_code=500)
 
     @app.get("/")
     async def index() -> FileResponse:
@@ -94,8 +102,10 @@ def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | Non
         "/api/concurrency": lambda sequences=1, context=2048: compute.concurrency(int(sequences), int(context)),
         "/api/intensity": lambda prompt=16: compute.intensity(int(prompt)),
         "/api/param-split": lambda: compute.param_split(),
-        "/api/models": lambda: {"models": models.names(), "loaded": list(models.loaded)},
-        "/api/model": lambda model=None: compute.model_info(models.get(model)),
+        "/api/models": lambda: {"models": models.names(), "loaded": list(models.loaded),
+                                "display_names": models.display_names()},
+        "/api/model": lambda model=None: compute.model_info(models.get(model)) | {
+            "id": model or models.first, "display_name": models.display_names()[model or models.first]},
         "/api/loop-cost": lambda prompt=5, new=12, model=None: compute.loop_cost(models.get(model), int(prompt),
                                                                                   int(new)),
     }
@@ -104,7 +114,7 @@ def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | Non
             try:
                 return fn(**dict(request.query_params))
             except (TypeError, ValueError) as e:
-                raise ForwardpassError(f"bad query parameters: {e}") from None
+                raise compute.refuse("bad_query", f"bad query parameters: {e}") from None
         app.add_api_route(path, route, methods=["GET"])
 
     def on_model(fn, body: Prompt, *args):

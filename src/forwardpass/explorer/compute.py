@@ -47,10 +47,25 @@ LOOP = [  # the seed's §07 loop, each line with the section that puts a number 
 ]
 
 
+def refuse(code: str, message: str, **params) -> ForwardpassError:
+    """An input error the page says in its own language: `code` names its sentence, `params` fill it in (the English
+    `message` is what every other client reads)."""
+    e = ForwardpassError(message)
+    e.code, e.params = code, params
+    return e
+
+
+def _range(what: str, lo: int, hi: int, message: str | None = None) -> ForwardpassError:
+    return refuse("range", message or f"{what} must be between {lo} and {hi}", what=what, lo=lo, hi=hi)
+
+
 def _ids(fp: Pipeline, prompt: str) -> list[int]:
-    ids = fp.encode(prompt)
+    try:
+        ids = fp.encode(prompt)
+    except ContextLengthError as e:
+        raise refuse("context", str(e), context=fp.config.context_length) from None
     if not ids:
-        raise ForwardpassError("type a prompt: it holds no tokens")
+        raise refuse("empty_prompt", "type a prompt: it holds no tokens")
     return ids
 
 
@@ -83,7 +98,7 @@ def lookup(fp: Pipeline, prompt: str) -> dict:
 def depth(n_layers: int) -> dict:
     """W-depth: GPT-2 small's width, N blocks: a straight line in N."""
     if not 1 <= n_layers <= 200:
-        raise ForwardpassError("N must be between 1 and 200")
+        raise _range("N", 1, 200)
     p = cost.parameters(GPT2.with_(n_layers=n_layers))
     base = cost.parameters(GPT2).total
     return {"n_layers": n_layers, "d_model": GPT2.d_model, "total": p.total, "per_block": p.per_block,
@@ -94,7 +109,7 @@ def depth(n_layers: int) -> dict:
 def split(d_model: int) -> dict:
     """W-split: 12 d² per block, the FFN's 8 d² is two thirds at any width."""
     if not 8 <= d_model <= 65536:
-        raise ForwardpassError("d_model must be between 8 and 65536")
+        raise _range("d_model", 8, 65536)
     attention, ffn = cost.block_matrix_split(d_model)
     return {"d_model": d_model, "attention": attention, "ffn": ffn, "block": attention + ffn,
             "ffn_share": ffn / (attention + ffn)}
@@ -108,7 +123,7 @@ def _next(fp: Pipeline, ids: list[int]) -> torch.Tensor:
 def residual(fp: Pipeline, prompt: str, mode: str) -> dict:
     """W-residual: every block adds into the stream, or (the counterfactual) replaces it."""
     if mode not in ("add", "replace"):
-        raise ForwardpassError("mode must be 'add' or 'replace'")
+        raise refuse("mode", "mode must be 'add' or 'replace'")
     ids = _ids(fp, prompt)
     shapes: list[list[int]] = []
     hooks = [b.register_forward_hook(lambda m, i, o: shapes.append(list(o.shape))) for b in fp.model.blocks]
@@ -166,7 +181,8 @@ def _attention_inputs(fp: Pipeline, ids: list[int], layer: int) -> tuple:
 def _check_choice(fp: Pipeline, ids: list[int], layer: int, head: int, token: int) -> None:
     c = fp.config
     if not (0 <= layer < c.n_layers and 0 <= head < c.n_heads and 0 <= token < len(ids)):
-        raise ForwardpassError(f"layer < {c.n_layers}, head < {c.n_heads} and token < {len(ids)} are required")
+        raise refuse("choice", f"layer < {c.n_layers}, head < {c.n_heads} and token < {len(ids)} are required",
+                     layers=c.n_layers, heads=c.n_heads, tokens=len(ids))
 
 
 def reach(fp: Pipeline, prompt: str, layer: int, head: int, token: int) -> dict:
@@ -239,13 +255,13 @@ def sample(fp: Pipeline, prompt: str, temperature: float, top_k: int, top_p: flo
 def greedy_loop(fp: Pipeline, prompt: str, steps: int, sample_at: int | None, seed: int) -> dict:
     """W-greedy-loop: greedy decoding that loops forever, and one sampled token that breaks it."""
     if not 1 <= steps <= 96:
-        raise ForwardpassError("steps must be between 1 and 96")
+        raise _range("steps", 1, 96)
     ids = _ids(fp, prompt)
     greedy = generate(fp, ids, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True))
     out = {"steps": steps, "greedy": {"text": greedy.text, "loop": greedy.loop.to_dict() if greedy.loop else None}}
     if sample_at is not None:
         if not 0 <= sample_at < steps:
-            raise ForwardpassError("sample_at must be one of the generated steps")
+            raise refuse("sample_at", "sample_at must be one of the generated steps", steps=steps)
         head = greedy.token_ids[:sample_at]
         draw = generate(fp, ids + head, SamplingParams(temperature=1.0, seed=seed, max_tokens=1, ignore_eos=True))
         tokens = head + draw.token_ids
@@ -261,7 +277,7 @@ def greedy_loop(fp: Pipeline, prompt: str, steps: int, sample_at: int | None, se
 def autoregress(fp: Pipeline, prompt: str, steps: int) -> dict:
     """W-autoregress, W-cache-fill, W-naive-vs-cached: each step's token, position, cache and work."""
     if not 1 <= steps <= 64:
-        raise ForwardpassError("steps must be between 1 and 64")
+        raise _range("steps", 1, 64)
     ids = _ids(fp, prompt)
     model = fp.model
     cache = model.new_cache(1, len(ids) + steps)
@@ -282,7 +298,7 @@ def autoregress(fp: Pipeline, prompt: str, steps: int) -> dict:
 def work(prompt_tokens: int, new: int) -> dict:
     """W-cost-toy / W-cost-gpt2: naive vs cached token-work, cumulative."""
     if not (1 <= prompt_tokens <= 4096 and 1 <= new <= 4096):
-        raise ForwardpassError("prompt and new tokens must be between 1 and 4096")
+        raise _range("tokens", 1, 4096, "prompt and new tokens must be between 1 and 4096")
     return {"prompt": prompt_tokens, "new": new, "ratio": cost.naive_over_cached(prompt_tokens, new),
             "ratio_with_prefill": cost.naive_over_cached(prompt_tokens, new, count_prefill=True),
             "series": [[n, cost.naive_work(prompt_tokens, n), cost.cached_work(prompt_tokens, n)]
@@ -292,7 +308,7 @@ def work(prompt_tokens: int, new: int) -> dict:
 def cache_memory(context: int) -> dict:
     """W-cache-memory: GPT-3's cache for one sequence, fp16: linear in context."""
     if not 1 <= context <= GPT3.context_length:
-        raise ForwardpassError(f"context must be between 1 and {GPT3.context_length}")
+        raise _range("context", 1, GPT3.context_length)
     b = cost.kv_bytes(GPT3, context, "fp16")
     return {"context": context, "bytes": b, "gib": b / cost.GiB, "per_token": cost.kv_bytes_per_token(GPT3, "fp16"),
             "n_layers": GPT3.n_layers, "d_model": GPT3.d_model}
@@ -301,9 +317,9 @@ def cache_memory(context: int) -> dict:
 def concurrency(sequences: int, context: int = 2048) -> dict:
     """W-weights-vs-cache, W-concurrency: weights paid once, one cache per sequence."""
     if not 1 <= sequences <= 1000:
-        raise ForwardpassError("sequences must be between 1 and 1000")
+        raise _range("sequences", 1, 1000)
     if not 1 <= context <= GPT3.context_length:
-        raise ForwardpassError(f"context must be between 1 and {GPT3.context_length}")
+        raise _range("context", 1, GPT3.context_length)
     weights = cost.weight_bytes(GPT3, "fp16")
     caches = cost.kv_bytes(GPT3, context, "fp16", sequences)
     return {"sequences": sequences, "context": context, "weights_gib": weights / cost.GiB,
@@ -315,7 +331,7 @@ def concurrency(sequences: int, context: int = 2048) -> dict:
 def intensity(prompt_tokens: int) -> dict:
     """W-intensity: FLOPs per byte of fp16 weights, prefill of P tokens vs decode."""
     if not 1 <= prompt_tokens <= 4096:
-        raise ForwardpassError("P must be between 1 and 4096")
+        raise _range("P", 1, 4096)
     return {"prompt": prompt_tokens, "prefill": cost.intensity(GPT3, prompt_tokens, "fp16"),
             "decode": cost.intensity(GPT3, 1, "fp16")}
 
@@ -330,16 +346,18 @@ def loop_cost(fp: Pipeline, prompt_tokens: int, new: int) -> dict:
     """W-loop-cost: what each line of the loop costs, for the loaded model."""
     c = fp.config
     if not (1 <= prompt_tokens and 1 <= new and prompt_tokens + new <= c.context_length):
-        raise ForwardpassError("prompt + new tokens must fit the context")
+        raise refuse("context_fit", "prompt + new tokens must fit the context", context=c.context_length)
     context = prompt_tokens + new
     return {"prompt": prompt_tokens, "new": new, "rows": [
-        {"line": LOOP[3][0].strip(), "what": "prefill (first call)", "flops": cost.forward_flops(c, prompt_tokens)},
-        {"line": LOOP[3][0].strip(), "what": "each later call (one token)",
+        {"key": "prefill", "line": LOOP[3][0].strip(), "what": "prefill (first call)",
+         "flops": cost.forward_flops(c, prompt_tokens)},
+        {"key": "per_token", "line": LOOP[3][0].strip(), "what": "each later call (one token)",
          "flops": cost.forward_flops(c, 1, context - 1)},
-        {"line": LOOP[3][0].strip(), "what": "KV cache after the loop (fp32)",
+        {"key": "cache", "line": LOOP[3][0].strip(), "what": "KV cache after the loop (fp32)",
          "bytes": cost.kv_bytes(c, context, "fp32")},
-        {"line": LOOP[4][0].strip(), "what": "softmax over the vocabulary", "flops": 3 * c.vocab_size},
-        {"line": LOOP[2][0].strip(), "what": "naive / cached token-work",
+        {"key": "softmax", "line": LOOP[4][0].strip(), "what": "softmax over the vocabulary",
+         "flops": 3 * c.vocab_size},
+        {"key": "ratio", "line": LOOP[2][0].strip(), "what": "naive / cached token-work",
          "ratio": cost.naive_over_cached(prompt_tokens, new)},
     ]}
 
@@ -359,7 +377,8 @@ def ring_overflow(fp: Pipeline, prompt: str, capacity: int, steps: int) -> dict:
     """W-ring-overflow, run for real: a naive ring buffer wraps and overwrites; the guarded cache refuses."""
     ids = _ids(fp, prompt)
     if not (1 <= len(ids) <= capacity <= 64 and 1 <= steps <= 32):
-        raise ForwardpassError("the prompt must fit the capacity (at most 64); steps at most 32")
+        raise refuse("ring_fit", "the prompt must fit the capacity (at most 64); steps at most 32", tokens=len(ids),
+                      capacity=capacity)
     model = fp.model
     right = generate(fp, ids, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True))
     ring = NaiveRingCache(fp.config, 1, capacity, model.dtype, model.device)
@@ -382,7 +401,7 @@ def position_bug(fp: Pipeline, prompt: str, steps: int) -> dict:
     """W-position-bug, run for real: every new token written at position 0, beside the correct engine."""
     ids = _ids(fp, prompt)
     if not 1 <= steps <= 32:
-        raise ForwardpassError("steps must be between 1 and 32")
+        raise _range("steps", 1, 32)
     right = generate(fp, ids, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True))
     stuck = StuckPositionCache(fp.config, 1, len(ids) + steps, fp.model.dtype, fp.device)
     wrong = _greedy_through(fp, stuck, ids, steps)
