@@ -24,6 +24,7 @@ WIDGETS = ["W-lookup", "W-stages", "W-depth", "W-residual", "W-block-steps", "W-
            "W-intensity", "W-weights-vs-cache", "W-concurrency", "W-param-split", "W-loop-walk", "W-loop-cost",
            "W-reopen"]  # SEED.md's widgets, in its order
 PAGE = WIDGETS[:6] + ["W-attention"] + WIDGETS[6:]  # and attention opened up, after W-reach
+WIDGETS_ON_PAGE = "els => [...document.querySelectorAll('[data-widget]')].map(e => e.dataset.widget)"
 
 pytestmark = needs_chromium
 
@@ -54,15 +55,15 @@ def test_loads_without_errors_or_network(page):
 
 def test_every_widget_in_order_with_a_control_and_a_readout(page):
     found = page.locator("[data-widget]").evaluate_all("els => els.map(e => e.dataset.widget)")
-    assert found == PAGE
-    for name in PAGE:
+    assert [w for w in found if w in PAGE] == PAGE  # the article's widgets in its order (and any new ones between)
+    for name in found:
         w = page.locator(f'[data-widget="{name}"]')
         title = w.locator("h3").inner_text()
         assert title.strip() and not title.startswith("W-")  # a plain title, not the widget's id
         assert w.locator(".readout").inner_text().strip()  # live: it has said something
         assert w.locator("[aria-live]").count() == 1 and w.locator("[aria-live=polite]").count() == 1
-        assert w.locator("input, button, select").count() >= 1 or name in ("W-logits", "W-param-split")  # no control
-        # in the article either: they show the raw scores and the parameter split as they are
+        # a control, unless the widget says it has none (W-logits and W-param-split: in the article either)
+        assert w.locator("input, button, select").count() >= 1 or w.get_attribute("data-no-control") is not None
     for control in page.locator("input, select").all():  # every control has a label
         cid = control.get_attribute("id")
         labelled = cid and page.locator(f'label[for="{cid}"]').count() or control.evaluate("e => !!e.closest('label')")
@@ -150,7 +151,7 @@ def test_prose_in_both_languages_for_every_section_and_widget(page):
     english = texts(page)
     for sid in sections:
         assert len(english[f"intro-{sid}"]) > 20 and english[f"title-{sid}"]
-    for name in PAGE:
+    for name in page.evaluate(WIDGETS_ON_PAGE):
         for part in ("title", "before", "after"):
             assert english[f"{part}-{name}"].strip(), (part, name)
     page.locator('[data-lang="zh"]').click()
@@ -348,6 +349,8 @@ CHANGE = """async (w) => {  // move the widget's first control to another value;
 
 def test_moving_each_widgets_control_changes_its_output(page):
     at_one_width(page)
-    moved = {name: page.evaluate(CHANGE, name) for name in PAGE}
-    assert {n for n, how in moved.items() if how == "no control"} == {"W-logits", "W-param-split"}
+    found = page.evaluate(WIDGETS_ON_PAGE)
+    moved = {name: page.evaluate(CHANGE, name) for name in found}
+    without = set(page.locator("[data-no-control]").evaluate_all("els => els.map(e => e.dataset.widget)"))
+    assert {n for n, how in moved.items() if how == "no control"} == without >= {"W-logits", "W-param-split"}
     assert [n for n, how in moved.items() if how == "unchanged"] == []

@@ -20,9 +20,9 @@ import { state } from "./state.js";
 
 const all = [];  // every widget, in the page's order
 
-/** the widget's markup around `inner` (its controls and outputs) */
-export function frame(name, inner) {
-  return `<section class="widget" data-widget="${name}" aria-labelledby="h-${name}">
+/** the widget's markup around `inner` (its controls and outputs); `noControl`: it shows something as it is */
+export function frame(name, inner, { noControl = false } = {}) {
+  return `<section class="widget" data-widget="${name}" aria-labelledby="h-${name}"${noControl ? " data-no-control" : ""}>
   <h3 id="h-${name}" data-text="title-${name}"></h3>
   <p class="runs-on"></p>
   <p class="prose" data-text="before-${name}"></p>

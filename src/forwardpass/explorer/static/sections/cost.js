@@ -24,7 +24,7 @@ export const html = sectionFrame("s06", [
   <input id="sequences" type="range" min="1" max="100" value="1">
   <div class="chart" role="img"></div>`),
   frame("W-param-split", `
-  <div class="chart" role="img"></div>`),
+  <div class="chart" role="img"></div>`, { noControl: true }),
 ]);
 
 export function mount() {

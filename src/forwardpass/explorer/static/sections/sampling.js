@@ -15,7 +15,7 @@ const LOOP_WINDOW = 64;  // generated tokens the greedy-loop verdict is measured
 const pair = `<div class="pair"><div class="chart toy" role="img"></div><div class="chart real" role="img"></div></div>`;
 
 export const html = sectionFrame("s03", [
-  frame("W-logits", pair),
+  frame("W-logits", pair, { noControl: true }),
   frame("W-temperature", `
   <label for="temperature" data-text="W-temperature.label"></label>
   <input id="temperature" type="range" min="0" max="3" step="0.05" value="1">
