@@ -215,8 +215,9 @@ def test_one_explorer_switches_between_the_two_models(smollm, gemma):
 
     loads = []
     client = TestClient(build_explorer(smollm, {"gemma3-270m": lambda: loads.append(1) or gemma}))
-    assert client.get("/api/models").json() == {"models": [smollm.config.name, "gemma3-270m"],
-                                                "loaded": [smollm.config.name]}
+    assert client.get("/api/models").json() == {
+        "models": [smollm.config.name, "gemma3-270m"], "loaded": [smollm.config.name],
+        "display_names": {smollm.config.name: "SmolLM2 135M Instruct · Q4_1", "gemma3-270m": "Gemma 3 270M · Q4_K_M"}}
     prompt = "the cat sat on the"
     for model, fp in ((None, smollm), ("gemma3-270m", gemma), ("gemma3-270m", gemma)):
         tokens = client.post("/api/lookup", json={"prompt": prompt, "model": model}).json()["tokens"]
