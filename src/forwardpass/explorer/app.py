@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from ..errors import ForwardpassError
 from ..pipeline import Pipeline
-from . import compute, names
+from . import anatomy, attention_map, compute, names
 
 STATIC = Path(__file__).parent / "static"
 log = logging.getLogger("forwardpass.explorer")
@@ -109,6 +109,7 @@ def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | Non
         "/api/loop-cost": lambda prompt=5, new=12, model=None: compute.loop_cost(models.get(model), int(prompt),
                                                                                   int(new)),
     }
+    get["/api/norm-path"] = lambda model=None: anatomy.norm_path(models.get(model))  # W-norm: the model's own
     for path, fn in get.items():
         async def route(request: Request, fn=fn):
             try:
@@ -136,6 +137,10 @@ def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | Non
         "/api/autoregress": (Steps, lambda b: on_model(compute.autoregress, b, b.steps)),
         "/api/ring-overflow": (Steps, lambda b: on_model(compute.ring_overflow, b, b.capacity, b.steps)),
         "/api/position-bug": (Steps, lambda b: on_model(compute.position_bug, b, b.steps)),
+    }
+    posts |= {  # §00–§02's pictures: the stages' shapes, every head's attention map in a layer
+        "/api/stages": (Prompt, lambda b: on_model(anatomy.stages, b)),
+        "/api/attention-map": (Steps, lambda b: on_model(attention_map.attention_map, b, b.layer)),
     }
     for path, (shape, fn) in posts.items():
         def route(body, fn=fn):

@@ -89,7 +89,9 @@ def lookup(fp: Pipeline, prompt: str) -> dict:
     first: dict[int, int] = {}
     tokens = []
     for position, i in enumerate(ids):
-        tokens.append({"position": position, "id": i, "piece": fp.tokenizer.piece(i), "same_as": first.get(i),
+        earlier = first.get(i)  # a repeat: its vector compared, all d_model numbers, with the first one's
+        tokens.append({"position": position, "id": i, "piece": fp.tokenizer.piece(i), "same_as": earlier,
+                       "same_vector": None if earlier is None else bool(torch.equal(rows[position], rows[earlier])),
                        "row": [round(float(v), 4) for v in rows[position, :8]]})
         first.setdefault(i, position)
     return {"tokens": tokens, "d_model": fp.config.d_model, "vocab_size": fp.config.vocab_size}
@@ -100,10 +102,23 @@ def depth(n_layers: int) -> dict:
     if not 1 <= n_layers <= 200:
         raise _range("N", 1, 200)
     p = cost.parameters(GPT2.with_(n_layers=n_layers))
-    base = cost.parameters(GPT2).total
+    base = cost.parameters(GPT2)
+    deep = cost.parameters(GPT2.with_(n_layers=48))  # the article's N = 48
     return {"n_layers": n_layers, "d_model": GPT2.d_model, "total": p.total, "per_block": p.per_block,
-            "ratio_to_12": p.total / base,
+            "ratio_to_12": p.total / base.total, "outside_blocks": p.total - p.blocks,
+            "block_parts": _block_parts(GPT2),
+            "gpt2_small": {"n_layers": GPT2.n_layers, "total": base.total, "per_block": base.per_block},
+            "n48": {"n_layers": 48, "total": deep.total, "ratio_to_12": deep.total / base.total},
             "series": [[n, cost.parameters(GPT2.with_(n_layers=n)).total] for n in range(1, 97)]}
+
+
+def _block_parts(c) -> dict:
+    """One GPT-2-style block of width c.d_model, part by part: the 12 d² weight matrices, their 9 d biases
+    (Q, K, V, O: 4 d; up: 4 d, down: d) and the two LayerNorms' 4 d (a scale and a shift each): 12 d² + 13 d."""
+    attention, ffn = cost.block_matrix_split(c.d_model)
+    block = cost.parameters(c).per_block
+    norms = 2 * cost.norm_params(c)
+    return {"matrices": attention + ffn, "biases": block - attention - ffn - norms, "norms": norms, "block": block}
 
 
 def split(d_model: int) -> dict:
@@ -111,8 +126,10 @@ def split(d_model: int) -> dict:
     if not 8 <= d_model <= 65536:
         raise _range("d_model", 8, 65536)
     attention, ffn = cost.block_matrix_split(d_model)
+    # the same width as a whole GPT-2 block (heads do not change the count), and GPT-2 small's own width
+    parts = _block_parts(GPT2.with_(d_model=d_model, n_heads=1))
     return {"d_model": d_model, "attention": attention, "ffn": ffn, "block": attention + ffn,
-            "ffn_share": ffn / (attention + ffn)}
+            "ffn_share": ffn / (attention + ffn), "block_parts": parts, "gpt2_small": _block_parts(GPT2)}
 
 
 def _next(fp: Pipeline, ids: list[int]) -> torch.Tensor:
@@ -143,12 +160,21 @@ def block_steps(fp: Pipeline, prompt: str) -> dict:
     """W-block-steps: the stream's size at every layer boundary and what each branch adds (last token)."""
     ids = _ids(fp, prompt)
     rows: list[dict] = []
+    added: dict[str, float] = {}
+
+    def branch(name):  # what a branch hands back to be added, at the last token
+        def hook(module, inputs, output):
+            added[name] = float(output[0, -1].norm())
+        return hook
 
     def hook(block, inputs, output):
         x = inputs[0][0, -1]
-        rows.append({"block": block.index, "stream_in": float(x.norm()), "stream_out": float(output[0, -1].norm())})
+        rows.append({"block": block.index, "stream_in": float(x.norm()), "stream_out": float(output[0, -1].norm()),
+                     "attention_added": added.pop("attention"), "ffn_added": added.pop("ffn")})
 
     hooks = [b.register_forward_hook(hook) for b in fp.model.blocks]
+    hooks += [h for b in fp.model.blocks for h in (b.attn.register_forward_hook(branch("attention")),
+                                                   b.ffn.register_forward_hook(branch("ffn")))]
     try:
         _next(fp, ids)
     finally:
@@ -281,14 +307,16 @@ def autoregress(fp: Pipeline, prompt: str, steps: int) -> dict:
     ids = _ids(fp, prompt)
     model = fp.model
     cache = model.new_cache(1, len(ids) + steps)
-    rows, x = [], ids
+    rows, x, read = [], ids, 0
     with torch.inference_mode():
         for step in range(steps):
             position = cache.next_position()
             logits, cache = model(torch.tensor([x], device=fp.device), cache, last_only=True)
             token = int(logits[0, 0].argmax())
+            read += len(x)  # tokens the model has read so far: the cache must hold exactly that many pairs
             rows.append({"step": step, "input_tokens": len(x), "position": position + len(x) - 1, "id": token,
                          "piece": fp.tokenizer.piece(token), "cache_pairs_per_layer": cache.lengths[0],
+                         "tokens_read": read, "chosen_position": cache.next_position(),
                          "naive_work": len(ids) + step, "cached_work": len(x)})
             x = [token]
     return {"prompt": [{"id": i, "piece": fp.tokenizer.piece(i)} for i in ids], "steps": rows,
@@ -311,7 +339,8 @@ def cache_memory(context: int) -> dict:
         raise _range("context", 1, GPT3.context_length)
     b = cost.kv_bytes(GPT3, context, "fp16")
     return {"context": context, "bytes": b, "gib": b / cost.GiB, "per_token": cost.kv_bytes_per_token(GPT3, "fp16"),
-            "n_layers": GPT3.n_layers, "d_model": GPT3.d_model}
+            "n_layers": GPT3.n_layers, "d_model": GPT3.d_model, "element_bytes": 2,
+            "series": [[n, cost.kv_bytes(GPT3, n, "fp16") / cost.GiB] for n in range(0, GPT3.context_length + 1, 64)]}
 
 
 def concurrency(sequences: int, context: int = 2048) -> dict:
