@@ -1,11 +1,14 @@
-// §01–§02 Inside a block: fork and merge, what attention and the FFN each read, attention opened up, where a block's
-// weights live, and where the norm sits.
+// §01–§02 Inside a block: fork and merge, what attention and the FFN each read, every head's attention map, attention
+// opened up, where a block's weights live, and where the norm sits.
 
 import { get, post } from "../lib/api.js";
-import { bars, COLORS, rect, remember, shape, svgOf, text } from "../lib/charts.js";
-import { byId, debounce, el, q, row, setRange, stepper } from "../lib/dom.js";
-import { fmt, parts, piece, t } from "../lib/i18n.js";
+import { bars, chartWidth, COLORS, remember, shape, svgOf, text, textWidth } from "../lib/charts.js";
+import { arrow, box, FILLS, path, plus } from "../lib/diagram.js";
+import { byId, debounce, q, row, setRange, stepper } from "../lib/dom.js";
+import { heatmaps } from "../lib/heatmap.js";
+import { fmt, nodes, piece, t } from "../lib/i18n.js";
 import { on, state } from "../lib/state.js";
+import { told } from "../lib/told.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
 import strings from "./block.strings.js";
 
@@ -18,18 +21,27 @@ const picker = (prefix) => `
 
 export const html = sectionFrame("s01", [
   frame("W-block-steps", `
-  <button type="button" class="prev" data-text-aria="W-block-steps.prev">◀</button>
-  <button type="button" class="next" data-text-aria="W-block-steps.next">▶</button>
-  <ol class="steps"></ol>
+  <div class="stepper">
+    <button type="button" class="prev" data-text-aria="W-block-steps.prev">◀</button>
+    <button type="button" class="next" data-text-aria="W-block-steps.next">▶</button>
+  </div>
   <div class="figure fork" role="img"></div>
   <div class="chart" role="img"></div>`),
   frame("W-reach", `${picker("reach")}
-  <div class="chart" role="img"></div>`),
+  <div class="figure fan" role="img"></div>`),
+  frame("W-attention-map", `
+  <label for="map-layer" data-text="block.layer"></label> <input id="map-layer" type="range" min="0" max="0" value="0">
+  <div class="figure heatmaps" id="attention-maps" role="img"></div>
+  <p class="map-detail" data-text="W-attention-map.hint"></p>`),
   frame("W-attention", `${picker("att")}
-  <table class="attention stack"><caption data-text="W-attention.caption"></caption><thead></thead><tbody></tbody></table>`),
+  <table class="attention"><caption data-text="W-attention.caption"></caption><thead></thead><tbody></tbody></table>`),
   frame("W-split", `
   <label for="split-d"><code>d_model</code></label>
   <input id="split-d" type="range" min="64" max="12288" step="64" value="768">
+  <div class="presets" role="group" data-text-aria="W-split.presets">
+    <button type="button" class="preset" data-d="768" data-text="W-split.preset.768"></button>
+    <button type="button" class="preset" data-d="64" data-text="W-split.preset.64"></button>
+  </div>
   <div class="chart" role="img"></div>`),
   frame("W-norm", `
   <fieldset><legend data-text="W-norm.legend"></legend>
@@ -37,49 +49,106 @@ export const html = sectionFrame("s01", [
     <label><input type="radio" name="norm" value="post"> <span data-text="W-norm.post"></span></label>
   </fieldset>
   <div class="figure placement" role="img"></div>`),
+  `<p class="prose bridge" data-text="bridge-s01"></p>`,
 ]);
 
 export function mount() {
+  let first = true;
   on("model", () => {  // the layer and head sliders span the page's model
+    const { n_layers: layers, n_heads: heads } = state.info.config;
     for (const p of ["reach", "att"]) {
-      setRange(byId(`${p}-layer`), { max: state.info.config.n_layers - 1 });
-      setRange(byId(`${p}-head`), { max: state.info.config.n_heads - 1 });
+      setRange(byId(`${p}-layer`), { max: layers - 1 });
+      setRange(byId(`${p}-head`), { max: heads - 1 });
     }
+    // the maps open on layer 2, where (on the default model) heads already differ: most on the first token, one on
+    // the token before
+    setRange(byId("map-layer"), { max: layers - 1, ...(first ? { value: Math.min(2, layers - 1) } : {}) });
+    first = false;
   });
 
-  // ---- W-block-steps: the block's seven steps; the stream's size in and out of every third block
+  // ---- W-block-steps: the block's seven steps on the fork picture; the stream's length in and out of the blocks
   const steps = widget("W-block-steps", {
     runsOn: "prompt", follows: ["prompt", "model"],
     load: () => post("/api/block-steps", { prompt: state.prompt }),
     draw(d) {
-      const at = walk.at(), names = d.steps.map((_, i) => t(`W-block-steps.step.${i}`));
-      q(steps.el, ".steps").replaceChildren(...names.map((name, i) => el("li", {
-        className: i === at ? "current" : i < at ? "done" : "", textContent: name })));
-      bars(q(steps.el, ".chart"), d.blocks.filter((_, i) => i % 3 === 0).map((b) => ({
+      const at = walk.at(), names = d.steps.map((_, i) => t(`W-block-steps.step.${i}`)), first = d.blocks[0];
+      const every = Math.max(1, Math.ceil(d.blocks.length / 10));
+      bars(q(steps.el, ".chart"), d.blocks.filter((b, i) => i % every === 0 || i === d.blocks.length - 1).map((b) => ({
         label: t("W-block-steps.bar", { b: b.block }), value: b.stream_out,
         text: t("W-block-steps.bar-text", { a: b.stream_in.toFixed(1), b: b.stream_out.toFixed(1) }) })),
-      t("W-block-steps.chart"));
-      fork(q(steps.el, ".fork"), at);
-      steps.say(["W-block-steps.readout", { at: at + 1, n: names.length, step: names[at] }]);
+      t("W-block-steps.chart"), { axis: t("W-block-steps.axis") });
+      fork(q(steps.el, ".fork"), at, first);
+      const extra = at === 3 ? [["W-block-steps.added.attention", { a: first.attention_added.toFixed(2) }]]
+        : at === 6 ? [["W-block-steps.added.ffn", { f: first.ffn_added.toFixed(2), out: first.stream_out.toFixed(2) }]] : [];
+      steps.say(["W-block-steps.readout", { at: at + 1, n: names.length, step: names[at] }], ...extra);
+      const last = d.blocks[d.blocks.length - 1];
+      told(steps, ["W-block-steps.told", { in0: first.stream_in.toFixed(1), a0: first.attention_added.toFixed(1),
+        f0: first.ffn_added.toFixed(1), last: last.block, out: last.stream_out.toFixed(1), n: d.blocks.length }]);
     },
   });
   const walk = stepper(steps.el, () => (steps.data ? steps.data.steps.length : 1), () => steps.redraw());
 
-  // ---- W-reach: where one token's query looks, in one layer and head
+  // ---- W-reach: a fan of one head's real weights from the picked token, against the FFN's single line
   const reach = widget("W-reach", {
     runsOn: "prompt", follows: ["prompt", "model"],
     load: () => choose("reach", (n) => n - 1, "/api/reach"),
     draw(d) {
       tokenMenu(byId("reach-token"), d.tokens, d.token);
-      const best = d.attention.indexOf(Math.max(...d.attention));
-      bars(q(reach.el, ".chart"), d.attention.map((a, i) => ({
-        label: [{ text: `${i}: ` }, { text: JSON.stringify(d.pieces[i]), tag: "tok" }], value: a, text: a.toFixed(3),
-        mark: i === d.token })), parts("W-reach.chart", { layer: d.layer, head: d.head, piece: piece(d.pieces[d.token]) }));
+      fan(q(reach.el, ".fan"), d, (i) => { byId("reach-token").value = i; reach.run(); });
+      const best = d.attention.indexOf(Math.max(...d.attention)), sum = d.attention.reduce((a, b) => a + b, 0);
       reach.say(["W-reach.readout", { n: d.token + 1, keep: d.token, piece: piece(d.pieces[best]),
         w: d.attention[best].toFixed(3) }]);
+      told(reach, ["W-reach.told", { piece: piece(d.pieces[d.token]), i: d.token, count: d.attention.length,
+        sum: sum.toFixed(3), best: piece(d.pieces[best]), w: d.attention[best].toFixed(3), layer: d.layer, head: d.head,
+        ffn: d.ffn_reads.length }]);
     },
   });
   wire(reach, "reach");
+
+  // ---- W-attention-map: every head of one layer, T × T; a click opens that row in W-attention's table
+  const map = widget("W-attention-map", {
+    runsOn: "prompt", follows: ["prompt", "model"],
+    load: () => post("/api/attention-map", { prompt: state.prompt, layer: +byId("map-layer").value }),
+    draw(d) {
+      const figure = byId("attention-maps");
+      const drawMaps = () => heatmaps(figure, d.heads, { title: (h) => t("W-attention-map.head", { h }),
+        legend: t("W-attention-map.legend"), minCell: chartWidth(figure) < 600 ? 8 : 14 });
+      remember(figure, drawMaps);
+      drawMaps();
+      figure.setAttribute("aria-label", t("W-attention-map.aria", { layer: d.layer, heads: d.n_heads, t: d.pieces.length }));
+      const gap = Math.max(...d.heads.flatMap((h) => h.map((r) => Math.abs(r.reduce((a, b) => a + b, 0) - 1))));
+      map.say(["W-attention-map.readout", { layer: d.layer, heads: d.n_heads, kv: d.n_kv_heads, t: d.pieces.length,
+        gap: gap.toExponential(1) }]);
+      // the last row of every map: where the last token looks, head by head
+      const last = d.pieces.length - 1, count = { first: 0, previous: 0, self: 0, other: 0 };
+      d.heads.forEach((h) => {
+        const r = h[last], top = r.indexOf(Math.max(...r));
+        count[last > 0 && top === 0 ? "first" : top === last ? "self" : top === last - 1 ? "previous" : "other"]++;
+      });
+      told(map, ["W-attention-map.told", { piece: piece(d.pieces[last]), n: d.n_heads, first: count.first,
+        previous: count.previous, self: count.self, other: count.other, p0: piece(d.pieces[0]) }]);
+    },
+  });
+  byId("map-layer").addEventListener("input", debounce(() => map.run(), 150));
+  const figure = byId("attention-maps");
+  const cellOf = (e) => e.target.closest("rect[data-q]");
+  const detail = (c) => {
+    const d = map.data, [h, qi, k] = ["head", "q", "k"].map((a) => +c.dataset[a]);
+    q(map.el, ".map-detail").replaceChildren(...nodes("W-attention-map.detail", { h, q: qi, k,
+      qp: piece(d.pieces[qi]), kp: piece(d.pieces[k]), w: (+c.dataset.w).toFixed(4) }));
+  };
+  figure.addEventListener("pointermove", (e) => { const c = cellOf(e); if (c && map.data) detail(c); });
+  figure.addEventListener("click", (e) => {
+    const c = cellOf(e);
+    if (!c || !map.data) return;
+    detail(c);
+    figure.querySelectorAll("rect.picked").forEach((r) => r.remove());
+    const g = c.closest("g.head"), cell = +c.getAttribute("width"), y = +c.getAttribute("y");
+    const frameRect = g.querySelector("rect[fill=none]");
+    g.appendChild(shape("rect", { class: "picked", x: frameRect.getAttribute("x"), y, width: frameRect.getAttribute("width"),
+      height: cell, fill: "none", stroke: COLORS.mark, "stroke-width": 2 }));
+    openRow(map.data.layer, +c.dataset.head, +c.dataset.q);
+  });
 
   // ---- W-attention: one query against every key, step by step
   const attention = widget("W-attention", {
@@ -106,37 +175,66 @@ export function mount() {
     },
   });
   wire(attention, "att");
+  /** the map's clicked row, opened in the table: the same layer, head and query token */
+  function openRow(layer, head, token) {
+    setRange(byId("att-layer"), { value: layer });
+    setRange(byId("att-head"), { value: head });
+    pending.att = token;
+    attention.run();
+    attention.el.scrollIntoView({ behavior: "smooth", block: "start" });
+  }
 
-  // ---- W-split: 12d² per block, the FFN's 8d² two thirds at any width
+  // ---- W-split: 12d² per block, the FFN's 8d² two thirds at any width (arithmetic, no model)
   const split = widget("W-split", {
     runsOn: "W-split.runs-on",
     load: () => get("/api/split", { d: byId("split-d").value }),
     draw(d) {
       bars(q(split.el, ".chart"), [{ label: t("W-split.attention"), value: d.attention, text: fmt.int(d.attention) },
-        { label: t("W-split.ffn"), value: d.ffn, text: fmt.int(d.ffn), mark: true }], t("W-split.chart", { d: d.d_model }));
+        { label: t("W-split.ffn"), value: d.ffn, text: fmt.int(d.ffn), mark: true }], t("W-split.chart", { d: d.d_model }),
+      { axis: t("W-split.axis") });
       split.say(["W-split.readout", { d: d.d_model, block: fmt.int(d.block), share: fmt.pct(d.ffn_share) }]);
+      const p = d.block_parts, g = d.gpt2_small;
+      told(split, ["W-split.told", { d: d.d_model, att: fmt.int(d.attention), ffn: fmt.int(d.ffn), block: fmt.int(d.block),
+        share: fmt.pct(d.ffn_share) }], "¶",
+      ["W-split.told.full", { d: d.d_model, biases: fmt.int(p.biases), norms: fmt.int(p.norms),
+        extra: fmt.int(p.biases + p.norms), full: fmt.int(p.block), block: fmt.int(p.matrices) }],
+      [d.d_model === 768 ? "W-split.told.gpt2.here" : "W-split.told.gpt2", { g: fmt.int(g.block), gm: fmt.int(g.matrices),
+        ge: fmt.int(g.block - g.matrices) }]);
     },
   });
   byId("split-d").addEventListener("input", debounce(() => split.run(), 120));
+  split.el.querySelectorAll(".preset").forEach((b) => b.addEventListener("click", () => {
+    setRange(byId("split-d"), { value: b.dataset.d });
+    split.run();
+  }));
 
-  // ---- W-norm: where the norm sits, and how many the gradient crosses on the residual path (the model's N)
+  // ---- W-norm: the loaded model's N blocks with the norm on the branch or on the stream; the gradient's way back
   const norm = widget("W-norm", {
     runsOn: "model", follows: ["model"],
-    load: async () => state.info,
-    draw(info) {
+    load: () => get("/api/norm-path", {}, { model: true }),
+    draw(d) {
       const mode = q(norm.el, "input[name=norm]:checked").value;
-      placement(q(norm.el, ".placement"), mode);
-      norm.say([`W-norm.readout.${mode}`, { n: info.norms_on_residual_path[mode], layers: info.config.n_layers }]);
+      placement(q(norm.el, ".placement"), mode, d);
+      norm.say([`W-norm.readout.${mode}`, { n: d.crossed[mode], layers: d.n_layers, per: d.per_block.post }]);
+      told(norm, [`W-norm.told.${mode}`, { n: d.n_layers, crossed: d.crossed[mode], per: d.per_block.post }],
+        [`W-norm.told.model.${d.model_norm_position}`, {}]);
     },
   });
   norm.el.querySelectorAll("input[name=norm]").forEach((r) => r.addEventListener("change", () => norm.redraw()));
+  // what each runs on, seen at a glance: the loaded model or a formula on a fixed shape
+  const sources = { model: [steps, reach, map, attention, norm], formula: [split] };
+  for (const [source, ws] of Object.entries(sources)) ws.forEach((w) => { w.el.dataset.source = source; });
 }
+
+const pending = {};  // a token to open next, set from elsewhere on the page (the attention map's click)
 
 /** the token menu's choice (kept where the prompt still has it; at first first(count)), then the widget's request */
 async function choose(prefix, first, path) {
   const tokens = (await post("/api/lookup", { prompt: state.prompt })).tokens;
   const menu = byId(`${prefix}-token`);
-  const token = Math.min(menu.value === "" ? first(tokens.length) : +menu.value, tokens.length - 1);
+  const wanted = pending[prefix] ?? (menu.value === "" ? first(tokens.length) : +menu.value);
+  delete pending[prefix];
+  const token = Math.min(wanted, tokens.length - 1);
   const d = await post(path, { prompt: state.prompt, layer: +byId(`${prefix}-layer`).value,
     head: +byId(`${prefix}-head`).value, token });
   return { ...d, tokens };
@@ -153,33 +251,173 @@ function wire(w, prefix) {
   for (const c of ["layer", "head"]) byId(`${prefix}-${c}`).addEventListener("input", later);
 }
 
-// The block's main line with its two branches, the current step lit
-function fork(box, at) {
-  remember(box, () => fork(box, at));
-  const [svg, width] = svgOf(box, 150), mid = Math.min(width - 20, 520);
-  const lit = (s) => (s.includes(at) ? COLORS.mark : COLORS.dim);
-  const line = (x1, y1, x2, y2, stroke) => svg.appendChild(shape("line", { x1, y1, x2, y2, stroke, "stroke-width": 3 }));
-  line(10, 120, mid, 120, lit([0, 3, 6]));
-  svg.appendChild(text(10, 144, t("W-block-steps.main")));
-  [[0.12, 0.42, "W-block-steps.attn", [1, 2, 3]], [0.55, 0.85, "W-block-steps.ffn", [4, 5, 6]]].forEach(([a, b, key, s]) => {
-    const x1 = 10 + a * (mid - 10), x2 = 10 + b * (mid - 10), stroke = lit(s);
-    line(x1, 120, x1, 40, stroke); line(x1, 40, x2, 40, stroke); line(x2, 40, x2, 120, stroke);
-    svg.appendChild(text(x1 + 6, 32, t(key)));
-    svg.appendChild(text(x2 - 10, 112, "+"));
+// ---- pictures ----------------------------------------------------------------------------------------------------
+
+// One block: the stream a straight line left to right; attention's and the FFN's branches fork up off it, through a
+// norm and the sublayer, and come back down into a +. The current step is lit, the ones done drawn solid, the rest
+// dashed and grey.
+function fork(el, at, first) {
+  remember(el, () => fork(el, at, first));
+  const [svg, width] = svgOf(el, 156), main = 116, up = 46, boxH = 28;
+  const state = (s) => (s === at ? "lit" : s < at ? "done" : "todo");
+  const ink = (s) => (s <= at ? COLORS.ink : COLORS.dim);
+  const segment = (x1, x2, s) => path(svg, [[x1, main], [x2, main]], { color: s === at ? COLORS.bar : ink(s),
+    width: s === at ? 4 : 3, dash: s > at ? "6 4" : "" });
+  const span = (width - 24) / 2;
+  const branches = [["W-block-steps.attn", 1, 4], ["W-block-steps.ffn", 4, 4 + span]];
+  segment(4, 4 + span, 0);  // up to attention's + (drawn over by the +), then on to the FFN's
+  segment(4 + span + 1, 4 + 2 * span - 17, 3);
+  branches.forEach(([key, s0, x0], b) => {
+    // the fork rises through the norm (the copy normalized on its way out), runs right through the sublayer
+    const normW = Math.max(textWidth(t("W-block-steps.norm")) + 16, 54), xf = x0 + normW / 2 + 4, xm = x0 + span - 8;
+    const sx = xf + 12, subW = Math.min(Math.max(textWidth(t(key)) + 16, 70), xm - sx - 14), ny = (main + up) / 2 + 2;
+    path(svg, [[xf, main], [xf, up], [sx, up]], { color: ink(s0), width: 2, dash: s0 > at ? "6 4" : "" });
+    box(svg, { x: xf - normW / 2, y: ny - 12, w: normW, h: 24, label: t("W-block-steps.norm"), state: state(s0),
+      fill: s0 === at ? FILLS.lit : FILLS.norm });
+    box(svg, { x: sx, y: up - boxH / 2, w: subW, h: boxH, label: t(key), state: state(s0 + 1),
+      fill: s0 + 1 === at ? FILLS.lit : FILLS.sublayer });
+    arrow(svg, sx + subW, up, xm, up, { color: ink(s0 + 2), width: 2, head: false, dash: s0 + 2 > at ? "6 4" : "" });
+    arrow(svg, xm, up, xm, main - 11, { color: ink(s0 + 2), width: 2, dash: s0 + 2 > at ? "6 4" : "" });
+    plus(svg, xm, main, { color: s0 + 2 === at ? COLORS.bar : ink(s0 + 2), fill: s0 + 2 === at ? FILLS.lit : "#ffffff" });
+    if (b === 1) arrow(svg, xm + 9, main, width - 4, main, { color: ink(6), width: 3, dash: at < 6 ? "6 4" : "" });
   });
-  box.replaceChildren(svg);
-  box.setAttribute("aria-label", t("W-block-steps.aria"));
+  svg.appendChild(text(4, main + 30, t("W-block-steps.main"), { weight: at === 0 ? "700" : "400" }));
+  svg.appendChild(text(width - 4, main + 30, t("W-block-steps.out", { x: first.stream_out.toFixed(1) }), { anchor: "end" }));
+  svg.appendChild(text(4, 14, t("W-block-steps.in", { x: first.stream_in.toFixed(1) })));
+  el.replaceChildren(svg);
+  el.setAttribute("aria-label", t("W-block-steps.aria"));
 }
 
-// Where the norm sits: on the branch (pre) or on the main line after the add (post)
-function placement(box, mode) {
-  remember(box, () => placement(box, mode));
-  const [svg, width] = svgOf(box, 96), boxW = Math.min(110, (width - 40) / 4);
-  const boxes = mode === "pre" ? [["stream", 0], ["norm", 1, true], ["sublayer", 2], ["add", 3]]
-    : [["stream", 0], ["sublayer", 1], ["add", 2], ["norm", 3, true]];
-  boxes.forEach(([name, i, isNorm]) => rect(svg, { x: 4 + i * (boxW + 10), y: 8, width: boxW, height: 34, rx: 4,
-    fill: isNorm ? "#fde68a" : "#eef0f3", stroke: "#8a939e" }, t(`W-norm.box.${name}`)));
-  svg.appendChild(text(4, 72, t(`W-norm.path.${mode}`)));
-  box.replaceChildren(svg);
-  box.setAttribute("aria-label", t(`W-norm.aria.${mode}`));
+// Reach: two panels over the prompt's tokens (one per row). Attention: a line from the picked token to every token it
+// reads, its width and darkness the head's weight, the weight written beside it. The FFN: one line, to itself.
+function fan(el, d, pick) {
+  remember(el, () => fan(el, d, pick));
+  const width = chartWidth(el), T = d.pieces.length, rowH = 20, head = 40;
+  const labels = d.pieces.map((p, i) => `${i} ${JSON.stringify(p)}`);
+  const lw = Math.min(Math.max(...labels.map((l) => textWidth(l))) + 6, 130);
+  const side = width >= 620, panelW = side ? (width - 16) / 2 : width;
+  const panelH = head + T * rowH + 8;
+  const [svg] = svgOf(el, side ? panelH : 2 * panelH + 12);
+  const maxW = Math.max(...d.attention);
+  [["attention", 0, 0], ["ffn", side ? panelW + 16 : 0, side ? 0 : panelH + 12]].forEach(([kind, ox, oy]) => {
+    const reads = kind === "attention" ? d.attention.length : 1;
+    svg.appendChild(text(ox + 2, oy + 14, t(`W-reach.panel.${kind}`, { n: reads }), { weight: "700" }));
+    svg.appendChild(text(ox + 2, oy + 31, t("W-reach.reads"), { fill: COLORS.axis }));
+    svg.appendChild(text(ox + panelW - 2, oy + 31, t("W-reach.reader"), { fill: COLORS.axis, anchor: "end" }));
+    const yOf = (i) => oy + head + i * rowH + rowH / 2;
+    const x1 = ox + lw + (kind === "attention" ? 44 : 8), x2 = ox + panelW - lw - 8;
+    d.pieces.forEach((p, i) => {
+      const mine = i === d.token, later = i > d.token;
+      const left = text(ox + 2, yOf(i) + 4, [{ text: `${i} ` }, { text: JSON.stringify(p), tag: "tok" }],
+        { fill: later ? COLORS.dim : COLORS.ink, weight: mine ? "700" : "400" });
+      svg.appendChild(left);
+      const right = text(ox + panelW - 2, yOf(i) + 4, [{ text: JSON.stringify(p), tag: "tok" }, { text: ` ${i}` }],
+        { anchor: "end", weight: mine ? "700" : "400", fill: mine ? COLORS.ink : COLORS.axis });
+      right.setAttribute("class", "pick");
+      right.style.cursor = "pointer";
+      right.addEventListener("click", () => pick(i));
+      svg.appendChild(right);
+    });
+    if (kind === "attention") {
+      d.attention.forEach((w, j) => {
+        svg.appendChild(shape("line", { class: "reach", x1: x2, y1: yOf(d.token), x2: x1, y2: yOf(j), stroke: COLORS.bar,
+          "stroke-width": 1 + 7 * w, "stroke-opacity": 0.15 + 0.85 * (w / maxW), "data-k": j, "data-w": w }));
+        svg.appendChild(text(ox + lw + 4, yOf(j) + 4, w.toFixed(2), { fill: COLORS.axis }));
+      });
+    } else {
+      svg.appendChild(shape("line", { class: "reach", x1: x2, y1: yOf(d.token), x2: x1, y2: yOf(d.token),
+        stroke: COLORS.mark, "stroke-width": 4, "data-k": d.token, "data-w": 1 }));
+    }
+  });
+  el.replaceChildren(svg);
+  el.setAttribute("aria-label", t("W-reach.aria", { piece: JSON.stringify(d.pieces[d.token]), n: d.attention.length,
+    weights: d.attention.map((w, j) => `${j} ${w.toFixed(2)}`).join(", ") }));
+}
+
+// Pre- or post-norm over the model's blocks (the first two and the last, when there are more than three), top to
+// bottom from the embedding: the stream a straight vertical line; each sublayer's branch forks right and comes back
+// into a +. Pre-norm: the norm on the branch. Post-norm: the norm on the stream after each add. The gradient's way
+// back to the embedding runs beside the stream (dashed), each norm it crosses marked and numbered.
+function placement(el, mode, d) {
+  remember(el, () => placement(el, mode, d));
+  const width = chartWidth(el), N = d.n_layers, per = d.per_block.post;
+  const drawn = N <= 3 ? [...Array(N).keys()] : [0, 1, N - 1];
+  const sx = 78, gx = sx - 30, subH = mode === "pre" ? 54 : 74, headH = 24, blockH = headH + 2 * subH + 6;
+  const legendH = 62, embedH = 30, top = legendH + embedH + 14;
+  const height = top + drawn.length * blockH + (N > 3 ? 34 : 0) + 76;
+  const [svg] = svgOf(el, height);
+  // legend
+  path(svg, [[4, 10], [28, 10]], { color: COLORS.ink, width: 4 });
+  svg.appendChild(text(34, 14, t("W-norm.key.stream")));
+  path(svg, [[4, 30], [28, 30]], { color: COLORS.mark, width: 2.5, dash: "6 4" });
+  svg.appendChild(text(34, 34, t("W-norm.key.gradient")));
+  box(svg, { x: 4, y: 42, w: 24, h: 14, fill: FILLS.norm, stroke: COLORS.mark });
+  svg.appendChild(text(34, 54, t("W-norm.key.norm")));
+  box(svg, { x: sx - 56, y: legendH, w: 112, h: embedH, label: t("W-norm.box.embedding"), fill: FILLS.done, bold: true });
+  let y = top, crossed = 0;
+  const marks = [];
+  drawn.forEach((b, k) => {
+    if (N > 3 && k === 2) {  // the blocks not drawn
+      path(svg, [[sx, y], [sx, y + 34]], { color: COLORS.ink, width: 4, dash: "2 5" });
+      svg.appendChild(text(sx + 16, y + 22, t("W-norm.more", { a: 3, b: N - 1 }), { fill: COLORS.axis }));
+      crossed = mode === "post" ? per * (N - 1) : 0;
+      y += 34;
+    }
+    const g = shape("g", { class: "norm-block", "data-block": b });
+    g.appendChild(shape("rect", { x: sx - 44, y: y + 2, width: width - sx + 40, height: blockH - 6, rx: 8, fill: "none",
+      stroke: COLORS.dim, "stroke-dasharray": "4 4" }));
+    g.appendChild(text(width - 10, y + 18, t("W-norm.block", { b: b + 1 }), { anchor: "end", fill: COLORS.axis }));
+    svg.appendChild(g);
+    ["attention", "ffn"].forEach((sub, s) => {
+      const y0 = y + headH + s * subH, fy = y0 + 10, my = y0 + (mode === "pre" ? 44 : 38);
+      const bx = sx + 34, normW = Math.max(textWidth(t("W-norm.box.norm")) + 14, 52);
+      const subW = Math.max(textWidth(t(`W-norm.box.${sub}`)) + 16, 70);
+      let x = bx;
+      path(svg, [[sx, fy], [bx, fy]], { color: COLORS.ink, width: 2 });
+      if (mode === "pre") {
+        box(svg, { x, y: fy - 12, w: normW, h: 24, label: t("W-norm.box.norm"), fill: FILLS.norm, stroke: COLORS.mark,
+          attrs: { class: "norm branch" } });
+        x += normW;
+        path(svg, [[x, fy], [x + 8, fy]], { color: COLORS.ink, width: 2 });
+        x += 8;
+      }
+      box(svg, { x, y: fy - 12, w: subW, h: 24, label: t(`W-norm.box.${sub}`), fill: FILLS.sublayer });
+      x += subW;
+      path(svg, [[x, fy], [x + 12, fy], [x + 12, my], [sx + 10, my]], { color: COLORS.ink, width: 2 });
+      arrow(svg, sx + 16, my, sx + 10, my, { color: COLORS.ink, width: 2 });
+      plus(svg, sx, my);
+      path(svg, [[sx, s === 0 ? y : y0], [sx, my - 9]], { color: COLORS.ink, width: 4 });
+      const after = y0 + subH;
+      if (mode === "post") {  // the norm on the stream itself, after the add
+        const ny = my + 14;
+        path(svg, [[sx, my + 9], [sx, ny]], { color: COLORS.ink, width: 4 });
+        const g = box(svg, { x: sx - 44, y: ny, w: 92, h: 20, fill: FILLS.norm, stroke: COLORS.mark,
+          attrs: { class: "norm on-stream" } });
+        g.appendChild(text(sx + 12, ny + 14, t("W-norm.box.norm"), { anchor: "middle" }));
+        path(svg, [[sx, ny + 20], [sx, after]], { color: COLORS.ink, width: 4 });
+        crossed++;
+        marks.push([ny + 10, crossed]);
+      } else {
+        path(svg, [[sx, my + 9], [sx, after]], { color: COLORS.ink, width: 4 });
+      }
+    });
+    y += blockH;
+  });
+  // to the top of the stack, and the gradient coming back from there to the embedding
+  arrow(svg, sx, y, sx, y + 18, { color: COLORS.ink, width: 4 });
+  svg.appendChild(text(sx - 56, y + 34, t("W-norm.box.top")));
+  arrow(svg, gx, y + 14, gx, legendH + embedH + 4, { color: COLORS.mark, width: 2.5, dash: "6 4",
+    attrs: { class: "gradient" } });
+  marks.forEach(([my, k]) => {
+    svg.appendChild(shape("circle", { class: "crossing", cx: gx, cy: my, r: 5, fill: COLORS.mark }));
+    svg.appendChild(text(sx - 48, my + 4, String(k), { anchor: "end" }));
+  });
+  // the count, as text (on two lines where one does not fit)
+  const count = t(`W-norm.count.${mode}`, { n: d.crossed[mode], layers: N, per }), cut = count.search(/ \(|（/);
+  const lines = textWidth(count) > width - 8 && cut > 0 ? [count.slice(0, cut), count.slice(cut).trim()] : [count];
+  lines.forEach((line, i) => svg.appendChild(text(4, height - 26 + 16 * i + (lines.length === 1 ? 16 : 0), line,
+    { weight: "700" })));
+  el.replaceChildren(svg);
+  el.dataset.crossed = d.crossed[mode];
+  el.setAttribute("aria-label", t(`W-norm.aria.${mode}`, { n: d.crossed[mode], layers: N }));
 }

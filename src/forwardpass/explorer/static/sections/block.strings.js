@@ -1,20 +1,31 @@
-// §01–§02 Inside a block: every word of the section, [English, Chinese].
+// §01–§02 Inside a block: every word of the section, [English, Chinese]. Keys as in pipeline.strings.js.
 
 export default {
   "title-s01": ["2. Inside a block", "2. 块的内部"],
   "intro-s01": [
-    "A block has two branches, attention and the feed-forward network (FFN). Each reads a normalized copy of the stream, computes, and adds its result back to the stream.",
-    "一个块有两条支路：注意力和前馈网络（FFN）。每条支路读取残差流的一份归一化副本，计算后把结果加回残差流。",
+    "A block runs one short routine twice. It reads the stream, normalizes a copy, runs attention on the copy and adds the result back; then it normalizes a fresh copy, runs the feed-forward network (FFN) on it and adds that back too. Two sublayers, each wrapped in the add-never-replace shape section 1 ended on. This section asks what each of them reads, where their weights sit, and why the norm sits where it does.",
+    "一个块把同一套小流程做两遍：读取残差流，对一份副本做归一化，在副本上跑注意力，再把结果加回去；然后对一份新副本做归一化，在上面跑前馈网络（FFN），结果同样加回去。两个子层，都套在第 1 节结尾那个“只加不换”的形状里。这一节要回答：它们各自读什么，权重放在哪里，归一化为什么放在那个位置。",
   ],
+  "bridge-s01": [
+    "That is the whole stack: N blocks of attention and FFN, each adding into one stream. Section 3 steps out of the top of it and asks what comes out: a score for every token of the vocabulary, and how one of them becomes the next word.",
+    "整摞块就是这样：N 个由注意力和 FFN 组成的块，每个都往同一条残差流里加东西。第 3 节走出这摞块的顶端，看看最后出来的是什么：词表里每个词元一个分数，以及怎样从中挑出下一个词。",
+  ],
+  "what.layer": ["the layer", "层号"],
 
   // W-block-steps
-  "title-W-block-steps": ["Fork, compute, merge", "分叉、计算、汇合"],
+  "title-W-block-steps": ["The stream runs straight; branches fork and merge", "主干笔直，支路分出又汇回"],
   "before-W-block-steps": [
-    "Step through one block. The picture shows the main line and the two branches that fork off it and merge back; the bars show how large the last token's stream is going into and out of every third block.",
-    "逐步查看一个块。图中是主干和从它分出又汇回的两条支路；条形图显示最后一个词元的残差流在每隔两个块的进出时有多大。",
+    "Step through one block with the arrows. The thick horizontal line is the stream: it never bends. Each branch forks off it, works on a normalized copy, and merges back through a +. The numbers are the length of the last token's stream in the model's first block, on your prompt.",
+    "用箭头按钮走完一个块。那条粗的横线就是残差流，它从不拐弯；每条支路从它分出去，在归一化后的副本上计算，再经过一个加号汇回来。图上的数字是在你的提示词上，最后一个词元的残差流在模型第一个块里的长度。",
   ],
-  "after-W-block-steps": ["The stream only grows by what the branches add. Nothing on the main line is ever overwritten.",
-    "残差流只会因支路加入的内容而增长，主干上的内容从不被覆盖。"],
+  "after-W-block-steps": [
+    "Both branches end the same way: attention adds once, the FFN adds again. That is section 1's invariant, twice in every block; nothing here writes over the stream.",
+    "两条支路的结尾一模一样：注意力加一次，FFN 再加一次。这正是第 1 节的那条不变式，在每个块里出现两次；这里没有任何东西覆盖残差流。",
+  ],
+  "W-block-steps.told": [
+    "On your prompt, the last token's stream enters block 0 with length {in0}; attention adds a vector of length {a0} and the FFN one of length {f0}. After all {n} blocks it leaves block {last} with length {out}, and every change on the way was something added to it.",
+    "在你的提示词上，最后一个词元的残差流以长度 {in0} 进入第 0 块；注意力加进一个长度 {a0} 的向量，FFN 又加进一个长度 {f0} 的。走完全部 {n} 个块后，它以长度 {out} 离开第 {last} 块，一路上的每一次变化都是往里加东西。",
+  ],
   "W-block-steps.prev": ["previous step", "上一步"],
   "W-block-steps.next": ["next step", "下一步"],
   "W-block-steps.step.0": ["read the stream", "读取残差流"],
@@ -24,32 +35,51 @@ export default {
   "W-block-steps.step.4": ["normalize a copy", "再对一份副本做归一化"],
   "W-block-steps.step.5": ["FFN on the copy", "在副本上跑 FFN"],
   "W-block-steps.step.6": ["add it back", "把结果加回残差流"],
-  "W-block-steps.chart": ["size of the stream (last token) in and out", "残差流（最后一个词元）进出时的大小"],
+  "W-block-steps.chart": ["the last token's stream, in → out of each block", "最后一个词元的残差流：进入 → 离开每个块"],
+  "W-block-steps.axis": ["length (L2 norm) leaving the block", "离开该块时的长度（L2 范数）"],
   "W-block-steps.bar": ["block {b}", "第 {b} 块"],
-  "W-block-steps.bar-text": ["|stream| {a} → {b}", "|残差流| {a} → {b}"],
-  "W-block-steps.main": ["the stream (main line)", "残差流（主干）"],
-  "W-block-steps.attn": ["norm → attention", "归一化 → 注意力"],
-  "W-block-steps.ffn": ["norm → FFN", "归一化 → FFN"],
+  "W-block-steps.bar-text": ["{a} → {b}", "{a} → {b}"],
+  "W-block-steps.main": ["the stream", "残差流"],
+  "W-block-steps.attn": ["attention", "注意力"],
+  "W-block-steps.ffn": ["FFN", "FFN"],
+  "W-block-steps.norm": ["norm", "归一化"],
+  "W-block-steps.in": ["last token, into block 0: length {x}", "最后一个词元进入第 0 块：长度 {x}"],
+  "W-block-steps.out": ["out: {x}", "离开：{x}"],
   "W-block-steps.aria": ["a block: the stream runs straight through; attention and the FFN each fork off a normalized copy and add their output back",
     "一个块：残差流笔直穿过；注意力和 FFN 各自从一份归一化副本分出，再把输出加回来"],
   "W-block-steps.readout": ["step {at} of {n}: {step}", "第 {at} 步（共 {n} 步）：{step}"],
+  "W-block-steps.added.attention": [" — attention added a vector of length {a}", "——注意力加进了一个长度为 {a} 的向量"],
+  "W-block-steps.added.ffn": [" — the FFN added a vector of length {f}; the stream leaves block 0 at length {out}",
+    "——FFN 加进了一个长度为 {f} 的向量；残差流以长度 {out} 离开第 0 块"],
 
-  // W-reach and W-attention share their controls' names
+  // W-reach, W-attention-map and W-attention share their controls' names
   "block.token": ["Token", "词元"],
   "block.layer": ["Layer", "层"],
   "block.head": ["Head", "注意力头"],
 
   // W-reach
-  "title-W-reach": ["Attention looks back; the FFN looks at one token", "注意力向前看，FFN 只看一个词元"],
+  "title-W-reach": ["Attention reaches back; the FFN stays put", "注意力往回看，FFN 原地不动"],
   "before-W-reach": [
-    "Pick a token, a layer and a head. The bars are that head's real attention weights over the tokens up to the one picked.",
-    "选一个词元、一层和一个注意力头。条形是这个头在所选词元及其之前各词元上的真实注意力权重。",
+    "Pick a token (from the menu, or click one on the right of the picture), a layer and a head. In the attention panel a line runs from the picked token to every token it can read, as thick and as dark as that head's real weight, with the weight written beside it. In the FFN panel there is one line: from the token to itself.",
+    "选一个词元（从菜单里选，或者直接点图右侧的词元），再选一层和一个注意力头。注意力那一栏里，从所选词元向它能读到的每个词元各连一条线，线的粗细和深浅就是这个头真实的权重，数值标在旁边。FFN 那一栏只有一条线：从这个词元连到它自己。",
   ],
   "after-W-reach": [
-    "The weights add up to one and never reach a later token. The FFN, by contrast, reads only the picked token's own vector.",
-    "权重之和为一，而且从不落到后面的词元上。相比之下，FFN 只读取所选词元自己的向量。",
+    "Leave token 0 and attention's lines fan out to every earlier position, while the FFN never leaves its own row. Attention moves information between tokens; the FFN moves it between channels, one token at a time.",
+    "只要离开第 0 个词元，注意力的线就会散开，连到前面的每一个位置；而 FFN 永远不离开自己那一行。注意力在词元之间搬运信息，FFN 在通道之间搬运信息，一次只处理一个词元。",
   ],
-  "W-reach.chart": ["layer {layer}, head {head}: where {piece} looks", "第 {layer} 层、第 {head} 个头：{piece} 看向哪里"],
+  "W-reach.told": [
+    ({ count }) => (count === 1
+      ? "{piece} at position {i} is the first token: in layer {layer}, head {head} it can read only itself (weight {sum}). The FFN reads {ffn} position too: its own."
+      : "{piece} at position {i} reads {count} positions in layer {layer}, head {head}, and their weights add up to {sum}; the heaviest line goes to {best} ({w}). The FFN reads {ffn} position: its own."),
+    "位置 {i} 的 {piece} 在第 {layer} 层第 {head} 个头里读取 {count} 个位置，权重加起来是 {sum}；最粗的那条线连向 {best}（{w}）。FFN 只读 {ffn} 个位置：它自己。",
+  ],
+  "W-reach.panel.attention": [({ n }) => (n === 1 ? "attention: reads 1 position" : "attention: reads {n} positions"),
+    "注意力：读取 {n} 个位置"],
+  "W-reach.panel.ffn": ["FFN: reads 1 position", "FFN：只读 1 个位置"],
+  "W-reach.reads": ["read, with its weight", "被读的词元及权重"],
+  "W-reach.reader": ["tokens (click to pick)", "词元（点击选择）"],
+  "W-reach.aria": ["attention from {piece} to {n} positions, weights {weights}; the FFN reads only {piece} itself",
+    "从 {piece} 出发的注意力连向 {n} 个位置，权重 {weights}；FFN 只读 {piece} 自己"],
   "W-reach.readout": [
     ({ n }) => (n === 1
       ? "attention reads the one position there is, {keep} ({piece}, {w}); the FFN reads only position {keep}"
@@ -57,15 +87,42 @@ export default {
     "注意力读取位置 {keep} 及之前的全部 {n} 个位置（权重最大的是 {piece}，{w}）；FFN 只读位置 {keep}",
   ],
 
+  // W-attention-map
+  "title-W-attention-map": ["Every head of a layer at once", "一层的所有注意力头"],
+  "before-W-attention-map": [
+    "One small map per head of the chosen layer: each row is a query (the token reading), each column a key (the token read), and the darker the cell, the more weight. The upper triangle is empty: no token may read one that comes after it. Hover over a cell, or tap it, to read its weight; click a row to open it step by step in the table below. Move the layer slider to see the patterns change with depth.",
+    "所选的这一层里，每个注意力头一张小图：每一行是一个查询（正在读的词元），每一列是一个键（被读的词元），格子越深，权重越大。右上三角是空的：任何词元都不能读排在它后面的词元。把鼠标移到格子上（或轻点一下）可以看到权重；点击某一行，就会在下面的表格里把这一行一步步展开。拖动层的滑块，看这些图样随深度怎么变。",
+  ],
+  "after-W-attention-map": [
+    "Heads in the same layer read the same prompt very differently: some keep most of their weight on the first token, some on the previous one, some spread it out. Each head is a separate question the layer asks, and the table below opens any one row of it.",
+    "同一层里的各个头，读同一段提示词的方式可以大不相同：有的把大部分权重放在第一个词元上，有的放在前一个词元上，有的摊得很开。每个头都是这一层提出的一个独立问题；下面的表格可以把其中任意一行展开。",
+  ],
+  "W-attention-map.told": [
+    "Read the last row of each map, where the last token, {piece}, looks: in {first} of the {n} heads its heaviest weight is on the first token ({p0}), in {previous} on the token just before it, in {self} on itself, and in {other} somewhere else.",
+    "看每张图的最后一行，也就是最后一个词元 {piece} 看向哪里：{n} 个头里，有 {first} 个把最大权重放在第一个词元（{p0}）上，{previous} 个放在紧挨着的前一个词元上，{self} 个放在它自己身上，{other} 个放在别处。",
+  ],
+  "W-attention-map.hint": ["Hover over or tap a cell to read it; click a row to open it in the table below.",
+    "把鼠标移到格子上或轻点格子查看数值；点击一行，在下面的表格里展开。"],
+  "W-attention-map.head": ["head {h}", "第 {h} 个头"],
+  "W-attention-map.legend": ["attention weight (row: query, column: key)", "注意力权重（行：查询，列：键）"],
+  "W-attention-map.aria": ["attention maps of layer {layer}: {heads} heads over {t} tokens; rows are queries, columns keys",
+    "第 {layer} 层的注意力图：{heads} 个头，{t} 个词元；行是查询，列是键"],
+  "W-attention-map.readout": [
+    "layer {layer}: {heads} heads sharing {kv} key/value heads, {t} tokens; every row sums to 1 (largest difference {gap})",
+    "第 {layer} 层：{heads} 个头共用 {kv} 个键/值头，{t} 个词元；每一行之和都是 1（最大偏差 {gap}）",
+  ],
+  "W-attention-map.detail": ["head {h}: query {q} {qp} reads key {k} {kp} with weight {w}",
+    "第 {h} 个头：查询 {q} {qp} 读取键 {k} {kp}，权重 {w}"],
+
   // W-attention
-  "title-W-attention": ["Attention, opened up", "打开注意力"],
+  "title-W-attention": ["Attention, opened up", "把注意力拆开看"],
   "before-W-attention": [
-    "The same head, step by step: the query of the picked token meets every key (q·k), the scores are scaled by 1/√head_dim, later tokens are masked out, softmax turns the rest into weights, and the output is the weighted sum of the values.",
-    "同一个头，一步一步来：所选词元的查询向量与每个键相乘（q·k），分数乘以 1/√head_dim，后面的词元被遮盖，softmax 把剩下的变成权重，输出是各值向量的加权和。",
+    "One row of one map, step by step. The picked token's query meets every key (q·k); the scores are scaled by 1/√head_dim; keys after the query are masked to −∞; softmax turns what is left into weights; and the output is the weighted sum of the values. Pick a token, a layer and a head here, or click a row in the maps above.",
+    "把某张图里的一行一步步拆开：所选词元的查询向量和每个键做点积（q·k）；分数乘以 1/√head_dim；排在查询后面的键被遮成 −∞；softmax 把剩下的分数变成权重；输出是各个值向量的加权和。可以在这里选词元、层和头，也可以直接点上面图里的一行。",
   ],
   "after-W-attention": [
-    "Masked scores become exactly zero weight after softmax. The output is a blend of value vectors, dominated by the keys whose scores stood out.",
-    "被遮盖的分数经过 softmax 后权重恰好为零。输出是值向量的混合，由分数突出的那些键主导。",
+    "A masked score becomes a weight of exactly zero after softmax: that is the empty triangle of the maps. The output is a blend of value vectors, dominated by the keys whose scores stood out.",
+    "被遮住的分数经过 softmax 后，权重恰好是零，这就是上面那些图里空着的三角。输出是值向量的混合，由分数突出的那几个键主导。",
   ],
   "W-attention.caption": ["One query against every key", "一个查询对所有的键"],
   "W-attention.col.key": ["key", "键"],
@@ -74,51 +131,93 @@ export default {
   "W-attention.col.mask": ["mask", "遮盖"],
   "W-attention.col.weight": ["softmax weight", "softmax 权重"],
   "W-attention.kept": ["kept", "保留"],
-  "W-attention.later": ["later token: −∞", "后面的词元：−∞"],
-  "W-attention.window": ["outside the window: −∞", "窗口之外：−∞"],
+  "W-attention.later": ["−∞ (later)", "−∞（在后）"],
+  "W-attention.window": ["−∞ (window)", "−∞（窗外）"],
   "W-attention.readout": [
     "layer {layer}, head {head} (K/V head {kv}), query {piece}: scores × 1/√{hd} = {scale}; {masked} masked; most weight on {best} ({w}); output = Σ weight × value: [{out}, …] (length {norm})",
     "第 {layer} 层、第 {head} 个头（K/V 头 {kv}），查询 {piece}：分数 × 1/√{hd} = {scale}；{masked} 个被遮盖；权重最大的是 {best}（{w}）；输出 = Σ 权重 × 值：[{out}, …]（长度 {norm}）",
   ],
 
   // W-split
-  "title-W-split": ["Where a block's weights live", "块的权重在哪里"],
-  "before-W-split": ["Change d_model. Attention holds 4d² weights (query, key, value and output), the FFN 8d².",
-    "改变 d_model。注意力有 4d² 个权重（查询、键、值和输出），FFN 有 8d² 个。"],
-  "after-W-split": ["Whatever the width, the FFN holds two thirds of a block.", "无论宽度多少，FFN 都占一个块的三分之二。"],
+  "title-W-split": ["Where a block's weights live", "块的权重都在哪里"],
+  "before-W-split": [
+    "A block of width d keeps 12d² weights in its matrices: attention 4d² (query, key, value and output, each d × d) and the FFN 8d² (a hidden layer four times as wide, paid twice: once going up, once coming down). Drag d_model and watch the two bars, or use the buttons for GPT-2 small's 768 and for 64.",
+    "宽度为 d 的块，矩阵里共有 12d² 个权重：注意力占 4d²（查询、键、值、输出四个矩阵，每个 d × d），FFN 占 8d²（隐藏层宽 4 倍，这笔钱付两次：升维一次，降维一次）。拖动 d_model 看两根条形怎么变，或者用按钮直接跳到 GPT-2 small 的 768 和 64。",
+  ],
+  "after-W-split": [
+    "The share never moves with d: it is a ratio, not a quantity. Whatever the width, two thirds of a block's matrix weights belong to the FFN.",
+    "这个比例从不随 d 变化：它是个比值，不是个数量。无论多宽，一个块矩阵权重的三分之二都归 FFN。",
+  ],
+  "W-split.told": [
+    "At d = {d}: attention {att}, the FFN {ffn}, together 12d² = {block}, and the FFN's share is {share}.",
+    "d = {d} 时：注意力 {att} 个，FFN {ffn} 个，合计 12d² = {block} 个，FFN 占 {share}。",
+  ],
+  "W-split.told.full": [
+    "A real GPT-2 block of this width also carries {biases} biases and {norms} weights in its two LayerNorms, 13d = {extra} in all: {full} parameters, not {block}.",
+    "同样宽度的真实 GPT-2 块还带着 {biases} 个偏置，两个 <code>LayerNorm</code> 里还有 {norms} 个权重，合计 13d = {extra} 个：一共 {full} 个参数，而不是 {block}。",
+  ],
+  "W-split.told.gpt2.here": [
+    " That is why the depth widget above counts {g} per block for GPT-2 small where this one says {gm}: the {ge} between them are biases and norms, not matrices.",
+    "这就是为什么上面深度那个组件给 GPT-2 small 每块算的是 {g}，这里却是 {gm}：两者差的 {ge} 个是偏置和归一化，不是矩阵。",
+  ],
+  "W-split.told.gpt2": [
+    " GPT-2 small's own block (d = 768), the one the depth widget above counts, is {g}: {gm} in matrices and {ge} in biases and norms.",
+    "GPT-2 small 自己的块（d = 768），也就是上面深度组件算的那个，有 {g} 个参数：矩阵里 {gm} 个，偏置和归一化 {ge} 个。",
+  ],
   "W-split.runs-on": ["Arithmetic on the width you choose (12d² per block); no model is run.",
     "按你选的宽度做算术（每个块 12d²）；不运行模型。"],
+  "W-split.presets": ["the article's settings", "文中的设定"],
+  "W-split.preset.768": ["d = 768 (GPT-2 small)", "d = 768（GPT-2 small）"],
+  "W-split.preset.64": ["d = 64 (tiny)", "d = 64（很窄）"],
   "W-split.attention": ["attention 4d²", "注意力 4d²"],
   "W-split.ffn": ["FFN 8d²", "FFN 8d²"],
   "W-split.chart": ["one block at d = {d}", "d = {d} 时的一个块"],
+  "W-split.axis": ["weights in the matrices", "矩阵里的权重数"],
   "W-split.readout": ["d = {d}: 12d² = {block} weights per block; the FFN holds {share} — two thirds at every width",
     "d = {d}：每个块 12d² = {block} 个权重；FFN 占 {share}——任何宽度下都是三分之二"],
 
   // W-norm
-  "title-W-norm": ["Pre-norm or post-norm", "前置归一化还是后置归一化"],
+  "title-W-norm": ["Pre-norm or post-norm: what the gradient has to cross", "前置还是后置归一化：梯度要穿过什么"],
   "before-W-norm": [
-    "Choose where the normalization sits: on the branch's copy (pre-norm) or on the stream after the add (post-norm, the 2017 design).",
-    "选择归一化的位置：放在支路的副本上（前置），或放在相加之后的残差流上（后置，2017 年的设计）。",
+    "The last choice inside a block is where its norms go. Toggle the two designs. The picture stacks the loaded model's blocks (the first two and the last) on the stream, the thick vertical line; the dashed line is the gradient on its way back from the top of the stack to the embedding, and every norm it has to pass through is numbered.",
+    "块里最后一个选择，是归一化放在哪里。在两种设计之间切换看看。图中把本页模型的块（前两个和最后一个）沿着残差流，也就是那条粗竖线，叠在一起；虚线是梯度从这摞块的顶上回到嵌入的路，它每穿过一个归一化，就标一个号。",
   ],
   "after-W-norm": [
-    "Pre-norm keeps the residual path clean, so a gradient reaches the first block without crossing a norm; post-norm puts one on that path in every block.",
-    "前置归一化让残差通路保持干净，梯度不必穿过任何归一化就能到达第一个块；后置归一化则在每个块都往这条通路上放一个。",
+    "Post-norm was the 2017 design, and deep post-norm stacks are hard to train: the gradient is rescaled at every norm on its way down. Pre-norm keeps the stream clean, and that one choice is a large part of why GPT-2, Llama and nearly every model since train stably past a hundred layers.",
+    "后置归一化是 2017 年最初的设计，叠得很深的后置模型很难训练：梯度一路往回，每过一个归一化就被缩放一次。前置归一化让残差流保持干净，GPT-2、Llama 以及之后几乎所有模型能稳定训练到上百层，很大程度上就靠这一个选择。",
   ],
-  "W-norm.legend": ["Normalization", "归一化的位置"],
+  "W-norm.told.pre": [
+    "Pre-norm: every norm sits on a branch and normalizes only that branch's copy. Going back through all {n} blocks, the gradient runs down the bare stream and crosses {crossed} norms.",
+    "前置归一化：每个归一化都在支路上，只处理那条支路的副本。梯度沿着光秃秃的残差流穿过全部 {n} 个块，经过的归一化是 {crossed} 个。",
+  ],
+  "W-norm.told.post": [
+    "Post-norm: after every add the stream itself goes through a norm, {per} per block (one after attention, one after the FFN). Going back through all {n} blocks, the gradient crosses {crossed} of them: a norm in every block, each one rescaling it.",
+    "后置归一化：每次相加之后，残差流本身都要过一次归一化，每个块 {per} 个（注意力之后一个，FFN 之后一个）。梯度穿过全部 {n} 个块，要经过 {crossed} 个归一化：每个块里都有，每一个都会把它重新缩放。",
+  ],
+  "W-norm.told.model.pre": [" The model on this page is pre-norm.", "本页的模型用的是前置归一化。"],
+  "W-norm.told.model.post": [" The model on this page is post-norm.", "本页的模型用的是后置归一化。"],
+  "W-norm.legend": ["Where the norm sits", "归一化放在哪里"],
   "W-norm.pre": ["pre-norm (GPT-2, Llama)", "前置归一化（GPT-2、Llama）"],
   "W-norm.post": ["post-norm (2017)", "后置归一化（2017）"],
-  "W-norm.box.stream": ["stream", "残差流"],
+  "W-norm.key.stream": ["the stream (the skip path)", "残差流（跳连通路）"],
+  "W-norm.key.gradient": ["the gradient, back to the embedding", "梯度回到嵌入的路"],
+  "W-norm.key.norm": ["a norm", "归一化"],
+  "W-norm.box.embedding": ["embedding", "嵌入"],
   "W-norm.box.norm": ["norm", "归一化"],
-  "W-norm.box.sublayer": ["sublayer", "子层"],
-  "W-norm.box.add": ["+ stream", "+ 残差流"],
-  "W-norm.path.pre": ["gradient path: stream → + stream, no norm on it", "梯度路径：残差流 → + 残差流，途中没有归一化"],
-  "W-norm.path.post": ["gradient path: crosses the norm in every block", "梯度路径：每个块都要穿过归一化"],
-  "W-norm.aria.pre": ["pre-norm: the norm is on the branch, the residual path has none", "前置归一化：归一化在支路上，残差通路上没有"],
-  "W-norm.aria.post": ["post-norm: the norm is on the residual path after the add", "后置归一化：归一化在相加之后的残差通路上"],
-  "W-norm.readout.post": [
-    "post-norm: the residual path itself passes through {n} normalizations (one per block, N = {layers}) on the way back to the embedding",
-    "后置归一化：回到嵌入的路上，残差通路本身要穿过 {n} 次归一化（每块一次，N = {layers}）",
-  ],
-  "W-norm.readout.pre": ["pre-norm: the norm touches only the branches; the gradient crosses {n} norms on the residual path",
-    "前置归一化：归一化只碰支路；梯度在残差通路上穿过 {n} 次归一化"],
+  "W-norm.box.attention": ["attention", "注意力"],
+  "W-norm.box.ffn": ["FFN", "FFN"],
+  "W-norm.box.top": ["top of the stack: final norm, logits", "这摞块的顶上：最终归一化、logits"],
+  "W-norm.more": ["blocks {a} to {b}, the same", "第 {a} 到第 {b} 块，结构相同"],
+  "W-norm.block": ["block {b}", "第 {b} 块"],
+  "W-norm.count.pre": ["norms the gradient crosses: {n}", "梯度穿过的归一化：{n} 个"],
+  "W-norm.count.post": ["norms the gradient crosses: {n} ({per} in each of {layers} blocks)",
+    "梯度穿过的归一化：{n} 个（{layers} 个块，每块 {per} 个）"],
+  "W-norm.aria.pre": ["pre-norm over {layers} blocks: the norms sit on the branches; the gradient's way back along the stream crosses {n} norms",
+    "前置归一化，共 {layers} 个块：归一化都在支路上；梯度沿残差流回去，经过 {n} 个归一化"],
+  "W-norm.aria.post": ["post-norm over {layers} blocks: a norm on the stream after every add; the gradient's way back crosses {n} norms",
+    "后置归一化，共 {layers} 个块：每次相加后残差流上都有一个归一化；梯度回去要经过 {n} 个归一化"],
+  "W-norm.readout.pre": ["pre-norm: the gradient crosses {n} norms on the way back through {layers} blocks",
+    "前置归一化：梯度穿过 {layers} 个块回到嵌入，经过 {n} 个归一化"],
+  "W-norm.readout.post": ["post-norm: the gradient crosses {n} norms on the way back through {layers} blocks ({per} per block)",
+    "后置归一化：梯度穿过 {layers} 个块回到嵌入，经过 {n} 个归一化（每块 {per} 个）"],
 };

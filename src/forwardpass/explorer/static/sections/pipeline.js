@@ -1,30 +1,43 @@
 // §00 The pipeline: the token lookup, the six stages, parameters vs depth, add vs replace on the residual stream.
 
 import { get, post } from "../lib/api.js";
-import { bars, lines, rect, remember, svgOf, text } from "../lib/charts.js";
-import { byId, debounce, el, q, row, setRange, stepper } from "../lib/dom.js";
-import { fmt, piece, t } from "../lib/i18n.js";
+import { bars, chartWidth, COLORS, lines, rect, remember, shape, svgOf, text } from "../lib/charts.js";
+import { arrow, box, FILLS } from "../lib/diagram.js";
+import { byId, debounce, q, row, setRange, stepper } from "../lib/dom.js";
+import { fmt, nodes, parts, piece, t } from "../lib/i18n.js";
 import { state } from "../lib/state.js";
+import { told } from "../lib/told.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
 import strings from "./pipeline.strings.js";
 
 export { strings };
 
+const STAGES = 6;
+
 export const html = sectionFrame("s00", [
   frame("W-lookup", `
   <label for="lookup-pos" data-text="W-lookup.position"></label>
   <input id="lookup-pos" type="range" min="0" max="0" value="0">
-  <table id="token-table" class="stack"><caption data-text="W-lookup.caption"></caption>
+  <table id="token-table"><caption data-text="W-lookup.caption"></caption>
     <thead><tr><th scope="col" data-text="W-lookup.col.position"></th><th scope="col" data-text="W-lookup.col.id"></th>
     <th scope="col" data-text="W-lookup.col.piece"></th><th scope="col" data-text="W-lookup.col.row"></th></tr></thead>
     <tbody></tbody></table>`),
   frame("W-stages", `
-  <button type="button" class="prev" data-text-aria="W-stages.prev">◀</button>
-  <button type="button" class="next" data-text-aria="W-stages.next">▶</button>
-  <ol class="stages"></ol>`),
+  <div class="stepper">
+    <button type="button" class="prev" data-text-aria="W-stages.prev">◀</button>
+    <button type="button" class="next" data-text-aria="W-stages.next">▶</button>
+  </div>
+  <div class="stage-layout">
+    <div class="figure stages-figure" role="img"></div>
+    <p class="stage-note"></p>
+  </div>`),
   frame("W-depth", `
   <label for="depth-n" data-text="W-depth.n"></label>
   <input id="depth-n" type="range" min="1" max="96" value="12">
+  <div class="presets" role="group" data-text-aria="W-depth.presets">
+    <button type="button" class="preset" data-n="12" data-text="W-depth.preset.12"></button>
+    <button type="button" class="preset" data-n="48" data-text="W-depth.preset.48"></button>
+  </div>
   <div class="chart" role="img"></div>`),
   frame("W-residual", `
   <fieldset><legend data-text="W-residual.legend"></legend>
@@ -33,6 +46,7 @@ export const html = sectionFrame("s00", [
   </fieldset>
   <div class="figure cells" role="img"></div>
   <div class="chart" role="img"></div>`),
+  `<p class="prose bridge" data-text="bridge-s00"></p>`,
 ]);
 
 export function mount() {
@@ -53,67 +67,174 @@ export function mount() {
         return tr;
       }));
       const same = data.tokens.filter((x) => x.id === chosen.id).map((x) => String(x.position));
-      const word = (x) => x.piece.trim().toLowerCase();
-      const kin = data.tokens.filter((x) => x.id !== chosen.id && word(x) === word(chosen) && word(x) !== "");
+      const kin = kinOf(data.tokens, chosen);
       lookup.say(["W-lookup.readout", { at, piece: piece(chosen.piece), id: chosen.id, vocab: data.vocab_size }],
         ...(same.length > 1 ? [["W-lookup.same", { list: fmt.list(same, true) }]] : []),
-        ...(kin.length ? [["W-lookup.kin", { piece: piece(kin[0].piece), position: kin[0].position, id: kin[0].id }]] : []));
+        ...(kin ? [["W-lookup.kin", { piece: piece(kin.piece), position: kin.position, id: kin.id }]] : []));
+      // the prose: the prompt's first repeated token, and a word written two ways, from this same answer
+      const again = data.tokens.find((x) => x.same_as !== null);
+      const pair = data.tokens.map((x) => [x, kinOf(data.tokens, x)]).find(([, k]) => k);
+      told(lookup, again
+        ? [again.same_vector ? "W-lookup.told.same" : "W-lookup.told.differ", { a: again.same_as, b: again.position,
+          piece: piece(again.piece), id: again.id, d: data.d_model }]
+        : ["W-lookup.told.none"],
+      pair && ["W-lookup.told.kin", { a: piece(pair[0].piece), ia: pair[0].position, ida: pair[0].id,
+        b: piece(pair[1].piece), ib: pair[1].position, idb: pair[1].id }]);
     },
   });
   byId("lookup-pos").addEventListener("input", () => lookup.redraw());
 
-  // ---- W-stages: the six stages with the shapes between them, on the page's model
+  // ---- W-stages: the six stages as one diagram, lit one by one, each arrow the shape handed on (this prompt, this model)
   const stages = widget("W-stages", {
-    runsOn: "model", follows: ["model"],
-    load: async () => state.info,
-    draw(info) {
-      const c = info.config, at = step.at();
-      const shapes = [t("W-stages.shape.0"), `(T, ${c.d_model})`, t("W-stages.shape.2", { n: c.n_layers, d: c.d_model }),
-        `(T, ${c.d_model})`, `(T, ${c.d_model}) → (T, ${c.vocab_size})`, t("W-stages.shape.5", { v: c.vocab_size })];
-      const names = shapes.map((_, i) => t(`W-stages.stage.${i}`));
-      q(stages.el, ".stages").replaceChildren(...shapes.map((shape, i) => el("li", {
-        className: [i === 2 ? "tall" : "", i === at ? "current" : "", i < at ? "done" : ""].join(" ").trim(),
-        textContent: `${names[i]} — ${shape}` })));
-      stages.say(["W-stages.readout", { at: at + 1, name: names[at], shape: shapes[at] }]);
+    runsOn: "prompt", follows: ["prompt", "model"],
+    load: () => post("/api/stages", { prompt: state.prompt }),
+    draw(d) {
+      const at = step.at(), sh = shapes(d), names = stageNames(d);
+      const note = q(stages.el, ".stage-note");
+      note.replaceChildren(...nodes(`W-stages.what.${whatKey(d, at)}`, { n: d.n_layers, d: d.d_model, v: d.vocab_size,
+        piece: piece(d.next.piece) }));
+      stagesFigure(q(stages.el, ".stages-figure"), d, at, (i) => step.go(i), note);
+      stages.say(["W-stages.readout", { at: at + 1, name: names[at], shape: sh[at] }]);
+      told(stages, ["W-stages.told", { t: d.tokens, ids: dims(d.ids_shape), emb: dims(d.embedding),
+        n: d.blocks_run, block: dims(d.blocks[1]), logits: dims(d.logits), v: d.vocab_size, piece: piece(d.next.piece) }]);
     },
   });
-  const step = stepper(stages.el, () => 6, () => stages.redraw());
+  const step = stepper(stages.el, () => STAGES, () => stages.redraw());
 
-  // ---- W-depth: GPT-2 small's width, N blocks
+  // ---- W-depth: GPT-2 small's width, N blocks (cost.py's count: no model is run)
   const depth = widget("W-depth", {
     runsOn: "runs-on.gpt2",
     load: () => get("/api/depth", { n: byId("depth-n").value }),
     draw(d) {
       lines(q(depth.el, ".chart"), [d.series], { names: [t("W-depth.series")], x: t("W-depth.x"), y: t("W-depth.y"),
-        markX: d.n_layers });
+        markX: d.n_layers, markLabel: fmt.params(d.total) });
       depth.say(["W-depth.readout", { n: d.n_layers, total: fmt.params(d.total), exact: fmt.int(d.total),
         ratio: d.ratio_to_12.toFixed(2), block: fmt.params(d.per_block) }]);
+      const small = d.gpt2_small, parts = d.block_parts;
+      told(depth, ["W-depth.told", { n12: small.n_layers, t12: fmt.params(small.total), t12exact: fmt.int(small.total),
+        block: fmt.params(small.per_block), blockexact: fmt.int(small.per_block), outside: fmt.params(d.outside_blocks),
+        n48: d.n48.n_layers, t48: fmt.params(d.n48.total), r48: d.n48.ratio_to_12.toFixed(2) }], "¶",
+      ["W-depth.told.block", { block: fmt.int(parts.block), matrices: fmt.int(parts.matrices), biases: fmt.int(parts.biases),
+        norms: fmt.int(parts.norms) }]);
     },
   });
-  byId("depth-n").addEventListener("input", debounce(() => depth.run(), 120));
+  const runDepth = debounce(() => depth.run(), 120);
+  byId("depth-n").addEventListener("input", runDepth);
+  depth.el.querySelectorAll(".preset").forEach((b) => b.addEventListener("click", () => {
+    setRange(byId("depth-n"), { value: b.dataset.n });
+    depth.run();
+  }));
 
-  // ---- W-residual: every sublayer adds into the stream, or (the counterfactual) replaces it
+  // ---- W-residual: every sublayer adds into the stream, or (the counterfactual) replaces it; both run, one drawn
   const residual = widget("W-residual", {
     runsOn: "prompt", follows: ["prompt", "model"],
-    load: () => post("/api/residual", { prompt: state.prompt, mode: q(residual.el, "input[name=residual]:checked").value }),
-    draw(d) {
-      const mode = t(`W-residual.mode.${d.mode}`);
+    load: async () => {
+      const [add, replace] = await Promise.all(["add", "replace"].map((mode) =>
+        post("/api/residual", { prompt: state.prompt, mode })));
+      return { add, replace };
+    },
+    draw(both) {
+      const mode = q(residual.el, "input[name=residual]:checked").value, d = both[mode], name = t(`W-residual.mode.${mode}`);
       bars(q(residual.el, ".chart"), d.next.map((x) => ({ label: JSON.stringify(x.piece), token: true,
-        value: x.probability, text: fmt.pct(x.probability), mark: d.mode === "replace" })),
-      t("W-residual.chart", { mode }));
-      cells(q(residual.el, ".cells"), d.mode);
-      residual.say(["W-residual.readout", { mode, shape: d.stream_shapes[0].join(" × "), n: d.stream_shapes.length,
+        value: x.probability, text: fmt.pct(x.probability), mark: mode === "replace" })),
+      t("W-residual.chart", { mode: name }), { axis: t("W-residual.axis"), tick: pct });
+      cells(q(residual.el, ".cells"), mode);
+      residual.say(["W-residual.readout", { mode: name, shape: d.stream_shapes[0].join(" × "), n: d.stream_shapes.length,
         piece: piece(d.next[0].piece), p: fmt.pct(d.next[0].probability) }],
-      ...(d.mode === "replace" ? [["W-residual.erased"]] : []));
+      ...(mode === "replace" ? [["W-residual.erased"]] : []));
+      const kept = [both.add, both.replace].every((r) => r.stream_shapes.every((s) => s.join() === r.stream_shapes[0].join()));
+      told(residual, ["W-residual.told", { a: piece(both.add.next[0].piece), pa: fmt.pct(both.add.next[0].probability),
+        r: piece(both.replace.next[0].piece), pr: fmt.pct(both.replace.next[0].probability) }],
+      [kept ? "W-residual.told.kept" : "W-residual.told.changed", { shape: both.add.stream_shapes[0].join(" × "),
+        n: both.add.stream_shapes.length }]);
     },
   });
-  residual.el.querySelectorAll("input[name=residual]").forEach((r) => r.addEventListener("change", () => residual.run()));
+  residual.el.querySelectorAll("input[name=residual]").forEach((r) => r.addEventListener("change", () => residual.redraw()));
+  // what each runs on, seen at a glance: the loaded model or a formula on a fixed shape
+  for (const [w, source] of [[lookup, "model"], [stages, "model"], [depth, "formula"], [residual, "model"]])
+    w.el.dataset.source = source;
+}
+
+const pct = (v) => `${Math.round(v * 100)}%`;
+const dims = (s) => `(${s.join(", ")})`;
+
+/** another token of the prompt that is the same word written another way (a capital, a leading space) */
+function kinOf(tokens, chosen) {
+  const word = (x) => x.piece.trim().toLowerCase();
+  return tokens.find((x) => x.id !== chosen.id && word(x) === word(chosen) && word(x) !== "") || null;
+}
+
+function stageNames(d) {
+  return Array.from({ length: STAGES }, (_, i) => t(`W-stages.stage.${i}`, { n: d.n_layers }));
+}
+
+/** what each stage takes and hands on, as the model's own modules saw it */
+function shapes(d) {
+  return [t("W-stages.shape.0", { ids: dims(d.ids_shape) }), `${dims(d.ids_shape)} → ${dims(d.embedding)}`,
+    t("W-stages.shape.2", { n: d.blocks_run, a: dims(d.blocks[0]), b: dims(d.blocks[1]) }),
+    `${dims(d.blocks[1])} → ${dims(d.final_norm_shape)}`, `${dims(d.final_norm_shape)} → ${dims(d.logits)}`,
+    t("W-stages.shape.5", { logits: dims(d.logits), v: d.vocab_size })];
+}
+
+const whatKey = (d, at) => (at === 1 ? `1.${d.positions}` : at === 3 && !d.final_norm ? "3.none" : String(at));
+
+// The six stages top to bottom; the block stage a band of N thin slabs (drawn taller), each arrow labelled with the
+// tensor it carries. The lit stage is outlined in blue, the ones before it done (✓), the ones after it dashed.
+function stagesFigure(el, d, at, pick, note) {
+  remember(el, () => stagesFigure(el, d, at, pick, note));
+  const width = chartWidth(el), boxW = Math.min(width - 8, 300), x = 4, gap = 36, boxH = 32;
+  const slabs = Math.min(d.n_layers, 48), slabH = Math.max(3, Math.min(9, Math.floor(168 / slabs) - 1));
+  const bandH = 28 + slabs * (slabH + 1) + 8;
+  const heights = [boxH, boxH, bandH, boxH, boxH, boxH];
+  const carried = [t("W-stages.carry.ids", { s: dims(d.ids_shape) }), dims(d.embedding), dims(d.blocks[1]),
+    dims(d.final_norm_shape), dims(d.logits)];
+  const total = 26 + heights.reduce((a, b) => a + b, 0) + gap * 6;
+  const [svg] = svgOf(el, total);
+  const state = (i) => (i === at ? "lit" : i < at ? "done" : "todo");
+  let y = 4;
+  svg.appendChild(text(x + 24, y + 12, t("W-stages.input")));
+  arrow(svg, x + 16, y, x + 16, y + 18, { color: COLORS.ink });
+  y += 22;
+  const names = stageNames(d);
+  let litY = 0;
+  heights.forEach((h, i) => {
+    if (i === at) litY = y;
+    const attrs = { "data-stage": i, "data-state": state(i), class: "stage" };
+    const mark = i < at ? "✓ " : "";
+    if (i === 2) {  // the band: N identical blocks stacked
+      const g = box(svg, { x, y, w: boxW, h, state: state(i), attrs });
+      g.setAttribute("data-blocks", d.n_layers);
+      g.appendChild(text(x + 10, y + 19, `${mark}${names[i]}`, { weight: i === at ? "700" : "400" }));
+      for (let s = 0; s < slabs; s++) {
+        g.appendChild(shape("rect", { class: "slab", x: x + 10, y: y + 28 + s * (slabH + 1), width: boxW - 56, height: slabH,
+          rx: 1, fill: i <= at ? COLORS.bar : "#ffffff", "fill-opacity": i === at ? 0.85 : i < at ? 0.35 : 1,
+          stroke: COLORS.bar, "stroke-width": 0.6 }));
+      }
+      g.appendChild(text(x + boxW - 40, y + 28 + slabH + 4, "1"));
+      g.appendChild(text(x + boxW - 40, y + 28 + slabs * (slabH + 1) - 1, d.n_layers > slabs ? `… ${d.n_layers}` : String(d.n_layers)));
+      g.addEventListener("click", () => pick(i));
+    } else {
+      box(svg, { x, y, w: boxW, h, state: state(i), label: `${mark}${names[i]}`, attrs })
+        .addEventListener("click", () => pick(i));
+    }
+    y += h;
+    const lit = i < at, label = i < 5 ? carried[i] : parts("W-stages.carry.next", { piece: piece(d.next.piece) });
+    arrow(svg, x + 16, y + 2, x + 16, y + gap - 4, { color: lit ? COLORS.ink : COLORS.dim, width: lit ? 2.5 : 1.5 });
+    svg.appendChild(text(x + 30, y + gap / 2 + 5, label, { weight: i === at ? "700" : "400" }));
+    y += gap;
+  });
+  el.replaceChildren(svg);
+  // beside the diagram (a wide page), the lit stage's sentence sits level with its box
+  const beside = getComputedStyle(el.parentElement).display === "grid" && el.offsetLeft < note.offsetLeft;
+  note.style.marginTop = beside ? `${Math.max(0, litY - 4)}px` : "";
+  el.setAttribute("aria-label", t("W-stages.aria", { at: at + 1, name: names[at], n: d.n_layers,
+    shapes: carried.join(" → ") }));
 }
 
 // The residual stream as a row of cells: each sublayer's output is added into it (or, replacing, written over it).
-function cells(box, mode) {
-  remember(box, () => cells(box, mode));
-  const [svg, width] = svgOf(box, 116), n = 8, size = Math.min(34, (width - 150) / n);
+function cells(boxEl, mode) {
+  remember(boxEl, () => cells(boxEl, mode));
+  const [svg, width] = svgOf(boxEl, 116), n = 8, size = Math.min(34, (width - 150) / n);
   const layers = [[3, -1, 2, 0, 1, -2, 1, 2], [1, 2, -1, 1, 0, 1, -1, 0], [0, -1, 1, 2, -1, 0, 2, -1]];
   let stream = Array(n).fill(0);
   layers.forEach((add, r) => {
@@ -121,8 +242,8 @@ function cells(box, mode) {
     const name = t(`W-residual.row.${r}`);
     svg.appendChild(text(4, 22 + r * 36, r === 0 ? name : `${mode === "add" ? "+" : "→"} ${name}`));
     stream.forEach((x, i) => rect(svg, { x: 120 + i * size, y: 6 + r * 36, width: size - 3, height: 28, rx: 3,
-      fill: x === 0 ? "#eef0f3" : x > 0 ? "#cfe0fb" : "#f8d7c9", stroke: "#8a939e" }, String(x)));
+      fill: x === 0 ? FILLS.done : x > 0 ? FILLS.lit : FILLS.norm, stroke: COLORS.dim }, String(x)));
   });
-  box.replaceChildren(svg);
-  box.setAttribute("aria-label", t(`W-residual.cells.${mode}`, { cells: stream.join(", ") }));
+  boxEl.replaceChildren(svg);
+  boxEl.setAttribute("aria-label", t(`W-residual.cells.${mode}`, { cells: stream.join(", ") }));
 }

@@ -1,22 +1,43 @@
-// §00 The pipeline: every word of the section, [English, Chinese]. Keys: title-/intro- the section, title-/before-/
-// after- a widget's prose, "<widget>.<what>" its controls, charts and readouts.
+// §00 The pipeline: every word of the section, [English, Chinese]. Keys: title-/intro-/bridge- the section, title-/
+// before-/after- a widget's prose, "<widget>.told…" the prose written from a widget's result, "<widget>.<what>" its
+// controls, charts and readouts.
 
 export default {
   "title-s00": ["1. The pipeline: from text to scores", "1. 流水线：从文字到分数"],
   "intro-s00": [
-    "A language model turns text into one score for every token it knows. Six stages do it, and the middle one, a stack of identical blocks, does almost all of the work.",
-    "语言模型把文字变成一组分数，词表里的每个词元各有一个。这要经过六个阶段，中间那个由一摞相同的块组成，几乎承担了全部计算。",
+    "A language model reads text and answers with a score for every token it knows; the highest scores are the likeliest next tokens. Between the text and the scores sit six stages, always the same six: tokenize, look up the embedding and add position, run N identical blocks, normalize, unembed, read off the logits. Attention, the part everyone has heard of, lives inside the blocks. Everything around them is bookkeeping, and the bookkeeping is where the shapes are decided, so that is where we begin.",
+    "语言模型读入一段文字，给它认识的每一个词元各打一个分：分数越高，越可能是下一个词元。从文字到分数，中间永远是同样的六个阶段：分词，查嵌入表并加入位置，依次经过 N 个相同的块，归一化，反嵌入，读出 logits。人人都听说过的注意力就住在块里；块外面的几步都是记账，而张量的形状恰恰是在这些记账里定下来的，所以我们从这里讲起。",
+  ],
+  "bridge-s00": [
+    "Section 2 opens one block and looks at what gets added: two sublayers, what each of them can read, where their weights sit, and where the norm goes.",
+    "第 2 节打开一个块，看看加进去的到底是什么：两个子层，各自能读到什么，权重放在哪里，归一化又该放在哪里。",
   ],
 
   // W-lookup
   "title-W-lookup": ["A token is a row number", "词元就是一个行号"],
   "before-W-lookup": [
-    "The tokenizer cuts the prompt into pieces and gives each piece an id. That id is nothing more than a row number in the embedding table. Move the slider to pick a token; rows with the same id are highlighted.",
-    "分词器把提示词切成片段，并给每个片段一个编号。这个编号只是嵌入表里的行号。拖动滑块选择一个词元，编号相同的行会被高亮。",
+    "The tokenizer cuts the prompt into pieces and swaps each piece for an id. An id is nothing more than a row number: the embedding table has one row for every token of the vocabulary, and the lookup copies that row out. Drag the slider along the prompt to see which row each token lands on; a token that occurs twice lights up both of its rows.",
+    "分词器把提示词切成一个个片段，再把每个片段换成一个编号。编号不过是个行号：嵌入表给词表里的每个词元都留了一行，查表就是把那一行原样抄出来。沿着提示词拖动滑块，看每个词元落在哪一行；出现两次的词元，两行会一起亮起来。",
   ],
   "after-W-lookup": [
-    "The same token always gets the same row, wherever it stands: nothing here knows about order yet. A leading space belongs to the piece, and so does case, so <tok>\"The\"</tok> at the start and <tok>\" the\"</tok> later are different tokens with different rows.",
-    "同一个词元无论出现在哪里，取到的都是同一行：此时模型还不知道顺序。前导空格和大小写都属于片段本身，所以开头的 <tok>\"The\"</tok> 和后面的 <tok>\" the\"</tok> 是不同的词元，对应不同的行。",
+    "This is on purpose: at this point order does not exist yet. Position comes in at the very next step, either as a learned row added to the token's vector (GPT-2) or as a rotation of attention's queries and keys (RoPE, as in Llama and in this page's default model).",
+    "这是有意为之：此时顺序还不存在。位置在紧接着的下一步才进来：要么是学出来的一行位置向量，直接加到词元的向量上（GPT-2 的做法）；要么是对注意力的查询和键按位置做旋转（旋转位置编码 <code>RoPE</code>，Llama 和本页默认的模型都用它）。",
+  ],
+  "W-lookup.told.same": [
+    "In this prompt, positions {a} and {b} are both {piece}: the same id ({id}), so the same row, so the same vector. The server compared all {d} numbers of the two lookups, and they are identical. Nothing in that vector says which of the two came first.",
+    "在这个提示词里，位置 {a} 和位置 {b} 都是 {piece}：同一个编号（{id}），于是同一行，于是同一个向量。服务端把两次查表得到的 {d} 个数逐一比过，完全相同。这个向量里没有任何东西能说明两者谁先谁后。",
+  ],
+  "W-lookup.told.differ": [
+    "In this prompt, positions {a} and {b} are both {piece} (id {id}), yet the server found their {d} numbers different: this model's lookup is more than copying a row.",
+    "在这个提示词里，位置 {a} 和位置 {b} 都是 {piece}（编号 {id}），但服务端发现两者的 {d} 个数并不相同：这个模型的查表不只是抄出一行。",
+  ],
+  "W-lookup.told.none": [
+    "This prompt uses no token twice. Type one that does (the default prompt has <tok>\" the\"</tok> twice) to watch two positions share one row.",
+    "这个提示词里没有重复的词元。换一个有重复的试试（默认提示词里 <tok>\" the\"</tok> 出现了两次），就能看到两个位置共用一行。",
+  ],
+  "W-lookup.told.kin": [
+    " By contrast, {a} at position {ia} (id {ida}) and {b} at position {ib} (id {idb}) are different tokens: a capital letter and a leading space are part of the piece, so one word can own two rows.",
+    "相比之下，位置 {ia} 的 {a}（编号 {ida}）和位置 {ib} 的 {b}（编号 {idb}）是两个不同的词元：大写字母和开头的空格都算在片段里，所以同一个词可以占两行。",
   ],
   "W-lookup.position": ["Token position", "词元位置"],
   "W-lookup.caption": ["Tokens of the prompt", "提示词的词元"],
@@ -32,57 +53,116 @@ export default {
     "；位置 {position} 的 {piece} 是另一个词元（编号 {id}）：前导空格和大小写都算在片段里"],
 
   // W-stages
-  "title-W-stages": ["Six stages, one of them repeated", "六个阶段，其中一个重复多次"],
+  "title-W-stages": ["Six stages, one of them N deep", "六个阶段，其中一个有 N 层深"],
   "before-W-stages": [
-    "Step through the pipeline with the arrows. Each stage says the shape of what it hands on: T tokens, each a vector of d_model numbers.",
-    "用箭头逐步查看流水线。每个阶段都标出它传给下一阶段的形状：T 个词元，每个是 d_model 个数的向量。",
+    "Here is the whole forward pass as one diagram, run on your prompt by the model above. Step through it with the arrows, or click a stage: the stage outlined in blue is the one running, the ticked ones above it have finished. Each arrow carries the shape of the tensor it hands on: (1 sequence, T tokens, d_model numbers per token).",
+    "下面把整个前向传播画成一张图，由上面的模型处理你的提示词。用箭头按钮一步步走，或者直接点某个阶段：蓝框的是正在运行的阶段，它上面打了勾的都已跑完。每个箭头旁标着传下去的张量形状：(1 条序列, T 个词元, 每个词元 d_model 个数)。",
   ],
   "after-W-stages": [
-    "Only the block stage repeats. Its input and output have the same shape, which is exactly what lets blocks be stacked as deep as one likes.",
-    "只有块这一阶段会重复。它的输入和输出形状相同，所以块可以一层层叠得任意深。",
+    "The block stage is drawn taller because it is not one stage: it is N copies of the same block, stacked, and each copy hands on exactly the shape it was given, which is what lets them stack at all. N is the knob we turn next. Everything attention, its heads and positional encoding build lives inside that band.",
+    "块这一段特意画得更高，因为它不是一个阶段，而是同一个块叠起来的 N 份；每一份交出去的形状和接过来的完全一样，所以才能一层层叠上去。N 就是我们接下来要转的旋钮。注意力、多头和位置编码造出来的一切，都装在这条带子里。",
+  ],
+  "W-stages.told": [
+    ({ t }) => (t === 1
+      ? "Your prompt is 1 token, so the tokenizer hands on ids of shape {ids}; the embedding makes that {emb}; all {n} blocks ran, and each took and returned {block}; the unembedding widens the position to {logits}, a score for each of the {v} entries of the vocabulary. The last row picks the next token, and here it scores {piece} highest."
+      : "Your prompt is {t} tokens, so the tokenizer hands on ids of shape {ids}; the embedding makes that {emb}; all {n} blocks ran, and each took and returned {block}; the unembedding widens every position to {logits}, a score for each of the {v} entries of the vocabulary. Only the last row picks the next token, and here it scores {piece} highest."),
+    "你的提示词有 {t} 个词元，所以分词器交出的编号形状是 {ids}；嵌入把它变成 {emb}；{n} 个块全都跑了一遍，每个块接过 {block}，也交出 {block}；反嵌入把每个位置都扩成 {logits}，词表里的 {v} 个词元各得一个分数。真正用来挑下一个词元的只有最后一行，这里得分最高的是 {piece}。",
   ],
   "W-stages.prev": ["previous stage", "上一个阶段"],
   "W-stages.next": ["next stage", "下一个阶段"],
   "W-stages.stage.0": ["tokenize", "分词"],
   "W-stages.stage.1": ["embedding + position", "嵌入 + 位置"],
-  "W-stages.stage.2": ["N identical blocks", "N 个相同的块"],
+  "W-stages.stage.2": ["{n} identical blocks", "{n} 个相同的块"],
   "W-stages.stage.3": ["final norm", "最终归一化"],
   "W-stages.stage.4": ["unembedding", "反嵌入"],
-  "W-stages.stage.5": ["logits", "logits（分数）"],
-  "W-stages.shape.0": ["text → ids (T)", "文字 → 编号（T 个）"],
-  "W-stages.shape.2": ["{n} × block: (T, {d}) → (T, {d})", "{n} 个块：(T, {d}) → (T, {d})"],
-  "W-stages.shape.5": ["(T, {v}) scores", "(T, {v}) 个分数"],
+  "W-stages.stage.5": ["logits", "logits"],
+  "W-stages.shape.0": ["text → ids {ids}", "文字 → 编号 {ids}"],
+  "W-stages.shape.2": ["{n} × block: {a} → {b}", "{n} 个块：{a} → {b}"],
+  "W-stages.shape.5": ["{logits}: the last row's {v} scores pick the next token", "{logits}：最后一行的 {v} 个分数挑出下一个词元"],
   "W-stages.readout": ["stage {at} of 6: {name} — {shape}", "第 {at} 个阶段（共 6 个）：{name}——{shape}"],
+  "W-stages.input": ["your prompt, as text", "你的提示词（文字）"],
+  "W-stages.carry.ids": ["ids {s}", "编号 {s}"],
+  "W-stages.carry.next": ["the next token: {piece}", "下一个词元：{piece}"],
+  "W-stages.what.0": ["Tokenize: the text becomes T ids, whole words or pieces of words.",
+    "分词：文字变成 T 个编号，有的是整个词，有的是词的片段。"],
+  "W-stages.what.1.rope": [
+    "Embedding: each id fetches its row of the table, d_model = {d} numbers. This model adds no position here: inside attention it rotates queries and keys by their position (RoPE).",
+    "嵌入：每个编号取出表中自己那一行，共 d_model = {d} 个数。这个模型不在这里加位置，而是在注意力内部按位置旋转查询和键（<code>RoPE</code>）。",
+  ],
+  "W-stages.what.1.learned": [
+    "Embedding + position: each id fetches its row, and the row of its position is added to it: d_model = {d} numbers per token.",
+    "嵌入加位置：每个编号取出自己那一行，再加上它所在位置的那一行：每个词元 d_model = {d} 个数。",
+  ],
+  "W-stages.what.2": ["{n} identical blocks: each reads the stream and adds into it, so the shape that comes out is the shape that went in.",
+    "{n} 个相同的块：每个块读取残差流并往里加，所以出来的形状和进去的一样。"],
+  "W-stages.what.3": ["Final norm: the stream is normalized once more on its way out of the stack.",
+    "最终归一化：残差流离开这摞块之前，再做一次归一化。"],
+  "W-stages.what.3.none": ["Final norm: this model has none; its norms sit inside the blocks, after each add.",
+    "最终归一化：这个模型没有；它的归一化都在块里，跟在每次相加之后。"],
+  "W-stages.what.4": ["Unembedding: each position's {d} numbers become {v} scores, one for every token of the vocabulary.",
+    "反嵌入：每个位置的 {d} 个数变成 {v} 个分数，词表里每个词元一个。"],
+  "W-stages.what.5": ["Logits: the last row scores every candidate for the next token ({piece} leads here); section 3 turns the scores into a choice.",
+    "logits：最后一行给下一个词元的每个候选打分（这里领先的是 {piece}）；第 3 节讲怎样从分数里挑出一个。"],
+  "W-stages.aria": [
+    "the six stages top to bottom, stage {at} ({name}) lit; the block stage is a band of {n} stacked blocks; the shapes handed on: {shapes}",
+    "从上到下的六个阶段，第 {at} 个（{name}）点亮；块这一段是 {n} 个叠在一起的块；依次传下去的形状：{shapes}",
+  ],
 
   // W-depth
-  "title-W-depth": ["Depth multiplies the parameters", "深度成倍增加参数"],
-  "before-W-depth": ["Drag N to change how many blocks a GPT-2-sized model has (d_model 768).",
-    "拖动 N，改变一个 GPT-2 规模模型（d_model 768）的块数。"],
-  "after-W-depth": [
-    "Every block brings the same number of weights, so the count grows in a straight line with depth; the embedding table is paid once.",
-    "每个块带来同样多的权重，所以参数量随深度线性增长；嵌入表只算一次。",
+  "title-W-depth": ["Depth: N copies of one block", "深度：同一个块复制 N 份"],
+  "before-W-depth": [
+    "Turn the knob N. The width stays at GPT-2 small's d_model = 768 and nothing else changes, only how many blocks are stacked. The buttons jump to GPT-2 small's own depth and to four times it.",
+    "转动旋钮 N。宽度固定在 GPT-2 small 的 d_model = 768，别的都不变，只改叠起来的块数。按钮可以直接跳到 GPT-2 small 自己的深度，或者它的四倍。",
   ],
-  "W-depth.n": ["N blocks", "块数 N"],
+  "after-W-depth": [
+    "Depth multiplies one block; it never changes what a block is. So the next question is what a block does with the stream it is handed.",
+    "深度只是把一个块乘上 N 倍，块本身是什么样并没有变。所以下一个问题是：块拿到残差流以后，对它做了什么。",
+  ],
+  "W-depth.told": [
+    "GPT-2 small's own N = {n12} lands on {t12} parameters ({t12exact}); set N = {n12} and read it off the curve. Depth alone got it there: the same vocabulary, the same width, {n12} blocks of {block} each, on top of {outside} outside the blocks (the token and position tables, the final norm). Push N to {n48} and the count reaches {t48}, {r48}× as many: the width never moved, and the curve is a straight line.",
+    "GPT-2 small 自己的 N = {n12} 落在 {t12} 个参数（{t12exact}）；把 N 拨到 {n12}，就能从曲线上直接读出来。走到这一步全靠深度：词表没变，宽度没变，只是 {n12} 个各有 {block} 参数的块，再加上块外的 {outside} 个参数（词元表、位置表和最终归一化）。把 N 推到 {n48}，参数量到了 {t48}，是原来的 {r48} 倍：宽度一点没动，曲线还是一条直线。",
+  ],
+  "W-depth.told.block": [
+    "Each block is {block} parameters: {matrices} in its weight matrices (12d² at d = 768), {biases} in their biases and {norms} in its two LayerNorms.",
+    "每个块有 {block} 个参数：权重矩阵里 {matrices} 个（d = 768 时的 12d²），偏置 {biases} 个，两个 <code>LayerNorm</code> 里 {norms} 个。",
+  ],
+  "W-depth.n": ["N, the number of blocks", "块数 N"],
+  "W-depth.presets": ["the article's settings", "文中的设定"],
+  "W-depth.preset.12": ["N = 12 (GPT-2 small)", "N = 12（GPT-2 small）"],
+  "W-depth.preset.48": ["N = 48 (four times as deep)", "N = 48（深四倍）"],
   "W-depth.series": ["parameters", "参数量"],
   "W-depth.x": ["N, blocks", "块数 N"],
   "W-depth.y": ["parameters", "参数量（个）"],
   "W-depth.readout": ["N = {n}: {total} parameters ({exact}), {ratio}× N = 12; each block {block}",
-    "N = {n}：共 {total}个参数（{exact}），是 N = 12 时的 {ratio} 倍；每个块 {block}"],
+    "N = {n}：共 {total} 个参数（{exact}），是 N = 12 时的 {ratio} 倍；每个块 {block}"],
 
   // W-residual
-  "title-W-residual": ["The residual stream: add, do not replace", "残差流：相加，而不是替换"],
+  "title-W-residual": ["The residual stream: add, never replace", "残差流：只加，不换"],
   "before-W-residual": [
-    "Picture the stream as a row of cells that every sublayer adds into. Switch to \"put in place of the stream\" to make each sublayer overwrite the stream instead, on the real model.",
-    "把残差流想象成一排格子，每个子层都把结果加进去。切换到“替换掉残差流”，让每个子层改为覆盖残差流，在真实模型上看看结果。",
+    "Each of the N blocks is handed the residual stream and can do one of two things with it: add its output into it, or put its output in its place. Real models only add. The cells are a picture of the idea; the bars run the loaded model both ways. Switch to “replace” to see what is left when every sublayer overwrites the stream.",
+    "N 个块里的每一个都拿到残差流，能做的只有两件事：把自己的输出加进去，或者用输出把它换掉。真实的模型只做加法。格子只是示意；条形图则真的用本页的模型把两种做法都跑了一遍。切换到“替换”，看看每个子层都覆盖残差流时还剩下什么。",
   ],
-  "after-W-residual": ["Adding keeps what earlier blocks wrote; replacing throws it away, and the prediction falls apart.",
-    "相加保留了前面各块写下的内容；替换则把它们丢掉，预测随之崩溃。"],
+  "after-W-residual": [
+    "That is the invariant worth an assertion (this engine checks it in its checked mode): at every layer boundary the stream keeps its shape, and every sublayer only adds into it.",
+    "这就是值得写成断言的不变式（本引擎的检查模式就会检查它）：每一层的边界上，残差流都保持原来的形状，每个子层都只往里加。",
+  ],
+  "W-residual.told": [
+    "Adding, the model's top next token is {a} at {pa}. Replacing, every sublayer throws away what came before it, and the top token becomes {r} at {pr}.",
+    "用加法时，模型排第一的下一个词元是 {a}，占 {pa}。换成替换，每个子层都把前面写下的东西扔掉，排第一的变成了 {r}，占 {pr}。",
+  ],
+  "W-residual.told.kept": [
+    " Both ways the stream kept its shape, {shape}, at all {n} block boundaries: its width was never the problem; losing what the earlier blocks wrote was.",
+    "两种做法下，残差流在全部 {n} 个块的边界上都保持形状 {shape}：问题从来不在宽度，而在前面各块写下的内容被抹掉了。",
+  ],
+  "W-residual.told.changed": [" The stream's shape changed between blocks: {shape} at the first of {n} boundaries, not at all of them.",
+    "残差流的形状在块之间变了：{n} 个边界中第一个是 {shape}，并非处处相同。"],
   "W-residual.legend": ["Each sublayer's output is", "每个子层的输出"],
   "W-residual.add": ["added to the stream", "加到残差流上"],
   "W-residual.replace": ["put in place of the stream", "替换掉残差流"],
   "W-residual.mode.add": ["add", "相加"],
   "W-residual.mode.replace": ["replace", "替换"],
-  "W-residual.chart": ["next token, sublayers {mode}", "下一个词元（子层{mode}）"],
+  "W-residual.chart": ["the loaded model's next token, sublayers {mode}", "本页模型的下一个词元（子层{mode}）"],
+  "W-residual.axis": ["probability", "概率"],
   "W-residual.row.0": ["embedding", "嵌入"],
   "W-residual.row.1": ["attention", "注意力"],
   "W-residual.row.2": ["FFN", "FFN"],

@@ -1,0 +1,260 @@
+"""§01–§02 of the explorer, inside a block: the attention map of every head (its rows sum to 1 and are the
+step-by-step table's weights, in Python against the model and in the browser), reach as a fan of real weights
+against the FFN's one column, the block's weights split 12d² with GPT-2's biases and norms said, pre- vs post-norm
+with the norms the gradient crosses counted on the loaded model, and the section's prose in both languages carrying
+the numbers its widgets compute. Browser tests at 1280 and 390 px, in English and Chinese."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from fastapi.testclient import TestClient
+from test_explorer_fixtures import (
+    DEFAULT_PROMPT,
+    PAGE_IDS,
+    PAGES,
+    foreign_text,
+    idle,
+    needs_chromium,
+    page_set,
+    readout,
+    set_range,
+    use_prompt,
+    wait_for,
+)
+
+from forwardpass import cost
+from forwardpass.explorer import compute
+from forwardpass.explorer.app import build_explorer
+
+PROMPT = "the cat sat on the mat and the cat slept"
+
+
+# ---- the endpoints, against the model -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def client(smollm):
+    return TestClient(build_explorer(smollm))
+
+
+def test_attention_map_rows_sum_to_one_and_are_the_step_tables(client, smollm):
+    c = smollm.config
+    d = client.post("/api/attention-map", json={"prompt": PROMPT, "layer": 4}).json()
+    T = len(smollm.encode(PROMPT))
+    assert d["n_heads"] == c.n_heads == len(d["heads"]) and d["n_kv_heads"] == c.kv_heads and len(d["pieces"]) == T
+    for head in d["heads"]:
+        assert [len(row) for row in head] == list(range(1, T + 1))  # the causal half: row i reads keys 0 … i
+        assert [sum(row) for row in head] == pytest.approx([1.0] * T, abs=1e-4)
+    for h in (0, c.n_heads - 1):
+        for token in (0, T // 2, T - 1):
+            steps = client.post("/api/attention", json={"prompt": PROMPT, "layer": 4, "head": h, "token": token}).json()
+            assert d["heads"][h][token] == pytest.approx(steps["weights"][: token + 1], abs=2e-5)
+            assert all(w == 0 for w in steps["weights"][token + 1:])  # the empty upper triangle
+
+
+def test_attention_map_is_the_models_attention(smollm):
+    """The map's weights are those the model's own attention uses (Attention.weights, the reference softmax)."""
+    from forwardpass.explorer.attention_map import attention_map
+
+    with compute.model_lock(smollm):
+        d = attention_map(smollm, PROMPT, 7)
+        block, normed, rope, window = compute._attention_inputs(smollm, smollm.encode(PROMPT), 7)
+        with torch.inference_mode():
+            want = block.attn.weights(normed, rope, window)[0]
+    for h, head in enumerate(d["heads"]):
+        for i, row in enumerate(head):
+            assert row == pytest.approx(want[h, i, : i + 1].tolist(), abs=1e-4)
+
+
+def test_attention_map_refuses_a_layer_past_the_model(client, smollm):
+    r = client.post("/api/attention-map", json={"prompt": PROMPT, "layer": smollm.config.n_layers})
+    assert r.status_code == 400 and r.json()["code"] == "range"
+    assert r.json()["params"] == {"what": "layer", "lo": 0, "hi": smollm.config.n_layers - 1}
+
+
+def test_norm_path_counts_the_models_norms(client, smollm):
+    d = client.get("/api/norm-path").json()
+    n = smollm.config.n_layers
+    assert d["n_layers"] == n and d["model_norm_position"] == "pre"
+    assert d["crossed"] == {"pre": 0, "post": 2 * n} and d["per_block"] == {"pre": 0, "post": 2}
+
+
+def test_split_says_what_gpt2s_block_adds_to_12d2(client):
+    d = client.get("/api/split?d=768").json()
+    assert d["block"] == 7_077_888 == 12 * 768**2 and d["ffn_share"] == pytest.approx(2 / 3)
+    parts = d["block_parts"]
+    assert parts["block"] == 7_087_872 == cost.parameters(compute.GPT2).per_block
+    assert parts["biases"] == 9 * 768 and parts["norms"] == 4 * 768  # 13d = 9,984
+    small = client.get("/api/split?d=64").json()
+    assert small["ffn_share"] == pytest.approx(2 / 3) and small["block"] == 12 * 64**2
+    assert small["block_parts"]["block"] == 12 * 64**2 + 13 * 64
+
+
+def test_block_steps_say_what_each_branch_added(client, smollm):
+    d = client.post("/api/block-steps", json={"prompt": PROMPT}).json()
+    assert [b["block"] for b in d["blocks"]] == list(range(smollm.config.n_layers))
+    assert all(b["attention_added"] > 0 and b["ffn_added"] > 0 for b in d["blocks"])
+    for a, b in zip(d["blocks"], d["blocks"][1:], strict=False):  # one block's output is the next one's input
+        assert b["stream_in"] == pytest.approx(a["stream_out"], rel=1e-5)
+
+
+# ---- in the browser -------------------------------------------------------------------------------------------------
+MINE = {"s01", "W-block-steps", "W-reach", "W-attention-map", "W-attention", "W-split", "W-norm"}
+
+
+@pytest.fixture(scope="module")
+def pages(smollm):
+    with page_set(smollm) as at:
+        yield at
+
+
+@pytest.fixture(params=PAGES, ids=PAGE_IDS)
+def any_page(request, pages):
+    return pages(*request.param)
+
+
+def told(page, widget: str) -> str:
+    return page.locator(f'[data-widget="{widget}"] .prose.told').inner_text()
+
+
+MAP_ROWS = """() => {  // head → query → [weights] from the drawn cells
+  const out = {};
+  for (const r of document.querySelectorAll('#attention-maps rect[data-q]')) {
+    const h = r.dataset.head, q = +r.dataset.q;
+    ((out[h] ??= [])[q] ??= [])[+r.dataset.k] = +r.dataset.w;
+  }
+  return out;
+}"""
+
+
+@needs_chromium
+def test_the_attention_map_rows_sum_to_one_and_a_clicked_row_opens_the_same_weights(any_page, smollm):
+    page, c = any_page, smollm.config
+    T = len(smollm.encode(DEFAULT_PROMPT))
+    layer = int(page.locator("#map-layer").input_value())
+    maps = page.evaluate(MAP_ROWS)
+    assert len(maps) == c.n_heads and all(len(rows) == T for rows in maps.values())
+    for rows in maps.values():
+        assert [len(r) for r in rows] == list(range(1, T + 1))  # causal: the upper triangle holds no cell
+        assert [sum(r) for r in rows] == pytest.approx([1.0] * T, abs=1e-3)
+    with compute.model_lock(smollm):  # the drawn weights are the model's
+        from forwardpass.explorer.attention_map import attention_map
+        want = attention_map(smollm, DEFAULT_PROMPT, layer)
+    for got, row in zip(maps["1"], want["heads"][1], strict=True):
+        assert got == pytest.approx(row, abs=1e-6)
+    head, query = c.n_heads - 1, T - 3
+    page.locator(f'#attention-maps rect[data-head="{head}"][data-q="{query}"][data-k="0"]').click()
+    text = wait_for(page, "W-attention", str(head))
+    idle(page)
+    assert page.locator("#att-layer").input_value() == str(layer)
+    assert page.locator("#att-head").input_value() == str(head)
+    assert page.locator("#att-token").input_value() == str(query)
+    assert (f"layer {layer}, head {head}" if page.lang == "en" else f"第 {layer} 层、第 {head} 个头") in readout(
+        page, "W-attention")
+    cells = page.locator('[data-widget="W-attention"] tbody tr td:last-child').all_inner_texts()
+    weights = [float(x) for x in cells]
+    assert weights[: query + 1] == pytest.approx(maps[str(head)][query], abs=1e-4)  # the row clicked, step by step
+    assert all(w == 0 for w in weights[query + 1:])
+    detail = page.locator('[data-widget="W-attention-map"] .map-detail').inner_text()
+    assert str(query) in detail and f"{maps[str(head)][query][0]:.4f}" in detail and text
+
+
+@needs_chromium
+def test_the_norm_picture_counts_the_norms_the_gradient_crosses_on_the_models_blocks(any_page, smollm):
+    page, N = any_page, smollm.config.n_layers
+    w, figure = '[data-widget="W-norm"]', '[data-widget="W-norm"] .placement'
+    try:
+        for mode, crossed in (("pre", 0), ("post", 2 * N)):
+            page.locator(f"{w} input[value={mode}]").check()
+            assert page.locator(figure).get_attribute("data-crossed") == str(crossed)
+            drawn = page.locator(f"{figure} g.norm-block").count()
+            assert drawn == 3 and page.locator(f"{figure} g.norm-block").last.get_attribute("data-block") == str(N - 1)
+            assert page.locator(f"{figure} circle.crossing").count() == (0 if mode == "pre" else 2 * drawn)
+            assert page.locator(f"{figure} g.norm.on-stream").count() == (0 if mode == "pre" else 2 * drawn)
+            assert page.locator(f"{figure} g.norm.branch").count() == (2 * drawn if mode == "pre" else 0)
+            words = " ".join(page.locator(f"{figure} svg text").all_text_contents())
+            for text in (words, readout(page, "W-norm"), told(page, "W-norm")):
+                assert re.search(rf"(?<!\d){crossed}(?!\d)", text), text
+                assert mode == "pre" or str(N) in text
+    finally:
+        page.locator(f"{w} input[value=pre]").check()
+
+
+@needs_chromium
+def test_reach_is_a_fan_of_the_heads_weights_against_the_ffns_one_line(any_page, smollm):
+    page = any_page
+    fan = '[data-widget="W-reach"] .fan'
+    token, layer, head = (int(page.locator(f"#reach-{x}").input_value()) for x in ("token", "layer", "head"))
+    with compute.model_lock(smollm):
+        want = compute.reach(smollm, DEFAULT_PROMPT, layer, head, token)
+    lines = page.locator(f"{fan} line.reach").evaluate_all("ls => ls.map(l => [+l.dataset.k, +l.dataset.w])")
+    attention, ffn = lines[:-1], lines[-1]
+    assert [k for k, _ in attention] == list(range(token + 1)) and ffn == [token, 1]
+    assert [w for _, w in attention] == pytest.approx(want["attention"], abs=1e-6)
+    page.locator(f"{fan} text.pick").first.click()  # the first token: one position, said in the singular
+    wait_for(page, "W-reach", "0")
+    page.wait_for_function("() => document.getElementById('reach-token').value === '0'")
+    idle(page)
+    assert page.locator(f"{fan} line.reach").count() == 2
+    said = readout(page, "W-reach") + told(page, "W-reach") + " ".join(
+        page.locator(f"{fan} svg text").all_text_contents())
+    assert not re.search(r"\b1 positions\b", said)
+    page.select_option("#reach-token", str(len(smollm.encode(DEFAULT_PROMPT)) - 1))
+    idle(page)
+
+
+@needs_chromium
+def test_split_presets_and_the_prose_on_12d2_and_gpt2s_block(any_page):
+    page = any_page
+    page.locator('[data-widget="W-split"] .preset[data-d="64"]').click()
+    text = wait_for(page, "W-split", "d = 64")
+    assert "66.7%" in text and f"{12 * 64 * 64:,}" in text
+    prose = told(page, "W-split")
+    for n in (4 * 64 * 64, 8 * 64 * 64, 12 * 64 * 64, 13 * 64, 12 * 64 * 64 + 13 * 64, 7_087_872):
+        assert f"{n:,}" in prose, n
+    assert "66.7%" in prose
+    page.locator('[data-widget="W-split"] .preset[data-d="768"]').click()
+    text = wait_for(page, "W-split", "d = 768")
+    prose = told(page, "W-split")
+    for n in (7_077_888, 7_087_872, 9_984):  # the two per-block counts, and what lies between them
+        assert f"{n:,}" in prose, n
+    assert page.locator("#split-d").input_value() == "768"
+
+
+@needs_chromium
+def test_block_steps_prose_is_the_models(any_page, smollm):
+    with compute.model_lock(smollm):
+        d = compute.block_steps(smollm, DEFAULT_PROMPT)
+    first, last = d["blocks"][0], d["blocks"][-1]
+    prose = told(any_page, "W-block-steps")
+    for x in (first["stream_in"], first["attention_added"], first["ffn_added"], last["stream_out"]):
+        assert f"{x:.1f}" in prose
+
+
+@needs_chromium
+def test_every_chart_has_ticked_axes_and_no_text_is_in_the_other_language(any_page):
+    for chart in any_page.locator("#s01 .chart").all():
+        assert chart.locator("line.tick").count() >= 3
+    assert any_page.locator("#attention-maps line.tick").count() >= 5  # the colour scale and each map's ends
+    assert [f for f in foreign_text(any_page) if f[0].split(" @")[0] in MINE] == []
+
+
+@needs_chromium
+def test_the_section_follows_the_prompt_within_two_seconds(pages, smollm):
+    page = pages(1280, "en")
+    prompt = "the dog saw the cat"
+    use_prompt(page, smollm, prompt)
+    T = len(smollm.encode(prompt))
+    page.wait_for_function("t => document.querySelectorAll('#attention-maps rect[data-q][data-head=\"0\"]').length"
+                           " === t * (t + 1) / 2", arg=T, timeout=30_000)
+    assert page.locator("#reach-token option").count() == T and page.locator("#att-token option").count() == T
+    set_range(page, "#map-layer", 5)
+    started = page.evaluate("performance.now()")
+    wait_for(page, "W-attention-map", "layer 5:")
+    assert page.evaluate("performance.now()") - started < 2000
+    timings = page.evaluate("""() => performance.getEntriesByType('resource')
+      .filter(e => /api\\/(attention-map|attention|reach|block-steps|norm-path)/.test(e.name)).map(e => e.duration)""")
+    assert timings and max(timings) < 2000, timings
+    set_range(page, "#map-layer", 2)
+    use_prompt(page, smollm, DEFAULT_PROMPT)
