@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from ..errors import ForwardpassError
 from ..pipeline import Pipeline
-from . import anatomy, attention_map, compute, names
+from . import anatomy, attention_map, compute, loop_runs, names
 
 STATIC = Path(__file__).parent / "static"
 log = logging.getLogger("forwardpass.explorer")
@@ -110,6 +110,7 @@ def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | Non
                                                                                   int(new)),
     }
     get["/api/norm-path"] = lambda model=None: anatomy.norm_path(models.get(model))  # W-norm: the model's own
+    get["/api/kv-here"] = lambda model=None: loop_runs.kv_here(models.get(model))  # W-cache-here: the model's own
     for path, fn in get.items():
         async def route(request: Request, fn=fn):
             try:
@@ -141,6 +142,9 @@ def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | Non
     posts |= {  # §00–§02's pictures: the stages' shapes, every head's attention map in a layer
         "/api/stages": (Prompt, lambda b: on_model(anatomy.stages, b)),
         "/api/attention-map": (Steps, lambda b: on_model(attention_map.attention_map, b, b.layer)),
+    }
+    posts |= {  # §04–§05 measured here: both loops timed step by step
+        "/api/loop-timing": (Steps, lambda b: on_model(loop_runs.timed_loops, b, b.steps)),
     }
     for path, (shape, fn) in posts.items():
         def route(body, fn=fn):

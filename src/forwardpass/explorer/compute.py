@@ -403,7 +403,10 @@ def _greedy_through(fp: Pipeline, cache, ids: list[int], steps: int) -> list[int
 
 
 def ring_overflow(fp: Pipeline, prompt: str, capacity: int, steps: int) -> dict:
-    """W-ring-overflow, run for real: a naive ring buffer wraps and overwrites; the guarded cache refuses."""
+    """W-ring-overflow, run for real: a naive ring buffer wraps and overwrites; the guarded cache refuses. What
+    happened is reported as it happened: every write that landed on a slot still holding an earlier position's pair
+    (`overwrites`), and whether and where the guarded cache of the same capacity refused (`guard`, None: it had
+    room)."""
     ids = _ids(fp, prompt)
     if not (1 <= len(ids) <= capacity <= 64 and 1 <= steps <= 32):
         raise refuse("ring_fit", "the prompt must fit the capacity (at most 64); steps at most 32", tokens=len(ids),
@@ -412,27 +415,57 @@ def ring_overflow(fp: Pipeline, prompt: str, capacity: int, steps: int) -> dict:
     right = generate(fp, ids, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True))
     ring = NaiveRingCache(fp.config, 1, capacity, model.dtype, model.device)
     wrong = _greedy_through(fp, ring, ids, steps)
-    guard, cache, x = None, model.new_cache(1, capacity), ids
+    written = ids + wrong[:-1]  # the ring's positions, in order (its last token is chosen, never written)
+    assert len(written) == ring.lengths[0]
+    guard, refused, cache, x = None, None, model.new_cache(1, capacity), ids
     with torch.inference_mode():
         for token in right.token_ids:  # the guarded cache, token by token, until it refuses
             try:
                 model(torch.tensor([x], device=fp.device), cache)
             except ContextLengthError as e:
-                guard = str(e)
+                guard, refused = str(e), {"position": cache.next_position(), "piece": fp.tokenizer.piece(x[0])}
                 break
             x = [token]
+    piece = fp.tokenizer.piece
     return {"capacity": capacity, "prompt_tokens": len(ids), "steps": steps, "written": ring.lengths[0],
             "overwritten_positions": ring.overwritten(), "slots": ring.slots(),
-            "correct": right.text, "ring": fp.tokenizer.decode(wrong), "guard": guard}
+            "pieces": [piece(i) for i in written],  # the piece whose pair each position holds
+            "overwrites": [{"slot": p % capacity, "position": p, "piece": piece(written[p]), "lost": p - capacity,
+                            "lost_piece": piece(written[p - capacity])} for p in range(capacity, len(written))],
+            "correct": right.text, "ring": fp.tokenizer.decode(wrong),
+            "correct_pieces": [piece(i) for i in right.token_ids], "ring_pieces": [piece(i) for i in wrong],
+            "first_difference": _first_difference(right.token_ids, wrong), "guard": guard, "refused": refused}
+
+
+def _first_difference(a: list[int], b: list[int]) -> int | None:
+    """The first index where two generations differ (None: the same tokens)."""
+    n = min(len(a), len(b))
+    return next((i for i in range(n) if a[i] != b[i]), None if len(a) == len(b) else n)
+
+
+def _perplexity(fp: Pipeline, ids: list[int], tokens: list[int]) -> float:
+    """How surprised the correct model is by `tokens` after `ids`: exp of their mean negative log-probability."""
+    with torch.inference_mode():
+        logits, _ = fp.model(torch.tensor([ids + tokens], device=fp.device), fp.model.new_cache(1, len(ids + tokens)))
+        logp = torch.log_softmax(logits[0, len(ids) - 1:-1].float(), -1)
+        chosen = logp[torch.arange(len(tokens)), torch.tensor(tokens, device=logp.device)]
+    return float(torch.exp(-chosen.mean()))
 
 
 def position_bug(fp: Pipeline, prompt: str, steps: int) -> dict:
-    """W-position-bug, run for real: every new token written at position 0, beside the correct engine."""
+    """W-position-bug, run for real: every new token written at position 0, beside the correct engine. Both
+    continuations token by token, where they first differ, and how likely the correct model finds each (perplexity:
+    1 is certain; the larger, the more surprising)."""
     ids = _ids(fp, prompt)
     if not 1 <= steps <= 32:
         raise _range("steps", 1, 32)
     right = generate(fp, ids, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True))
     stuck = StuckPositionCache(fp.config, 1, len(ids) + steps, fp.model.dtype, fp.device)
     wrong = _greedy_through(fp, stuck, ids, steps)
-    return {"correct": right.text, "buggy": fp.tokenizer.decode(wrong),
+    piece = fp.tokenizer.piece
+    return {"correct": right.text, "buggy": fp.tokenizer.decode(wrong), "prompt_tokens": len(ids),
+            "correct_pieces": [piece(i) for i in right.token_ids], "buggy_pieces": [piece(i) for i in wrong],
+            "first_difference": _first_difference(right.token_ids, wrong),
+            "correct_perplexity": _perplexity(fp, ids, right.token_ids),
+            "buggy_perplexity": _perplexity(fp, ids, wrong),
             "correct_positions": list(range(len(ids), len(ids) + steps)), "buggy_positions": [0] * steps}

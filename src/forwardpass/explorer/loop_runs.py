@@ -1,0 +1,99 @@
+"""§04 and §05 measured on the loaded model: the seed's loop run both ways and timed step by step
+(W-naive-vs-cached), and the loaded model's own KV cache, bytes per token, beside GPT-3's (W-cache-here)."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from .. import cost
+from ..config import preset
+from ..engine import BlockPool, EngineConfig
+from ..pipeline import Pipeline
+from .compute import _ids, _range, refuse
+
+GPT3 = preset("gpt3-175b")
+KV_NAMES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
+
+
+def timed_loops(fp: Pipeline, prompt: str, steps: int) -> dict:
+    """The seed's loop on `prompt`, greedy, `steps` steps, both ways, each step timed:
+
+        naive:  logits, _ = model(prompt + tokens, new_cache)   # every token so far, every step (generate.py, naive)
+        cached: logits, cache = model(x, cache)                 # the prompt once, then only the newest token
+
+    The two loops take their steps in turn (naive step i, cached step i, …), so a busy moment of the machine falls on
+    both alike. Both call the same PyTorch blocks: the native one-token step (fused_decode.py) is off for the
+    measurement, so the times differ by the work alone. Each step's work is the tokens it ran through all n_layers
+    blocks, counted from what was run (cost.py says the same: naive_work, cached_work)."""
+    if not 1 <= steps <= 32:
+        raise _range("steps", 1, 32)
+    ids = _ids(fp, prompt)
+    if len(ids) + steps > fp.config.context_length:
+        raise refuse("context_fit", "prompt + steps must fit the context", context=fp.config.context_length)
+    model, device = fp.model, fp.device
+    fused, model.fused = model.fused, None
+    rows, naive_tokens, cache, x = [], [], model.new_cache(1, len(ids) + steps), ids
+    try:
+        with torch.inference_mode():
+            model(torch.tensor([ids], device=device), model.new_cache(1, len(ids)), last_only=True)  # warm up
+            for step in range(steps):
+                sequence = ids + naive_tokens  # naive: the whole text so far, through a fresh cache
+                started = time.perf_counter()
+                logits, _ = model(torch.tensor([sequence], device=device), model.new_cache(1, len(sequence)),
+                                  last_only=True)
+                naive_id = int(logits[0, -1].argmax())
+                naive_s = time.perf_counter() - started
+                started = time.perf_counter()  # cached: only what the cache does not hold yet
+                logits, cache = model(torch.tensor([x], device=device), cache, last_only=True)
+                cached_id = int(logits[0, -1].argmax())
+                cached_s = time.perf_counter() - started
+                rows.append({"step": step, "naive_tokens": len(sequence), "cached_tokens": len(x),
+                             "naive_s": naive_s, "cached_s": cached_s, "naive_id": naive_id, "cached_id": cached_id,
+                             "piece": fp.tokenizer.piece(cached_id), "cache_pairs_per_layer": cache.lengths[0]})
+                naive_tokens.append(naive_id)
+                x = [cached_id]
+    finally:
+        model.fused = fused
+    p = len(ids)
+    return {"prompt_tokens": p, "prompt_pieces": [fp.tokenizer.piece(i) for i in ids], "steps": rows,
+            "n_layers": fp.config.n_layers,
+            "same_tokens": all(r["naive_id"] == r["cached_id"] for r in rows),
+            "naive_total_s": sum(r["naive_s"] for r in rows), "cached_total_s": sum(r["cached_s"] for r in rows),
+            "naive_work": sum(r["naive_tokens"] for r in rows), "cached_work": sum(r["cached_tokens"] for r in rows),
+            "fit": _fit([(r["naive_tokens"], r["naive_s"]) for r in rows] + [(r["cached_tokens"], r["cached_s"])
+                                                                            for r in rows]),
+            # what cost.py says the two loops cost, to compare with what they ran
+            "cost_naive_work": cost.naive_work(p, steps),
+            "cost_cached_work": cost.cached_work(p, steps, count_prefill=True)}
+
+
+def _fit(points: list[tuple[int, float]]) -> dict:
+    """The straight line through the timed steps, seconds = per_step + per_token × tokens (least squares): what a
+    step costs whatever it holds, and what each token in it adds."""
+    n = len(points)
+    mx, my = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    slope = sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else 0.0
+    return {"per_step_s": my - slope * mx, "per_token_s": slope}
+
+
+def _kv(config, dtype: str, context: int) -> dict:
+    per_token = cost.kv_bytes_per_token(config, dtype)
+    return {"name": config.name, "n_layers": config.n_layers, "n_heads": config.n_heads, "n_kv_heads": config.kv_heads,
+            "head_dim": config.head_dim, "dtype": dtype, "element_bytes": {"fp32": 4, "fp16": 2, "bf16": 2}[dtype],
+            "per_token": per_token, "context": context, "full_context_bytes": per_token * context,
+            "full_context_gib": per_token * context / cost.GiB}
+
+
+def kv_here(fp: Pipeline) -> dict:
+    """W-cache-here: the loaded model's KV bytes per token (2 × n_layers × n_kv_heads × head_dim × bytes, in the
+    engine's KV dtype) and its cache at its own context length, beside GPT-3's in fp16. `pool_per_token` is what the
+    engine's paged pool allocates per token (one block / its size): the formula, checked against the engine."""
+    c, dtype = fp.config, fp.kv_dtype()
+    here = _kv(c, KV_NAMES[dtype], c.context_length)
+    block = EngineConfig().block_size
+    here["pool_per_token"] = BlockPool.block_bytes(c, block, dtype) // block
+    return {"model": here, "gpt3": _kv(GPT3, "fp16", GPT3.context_length),
+            "ratio": cost.kv_bytes_per_token(GPT3, "fp16") / here["per_token"]}
