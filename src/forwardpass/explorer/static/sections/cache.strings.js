@@ -1,78 +1,207 @@
 // §05 The KV cache. Every word of the section, [English, Chinese].
 
+const plural = (n, one, many) => (n === 1 ? one : many);
+
 export default {
   "title-s05": ["5. The KV cache", "5. KV 缓存"],
   "intro-s05": [
-    "The cache keeps, for every layer, one key vector and one value vector per token. It makes decoding cheap, and it brings two bugs that fail silently.",
-    "缓存为每一层、每个词元保存一个键向量和一个值向量。它让解码变得便宜，也带来两个悄无声息的错误。",
+    "Attention scores a new token's query (Q) against the key (K) of every token before it, then mixes those tokens' values (V). The keys and values were computed from the earlier tokens alone, and no block ever runs on an earlier token again, so once written they never change. The KV cache is simply an honest place to keep them: one key and one value per token, in every layer. This section fills one up, weighs it, and then breaks it in the two ways real implementations have.",
+    "注意力拿新词元的查询（Q）去和它前面每个词元的键（K）打分，再按分数把那些词元的值（V）混合起来。这些键和值只由更早的词元算出，产生它们的块也再不会在那些词元上重跑，所以它们一旦写下就不会再变。KV 缓存不过是老老实实存放它们的地方：每一层、每个词元，一个键加一个值。这一节先把一个缓存填起来，称一称它有多重，再用真实实现里出过的两种方式把它弄坏。",
   ],
+  "bridge-s05": [
+    "Keeping the cache honest is half of the story; paying for it is the other half. Section 6 puts numbers on what all of this costs to run: the weights read at every step, and the caches of many sequences side by side.",
+    "让缓存保持正确是故事的一半，为它买单是另一半。第 6 节给这一切实际运行的代价标上数字：每一步要读的权重，以及许多条序列的缓存放在一起有多大。",
+  ],
+  "cache.step": ["Step", "步数"],
   "cache.context": ["Context (tokens)", "上下文（词元数）"],
-  "cache.tokens": [({ n }) => (n === 1 ? "{n} token" : "{n} tokens"), "{n} 个词元"],
+  "cache.context-axis": ["context (tokens)", "上下文（词元数）"],
+  "cache.bytes": [({ n }) => (n === "1" ? "{n} byte" : "{n} bytes"), "{n} 字节"],
 
   // W-cache-fill
-  "title-W-cache-fill": ["One K and one V per token per layer", "每层每个词元一对 K 和 V"],
+  "title-W-cache-fill": ["One pair per token, in every layer", "每个词元，每层一对"],
   "before-W-cache-fill": [
-    "Step through generation. Each step appends one key and one value to every layer; three layers are drawn, K and V each in its own row of slots, the newest pair in orange.",
-    "逐步查看生成过程。每一步都给每一层追加一个键和一个值；图中画出三层，K 和 V 各占一行槽位，最新的一对是橙色。",
+    "Drag the step slider through the same twelve greedy steps as in section 4. Each row is one layer's keys (K) or values (V); each square is one token's vector, its position on the axis below. The orange squares are the pairs written at this step: all of the prompt's at step 1, then exactly one per step.",
+    "拖动步数滑块，走一遍和第 4 节相同的十二步贪心生成。每一行是某一层的键（K）或值（V）；每个方格是一个词元的向量，它的位置标在下方的坐标轴上。橙色方格是这一步写入的键值对：第 1 步写入整个提示词的，之后每步恰好一对。",
   ],
-  "after-W-cache-fill": ["Pairs are appended, never rewritten: after t tokens there are exactly t pairs in each layer.",
-    "键值对只追加、从不改写：t 个词元之后，每层恰好有 t 对。"],
-  "W-cache-fill.step": ["Step", "步"],
+  "after-W-cache-fill": [
+    "This is the invariant the rest of the section leans on: after token t the cache holds exactly t pairs; token t + 1 appends one more, and the pairs already there are neither recomputed nor rewritten.",
+    "这一整节都靠着这条不变式：处理完第 t 个词元之后，缓存里恰好有 t 对；第 t + 1 个词元只会再追加一对，已经在那儿的既不会重算，也不会改写。",
+  ],
   "W-cache-fill.row": ["layer {layer} {kind}", "第 {layer} 层 {kind}"],
-  "W-cache-fill.aria": ["{pairs} K slots and {pairs} V slots filled in each of {layers} layers ({drawn} drawn)",
-    "{layers} 层中每层填了 {pairs} 个 K 槽位和 {pairs} 个 V 槽位（画出 {drawn} 层）"],
+  "W-cache-fill.axis": ["position ({drawn} of {layers} layers drawn)", "位置（共 {layers} 层，画出 {drawn} 层）"],
+  "W-cache-fill.aria": [
+    ({ fresh }) => `{pairs} K slots and {pairs} V slots filled in each of {layers} layers ({drawn} drawn); the last ${plural(fresh, "one", "{fresh}")} written at this step`,
+    "{layers} 层中每层填了 {pairs} 个 K 槽位和 {pairs} 个 V 槽位（画出 {drawn} 层）；最后 {fresh} 个是这一步写入的",
+  ],
   "W-cache-fill.readout": [
-    ({ pairs }) => `after step {at}: ${pairs === 1 ? "{pairs} (K, V) pair" : "{pairs} (K, V) pairs"} in every one of {layers} layers — {bytes} bytes; earlier pairs never rewritten`,
-    "第 {at} 步之后：{layers} 层中每层 {pairs} 对 (K, V)——共 {bytes} 字节；之前的键值对从不改写",
+    ({ k, pairs }) => `After step {at} the model has read {t} tokens (the prompt's {p}${k === 0 ? "" : k === 1 ? ", then 1 chosen" : ", then {k} chosen"}), and each of its {layers} layers holds exactly ${plural(pairs, "{pairs} (K, V) pair", "{pairs} (K, V) pairs")}: {bytes} bytes in all, {per} per token.`,
+    ({ k }) => `第 {at} 步之后，模型共读过 {t} 个词元（提示词 {p} 个${k === 0 ? "" : "，加上选出的 {k} 个"}），{layers} 层中的每一层都恰好存着 {pairs} 对 (K, V)：共 {bytes} 字节，每个词元 {per} 字节。`,
+  ],
+  "W-cache-fill.broken": [
+    "After step {at} the model has read {t} tokens, but each layer holds {pairs} (K, V) pairs: the invariant does not hold.",
+    "第 {at} 步之后，模型共读过 {t} 个词元，每层却存着 {pairs} 对 (K, V)：不变式被打破了。",
+  ],
+  "W-cache-fill.pending": [
+    "The token just chosen, {piece}, is not in the cache yet: its pair is written when step {next} reads it.",
+    "刚选出的 {piece} 还不在缓存里：第 {next} 步读它时，才会写入它的那一对。",
+  ],
+  "W-cache-fill.pending-last": [
+    "The token just chosen, {piece}, is not in the cache: its pair would be written by a next step, which is not run here.",
+    "刚选出的 {piece} 不在缓存里：要等下一步读它时才会写入，而这里不再往下走。",
+  ],
+  "W-cache-fill.told": [
+    "Over the {steps} steps the cache grew from {first} to {last} pairs per layer: the prompt's {p} at once, then exactly one per step. At every step, in all {layers} layers, it held as many pairs as the tokens read, no more and no fewer.",
+    "这 {steps} 步里，缓存从每层 {first} 对长到 {last} 对：提示词的 {p} 对一次写入，之后每步恰好一对。每一步、全部 {layers} 层里，它存的对数都和读过的词元数一样，不多也不少。",
+  ],
+  "W-cache-fill.told-broken": [
+    "At step {at} the cache held {pairs} pairs per layer after {t} tokens: the invariant did not hold.",
+    "第 {at} 步时，读过 {t} 个词元，缓存每层却有 {pairs} 对：不变式没有成立。",
   ],
 
   // W-cache-memory
-  "title-W-cache-memory": ["What the cache weighs", "缓存有多重"],
-  "before-W-cache-memory": ["GPT-3 (96 layers, d_model 12,288) in 16-bit floats, one sequence. Change the context length.",
-    "GPT-3（96 层，d_model 12,288），16 位浮点，一个序列。改变上下文长度。"],
-  "after-W-cache-memory": ["One 2,048-token sequence needs gigabytes before a single weight is counted.",
-    "一个 2,048 词元的序列，在计入任何权重之前就要占用好几 GiB。"],
-  "W-cache-memory.chart": ["KV cache, one sequence", "KV 缓存，一个序列"],
-  "W-cache-memory.readout": ["{n} tokens: {gib} (2 × {layers} layers × {d} × {n} × 2 bytes), before a single weight",
-    "{n} 个词元：{gib}（2 × {layers} 层 × {d} × {n} × 2 字节），还没算任何权重"],
+  "title-W-cache-memory": ["What one sequence's cache weighs", "一条序列的缓存有多重"],
+  "before-W-cache-memory": [
+    "Now take the same bookkeeping to GPT-3's published shape: 96 layers, d_model 12,288, every number stored in 16 bits. Drag the context length, or jump to 512 or 2,048 tokens.",
+    "把同样的账放大到 GPT-3 公布的形状：96 层，d_model 12,288，每个数用 16 位存储。拖动上下文长度，或者直接跳到 512 或 2,048 个词元。",
+  ],
+  "after-W-cache-memory": [
+    "Nothing here depends on the weights: only on the model's shape and on how many tokens are kept.",
+    "这里的一切都与权重无关：只取决于模型的形状，以及保留了多少个词元。",
+  ],
+  "W-cache-memory.preset-512": ["512 tokens", "512 个词元"],
+  "W-cache-memory.preset-2048": ["2,048 tokens", "2,048 个词元"],
+  "W-cache-memory.series": ["GPT-3, fp16, one sequence", "GPT-3，fp16，一条序列"],
+  "W-cache-memory.axis": ["KV cache (GiB)", "KV 缓存（GiB）"],
+  "W-cache-memory.readout": [
+    "{n} tokens: 2 (K and V) × {layers} layers × {d} numbers × {n} tokens × {b} bytes = {gib}",
+    "{n} 个词元：2（K 和 V）× {layers} 层 × {d} 个数 × {n} 个词元 × {b} 字节 = {gib}",
+  ],
+  "W-cache-memory.told": [
+    "At GPT-3's own context of {full_n} tokens, one sequence's cache comes to {full} in fp16, before a single weight is loaded. Go back to {q_n} tokens and it is {quarter}, exactly a quarter: the formula is linear. Two vectors per layer, a key and a value of {d} numbers each, 2 bytes a number, times the tokens in the window.",
+    "在 GPT-3 自己的 {full_n} 个词元上下文下，一条序列的缓存在 fp16 精度下就有 {full}——这还没加载任何权重。退回到 {q_n} 个词元，是 {quarter}，正好四分之一：公式是线性的。每层两个向量，一个键、一个值，各 {d} 个数，每个数 2 字节，再乘以窗口里的词元数。",
+  ],
+  "W-cache-memory.told-ratio": [
+    "At {full_n} tokens one sequence's cache comes to {full}; at {q_n} tokens it is {quarter}, {share} of it.",
+    "{full_n} 个词元时，一条序列的缓存是 {full}；{q_n} 个词元时是 {quarter}，占 {share}。",
+  ],
+
+  // W-cache-here
+  "title-W-cache-here": ["The cache of the model on this page", "本页模型的缓存"],
+  "W-cache-here.runs-on": [
+    "Computed from {model}'s own configuration and the type the engine stores its pairs in; GPT-3 beside it is the formula on its published shape.",
+    "由 {model} 自己的配置和引擎存放键值对所用的类型算出；旁边的 GPT-3 是按它公布的形状套公式。",
+  ],
+  "before-W-cache-here": [
+    "The same formula for the model that runs on this page: per token, 2 × layers × key-value heads × numbers per head × bytes per number.",
+    "对本页运行的模型套同一个公式：每个词元 2 × 层数 × 键值头数 × 每头的数 × 每个数的字节数。",
+  ],
+  "after-W-cache-here": [
+    "Bytes per token are set by the shape alone: fewer layers, shared key-value heads or a 16-bit cache each make them smaller.",
+    "每个词元的字节数只由形状决定：层数少一些、键值头共用，或者用 16 位存缓存，都能让它变小。",
+  ],
+  "W-cache-here.gpt3": ["GPT-3 (fp16)", "GPT-3（fp16）"],
+  "W-cache-here.per-token": ["KV cache per token", "每个词元的 KV 缓存"],
+  "W-cache-here.full": ["one sequence, its whole context", "一条序列，上下文用满"],
+  "W-cache-here.at": ["{name}, {n} tokens", "{name}，{n} 个词元"],
+  "W-cache-here.bytes-axis": ["bytes", "字节"],
+  "W-cache-here.gib-axis": ["GiB", "GiB"],
+  "W-cache-here.readout": [
+    "{model}: 2 × {layers} layers × {kv} key-value heads × {hd} numbers × {b} bytes ({dtype}) = {per} bytes per token; GPT-3 needs {gpt}, {ratio}× as much. At its full context of {ctx} tokens one sequence's cache is {full}.",
+    "{model}：2 × {layers} 层 × {kv} 个键值头 × {hd} 个数 × {b} 字节（{dtype}）= 每个词元 {per} 字节；GPT-3 要 {gpt} 字节，是它的 {ratio} 倍。上下文用满 {ctx} 个词元时，一条序列的缓存是 {full}。",
+  ],
+  "W-cache-here.pool": ["The engine's paged pool sets aside exactly {pool} bytes per token for it.",
+    "引擎的分页缓存池为它每个词元预留的，正好也是 {pool} 字节。"],
+  "W-cache-here.pool-differs": ["The engine's paged pool sets aside {pool} bytes per token for it, not {per}.",
+    "引擎的分页缓存池为它每个词元预留的是 {pool} 字节，而不是 {per} 字节。"],
+  "W-cache-here.grouped": [
+    "Its {heads} query heads share {kv} key-value heads (grouped-query attention): that alone makes its cache {g}× smaller than if every query head kept its own keys and values.",
+    "它的 {heads} 个查询头共用 {kv} 个键值头（分组查询注意力）：要是每个查询头各存一份键和值，缓存会是现在的 {g} 倍。",
+  ],
+  "W-cache-here.every-head": ["Each of its {heads} heads keeps its own keys and values, as GPT-3's do.",
+    "它的 {heads} 个头各自保存自己的键和值，和 GPT-3 一样。"],
 
   // W-ring-overflow
-  "title-W-ring-overflow": ["A ring buffer that wraps silently", "悄悄回绕的环形缓冲区"],
+  "title-W-ring-overflow": ["A ring buffer that wraps without a word", "一声不吭就回绕的环形缓冲区"],
   "before-W-ring-overflow": [
-    "A cache with too few slots. The naive ring starts again at slot 0 and overwrites pairs that attention still needs; the guarded cache refuses. Edit the prompt and the capacity, then run both; the slots show which position each one holds at the end.",
-    "一个槽位不够的缓存。朴素环形缓冲区从槽位 0 重新开始，覆盖注意力仍需要的键值对；受保护的缓存则拒绝继续。修改提示词和容量，然后两个都运行；槽位图显示最后每个槽位保存的是哪个位置。",
+    "A cache is usually a buffer of fixed size, not a list that grows forever. Here a deliberately naive ring buffer runs beside a guarded cache of the same capacity: when the ring runs out of slots it starts again at slot 0; the guarded cache raises an error instead. Set the capacity and the prompt, then run both, ten greedy steps each. The slots show which position's pair each one holds at the end.",
+    "缓存通常是一块固定大小的缓冲区，而不是一个可以无限变长的列表。这里让一个故意写得很天真的环形缓冲区，和同样容量的受保护缓存并排运行：环形缓冲区槽位用完后从槽位 0 重新开始；受保护的缓存则直接报错。设好容量和提示词，然后让两者都跑十步贪心生成。槽位图显示结束时每个槽位里存的是哪个位置的键值对。",
   ],
-  "after-W-ring-overflow": ["The ring's text drifts with no error at all; the guarded cache stops with one.",
-    "环形缓冲区的文字在没有任何报错的情况下跑偏；受保护的缓存则报错停止。"],
+  "after-W-ring-overflow": [
+    "An error you can see beats a wrong answer you cannot: the ring's text drifts without a word, the guarded cache stops and says why.",
+    "看得见的错误，总好过看不见的错答案：环形缓冲区的文字悄悄跑偏，受保护的缓存则停下来并说明原因。",
+  ],
   "W-ring-overflow.prompt": ["Prompt", "提示词"],
   "W-ring-overflow.capacity": ["Capacity (slots)", "容量（槽位数）"],
   "W-ring-overflow.run": ["Run both", "两个都运行"],
+  "W-ring-overflow.preset-8": ["8 slots", "8 个槽位"],
+  "W-ring-overflow.preset-16": ["16 slots", "16 个槽位"],
   "W-ring-overflow.slots-empty": ["the ring's slots, drawn after a run", "环形缓冲区的槽位，运行后画出"],
   "W-ring-overflow.aria.correct": ["guarded engine", "受保护的引擎"],
   "W-ring-overflow.aria.ring": ["naive ring buffer", "朴素环形缓冲区"],
   "W-ring-overflow.correct": ["guarded engine:", "受保护的引擎："],
-  "W-ring-overflow.guard": ["guarded cache of {capacity}:", "容量为 {capacity} 的受保护缓存："],
-  "W-ring-overflow.ring": ["naive ring of {capacity}:", "容量为 {capacity} 的朴素环形缓冲区："],
-  "W-ring-overflow.slots": ["{capacity} slots after {written} writes (prompt {prompt}, then one per step)",
-    "{capacity} 个槽位，共写入 {written} 次（先写提示词的 {prompt} 个，之后每步一个）"],
-  "W-ring-overflow.slots-aria": ["slots 0 to {last} hold positions {slots}; positions {over} were overwritten",
+  "W-ring-overflow.ring": ["naive ring of {capacity} slots:", "容量 {capacity} 的朴素环形缓冲区："],
+  "W-ring-overflow.room": [
+    ({ written }) => `The guarded cache of {capacity} slots had room for ${plural(written, "the {written} pair", "all {written} pairs")}: no error.`,
+    "容量 {capacity} 的受保护缓存装得下全部 {written} 对：没有报错。",
+  ],
+  "W-ring-overflow.guard": [
+    "The guarded cache of {capacity} slots refused to write position {position} ({piece}), in the engine's own words: {message}",
+    "容量 {capacity} 的受保护缓存拒绝写入位置 {position}（{piece}），引擎的原话是：{message}",
+  ],
+  "W-ring-overflow.slots": [
+    ({ written, prompt }) => `{capacity} slots after ${plural(written, "{written} write", "{written} writes")} (the prompt's {prompt}, then one per step)`,
+    "{capacity} 个槽位，共写入 {written} 次（先是提示词的 {prompt} 个，之后每步一个）",
+  ],
+  "W-ring-overflow.slot-axis": ["slot", "槽位"],
+  "W-ring-overflow.slots-aria": ["slots 0 to {last} hold positions {slots}; positions overwritten: {over}",
     "槽位 0 到 {last} 依次存放位置 {slots}；被覆盖的位置：{over}"],
   "W-ring-overflow.none": ["none", "无"],
-  "W-ring-overflow.readout": ["the ring overwrote the pairs of positions {over} without a word; the guarded cache refused instead",
-    "环形缓冲区一声不吭地覆盖了位置 {over} 的键值对；受保护的缓存则拒绝继续"],
+  "W-ring-overflow.fits": [
+    "No overflow: all {written} pairs fit in the {capacity} slots, so the ring overwrote nothing and the guarded cache raised nothing. Lower the capacity below {written} to see the ring wrap.",
+    "没有溢出：{written} 对全部装进了 {capacity} 个槽位，所以环形缓冲区什么也没覆盖，受保护的缓存也没有报错。把容量调到 {written} 以下，就能看到环形缓冲区回绕。",
+  ],
+  "W-ring-overflow.wrapped": [
+    ({ count }) => `The ring overwrote slot {slot}: position {position} ({piece}) went into the slot that still held position {lost} ({lost_piece}), and nothing was raised${count === 1 ? "" : "; in all it lost the pairs of positions {all}"}.`,
+    ({ count }) => `环形缓冲区覆盖了槽位 {slot}：位置 {position}（{piece}）写进了仍存着位置 {lost}（{lost_piece}）的槽位，没有任何报错${count === 1 ? "" : "；它一共丢掉了位置 {all} 的键值对"}。`,
+  ],
+  "W-ring-overflow.refused": ["Beside it, the guarded cache refused at position {position}, with the engine's own error.",
+    "与此同时，受保护的缓存在位置 {position} 拒绝写入，报出了引擎自己的错误。"],
+  "W-ring-overflow.not-refused": ["The guarded cache did not refuse, which it should have.",
+    "受保护的缓存没有拒绝写入——它本该拒绝。"],
+  "W-ring-overflow.parts": ["The ring's text parts from the guarded engine's at generated token {k}.",
+    "环形缓冲区的文字从第 {k} 个生成的词元起与受保护引擎的不同。"],
+  "W-ring-overflow.same-text": ["The ring's text is still the same this time: the damage is in the scores of what comes next.",
+    "这一次环形缓冲区的文字还一样：损害藏在之后词元的分数里。"],
 
   // W-position-bug
-  "title-W-position-bug": ["Every token at position 0", "每个词元都在位置 0"],
-  "before-W-position-bug": ["Give every new token position 0 instead of its real position, beside the correct engine.",
-    "把每个新词元的位置都设为 0，而不是它的真实位置，并与正确的引擎并排比较。"],
-  "after-W-position-bug": [
-    "No exception and no crash, only worse text. Both cache bugs are silent, which is why the engine checks positions and capacity itself.",
-    "没有异常，也没有崩溃，只是文字变差。两个缓存错误都悄无声息，所以引擎自己检查位置和容量。",
+  "title-W-position-bug": ["Every new token at position 0", "每个新词元都在位置 0"],
+  "before-W-position-bug": [
+    "Every cached key has to carry its own position. This runs a bug real implementations have shipped: each new token is written at position 0 instead of at the cache's current length. It runs on your prompt, twelve greedy steps, beside the correct engine; press the button, and the first token where the two texts part is outlined.",
+    "每个缓存下来的键都得带着自己的位置。这里运行一个真实实现里出现过的错误：每个新词元都写在位置 0，而不是缓存当前的长度。它在你的提示词上走十二步贪心生成，与正确的引擎并排比较；按下按钮，两段文字第一次分开的那个词元会被框出来。",
   ],
-  "W-position-bug.run": ["Run with the bug beside the correct engine", "带着这个错误运行，与正确的引擎并排比较"],
+  "after-W-position-bug": [
+    "The model now scores every new token as if it were the first, so what positional encoding has promised since section 1 no longer holds, and the output degrades without a single exception. Both cache bugs are silent, which is why this engine checks positions and capacity itself and raises.",
+    "模型现在把每个新词元都当成第一个来打分，位置编码从第 1 节起许下的承诺不再成立，输出悄悄变差，连一个异常都没有。两个缓存错误都悄无声息，所以这个引擎自己检查位置和容量，一旦出错就报错。",
+  ],
+  "W-position-bug.run": ["Run with the bug, beside the correct engine", "带着这个错误运行，与正确的引擎并排比较"],
   "W-position-bug.aria.correct": ["correct positions", "正确的位置"],
   "W-position-bug.aria.buggy": ["positions stuck at 0", "卡在 0 的位置"],
-  "W-position-bug.positions": ["positions {list}:", "位置 {list}："],
-  "W-position-bug.same": ["same text this time — the damage is in the scores", "这次文字相同——损害藏在分数里"],
-  "W-position-bug.diverge": ["the outputs diverge — silently, no exception", "两边的输出分道扬镳——悄无声息，没有异常"],
+  "W-position-bug.correct": ["correct engine, positions {list}:", "正确的引擎，位置 {list}："],
+  "W-position-bug.positions": ["with the bug, positions {list}:", "带着错误，位置 {list}："],
+  "W-position-bug.same": [
+    "Over these {n} tokens the bug did not change the text this time, and nothing was raised. Another prompt shows it.",
+    "这一次，在这 {n} 个词元里错误没有改变文字，也没有报任何错。换个提示词就能看到它。",
+  ],
+  "W-position-bug.diverge": [
+    "With the bug the text parts from the correct one at generated token {k}: {bug} instead of {right}. No exception, no crash.",
+    "带着这个错误，文字从第 {k} 个生成的词元起和正确的分开：是 {bug} 而不是 {right}。没有异常，没有崩溃。",
+  ],
+  "W-position-bug.worse": [
+    "The correct model finds the buggy text far less likely: perplexity {pb} against {pc} for its own (1 would be certain; higher is more surprising).",
+    "在正确的模型看来，这段错误的文字离谱得多：困惑度 {pb}，而它自己的文字只有 {pc}（1 表示完全确定，越高越出乎意料）。",
+  ],
+  "W-position-bug.not-worse": [
+    "Yet the correct model does not find the buggy text less likely here: perplexity {pb} against {pc} for its own.",
+    "不过这里正确的模型并不觉得错误的文字更不可信：困惑度 {pb}，它自己的文字是 {pc}。",
+  ],
 };
