@@ -1,0 +1,225 @@
+"""§04 of the explorer, the loop: both loops run on the loaded model and timed step by step (their work counts are
+the loops' own and equal cost.py's), naive and cached drawn side by side on one scale, the article's states one
+click away (5× and 10.5× on the toy, 69.5× for GPT-2 small at 100 tokens) with the prose carrying the same numbers
+in both languages, the stepper saying no "step 13" after its last step. Browser tests at 1280 and 390 px, in English
+and Chinese."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+from test_explorer_fixtures import (
+    DEFAULT_PROMPT,
+    PAGE_IDS,
+    PAGES,
+    foreign_text,
+    idle,
+    needs_chromium,
+    page_set,
+    readout,
+    set_range,
+    wait_for,
+)
+
+from forwardpass import cost
+from forwardpass.explorer import compute
+from forwardpass.explorer.app import build_explorer
+from forwardpass.generate import generate
+from forwardpass.sampling import SamplingParams
+
+LOOP_WIDGETS = ("W-autoregress", "W-naive-vs-cached", "W-cost-toy", "W-cost-gpt2")
+
+
+def times(x: float, lang: str) -> str:
+    """A ratio as the page writes it: one decimal at most, "5×" / "5 倍"."""
+    s = f"{x:.1f}".removesuffix(".0")
+    return f"{s}×" if lang == "en" else f"{s} 倍"
+
+
+# ---- the endpoint: both loops really run --------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def client(smollm):
+    return TestClient(build_explorer(smollm))
+
+
+@pytest.fixture(scope="module")
+def default_client():
+    """The explorer on the default model as `forwardpass explore` loads it (its weights as the file stores them)."""
+    import forwardpass
+    return TestClient(build_explorer(forwardpass.load()))
+
+
+def test_both_loops_run_their_counts_are_cost_pys_and_their_tokens_the_teaching_loops(client, smollm):
+    steps = 12
+    d = client.post("/api/loop-timing", json={"prompt": DEFAULT_PROMPT, "steps": steps}).json()
+    p = len(smollm.encode(DEFAULT_PROMPT))
+    assert d["prompt_tokens"] == p and len(d["steps"]) == steps and d["n_layers"] == smollm.config.n_layers
+    naive = [s["naive_tokens"] for s in d["steps"]]
+    cached = [s["cached_tokens"] for s in d["steps"]]
+    assert naive == [p + i for i in range(steps)] and cached == [p] + [1] * (steps - 1)
+    for n in range(1, steps + 1):  # every running total is cost.py's
+        assert sum(naive[:n]) == cost.naive_work(p, n) and sum(cached[:n]) == cost.cached_work(p, n, count_prefill=True)
+    assert d["naive_work"] == d["cost_naive_work"] == cost.naive_work(p, steps)
+    assert d["cached_work"] == d["cost_cached_work"] == cost.cached_work(p, steps, count_prefill=True)
+    # the same tokens as the seed's teaching loop (generate.py, naive=True), whose own work counters agree
+    with compute.model_lock(smollm):
+        teaching = generate(smollm, DEFAULT_PROMPT, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True),
+                            naive=True)
+    assert teaching.work == naive
+    assert [s["naive_id"] for s in d["steps"]] == [s["cached_id"] for s in d["steps"]] == teaching.token_ids
+    assert d["same_tokens"] is True
+    # timed: every step took some time, and the totals are the steps' sums
+    assert all(s["naive_s"] > 0 and s["cached_s"] > 0 for s in d["steps"])
+    assert d["naive_total_s"] == pytest.approx(sum(s["naive_s"] for s in d["steps"]))
+    assert d["cached_total_s"] == pytest.approx(sum(s["cached_s"] for s in d["steps"]))
+    assert smollm.model.fused is not None  # the native one-token step switched back on after the measurement
+
+
+def test_the_loop_endpoints_refuse_clearly(client):
+    r = client.post("/api/loop-timing", json={"prompt": "hi", "steps": 99})
+    assert r.status_code == 400 and r.json()["code"] == "range" and r.json()["params"]["what"] == "steps"
+    r = client.post("/api/loop-timing", json={"prompt": "", "steps": 4})
+    assert r.status_code == 400 and r.json()["code"] == "empty_prompt"
+
+
+def test_the_loop_widgets_answer_within_two_seconds(default_client):
+    """Every widget of §04 live within 2 s on the default model, as `forwardpass explore` loads it (the best of
+    three tries: the machine is shared)."""
+    asks = [("post", "/api/autoregress", {"prompt": DEFAULT_PROMPT, "steps": 12}),
+            ("post", "/api/loop-timing", {"prompt": DEFAULT_PROMPT, "steps": 12}),
+            ("get", "/api/work?prompt=5&new=40", None), ("get", "/api/work?prompt=20&new=200", None)]
+    for method, path, body in asks:
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            r = getattr(default_client, method)(path, **({"json": body} if body else {}))
+            best = min(best, time.perf_counter() - started)
+            assert r.status_code == 200
+        assert best < 2.0, (path, best)
+
+
+# ---- the page ---------------------------------------------------------------------------------------------------
+pytestmark = needs_chromium
+
+
+@pytest.fixture(scope="module")
+def pages(smollm):
+    with page_set(smollm) as at:
+        yield at
+
+
+@pytest.fixture(params=PAGES, ids=PAGE_IDS)
+def any_page(request, pages):
+    return pages(*request.param)
+
+
+def press(page, widget: str, value) -> None:
+    page.locator(f'[data-widget="{widget}"] button.preset[data-value="{value}"]').click()
+
+
+def told(page, widget: str) -> str:
+    return page.locator(f'[data-widget="{widget}"] .told').inner_text()
+
+
+def test_presets_set_the_articles_states_and_the_prose_carries_the_same_numbers(any_page):
+    page, lang = any_page, any_page.lang
+    first, twelfth, gpt2 = compute.work(5, 1), compute.work(5, 12), compute.work(20, 100)
+    generated = {"en": "{n} token", "zh": "已生成 {n} 个词元"}[lang]
+    for widget, value, want in [("W-cost-toy", 1, first), ("W-cost-toy", 12, twelfth), ("W-cost-gpt2", 100, gpt2)]:
+        press(page, widget, value)
+        text = wait_for(page, widget, generated.format(n=value))
+        assert times(want["ratio"], lang) in text, (widget, value, text)
+        assert page.locator(f'[data-widget="{widget}"] button.preset[data-value="{value}"]').get_attribute(
+            "aria-pressed") == "true"
+        assert page.locator(f'[data-widget="{widget}"] input[type=range]').input_value() == str(value)
+    assert [times(x, lang) for x in (first["ratio"], twelfth["ratio"], gpt2["ratio"])] == (
+        ["5×", "10.5×", "69.5×"] if lang == "en" else ["5 倍", "10.5 倍", "69.5 倍"])  # the article's numbers
+    # the prose says the article's states from the same computation, whatever the slider shows now
+    set_range(page, "#cost-toy-n", 30)
+    wait_for(page, "W-cost-toy", "30")
+    toy = told(page, "W-cost-toy")
+    assert times(first["ratio"], lang) in toy and times(twelfth["ratio"], lang) in toy
+    assert times(gpt2["ratio"], lang) in told(page, "W-cost-gpt2")
+    idle(page)
+
+
+def test_naive_and_cached_share_one_scale(any_page, smollm):
+    """The per-step columns of both loops on one axis: heights in proportion to the tokens each step ran (the
+    prompt's 12 against the naive loop's 23 at its last step are not drawn alike)."""
+    page = any_page
+    chart = page.locator('[data-widget="W-naive-vs-cached"] .chart.work')
+    cols = chart.locator("rect[data-series]").evaluate_all(
+        "rs => rs.map(r => [+r.dataset.series, +r.dataset.group, +r.dataset.value, r.getBBox().height])")
+    p, steps = len(smollm.encode(DEFAULT_PROMPT)), 12
+    assert sorted((s, g, v) for s, g, v, _ in cols) == sorted(
+        [(0, i, p + i) for i in range(steps)] + [(1, 0, p)] + [(1, i, 1) for i in range(1, steps)])
+    scale = {round(h / v, 6) for _, _, v, h in cols}
+    assert max(scale) - min(scale) < 1e-3 * max(scale)  # one scale for every column of both series
+    height = {(s, g): h for s, g, _, h in cols}
+    assert height[0, steps - 1] / height[1, 0] == pytest.approx((p + steps - 1) / p, rel=1e-3)
+    assert chart.locator("line.tick").count() >= 4
+
+
+def test_the_stepper_names_no_step_after_its_last(any_page):
+    page, lang = any_page, any_page.lang
+    set_range(page, "#auto-step", 12)
+    text = wait_for(page, "W-autoregress", "12")
+    assert ("step 13" not in text and "last of the 12 steps" in text) if lang == "en" else (
+        "第 13 步" not in text and "最后一步" in text)
+    set_range(page, "#auto-step", 2)
+    text = readout(page, "W-autoregress")
+    if lang == "en":
+        assert "the token chosen at step 1" in text and "step 3" in text
+    set_range(page, "#auto-step", 1)
+    assert "第 2 步" in readout(page, "W-autoregress") if lang == "zh" else "step 2" in readout(page, "W-autoregress")
+
+
+def test_counts_read_as_words_in_the_loop(any_page):
+    page = any_page
+    set_range(page, "#nvc-step", 5)
+    set_range(page, "#auto-step", 2)
+    set_range(page, "#cost-toy-n", 1)
+    wait_for(page, "W-cost-toy", "1")
+    idle(page)
+    body = " ".join(page.locator(f'[data-widget="{w}"]').inner_text() for w in LOOP_WIDGETS)
+    assert not re.search(r"(?<![\d.,])1 (tokens|steps|pairs)\b", body)
+    press(page, "W-cost-toy", 12)
+    idle(page)
+
+
+def test_the_measured_times_on_the_page_are_one_real_run(pages, smollm):
+    page = pages(1280, "en")
+    with page.expect_response(lambda r: r.url.endswith("/api/loop-timing")) as answer:
+        page.locator('[data-widget="W-naive-vs-cached"] button.run').click()
+    d = answer.value.json()
+    idle(page)
+    set_range(page, "#nvc-step", 12)
+    text = readout(page, "W-naive-vs-cached")
+    ms = lambda s: f"{1000 * s:.1f}"  # noqa: E731
+    assert f"naive {d['naive_work']} tokens in {ms(d['naive_total_s'])} ms" in text
+    assert f"cached {d['cached_work']} tokens in {ms(d['cached_total_s'])} ms" in text
+    last = d["steps"][-1]
+    assert f"sent {last['naive_tokens']} tokens through the model in {ms(last['naive_s'])} ms" in text
+    assert "Both loops chose the same 12 tokens" in text
+    prose = told(page, "W-naive-vs-cached")
+    p = len(smollm.encode(DEFAULT_PROMPT))
+    assert f"= {cost.naive_work(p, 12)}" in prose and f"= {cost.cached_work(p, 12, count_prefill=True)}" in prose
+    assert "measured just now" in prose
+
+
+def test_every_chart_of_the_loop_has_ticked_axes_with_titles(any_page):
+    for chart in any_page.locator("#s04 .chart").all():
+        assert chart.locator("line.tick").count() >= 4
+        numbers = [t for t in chart.locator("svg text").all_text_contents() if re.fullmatch(r"[\d.,]+\s?[KMB万亿]?", t)]
+        assert len(numbers) >= 4  # tick labels on both axes
+        titles = chart.locator('svg text[font-weight="600"]').all_text_contents()
+        assert len(titles) >= 2  # the value axis's title (with its unit) and the step axis's
+
+
+def test_the_loop_is_all_in_the_pages_language(any_page):
+    found = [f for f in foreign_text(any_page) if f[0].split(" ")[0] in (*LOOP_WIDGETS, "s04")]
+    assert found == []
+    assert not [e for e in any_page.errors if "W-" in e and any(w in e for w in LOOP_WIDGETS)]
