@@ -15,9 +15,12 @@ import strings from "./block.strings.js";
 export { strings };
 
 const picker = (prefix) => `
-  <label for="${prefix}-token" data-text="block.token"></label> <select id="${prefix}-token" data-token></select>
-  <label for="${prefix}-layer" data-text="block.layer"></label> <input id="${prefix}-layer" type="range" min="0" max="0" value="0">
-  <label for="${prefix}-head" data-text="block.head"></label> <input id="${prefix}-head" type="range" min="0" max="0" value="0">`;
+  <span class="control"><label for="${prefix}-token" data-text="block.token"></label>
+    <select id="${prefix}-token" data-token></select></span>
+  <span class="control"><label for="${prefix}-layer" data-text="block.layer"></label>
+    <input id="${prefix}-layer" type="range" min="0" max="0" value="0"></span>
+  <span class="control"><label for="${prefix}-head" data-text="block.head"></label>
+    <input id="${prefix}-head" type="range" min="0" max="0" value="0"></span>`;
 
 export const html = sectionFrame("s01", [
   frame("W-block-steps", `
@@ -30,14 +33,15 @@ export const html = sectionFrame("s01", [
   frame("W-reach", `${picker("reach")}
   <div class="figure fan" role="img"></div>`),
   frame("W-attention-map", `
-  <label for="map-layer" data-text="block.layer"></label> <input id="map-layer" type="range" min="0" max="0" value="0">
+  <span class="control"><label for="map-layer" data-text="block.layer"></label>
+    <input id="map-layer" type="range" min="0" max="0" value="0"></span>
   <div class="figure heatmaps" id="attention-maps" role="img"></div>
   <p class="map-detail" data-text="W-attention-map.hint"></p>`),
   frame("W-attention", `${picker("att")}
   <table class="attention"><caption data-text="W-attention.caption"></caption><thead></thead><tbody></tbody></table>`),
   frame("W-split", `
-  <label for="split-d"><code>d_model</code></label>
-  <input id="split-d" type="range" min="64" max="12288" step="64" value="768">
+  <span class="control"><label for="split-d"><code>d_model</code></label>
+    <input id="split-d" type="range" min="64" max="12288" step="64" value="768"></span>
   <div class="presets" role="group" data-text-aria="W-split.presets">
     <button type="button" class="preset" data-d="768" data-text="W-split.preset.768"></button>
     <button type="button" class="preset" data-d="64" data-text="W-split.preset.64"></button>
@@ -210,7 +214,7 @@ export function mount() {
 
   // ---- W-norm: the loaded model's N blocks with the norm on the branch or on the stream; the gradient's way back
   const norm = widget("W-norm", {
-    runsOn: "model", follows: ["model"],
+    runsOn: "W-norm.runs-on", follows: ["model"],
     load: () => get("/api/norm-path", {}, { model: true }),
     draw(d) {
       const mode = q(norm.el, "input[name=norm]:checked").value;

@@ -196,6 +196,8 @@ export default {
   ],
   "W-norm.told.model.pre": [" The model on this page is pre-norm.", "本页的模型用的是前置归一化。"],
   "W-norm.told.model.post": [" The model on this page is post-norm.", "本页的模型用的是后置归一化。"],
+  "W-norm.runs-on": ["Counts the norms in {model}'s own blocks; the placement it does not use is drawn on the same blocks.",
+    "数的是 {model} 自己的块里的归一化；它没有采用的那种放法，也画在同样的块上。"],
   "W-norm.legend": ["Where the norm sits", "归一化放在哪里"],
   "W-norm.pre": ["pre-norm (GPT-2, Llama)", "前置归一化（GPT-2、Llama）"],
   "W-norm.post": ["post-norm (2017)", "后置归一化（2017）"],

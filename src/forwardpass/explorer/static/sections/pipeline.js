@@ -16,8 +16,8 @@ const STAGES = 6;
 
 export const html = sectionFrame("s00", [
   frame("W-lookup", `
-  <label for="lookup-pos" data-text="W-lookup.position"></label>
-  <input id="lookup-pos" type="range" min="0" max="0" value="0">
+  <span class="control"><label for="lookup-pos" data-text="W-lookup.position"></label>
+    <input id="lookup-pos" type="range" min="0" max="0" value="0"></span>
   <table id="token-table"><caption data-text="W-lookup.caption"></caption>
     <thead><tr><th scope="col" data-text="W-lookup.col.position"></th><th scope="col" data-text="W-lookup.col.id"></th>
     <th scope="col" data-text="W-lookup.col.piece"></th><th scope="col" data-text="W-lookup.col.row"></th></tr></thead>
@@ -32,8 +32,8 @@ export const html = sectionFrame("s00", [
     <p class="stage-note"></p>
   </div>`),
   frame("W-depth", `
-  <label for="depth-n" data-text="W-depth.n"></label>
-  <input id="depth-n" type="range" min="1" max="96" value="12">
+  <span class="control"><label for="depth-n" data-text="W-depth.n"></label>
+    <input id="depth-n" type="range" min="1" max="96" value="12"></span>
   <div class="presets" role="group" data-text-aria="W-depth.presets">
     <button type="button" class="preset" data-n="12" data-text="W-depth.preset.12"></button>
     <button type="button" class="preset" data-n="48" data-text="W-depth.preset.48"></button>
