@@ -28,10 +28,10 @@ export const html = sectionFrame("s05", [
   <div class="chart per-token" role="img"></div>
   <div class="chart full" role="img"></div>`, { noControl: true }),
   frame("W-ring-overflow", `
-  <label for="ring-prompt" data-text="W-ring-overflow.prompt"></label>
-  <input id="ring-prompt" type="text" value="One two three four five">
-  <label for="ring-capacity" data-text="W-ring-overflow.capacity"></label>
-  <input id="ring-capacity" type="range" min="6" max="16" value="8">
+  <div class="row"><label for="ring-prompt" data-text="W-ring-overflow.prompt"></label>
+  <input id="ring-prompt" type="text" value="One two three four five"></div>
+  <div class="row"><label for="ring-capacity" data-text="W-ring-overflow.capacity"></label>
+  <input id="ring-capacity" type="range" min="6" max="16" value="8"></div>
   <button type="button" class="run" data-text="W-ring-overflow.run"></button>
   <span class="presets"><button type="button" class="preset" data-value="8" data-text="W-ring-overflow.preset-8"></button>
   <button type="button" class="preset" data-value="16" data-text="W-ring-overflow.preset-16"></button></span>

@@ -47,9 +47,10 @@ export const html = sectionFrame("s04", [
 /** twelve greedy steps on the page's prompt: each step's token, position, cache and work (shared with §05) */
 export const autoregress = () => post("/api/autoregress", { prompt: state.prompt, steps: STEPS });
 
-/** a token piece as a chip, its newlines and tabs made visible */
+/** a token piece as a chip, its newlines and tabs made visible, and a piece of spaces alone shown as ␣ */
 export function chip(s, className) {
-  const span = tokenSpan(s.replace(/\n/g, "\\n").replace(/\t/g, "\\t"));
+  const shown = s.replace(/\n/g, "\\n").replace(/\t/g, "\\t");
+  const span = tokenSpan(shown.trim() ? shown : shown.replace(/ /g, "␣"));
   span.className = `token ${className}`;
   return span;
 }
