@@ -274,7 +274,8 @@ function fork(el, at, first) {
   branches.forEach(([key, s0, x0], b) => {
     // the fork rises through the norm (the copy normalized on its way out), runs right through the sublayer
     const normW = Math.max(textWidth(t("W-block-steps.norm")) + 16, 54), xf = x0 + normW / 2 + 4, xm = x0 + span - 8;
-    const sx = xf + 12, subW = Math.min(Math.max(textWidth(t(key)) + 16, 70), xm - sx - 14), ny = (main + up) / 2 + 2;
+    const subW = Math.min(Math.max(textWidth(t(key)) + 16, 70), xm - xf - 26), ny = (main + up) / 2 + 2;
+    const sx = xf + 12 + (xm - xf - 26 - subW) / 2;  // the sublayer midway along its branch
     path(svg, [[xf, main], [xf, up], [sx, up]], { color: ink(s0), width: 2, dash: s0 > at ? "6 4" : "" });
     box(svg, { x: xf - normW / 2, y: ny - 12, w: normW, h: 24, label: t("W-block-steps.norm"), state: state(s0),
       fill: s0 === at ? FILLS.lit : FILLS.norm });
