@@ -15,12 +15,12 @@ export { strings };
 
 export const html = sectionFrame("s05", [
   frame("W-cache-fill", `
-  <label for="fill-step" data-text="cache.step"></label>
-  <input id="fill-step" type="range" min="1" max="12" value="1">
+  <span class="control"><label for="fill-step" data-text="cache.step"></label>
+  <input id="fill-step" type="range" min="1" max="12" value="1"></span>
   <div class="grid" role="img"></div>`),
   frame("W-cache-memory", `
-  <label for="context" data-text="cache.context"></label>
-  <input id="context" type="range" min="64" max="2048" step="64" value="2048">
+  <span class="control"><label for="context" data-text="cache.context"></label>
+  <input id="context" type="range" min="64" max="2048" step="64" value="2048"></span>
   <span class="presets"><button type="button" class="preset" data-value="512" data-text="W-cache-memory.preset-512"></button>
   <button type="button" class="preset" data-value="2048" data-text="W-cache-memory.preset-2048"></button></span>
   <div class="chart" role="img"></div>`),
@@ -30,8 +30,8 @@ export const html = sectionFrame("s05", [
   frame("W-ring-overflow", `
   <div class="row"><label for="ring-prompt" data-text="W-ring-overflow.prompt"></label>
   <input id="ring-prompt" type="text" value="One two three four five"></div>
-  <div class="row"><label for="ring-capacity" data-text="W-ring-overflow.capacity"></label>
-  <input id="ring-capacity" type="range" min="6" max="16" value="8"></div>
+  <span class="control"><label for="ring-capacity" data-text="W-ring-overflow.capacity"></label>
+  <input id="ring-capacity" type="range" min="6" max="16" value="8"></span>
   <button type="button" class="run" data-text="W-ring-overflow.run"></button>
   <span class="presets"><button type="button" class="preset" data-value="8" data-text="W-ring-overflow.preset-8"></button>
   <button type="button" class="preset" data-value="16" data-text="W-ring-overflow.preset-16"></button></span>

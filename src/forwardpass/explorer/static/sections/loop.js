@@ -17,12 +17,12 @@ const NAIVE = COLORS.bar, CACHED = COLORS.mark;  // as lines() colours its first
 
 export const html = sectionFrame("s04", [
   frame("W-autoregress", `
-  <label for="auto-step" data-text="loop.step"></label>
-  <input id="auto-step" type="range" min="1" max="${STEPS}" value="1">
+  <span class="control"><label for="auto-step" data-text="loop.step"></label>
+  <input id="auto-step" type="range" min="1" max="${STEPS}" value="1"></span>
   <p class="sequence"></p>`),
   frame("W-naive-vs-cached", `
-  <label for="nvc-step" data-text="loop.step"></label>
-  <input id="nvc-step" type="range" min="1" max="${STEPS}" value="${STEPS}">
+  <span class="control"><label for="nvc-step" data-text="loop.step"></label>
+  <input id="nvc-step" type="range" min="1" max="${STEPS}" value="${STEPS}"></span>
   <button type="button" class="run" data-text="W-naive-vs-cached.again"></button>
   <div class="lit">
     <p class="lit-row naive"><span class="lit-name" data-text="W-naive-vs-cached.naive-runs"></span> <span class="chips"></span></p>
@@ -31,14 +31,14 @@ export const html = sectionFrame("s04", [
   <div class="chart work" role="img"></div>
   <div class="chart time" role="img"></div>`),
   frame("W-cost-toy", `
-  <label for="cost-toy-n" data-text="loop.generated"></label>
-  <input id="cost-toy-n" type="range" min="1" max="40" value="12">
+  <span class="control"><label for="cost-toy-n" data-text="loop.generated"></label>
+  <input id="cost-toy-n" type="range" min="1" max="40" value="12"></span>
   <span class="presets"><button type="button" class="preset" data-value="1" data-text="W-cost-toy.preset-1"></button>
   <button type="button" class="preset" data-value="12" data-text="W-cost-toy.preset-12"></button></span>
   <div class="chart" role="img"></div>`),
   frame("W-cost-gpt2", `
-  <label for="cost-gpt2-n" data-text="loop.generated"></label>
-  <input id="cost-gpt2-n" type="range" min="1" max="200" value="100">
+  <span class="control"><label for="cost-gpt2-n" data-text="loop.generated"></label>
+  <input id="cost-gpt2-n" type="range" min="1" max="200" value="100"></span>
   <span class="presets"><button type="button" class="preset" data-value="100" data-text="W-cost-gpt2.preset-100"></button></span>
   <div class="chart" role="img"></div>`),
   `<p class="prose bridge" data-text="bridge-s04"></p>`,
