@@ -152,4 +152,7 @@ def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | Non
         route.__annotations__ = {"body": shape}
         app.add_api_route(path, route, methods=["POST"])
 
+    from . import machine_rates, many_users  # §06: the model's cache beside its weights; many users on one engine
+    machine_rates.register(app, models)
+    many_users.register(app, models)
     return app
