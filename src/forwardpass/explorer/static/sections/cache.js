@@ -164,7 +164,7 @@ function drawRing(w, d) {
       lost: first.lost, lost_piece: piece(first.lost_piece), count: d.overwrites.length, all: lost }];
   const guarded = !over ? null : d.guard !== null
     ? ["W-ring-overflow.refused", { position: d.refused.position }] : ["W-ring-overflow.not-refused", {}];
-  const text = !over ? null : d.first_difference === null ? ["W-ring-overflow.same-text", {}]
+  const text = !over ? null : d.first_difference === null ? ["W-ring-overflow.same-text", { steps: d.steps }]
     : ["W-ring-overflow.parts", { k: d.first_difference + 1 }];
   w.say(verdict, ...(guarded ? [gap(), guarded] : []), ...(text ? [gap(), text] : []));
 }

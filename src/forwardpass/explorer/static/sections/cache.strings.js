@@ -46,7 +46,7 @@ export default {
     "刚选出的 {piece} 还不在缓存里：第 {next} 步读它时，才会写入它的那一对。",
   ],
   "W-cache-fill.pending-last": [
-    "The token just chosen, {piece}, is not in the cache: its pair would be written by a next step, which is not run here.",
+    "The token just chosen, {piece}, is not in the cache: its pair would be written by the next step, which is not run here.",
     "刚选出的 {piece} 不在缓存里：要等下一步读它时才会写入，而这里不再往下走。",
   ],
   "W-cache-fill.told": [
@@ -78,7 +78,7 @@ export default {
   ],
   "W-cache-memory.told": [
     "At GPT-3's own context of {full_n} tokens, one sequence's cache comes to {full} in fp16, before a single weight is loaded. Go back to {q_n} tokens and it is {quarter}, exactly a quarter: the formula is linear. Two vectors per layer, a key and a value of {d} numbers each, 2 bytes a number, times the tokens in the window.",
-    "在 GPT-3 自己的 {full_n} 个词元上下文下，一条序列的缓存在 fp16 精度下就有 {full}——这还没加载任何权重。退回到 {q_n} 个词元，是 {quarter}，正好四分之一：公式是线性的。每层两个向量，一个键、一个值，各 {d} 个数，每个数 2 字节，再乘以窗口里的词元数。",
+    "GPT-3 自己的上下文是 {full_n} 个词元；用满时，一条序列的缓存在 fp16 精度下就有 {full}——这时还一个权重都没加载。退回到 {q_n} 个词元，是 {quarter}，正好四分之一：公式是线性的。每层两个向量，一个键、一个值，各 {d} 个数，每个数 2 字节，再乘以窗口里的词元数。",
   ],
   "W-cache-memory.told-ratio": [
     "At {full_n} tokens one sequence's cache comes to {full}; at {q_n} tokens it is {quarter}, {share} of it.",
@@ -106,7 +106,7 @@ export default {
   "W-cache-here.bytes-axis": ["bytes", "字节"],
   "W-cache-here.gib-axis": ["GiB", "GiB"],
   "W-cache-here.readout": [
-    "{model}: 2 × {layers} layers × {kv} key-value heads × {hd} numbers × {b} bytes ({dtype}) = {per} bytes per token; GPT-3 needs {gpt}, {ratio}× as much. At its full context of {ctx} tokens one sequence's cache is {full}.",
+    "{model}: 2 × {layers} layers × {kv} key-value heads × {hd} numbers × {b} bytes ({dtype}) = {per} bytes per token; GPT-3 needs {gpt} bytes, {ratio}× as much. At its full context of {ctx} tokens one sequence's cache is {full}.",
     "{model}：2 × {layers} 层 × {kv} 个键值头 × {hd} 个数 × {b} 字节（{dtype}）= 每个词元 {per} 字节；GPT-3 要 {gpt} 字节，是它的 {ratio} 倍。上下文用满 {ctx} 个词元时，一条序列的缓存是 {full}。",
   ],
   "W-cache-here.pool": ["The engine's paged pool sets aside exactly {pool} bytes per token for it.",
@@ -170,8 +170,10 @@ export default {
     "受保护的缓存没有拒绝写入——它本该拒绝。"],
   "W-ring-overflow.parts": ["The ring's text parts from the guarded engine's at generated token {k}.",
     "环形缓冲区的文字从第 {k} 个生成的词元起与受保护引擎的不同。"],
-  "W-ring-overflow.same-text": ["The ring's text is still the same this time: the damage is in the scores of what comes next.",
-    "这一次环形缓冲区的文字还一样：损害藏在之后词元的分数里。"],
+  "W-ring-overflow.same-text": [
+    "Over these {steps} steps the ring's text happens to be the same, but from the wrap on its attention read pairs that were no longer the ones it wrote.",
+    "这 {steps} 步里环形缓冲区的文字碰巧还一样，但从回绕那一刻起，它的注意力读到的已经不是当初写下的那些键值对了。",
+  ],
 
   // W-position-bug
   "title-W-position-bug": ["Every new token at position 0", "每个新词元都在位置 0"],
@@ -197,8 +199,8 @@ export default {
     "带着这个错误，文字从第 {k} 个生成的词元起和正确的分开：是 {bug} 而不是 {right}。没有异常，没有崩溃。",
   ],
   "W-position-bug.worse": [
-    "The correct model finds the buggy text far less likely: perplexity {pb} against {pc} for its own (1 would be certain; higher is more surprising).",
-    "在正确的模型看来，这段错误的文字离谱得多：困惑度 {pb}，而它自己的文字只有 {pc}（1 表示完全确定，越高越出乎意料）。",
+    "The correct model finds the buggy text less likely: perplexity {pb} against {pc} for its own (1 would be certain; higher is more surprising).",
+    "在正确的模型看来，这段错误的文字更不可信：困惑度 {pb}，而它自己的文字只有 {pc}（1 表示完全确定，越高越出乎意料）。",
   ],
   "W-position-bug.not-worse": [
     "Yet the correct model does not find the buggy text less likely here: perplexity {pb} against {pc} for its own.",

@@ -119,7 +119,7 @@ export default {
   "W-cost-toy.preset-12": ["12 tokens", "12 个词元"],
   "W-cost-toy.told": [
     "At the first generated token the two are still close: the naive loop pays {r0}×, its {p} prompt tokens against one. By token {n1} the naive total is {r1}× the cached total, and the gap keeps opening: the naive cost grows with the square of the generated length, the cached cost along a straight line. The layers and the width multiply both loops alike, so the ratio depends only on the prompt's length and on how many tokens were generated.",
-    "生成第一个词元时，两边还差得不远：朴素循环付出 {r0} 倍——{p} 个提示词元对一个。到第 {n1} 个时，朴素循环的累计量已经是缓存循环的 {r1} 倍，而且差距还在拉大：朴素的成本随生成长度的平方增长，缓存的成本只沿一条直线增长。层数和宽度对两种循环一视同仁地放大，所以这个比值只取决于提示词有多长、生成了多少个词元。",
+    "生成第一个词元时，两边还差得不远：朴素循环付出 {r0} 倍——{p} 个提示词词元对一个。到第 {n1} 个时，朴素循环的累计量已经是缓存循环的 {r1} 倍，而且差距还在拉大：朴素的成本随生成长度的平方增长，缓存的成本只沿一条直线增长。层数和宽度对两种循环一视同仁地放大，所以这个比值只取决于提示词有多长、生成了多少个词元。",
   ],
   "after-W-cost-toy": [
     "These ratios are pure counting. The widget above showed what they turn into, in milliseconds, on a real model.",
