@@ -35,15 +35,15 @@ def model_lock(fp: Pipeline) -> threading.Lock:
     return _LOCKS.setdefault(id(fp), threading.Lock())
 
 STAGES = ["tokenize", "embedding + position", "N identical blocks", "final norm", "unembedding", "logits"]
-LOOP = [  # the seed's §07 loop, each line with the section that puts a number on it
-    ("cache = None", "§05 the KV cache"),
-    ("while len(tokens) < max_len:", "§04 the loop"),
-    ("    x = tokens[-1:] if cache else tokens", "§04 naive vs cached"),
-    ("    logits, cache = model(x, cache)", "§00 the pipeline, §06 what it costs"),
-    ("    probs = softmax(logits[-1] / temperature)", "§03 temperature"),
-    ("    next_id = sample(probs, top_k, top_p)", "§03 top-k, top-p"),
-    ("    tokens.append(next_id)", "§04 the loop"),
-    ("    if next_id == EOS_ID: break", "§04 stop conditions"),
+LOOP = [  # the seed's §07 loop, each line with the widgets that put a number on it ("stop": §07's own paragraph)
+    ("cache = None", ["W-cache-fill"]),
+    ("while len(tokens) < max_len:", ["W-autoregress", "stop"]),
+    ("    x = tokens[-1:] if cache else tokens", ["W-naive-vs-cached"]),
+    ("    logits, cache = model(x, cache)", ["W-stages", "W-intensity"]),
+    ("    probs = softmax(logits[-1] / temperature)", ["W-temperature"]),
+    ("    next_id = sample(probs, top_k, top_p)", ["W-top-k", "W-top-p"]),
+    ("    tokens.append(next_id)", ["W-autoregress"]),
+    ("    if next_id == EOS_ID: break", ["stop"]),
 ]
 
 
@@ -351,44 +351,59 @@ def concurrency(sequences: int, context: int = 2048) -> dict:
         raise _range("context", 1, GPT3.context_length)
     weights = cost.weight_bytes(GPT3, "fp16")
     caches = cost.kv_bytes(GPT3, context, "fp16", sequences)
+    one = cost.kv_bytes(GPT3, context, "fp16")
     return {"sequences": sequences, "context": context, "weights_gib": weights / cost.GiB,
-            "caches_gib": caches / cost.GiB,
-            "one_cache_gib": cost.kv_bytes(GPT3, context, "fp16") / cost.GiB, "caches_outweigh": caches > weights,
+            "caches_gib": caches / cost.GiB, "one_cache_gib": one / cost.GiB, "caches_outweigh": caches > weights,
+            "per_token": cost.kv_bytes_per_token(GPT3, "fp16"), "weights_over_one_cache": weights / one,
             "crossover": cost.crossover_sequences(GPT3, context, "fp16")}
 
 
 def intensity(prompt_tokens: int) -> dict:
-    """W-intensity: FLOPs per byte of fp16 weights, prefill of P tokens vs decode."""
+    """W-intensity: FLOPs per byte of fp16 weights, prefill of P tokens vs decode; and where each stands on this
+    machine (its measured ridge point) and on published GPUs: compute-bound at or above the ridge, else memory-bound."""
+    from .machine_rates import intensity_here
+
     if not 1 <= prompt_tokens <= 4096:
         raise _range("P", 1, 4096)
-    return {"prompt": prompt_tokens, "prefill": cost.intensity(GPT3, prompt_tokens, "fp16"),
-            "decode": cost.intensity(GPT3, 1, "fp16")}
+    prefill, decode = cost.intensity(GPT3, prompt_tokens, "fp16"), cost.intensity(GPT3, 1, "fp16")
+    return {"prompt": prompt_tokens, "prefill": prefill, "decode": decode} | intensity_here(prefill, decode)
 
 
 def param_split() -> dict:
     """W-param-split: where GPT-2 small's 124M parameters live."""
     p = cost.parameters(GPT2)
-    return p.to_dict()
+    block_norms = p.per_block * p.n_layers - p.attention - p.ffn  # each block's two norms
+    return p.to_dict() | {"block_norms": block_norms, "outside": p.total - p.blocks}  # outside: tables + final norm
 
 
 def loop_cost(fp: Pipeline, prompt_tokens: int, new: int) -> dict:
-    """W-loop-cost: what each line of the loop costs, for the loaded model."""
+    """W-loop-cost: what each line of the loop costs, for the loaded model: FLOPs and bytes from cost.py, and for each
+    call of the model the least time this machine can take for it (its FLOPs at the measured matmul rate, or its
+    weights read once at the measured bandwidth, whichever is longer: that one is what bounds it)."""
+    from .machine_rates import bound, measure, weight_bytes
+
     c = fp.config
     if not (1 <= prompt_tokens and 1 <= new and prompt_tokens + new <= c.context_length):
         raise refuse("context_fit", "prompt + new tokens must fit the context", context=c.context_length)
     context = prompt_tokens + new
-    return {"prompt": prompt_tokens, "new": new, "rows": [
-        {"key": "prefill", "line": LOOP[3][0].strip(), "what": "prefill (first call)",
-         "flops": cost.forward_flops(c, prompt_tokens)},
-        {"key": "per_token", "line": LOOP[3][0].strip(), "what": "each later call (one token)",
-         "flops": cost.forward_flops(c, 1, context - 1)},
-        {"key": "cache", "line": LOOP[3][0].strip(), "what": "KV cache after the loop (fp32)",
-         "bytes": cost.kv_bytes(c, context, "fp32")},
-        {"key": "softmax", "line": LOOP[4][0].strip(), "what": "softmax over the vocabulary",
-         "flops": 3 * c.vocab_size},
-        {"key": "ratio", "line": LOOP[2][0].strip(), "what": "naive / cached token-work",
-         "ratio": cost.naive_over_cached(prompt_tokens, new)},
-    ]}
+    kv = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}[fp.kv_dtype()]
+    here, weights = measure(), weight_bytes(fp)
+    model_line, calls = LOOP[3][0].strip(), new - 1  # the prefill chooses the first token, one call each after it
+
+    def timed(flops: int, reads: int = 1) -> dict:
+        floor = max(flops / here["flops"], reads * weights / here["bandwidth"])
+        return {"flops": flops, "floor_s": floor, "bound": bound(flops / (reads * weights), here["ridge"])}
+
+    decode = [cost.forward_flops(c, 1, prompt_tokens + i) for i in range(calls)]
+    rows = [{"key": "prefill", "line": model_line, "calls": 1} | timed(cost.forward_flops(c, prompt_tokens))]
+    if calls:
+        rows += [{"key": "first_decode", "line": model_line, "calls": 1} | timed(decode[0]),
+                 {"key": "last_decode", "line": model_line, "calls": 1} | timed(decode[-1]),
+                 {"key": "all_decode", "line": model_line, "calls": calls} | timed(sum(decode), calls)]
+    rows += [{"key": "cache", "line": LOOP[0][0].strip(), "bytes": cost.kv_bytes(c, context, kv), "dtype": kv},
+             {"key": "softmax", "line": LOOP[4][0].strip(), "flops": 3 * c.vocab_size, "calls": new},
+             {"key": "ratio", "line": LOOP[2][0].strip(), "ratio": cost.naive_over_cached(prompt_tokens, new)}]
+    return {"prompt": prompt_tokens, "new": new, "weights_bytes": weights, "machine": here, "rows": rows}
 
 
 def _greedy_through(fp: Pipeline, cache, ids: list[int], steps: int) -> list[int]:

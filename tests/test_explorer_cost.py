@@ -1,0 +1,332 @@
+"""§06 (what it costs), §07 (the runnable loop) and the recap in headless Chromium, at 1280 and 390 px, in English and
+Chinese: the presets set the article's states; the prose's numbers are the widgets' own computation; "compute-bound"
+and "memory-bound" follow this machine's measured ridge point; the many-users widget draws the engine's own run and its
+counts are the engine's metrics; §07's links are numbered as the headings are; the recap says which numbers come from
+the loaded model; nothing is left in the other language."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from test_explorer_fixtures import (
+    PAGE_IDS,
+    PAGES,
+    foreign_text,
+    idle,
+    needs_chromium,
+    page_set,
+    readout,
+    set_range,
+)
+
+from forwardpass.explorer.many_users import Settings, run
+
+pytestmark = needs_chromium
+MINE = ("W-intensity", "W-weights-vs-cache", "W-concurrency", "W-many-users", "W-param-split", "W-loop-walk",
+        "W-loop-cost", "W-reopen", "s06", "s07", "s08")
+BOUND = {"en": {"compute": "compute-bound", "memory": "memory-bound"},
+         "zh": {"compute": "算力受限", "memory": "内存受限"}}
+SMALL = {"requests": 4, "system_tokens": 32, "shared": True, "own_tokens": 8, "new_tokens": 6, "pool_blocks": 24,
+         "arrival": "staggered"}
+IDS = {"requests": "#mu-requests", "system_tokens": "#mu-system", "own_tokens": "#mu-own", "new_tokens": "#mu-new",
+       "pool_blocks": "#mu-pool"}
+
+
+@pytest.fixture(scope="module")
+def pages(smollm):
+    with page_set(smollm) as at:
+        yield at
+
+
+@pytest.fixture(params=PAGES, ids=PAGE_IDS)
+def any_page(request, pages):
+    return pages(*request.param)
+
+
+def api(page, path: str) -> dict:
+    return page.request.get(page.base + path.lstrip("/")).json()
+
+
+def told(page, widget: str) -> str:
+    return page.locator(f'[data-widget="{widget}"] .prose.told').inner_text()
+
+
+def settled(page, widget: str) -> None:
+    """The widget answered (no run in flight) and the page is idle."""
+    page.wait_for_function("w => !document.querySelector(`[data-widget=\"${w}\"]`).hasAttribute('aria-busy')",
+                           arg=widget, timeout=120_000)
+    idle(page)
+
+
+def press(page, widget: str, label: str) -> None:
+    """The preset of `widget` that reads `label` (or ends with it: "36" is "36 sequences") pressed; its result in."""
+    page.locator(f'[data-widget="{widget}"] button.preset',
+                 has_text=re.compile(rf"^{re.escape(label)}$|^{re.escape(label)}\D")).click()
+    page.wait_for_timeout(200)  # the debounced run starts
+    settled(page, widget)
+
+
+def one(x: float) -> str:
+    return f"{x:.1f}"
+
+
+def gib(x: float) -> str:
+    return f"{x:.2f} GiB"
+
+
+# ---- W-intensity: presets, and labels from this machine's measured ridge point -----------------------------------
+def test_presets_set_the_articles_states(any_page):
+    page, lang = any_page, any_page.lang
+    press(page, "W-intensity", "P = 1")
+    assert page.locator("#intensity-p").input_value() == "1" and "P = 1" in readout(page, "W-intensity")
+    press(page, "W-intensity", "P = 16")
+    text = readout(page, "W-intensity")
+    assert page.locator("#intensity-p").input_value() == "16" and "P = 16" in text and "16.0" in text
+    pressed = page.locator('[data-widget="W-intensity"] button.preset[aria-pressed=true]').all_inner_texts()
+    assert pressed == ["P = 16"]
+    press(page, "W-concurrency", "36")
+    assert page.locator("#sequences").input_value() == "36"
+    text = readout(page, "W-concurrency")
+    assert ("36 sequences" in text and "weights still heavier" in text) if lang == "en" else \
+        ("36 条序列" in text and "权重仍然更重" in text)
+    press(page, "W-concurrency", "37")
+    text = readout(page, "W-concurrency")
+    assert ("37 sequences" in text and "caches outweigh the weights" in text) if lang == "en" else \
+        ("37 条序列" in text and "缓存超过了权重" in text)
+
+
+def prefill_label(text: str, lang: str) -> str:
+    """The label the readout gives the prefill (before the decode's)."""
+    return text.split("decode")[0] if lang == "en" else text.split("解码")[0]
+
+
+def test_intensity_labels_follow_the_measured_ridge(any_page):
+    """'compute-bound' only where P's FLOPs per byte reach this machine's ridge point: P = 1 is never called
+    compute-bound unless the ridge is at most 1 (the label was once fixed text)."""
+    page, lang = any_page, any_page.lang
+    for p, label in ((1, "P = 1"), (16, "P = 16")):
+        press(page, "W-intensity", label)
+        d = api(page, f"/api/intensity?prompt={p}")
+        here = d["machines"][0]
+        assert here["ridge"] == pytest.approx(here["flops"] / here["bandwidth"])
+        want = "compute" if d["prefill"] >= here["ridge"] else "memory"
+        assert here["prefill_bound"] == want
+        shown = prefill_label(readout(page, "W-intensity"), lang)
+        assert BOUND[lang][want] in shown and one(here["ridge"]) in shown
+        if p == 1 and here["ridge"] > 1:
+            assert BOUND[lang]["compute"] not in shown
+        for gpu in d["machines"][1:]:  # a published GPU: its ridge is its datasheet's ratio
+            assert gpu["ridge"] == pytest.approx(gpu["flops"] / gpu["bandwidth"])
+            assert gpu["prefill_bound"] == ("compute" if d["prefill"] >= gpu["ridge"] else "memory")
+    machine = page.locator('[data-widget="W-intensity"] .machine').inner_text()
+    assert f"= {one(here['ridge'])}" in machine or f"每字节 {one(here['ridge'])}" in machine
+
+
+def test_prose_numbers_are_the_widgets_computation(any_page):
+    page, lang = any_page, any_page.lang
+    p16, p1 = api(page, "/api/intensity?prompt=16"), api(page, "/api/intensity?prompt=1")
+    text = told(page, "W-intensity")
+    here = p16["machines"][0]
+    assert one(p16["prefill"]) in text and one(p1["prefill"]) in text and one(p16["decode"]) in text
+    assert one(here["ridge"]) in text and BOUND[lang][here["prefill_bound"]] in text
+    for gpu in p16["machines"][1:]:
+        assert one(gpu["ridge"]) in text and str(gpu["compute_bound_from"]) in text
+    claim = {"en": ("true on a machine whose ridge is at most 16, as this one's is", "neither this one"),
+             "zh": ("比如这台", "这台机器和这两款图形处理器都不是")}[lang]
+    assert claim[0 if here["prefill_bound"] == "compute" else 1] in text  # where the article's claim holds, measured
+
+    full = api(page, "/api/concurrency?sequences=1&context=2048")
+    text = told(page, "W-weights-vs-cache")
+    assert gib(full["one_cache_gib"]) in text and gib(full["weights_gib"]) in text and "2,048" in text
+    assert f"{100 * full['one_cache_gib'] / full['weights_gib']:.1f}%" in text
+
+    now = api(page, "/api/concurrency?sequences=37")
+    below, above = api(page, "/api/concurrency?sequences=36"), now
+    assert now["crossover"] == 37 and not below["caches_outweigh"] and above["caches_outweigh"]  # 36 vs 37
+    text = told(page, "W-concurrency")
+    assert one(now["weights_over_one_cache"]) in text and gib(below["caches_gib"]) in text
+    assert gib(above["caches_gib"]) in text and gib(now["weights_gib"]) in text
+    assert ("Past 36 sequences" in text) if lang == "en" else ("超过 36 条序列" in text)
+    model = api(page, "/api/model-cache")
+    assert f"{model['context']:,}" in text and model["kv_dtype"] in text
+    assert model["crossover"] == model["weights"] // model["per_sequence"] + 1
+    cells = page.locator('[data-widget="W-concurrency"] table.here tbody tr').last.locator("td").all_inner_texts()
+    assert str(now["crossover"]) in cells[1] and str(model["crossover"]) in cells[2]
+    assert ("KV-cache memory management is what serving revolves around" in text) if lang == "en" else \
+        ("KV 缓存的内存管理，才是推理服务真正围着转的东西" in text)
+
+    split = api(page, "/api/param-split")
+    text = told(page, "W-param-split")
+    share = f"{100 * split['blocks_share']:.1f}%"
+    assert share in text and share == "68.3%"
+    assert f"{split['total']:,}" in text and f"{split['blocks']:,}" in text
+    assert ("about two thirds" in text) if lang == "en" else ("大约三分之二" in text)
+
+
+# ---- W-many-users: the engine's own run, drawn ----------------------------------------------------------------------
+def set_many(page, settings: dict) -> None:
+    for key, sel in IDS.items():
+        set_range(page, sel, settings[key])
+    page.locator("#mu-shared").set_checked(settings["shared"])
+    page.locator("#mu-arrival").select_option(settings["arrival"])
+
+
+def run_many(page) -> str:
+    before = readout(page, "W-many-users")
+    page.evaluate("document.querySelector('[data-widget=\"W-many-users\"] .readout').textContent = ''")
+    page.locator('[data-widget="W-many-users"] button.run').click()
+    page.wait_for_function("() => { const w = document.querySelector('[data-widget=\"W-many-users\"]');"
+                           " return w.dataset.state === 'current' && !w.hasAttribute('aria-busy')"
+                           " && w.querySelector('.readout').textContent !== ''; }", timeout=300_000)
+    idle(page)
+    assert readout(page, "W-many-users") != "" and before is not None
+    return readout(page, "W-many-users")
+
+
+def show_step(page, k: int) -> None:
+    set_range(page, "#mu-step", k)
+    page.wait_for_function("k => document.querySelector('#mu-step').value == k", arg=k)
+
+
+def grid(page) -> list[str]:
+    return page.locator('[data-widget="W-many-users"] .pool g[data-block]').evaluate_all(
+        "gs => gs.map(g => g.dataset.owner)")
+
+
+@pytest.mark.parametrize("where", [(1280, "en"), (390, "zh")], ids=["1280px-en", "390px-zh"])
+def test_many_users_draws_the_engines_run_and_its_metrics(pages, smollm, where):
+    page, lang = pages(*where), where[1]
+    set_many(page, SMALL)
+    text = run_many(page)
+    want = run(smollm, Settings(**SMALL))  # the same requests again: the scheduling is the same, step for step
+    c, m = want["counted"], want["metrics"]
+    assert want["agrees"] and c == m
+    numbers = [int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*", text)]
+    for n in (SMALL["requests"], m["generation_tokens"], m["prompt_tokens"], m["ttft_count"], want["peak_used"],
+              want["pool_blocks"]):
+        assert n in numbers
+    assert ("say the same" in text) if lang == "en" else ("给出同样的数字" in text)
+    steps = page.locator("#mu-step").get_attribute("max")
+    assert int(steps) == len(want["steps"]) - 1
+    busiest = max(range(len(want["steps"])), key=lambda k: want["steps"][k]["shared"])
+    show_step(page, busiest)
+    owners = want["steps"][busiest]["owners"]
+    expect = ["free" if o == -1 else "shared" if isinstance(o, list) else str(o) for o in owners]
+    assert grid(page) == expect and expect.count("shared") == SMALL["system_tokens"] // 16  # the shared prefix
+    counts = page.locator('[data-widget="W-many-users"] .mu-counts dd').all_inner_texts()
+    assert counts[2].startswith(str(want["steps"][busiest]["used"]))
+    assert counts[3] == str(want["steps"][busiest]["shared"])
+    show_step(page, len(want["steps"]) - 1)
+    counts = page.locator('[data-widget="W-many-users"] .mu-counts dd').all_inner_texts()
+    assert counts[8].replace(",", "") == str(int(m["generation_tokens"])) and counts[7] == str(int(m["preemptions"]))
+    assert set(grid(page)) == {"free"}  # every request done, every block back
+
+
+def test_presets_show_sharing_and_preemption(pages):
+    page = pages(1280, "en")
+    press(page, "W-many-users", "a pool too small")
+    assert page.locator("#mu-pool").input_value() == "10"
+    text = readout(page, "W-many-users")
+    preempted = int(re.search(r"(\d+) preemptions?", text).group(1))
+    assert preempted > 0 and "The pool ran out of blocks" in told(page, "W-many-users")
+    assert page.locator('[data-widget="W-many-users"] button.preset[aria-pressed=true]').all_inner_texts() == \
+        ["a pool too small"]
+    press(page, "W-many-users", "nothing shared")
+    settled(page, "W-many-users")
+    assert "nothing could be shared" in told(page, "W-many-users")
+    owners = page.evaluate("""() => { const input = document.querySelector('#mu-step'), seen = new Set();
+      for (let k = 0; k <= +input.max; k++) { input.value = k; input.dispatchEvent(new Event('input'));
+        document.querySelectorAll('[data-widget="W-many-users"] .pool g[data-block]')
+          .forEach(g => seen.add(g.dataset.owner)); }
+      return [...seen]; }""")
+    assert "shared" not in owners and len(owners) > 1
+
+
+# ---- §07: the loop walked, each link numbered as its heading is --------------------------------------------------
+LINKS = """() => [...document.querySelectorAll('[data-widget="W-loop-walk"] .readout a')].map(a => {
+  const target = document.querySelector(a.getAttribute('href'));
+  const section = target && target.closest('main > section[id]');
+  return { label: a.textContent, href: a.getAttribute('href'), section: section && section.id,
+           heading: section && section.querySelector('h2').textContent };
+})"""
+
+
+def test_loop_walk_links_are_numbered_as_the_headings(any_page):
+    page = any_page
+    walk = page.locator('[data-widget="W-loop-walk"]')
+    for _ in range(10):
+        walk.locator(".prev").click()
+    seen = []
+    for line in range(8):
+        links = page.evaluate(LINKS)
+        assert links, f"line {line + 1} links nowhere"
+        for link in links:
+            number = re.match(r"§(\d+) · ", link["label"])
+            assert number and link["heading"].startswith(f"{number.group(1)}."), link  # "§6 · …" → "6. What it costs"
+            assert not link["label"].startswith("§0")
+        seen.append(links)
+        walk.locator(".next").click()
+    stop = seen[-1]
+    assert [x["href"] for x in stop] == ["#stop-conditions"] and stop[0]["section"] == "s07"
+    model = api(page, "/api/model-cache")
+    stop_text = page.locator('[data-widget="W-loop-walk"] .prose.told').inner_text()
+    assert all(piece in stop_text for piece in model["end_tokens"]) and "max_tokens" in stop_text
+    assert "#stop-conditions" in [x["href"] for x in seen[1]]  # max_len: the loop's other exit
+
+
+def test_loop_cost_floors_are_this_machines(pages):
+    page = pages(1280, "en")
+    set_range(page, "#lc-new", 12)
+    settled(page, "W-loop-cost")
+    cells = page.locator('[data-widget="W-loop-cost"] td[data-label="least time here"]').all_inner_texts()
+    assert cells[0].startswith("≥") and ("compute-bound" in cells[0] or "memory-bound" in cells[0])
+    text = told(page, "W-loop-cost")
+    here = api(page, "/api/intensity?prompt=1")["machines"][0]
+    assert f"{here['bandwidth'] / 1e9:.1f} GB/s" in text or f"{here['bandwidth'] / 1e9:.2f} GB/s" in text
+
+
+# ---- the recap: which numbers come from the model ------------------------------------------------------------------
+def test_recap_says_which_numbers_come_from_the_model(any_page):
+    page = any_page
+    text = told(page, "W-reopen") + readout(page, "W-reopen")
+    assert not re.search(r"every (number|widget)", text, re.IGNORECASE)
+    paragraphs = page.locator('[data-widget="W-reopen"] .prose.told p')
+    model_links = paragraphs.nth(0).locator("a").evaluate_all("as => as.map(a => a.getAttribute('href'))")
+    formula_links = paragraphs.nth(1).locator("a").evaluate_all("as => as.map(a => a.getAttribute('href'))")
+    assert "#h-W-many-users" in model_links and "#h-W-loop-cost" in model_links
+    assert {"#h-W-intensity", "#h-W-concurrency", "#h-W-param-split"} <= set(formula_links)
+    for widget in ("W-depth", "W-cache-memory"):  # formulas on GPT-2's and GPT-3's fixed shapes
+        if page.locator(f'[data-widget="{widget}"]').count():
+            assert f"#h-{widget}" in formula_links
+    name = page.locator("#model-name").inner_text()
+    assert name in paragraphs.nth(0).inner_text()
+    assert str(len(model_links)) in readout(page, "W-reopen") and str(len(formula_links)) in readout(page, "W-reopen")
+
+
+# ---- both languages -------------------------------------------------------------------------------------------------
+def test_nothing_here_is_left_in_the_other_language(any_page):
+    page = any_page
+    if page.locator('[data-widget="W-many-users"]').get_attribute("data-state") != "current":
+        set_many(page, SMALL)
+        run_many(page)
+    page.locator('[data-widget="W-many-users"] details').evaluate("d => d.open = true")
+    try:
+        assert [f for f in foreign_text(page) if f[0].split(" ")[0] in MINE] == []
+        assert page.errors == []
+    finally:
+        page.locator('[data-widget="W-many-users"] details').evaluate("d => d.open = false")
+
+
+def test_the_sections_can_be_pictured(pages):
+    """Screenshots of §06, §07 and the recap, both widths, both languages (artifacts/, or $FORWARDPASS_ARTIFACTS)."""
+    out = Path(os.environ.get("FORWARDPASS_ARTIFACTS", Path(__file__).parent.parent / "artifacts"))
+    out.mkdir(parents=True, exist_ok=True)
+    for width, lang in PAGES:
+        page = pages(width, lang)
+        for sid in ("s06", "s07", "s08"):
+            path = out / f"explorer-{sid}-{lang}-{width}.png"
+            page.locator(f"#{sid}").screenshot(path=str(path))
+            assert path.stat().st_size > 10_000
