@@ -146,6 +146,11 @@ def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | Non
     posts |= {  # §04–§05 measured here: both loops timed step by step
         "/api/loop-timing": (Steps, lambda b: on_model(loop_runs.timed_loops, b, b.steps)),
     }
+    from . import lens, story  # §03 on the real model: the article's five words, the logit lens
+    posts |= {
+        "/api/candidates": (Prompt, lambda b: on_model(story.candidates, b)),
+        "/api/logit-lens": (Prompt, lambda b: on_model(lens.logit_lens, b)),
+    }
     for path, (shape, fn) in posts.items():
         def route(body, fn=fn):
             return fn(body)

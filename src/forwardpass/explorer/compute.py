@@ -8,7 +8,6 @@ import torch
 
 from .. import cost
 from ..bugs import NaiveRingCache, StuckPositionCache
-from ..collapse import detect_loop
 from ..config import preset
 from ..errors import ContextLengthError, ForwardpassError
 from ..generate import generate
@@ -279,25 +278,17 @@ def sample(fp: Pipeline, prompt: str, temperature: float, top_k: int, top_p: flo
 
 
 def greedy_loop(fp: Pipeline, prompt: str, steps: int, sample_at: int | None, seed: int) -> dict:
-    """W-greedy-loop: greedy decoding that loops forever, and one sampled token that breaks it."""
-    if not 1 <= steps <= 96:
-        raise _range("steps", 1, 96)
-    ids = _ids(fp, prompt)
-    greedy = generate(fp, ids, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True))
-    out = {"steps": steps, "greedy": {"text": greedy.text, "loop": greedy.loop.to_dict() if greedy.loop else None}}
-    if sample_at is not None:
-        if not 0 <= sample_at < steps:
-            raise refuse("sample_at", "sample_at must be one of the generated steps", steps=steps)
-        head = greedy.token_ids[:sample_at]
-        draw = generate(fp, ids + head, SamplingParams(temperature=1.0, seed=seed, max_tokens=1, ignore_eos=True))
-        tokens = head + draw.token_ids
-        if steps - sample_at > 1:  # then greedy again
-            rest = SamplingParams(temperature=0, max_tokens=steps - sample_at - 1, ignore_eos=True)
-            tokens += generate(fp, ids + tokens, rest).token_ids
-        loop = detect_loop(tokens)
-        out["forced"] = {"text": fp.tokenizer.decode(tokens), "sample_at": sample_at, "sampled": draw.text,
-                         "loop": loop.to_dict() if loop else None}
-    return out
+    """W-greedy-loop: greedy decoding that loops, and one sample tried at every step of the window's first half
+    (explorer/greedy.py); `forced` is the row of the step `sample_at`."""
+    from .greedy import greedy_loop as search
+    from .greedy import searched
+
+    if not 2 <= steps <= 96:
+        raise _range("steps", 2, 96)
+    if sample_at is not None and not 0 <= sample_at < searched(steps):
+        raise refuse("sample_window", f"sample_at must be one of the first {searched(steps)} steps (the first half "
+                     "of the window)", n=searched(steps))
+    return search(fp, _ids(fp, prompt), steps, sample_at, seed)
 
 
 def autoregress(fp: Pipeline, prompt: str, steps: int) -> dict:

@@ -1,0 +1,40 @@
+"""The article's story on the real model: the toy's five candidates (mat, rug, floor, sofa, roof) scored by the loaded
+model after "the cat sat on the", beside the toy's made-up scores, and the model's own top tokens there."""
+
+from __future__ import annotations
+
+import torch
+
+from ..pipeline import Pipeline
+from ..sampling import SEED_CANDIDATES
+from .compute import _ids, _next, _top
+
+STORY = "the cat sat on the"
+
+
+def candidates(fp: Pipeline, prompt: str = STORY) -> dict:
+    """Each of the five words as the model spells it after `prompt` (with its leading space: one token or several),
+    the score of its first piece among the next-token logits, that piece's probability and rank in the whole
+    vocabulary, and the whole word's probability (each piece's probability given the ones before it, multiplied)."""
+    ids = _ids(fp, prompt)
+    logits = _next(fp, ids)  # (vocab_size,): the model's scores for the token after the prompt
+    probs = torch.softmax(logits, -1)
+    toy = torch.tensor(list(SEED_CANDIDATES.values()))
+    toy_probs = torch.softmax(toy, -1)
+    words = []
+    for i, (word, toy_logit) in enumerate(SEED_CANDIDATES.items()):
+        full = fp.encode(prompt + " " + word)
+        pieces = full[len(ids):] if full[:len(ids)] == ids else fp.encode(" " + word)
+        word_p = float(probs[pieces[0]])
+        for k in range(1, len(pieces)):  # the later pieces, each given the prompt and the pieces before it
+            word_p *= float(torch.softmax(_next(fp, ids + pieces[:k]), -1)[pieces[k]])
+        first = pieces[0]
+        words.append({"word": word, "toy_logit": toy_logit, "toy_probability": float(toy_probs[i]),
+                      "pieces": [fp.tokenizer.piece(p) for p in pieces], "ids": pieces,
+                      "logit": float(logits[first]), "probability": float(probs[first]),
+                      "rank": int((logits > logits[first]).sum()) + 1, "word_probability": word_p})
+    real_order = sorted(range(len(words)), key=lambda i: -words[i]["logit"])
+    return {"prompt": prompt, "words": words, "toy_order": [w["word"] for w in words],
+            "real_order": [words[i]["word"] for i in real_order],
+            "five_mass": sum(w["word_probability"] for w in words),
+            "top": _top(fp, logits, probs, 5), "vocab_size": logits.numel()}
