@@ -90,10 +90,14 @@ def _kv(config, dtype: str, context: int) -> dict:
 def kv_here(fp: Pipeline) -> dict:
     """W-cache-here: the loaded model's KV bytes per token (2 × n_layers × n_kv_heads × head_dim × bytes, in the
     engine's KV dtype) and its cache at its own context length, beside GPT-3's in fp16. `pool_per_token` is what the
-    engine's paged pool allocates per token (one block / its size): the formula, checked against the engine."""
+    engine's paged pool allocates per token (one block / its size): the formula, checked against the engine. A model
+    whose layers slide a window still has every layer's pair of every token kept by the pool (`sliding_layers`)."""
     c, dtype = fp.config, fp.kv_dtype()
     here = _kv(c, KV_NAMES[dtype], c.context_length)
     block = EngineConfig().block_size
     here["pool_per_token"] = BlockPool.block_bytes(c, block, dtype) // block
+    windows = [c.window(layer) for layer in range(c.n_layers)]  # layers that attend to the last W tokens only
+    here["sliding_layers"] = sum(w is not None for w in windows)
+    here["window"] = next((w for w in windows if w is not None), None)
     return {"model": here, "gpt3": _kv(GPT3, "fp16", GPT3.context_length),
             "ratio": cost.kv_bytes_per_token(GPT3, "fp16") / here["per_token"]}

@@ -111,7 +111,8 @@ export function mount() {
         ctx: m.context, full: gib(m.full_context_gib), pool: m.pool_per_token, g: times(m.n_heads / m.n_kv_heads) };
       here.say(["W-cache-here.readout", values], gap(),
         [m.pool_per_token === m.per_token ? "W-cache-here.pool" : "W-cache-here.pool-differs", values]);
-      told(here, [m.n_kv_heads < m.n_heads ? "W-cache-here.grouped" : "W-cache-here.every-head", values]);
+      told(here, [m.n_kv_heads < m.n_heads ? "W-cache-here.grouped" : "W-cache-here.every-head", values],
+        m.sliding_layers > 0 && ["W-cache-here.sliding", { n: m.sliding_layers, layers: m.n_layers, w: m.window }]);
     },
   });
 

@@ -106,7 +106,7 @@ export default {
   "W-cache-here.bytes-axis": ["bytes", "字节"],
   "W-cache-here.gib-axis": ["GiB", "GiB"],
   "W-cache-here.readout": [
-    "{model}: 2 × {layers} layers × {kv} key-value heads × {hd} numbers × {b} bytes ({dtype}) = {per} bytes per token; GPT-3 needs {gpt} bytes, {ratio}× as much. At its full context of {ctx} tokens one sequence's cache is {full}.",
+    ({ kv }) => `{model}: 2 × {layers} layers × ${kv === 1 ? "{kv} key-value head" : "{kv} key-value heads"} × {hd} numbers × {b} bytes ({dtype}) = {per} bytes per token; GPT-3 needs {gpt} bytes, {ratio}× as much. At its full context of {ctx} tokens one sequence's cache is {full}.`,
     "{model}：2 × {layers} 层 × {kv} 个键值头 × {hd} 个数 × {b} 字节（{dtype}）= 每个词元 {per} 字节；GPT-3 要 {gpt} 字节，是它的 {ratio} 倍。上下文用满 {ctx} 个词元时，一条序列的缓存是 {full}。",
   ],
   "W-cache-here.pool": ["The engine's paged pool sets aside exactly {pool} bytes per token for it.",
@@ -114,8 +114,12 @@ export default {
   "W-cache-here.pool-differs": ["The engine's paged pool sets aside {pool} bytes per token for it, not {per}.",
     "引擎的分页缓存池为它每个词元预留的是 {pool} 字节，而不是 {per} 字节。"],
   "W-cache-here.grouped": [
-    "Its {heads} query heads share {kv} key-value heads (grouped-query attention): that alone makes its cache {g}× smaller than if every query head kept its own keys and values.",
+    ({ kv }) => `Its {heads} query heads share ${kv === 1 ? "one key-value head" : "{kv} key-value heads"} (grouped-query attention): that alone makes its cache {g}× smaller than if every query head kept its own keys and values.`,
     "它的 {heads} 个查询头共用 {kv} 个键值头（分组查询注意力）：要是每个查询头各存一份键和值，缓存会是现在的 {g} 倍。",
+  ],
+  "W-cache-here.sliding": [
+    ({ n }) => `${n === 1 ? "One" : "{n}"} of its {layers} layers attend${n === 1 ? "s" : ""} only to the last {w} tokens; the engine's pool still keeps those layers' pairs for every token, so the figures above are what it holds.`,
+    "它的 {layers} 层里有 {n} 层只关注最近的 {w} 个词元；不过引擎的缓存池仍为这些层保存每个词元的键值对，所以上面的数字就是缓存池实际占用的。",
   ],
   "W-cache-here.every-head": ["Each of its {heads} heads keeps its own keys and values, as GPT-3's do.",
     "它的 {heads} 个头各自保存自己的键和值，和 GPT-3 一样。"],
