@@ -1,80 +1,208 @@
-// §03 What comes out: logits, temperature, top-k and top-p on the article's five-word toy beside the real model's
-// vocabulary, and greedy decoding's loop.
+// §03 What comes out: logits and sampling. The article's five-word toy beside the real model (the same five words
+// scored after "the cat sat on the", and its own top tokens), the logit lens (the next token read off the stream
+// after every block), temperature, top-k and top-p with the article's settings one click away, and greedy decoding's
+// loop with one sample tried at every step of its window. Every number the prose says comes from the same request
+// the widget draws (the presets ask exactly what the prose read).
 
 import { post } from "../lib/api.js";
-import { bars } from "../lib/charts.js";
-import { byId, debounce, q, tokenSpan } from "../lib/dom.js";
-import { fmt, nodes, piece, t } from "../lib/i18n.js";
+import { COLORS, lines } from "../lib/charts.js";
+import { byId, debounce, el, q, setRange, tokenSpan } from "../lib/dom.js";
+import { fmt, nodes, parts, piece, t } from "../lib/i18n.js";
 import { state } from "../lib/state.js";
+import { stepStrip } from "../lib/stepstrip.js";
+import { hasBytes, pieceLabel, tokenBars } from "../lib/tokenbars.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
 import strings from "./sampling.strings.js";
 
 export { strings };
 
 const LOOP_WINDOW = 64;  // generated tokens the greedy-loop verdict is measured over
-const pair = `<div class="pair"><div class="chart toy" role="img"></div><div class="chart real" role="img"></div></div>`;
+const SEARCHED = LOOP_WINDOW / 2;  // the steps a sample may go at: the window's first half (explorer/greedy.py)
+const ARTICLE = { temperature: [0.1, 1], top_k: [1], top_p: [0.9] };  // the article's settings: presets and prose
+
+const pair = `<div class="pair"><div class="chart toy" role="img"></div><div class="chart real" role="img"></div></div>
+  <p class="s03-bytes" hidden></p>`;
+const presets = (key, values) => `<div class="presets" role="group" data-text-aria="s03.presets">
+    <span data-text="s03.presets"></span>
+    ${values.map((v) => `<button type="button" class="preset" data-value="${v}">${key} = ${v}</button>`).join("\n")}
+  </div>`;
 
 export const html = sectionFrame("s03", [
-  frame("W-logits", pair, { noControl: true }),
+  frame("W-logits", `
+  <div class="pair"><div class="chart toy" role="img"></div><div class="chart five" role="img"></div></div>
+  <div class="chart own" role="img"></div>`, { noControl: true }),
+  frame("W-logit-lens", `
+  <label for="lens-k" data-text="W-logit-lens.k"></label>
+  <input id="lens-k" type="range" min="1" max="10" value="5">
+  <div class="chart answer" role="img"></div>
+  <table class="s03-lens"><caption></caption><thead></thead><tbody></tbody></table>
+  <p class="s03-bytes" hidden></p>`),
   frame("W-temperature", `
   <label for="temperature" data-text="W-temperature.label"></label>
   <input id="temperature" type="range" min="0" max="3" step="0.05" value="1">
+  ${presets("T", ARTICLE.temperature)}
   <button type="button" class="draw" data-text="W-temperature.draw"></button>
   ${pair}`),
   frame("W-top-k", `
   <label for="top-k">k</label>
   <input id="top-k" type="range" min="1" max="5" value="5">
+  ${presets("k", ARTICLE.top_k)}
   ${pair}`),
   frame("W-top-p", `
   <label for="top-p">p</label>
   <input id="top-p" type="range" min="0.05" max="1" step="0.05" value="1">
+  ${presets("p", ARTICLE.top_p)}
   ${pair}`),
   frame("W-greedy-loop", `
   <label for="loop-prompt" data-text="W-greedy-loop.prompt"></label>
   <input id="loop-prompt" type="text" value="I like to eat apples and bananas and">
-  <label for="loop-at" data-text="W-greedy-loop.at"></label>
-  <input id="loop-at" type="range" min="0" max="${LOOP_WINDOW - 1}" value="10">
-  <button type="button" class="run" data-text="W-greedy-loop.run"></button>
+  <div class="s03-step"><label for="loop-at" data-text="W-greedy-loop.at"></label>
+  <input id="loop-at" type="range" min="0" max="${SEARCHED - 1}" value="10"></div>
+  <div class="s03-buttons">
+    <button type="button" class="run" data-text="W-greedy-loop.run"></button>
+    <button type="button" class="redraw" data-text="W-greedy-loop.redraw"></button>
+    <span class="s03-seed"></span>
+  </div>
+  <div class="chart strip" role="img"></div>
   <div class="side"><pre class="greedy" data-text-aria="W-greedy-loop.aria.greedy"></pre><pre class="forced" data-text-aria="W-greedy-loop.aria.forced"></pre></div>`),
+  `<p class="prose bridge" data-text="bridge-s03"></p>`,
 ]);
 
-/** the toy's candidates (the article's words, token pieces themselves) and the real model's top ten */
-function samplingBars(w, d, logits) {
-  const value = (x) => (logits ? x.logit : x.probability);
-  bars(q(w.el, ".toy"), d.toy.map((x) => ({ label: x.piece, token: true, value: value(x),
-    text: logits ? x.logit.toFixed(1) : fmt.pct(x.probability), dim: !x.kept })), t("sampling.toy"));
-  bars(q(w.el, ".real"), d.real.map((x) => ({ label: JSON.stringify(x.piece), token: true, value: value(x),
-    text: logits ? x.logit.toFixed(2) : fmt.pct(x.probability), dim: !x.kept })), t("sampling.real"));
+// ---- helpers -------------------------------------------------------------------------------------------------------
+
+/** the article's toy candidates are words the page shows as they are (token pieces, never translated) */
+const word = (s) => piece(s, false);
+/** a model's token piece, shown readably: quoted text, raw bytes as ⟨E5 9D⟩ */
+const tok = (s) => piece(pieceLabel(s), false);
+const label = (s) => [{ text: pieceLabel(s), tag: "tok" }];
+/** a word the tokenizer spells in several pieces: " so" + "fa" */
+const spelled = (pieces) => [{ text: pieces.map(pieceLabel).join(" + "), tag: "tok" }];
+
+/** a probability as a percentage, with enough digits that "nearly all" never reads as 100.0% */
+export function pct(p) {
+  if (p >= 1) return "100%";
+  if (p > 0.999) {
+    for (let digits = 3; digits < 8; digits++) {
+      const s = (100 * p).toFixed(digits);
+      if (!s.startsWith("100")) return `${s}%`;
+    }
+  }
+  if (p > 0 && p < 0.0005) return `<${fmt.pct(0.001)}`;  // never "0.0%" for a token that has some
+  return fmt.pct(p);
 }
 
-const toyPiece = (s) => piece(s, false);
+/** the widget's numbered prose: a paragraph after its readout, written from the same data it draws */
+function told(w, ...items) {
+  let p = w.q(".s03-told");
+  if (!p) {
+    p = el("div", { className: "prose s03-told" });
+    w.q(".prose.after").before(p);
+  }
+  p.replaceChildren(...items.filter(Boolean).map((item) => el("p", {}, nodes(...item))));
+}
 
+/** the note under a chart of real tokens when some of them are raw bytes */
+function bytesNote(w, pieces) {
+  const box = w.q(".s03-bytes"), any = pieces.filter(hasBytes);
+  box.hidden = !any.length;
+  box.replaceChildren(...(any.length ? nodes("s03.bytes", { example: tok(any[0]) }) : []));
+}
+
+const number = (n) => (n <= 10 ? t(`s03.number.${n}`) : fmt.int(n));
+
+/** the toy's five and the real model's top ten, as probabilities (kept ones in colour) */
+function samplingBars(w, d) {
+  tokenBars(q(w.el, ".toy"), d.toy.map((x) => ({ label: x.piece, token: true, value: x.probability,
+    text: pct(x.probability), dim: !x.kept })), { title: t("sampling.toy"), axis: t("s03.axis.probability"),
+    tick: (v) => `${fmt.tick(100 * v)}%` });
+  tokenBars(q(w.el, ".real"), d.real.map((x) => ({ label: label(x.piece), token: true, value: x.probability,
+    text: pct(x.probability), dim: !x.kept })), { title: t("sampling.real"), axis: t("s03.axis.probability"),
+    tick: (v) => `${fmt.tick(100 * v)}%` });
+  bytesNote(w, d.real.map((x) => x.piece));
+}
+
+/** the view at the slider's value and at the article's settings, for the prompt at the top (one request each; a
+ * preset asks again exactly what the prose read, and is answered from the same result) */
+function views(param, value) {
+  const ask = (v) => post("/api/sampling", { prompt: state.prompt, [param]: v });
+  return Promise.all([ask(value), ...ARTICLE[param].map(ask)]).then(([now, ...article]) => ({ now, article }));
+}
+
+function wirePresets(w, input) {
+  w.el.querySelectorAll(".preset").forEach((b) => b.addEventListener("click", () => {
+    setRange(input, { value: b.dataset.value });
+    w.run();
+  }));
+}
+
+// ---- the widgets ---------------------------------------------------------------------------------------------------
 export function mount() {
   const follows = ["prompt", "model"], runsOn = "sampling.runs-on";
 
+  // W-logits: the toy's five scores, the same five on the real model after "the cat sat on the", its own top five
   const logits = widget("W-logits", {
-    runsOn, follows,
-    load: () => post("/api/sampling", { prompt: state.prompt }),
+    runsOn: "W-logits.runs-on", follows: ["model"],
+    load: () => post("/api/candidates", {}),
     draw(d) {
-      samplingBars(logits, d, true);
-      logits.say(["W-logits.readout", { toy: toyPiece(d.toy[0].piece), tl: d.toy[0].logit.toFixed(1),
-        piece: piece(d.real[0].piece), rl: d.real[0].logit.toFixed(2), vocab: d.vocab_size }]);
+      const toyOrder = [...d.words].sort((a, b) => b.toy_logit - a.toy_logit);
+      const realOrder = [...d.words].sort((a, b) => b.word_probability - a.word_probability);
+      const [toyLead, toySecond] = toyOrder, realLead = realOrder[0], top = d.top[0];
+      tokenBars(q(logits.el, ".toy"), d.words.map((x) => ({ label: x.word, token: true, value: x.toy_logit,
+        text: x.toy_logit.toFixed(1), mark: x === toyLead })), { title: t("W-logits.toy"), axis: t("s03.axis.logit") });
+      tokenBars(q(logits.el, ".five"), d.words.map((x) => ({ label: spelled(x.pieces), token: true,
+        value: x.logit, text: t("W-logits.rank", { logit: x.logit.toFixed(2), rank: x.rank }), mark: x === realLead })),
+      { title: parts("W-logits.five", { story: piece(d.prompt, false) }), axis: t("s03.axis.logit") });
+      const five = new Set(d.words.map((x) => x.ids[0]));
+      tokenBars(q(logits.el, ".own"), d.top.map((x) => ({ label: label(x.piece), token: true, value: x.logit,
+        text: t("W-logits.own-value", { logit: x.logit.toFixed(2), p: pct(x.probability) }), mark: five.has(x.id) })),
+      { title: parts("W-logits.own", { story: piece(d.prompt, false), n: d.top.length }), axis: t("s03.axis.logit") });
+      logits.say(["W-logits.readout", { toy: word(toyLead.word), tl: toyLead.toy_logit.toFixed(1),
+        lead: word(realLead.word), rl: realLead.logit.toFixed(2), top: tok(top.piece), topl: top.logit.toFixed(2) }]);
+      const sameOrder = realOrder.every((x, i) => x.word === toyOrder[i].word);
+      const list = (xs) => fmt.list(xs.map((x) => word(x.word)));
+      const split = d.words.filter((x) => x.pieces.length > 1);
+      const topIsOne = five.has(top.id);
+      told(logits,
+        ["W-logits.told.toy", { toy: word(toyLead.word), logit: toyLead.toy_logit.toFixed(1),
+          gap: (toyLead.toy_logit - toySecond.toy_logit).toFixed(1), second: word(toySecond.word) }],
+        [realLead.word === toyLead.word ? "W-logits.told.agree" : "W-logits.told.disagree", {
+          lead: word(realLead.word), toy: word(toyLead.word), logit: realLead.logit.toFixed(2),
+          rank: realLead.rank, vocab: d.vocab_size, share: pct(realLead.word_probability / d.five_mass),
+          toyShare: pct(toyLead.toy_probability) }],
+        [sameOrder ? "W-logits.told.same-order" : "W-logits.told.order", { real: list(realOrder), toy: list(toyOrder) }],
+        [topIsOne ? "W-logits.told.top-is-one" : "W-logits.told.top", { top: tok(top.piece), p: pct(top.probability),
+          mass: pct(d.five_mass) }],
+        ...split.map((x) => ["W-logits.told.split", { word: word(x.word), n: number(x.pieces.length),
+          pieces: fmt.list(x.pieces.map(tok), true) }]));
     },
   });
 
+  // W-logit-lens: the stream after every block, through the final norm and the unembedding
+  const lens = widget("W-logit-lens", {
+    runsOn: "prompt", follows,
+    load: () => post("/api/logit-lens", { prompt: state.prompt }),
+    draw(d) { drawLens(lens, d, +byId("lens-k").value); },
+  });
+  byId("lens-k").addEventListener("input", () => lens.redraw());
+
+  // W-temperature
   let drawn = null;  // the last token drawn at this temperature
   const temperature = widget("W-temperature", {
     runsOn, follows,
-    load: () => post("/api/sampling", { prompt: state.prompt, temperature: +byId("temperature").value }),
-    draw(d) {
-      samplingBars(temperature, d, false);
-      if (drawn) temperature.say(["W-temperature.drew", { piece: piece(drawn.piece), id: drawn.id, t: drawn.t.toFixed(2) }]);
-      else temperature.say(["W-temperature.readout", { t: d.temperature.toFixed(2), toy: toyPiece(d.toy[0].piece),
-        p: fmt.pct(d.toy[0].probability), piece: piece(d.real[0].piece), rp: fmt.pct(d.real[0].probability) }]);
+    load: () => views("temperature", +byId("temperature").value),
+    draw({ now: d, article: [cold, one] }) {
+      samplingBars(temperature, d);
+      if (drawn) temperature.say(["W-temperature.drew", { piece: tok(drawn.piece), id: drawn.id, t: drawn.t.toFixed(2) }]);
+      else temperature.say(["W-temperature.readout", { t: d.temperature.toFixed(2), toy: word(d.toy[0].piece),
+        p: pct(d.toy[0].probability), piece: tok(d.real[0].piece), rp: pct(d.real[0].probability) }]);
+      told(temperature, ["W-temperature.told", { toy: word(one.toy[0].piece), p1: pct(one.toy[0].probability),
+        t1: one.temperature, t01: cold.temperature, p01: pct(cold.toy[0].probability) }]);
     },
   });
   const rerun = debounce(() => temperature.run(), 120);
   byId("temperature").addEventListener("input", () => { drawn = null; rerun(); });
+  wirePresets(temperature, byId("temperature"));
+  temperature.el.querySelectorAll(".preset").forEach((b) => b.addEventListener("click", () => { drawn = null; }));
   q(temperature.el, ".draw").addEventListener("click", async () => {
     const t0 = +byId("temperature").value;
     try {
@@ -87,45 +215,147 @@ export function mount() {
     }
   });
 
+  // W-top-k
   const topK = widget("W-top-k", {
     runsOn, follows,
-    load: () => post("/api/sampling", { prompt: state.prompt, top_k: +byId("top-k").value }),
-    draw(d) {
-      samplingBars(topK, d, false);
+    load: () => views("top_k", +byId("top-k").value),
+    draw({ now: d, article: [one] }) {
+      samplingBars(topK, d);
       const kept = d.toy.filter((x) => x.kept);
-      topK.say(["W-top-k.readout", { k: d.top_k, kept: fmt.list(kept.map((x) => toyPiece(x.piece))),
-        toy: fmt.pct(1 - kept.reduce((s, x) => s + x.probability, 0)), real: fmt.pct(1 - d.real_kept_mass) }]);
+      topK.say(["W-top-k.readout", { k: d.top_k, kept: fmt.list(kept.map((x) => word(x.piece))),
+        toy: pct(1 - kept.reduce((s, x) => s + x.probability, 0)), real: pct(1 - d.real_kept_mass) }]);
+      const left = one.toy.filter((x) => x.kept);
+      told(topK, ["W-top-k.told", { k: one.top_k, n: number(left.length), top: fmt.list(left.map((x) => word(x.piece))),
+        cut: pct(1 - left.reduce((s, x) => s + x.probability, 0)), real: pct(1 - one.real_kept_mass) }]);
     },
   });
   byId("top-k").addEventListener("input", debounce(() => topK.run(), 120));
+  wirePresets(topK, byId("top-k"));
 
+  // W-top-p
   const topP = widget("W-top-p", {
     runsOn, follows,
-    load: () => post("/api/sampling", { prompt: state.prompt, top_p: +byId("top-p").value }),
-    draw(d) {
-      samplingBars(topP, d, false);
+    load: () => views("top_p", +byId("top-p").value),
+    draw({ now: d, article: [nine] }) {
+      samplingBars(topP, d);
       const kept = d.toy.filter((x) => x.kept);
-      topP.say(["W-top-p.readout", { p: d.top_p.toFixed(2), n: kept.length, kept: fmt.list(kept.map((x) => toyPiece(x.piece))),
+      topP.say(["W-top-p.readout", { p: d.top_p.toFixed(2), n: kept.length, kept: fmt.list(kept.map((x) => word(x.piece))),
         rk: d.real_kept_count, vocab: d.vocab_size }]);
+      const in9 = nine.toy.filter((x) => x.kept);
+      told(topP, ["W-top-p.told", { p: nine.top_p, n: number(in9.length), kept: fmt.list(in9.map((x) => word(x.piece)), true),
+        mass: pct(in9.reduce((s, x) => s + x.probability, 0)), pp: pct(nine.top_p), rk: nine.real_kept_count,
+        vocab: nine.vocab_size }]);
     },
   });
   byId("top-p").addEventListener("input", debounce(() => topP.run(), 120));
+  wirePresets(topP, byId("top-p"));
 
-  // ---- W-greedy-loop: on its own prompt, on demand
+  // W-greedy-loop: on its own prompt, on demand; one run tries the sample at every step, the slider picks one
+  let seed = 1;
   const greedy = widget("W-greedy-loop", {
     runsOn: "own-prompt", follows: ["model"], auto: false, idle: "not-run",
-    load: () => post("/api/greedy-loop", { prompt: byId("loop-prompt").value, steps: LOOP_WINDOW,
-      sample_at: +byId("loop-at").value, seed: 1 }),
-    draw(d) {
-      q(greedy.el, ".greedy").replaceChildren(...nodes("W-greedy-loop.greedy"), "\n", tokenSpan(d.greedy.text));
-      q(greedy.el, ".forced").replaceChildren(...nodes("W-greedy-loop.forced", { at: d.forced.sample_at }), "\n",
-        tokenSpan(d.forced.text));
-      const loop = (l) => (l ? t("W-greedy-loop.loop", { period: l.period, start: l.start }) : t("W-greedy-loop.no-loop"));
-      const verdict = d.forced.loop ? "again" : d.greedy.loop ? "broke" : "none";
-      greedy.say(["W-greedy-loop.readout", { steps: d.steps, greedy: loop(d.greedy.loop), at: d.forced.sample_at,
-        piece: piece(d.forced.sampled), forced: loop(d.forced.loop), verdict: t(`W-greedy-loop.${verdict}`) }]);
-    },
+    // the whole search in one request (the slider then only picks a row of it: nothing is asked again)
+    load: () => post("/api/greedy-loop", { prompt: byId("loop-prompt").value, steps: LOOP_WINDOW, seed }),
+    draw(d) { drawGreedy(greedy, d, +byId("loop-at").value); },
   });
+  const pick = (step) => {
+    setRange(byId("loop-at"), { value: step });
+    if (greedy.data && greedy.el.dataset.state === "current") greedy.redraw();
+  };
   q(greedy.el, ".run").addEventListener("click", () => greedy.run());
-  for (const id of ["loop-prompt", "loop-at"]) byId(id).addEventListener("input", () => greedy.outdate("inputs"));
+  q(greedy.el, ".redraw").addEventListener("click", () => {
+    let next;
+    do next = 1 + Math.floor(Math.random() * 99999); while (next === seed);
+    seed = next;
+    greedy.run();
+  });
+  byId("loop-at").addEventListener("input", () => pick(+byId("loop-at").value));
+  byId("loop-prompt").addEventListener("input", () => greedy.outdate("inputs"));
+  greedy.pick = pick;
+  renderSeed(greedy, seed);
+}
+
+// ---- W-logit-lens --------------------------------------------------------------------------------------------------
+const mix = (p) => {  // white mixed with the bar colour by p: an opaque background dark text stays readable on
+  const [r, g, b] = [0, 114, 178], a = 0.5 * Math.sqrt(p);
+  return `rgb(${[r, g, b].map((c) => Math.round(255 + (c - 255) * a)).join(",")})`;
+};
+
+function drawLens(w, d, k) {
+  const answer = d.answer.id;
+  lines(w.q(".answer"), [d.rows.map((r) => [r.block, r.answer_probability])], {
+    names: [parts("W-logit-lens.series", { answer: tok(d.answer.piece) })],
+    x: t("W-logit-lens.x"), y: t("W-logit-lens.y"), markX: d.first_top ?? undefined });
+  const table = w.q(".s03-lens");
+  const head = [t("W-logit-lens.col.block"), ...Array.from({ length: k }, (_, i) => t("W-logit-lens.col.rank", { n: i + 1 }))];
+  table.querySelector("caption").replaceChildren(...nodes("W-logit-lens.caption", { tail: piece(d.tail, false), k }));
+  table.querySelector("thead").replaceChildren(el("tr", {}, head.map((h) => el("th", { scope: "col", textContent: h }))));
+  const rowOf = (r, name, mine) => {
+    const tr = el("tr", { className: mine ? "model" : r.block === d.n_layers ? "last" : "" });
+    tr.append(el("th", { scope: "row", textContent: name }));
+    r.top.slice(0, k).forEach((x, i) => {
+      const td = el("td", {}, tokenSpan(pieceLabel(x.piece)), el("span", { className: "p", textContent: pct(x.probability) }));
+      td.style.background = mix(x.probability);
+      td.dataset.label = head[i + 1];
+      if (x.id === answer) td.classList.add("answer");
+      tr.append(td);
+    });
+    return tr;
+  };
+  table.querySelector("tbody").replaceChildren(
+    ...d.rows.map((r) => rowOf(r, r.block === d.n_layers ? t("W-logit-lens.last", { n: r.block }) : fmt.int(r.block))),
+    rowOf(d.model, t("W-logit-lens.model"), true));
+  bytesNote(w, d.rows.flatMap((r) => r.top.slice(0, k).map((x) => x.piece)));
+  const last = d.rows[d.rows.length - 1].top[0];
+  w.say(["W-logit-lens.readout", { k, n: d.n_layers, top: tok(last.piece), p: pct(last.probability),
+    same: t(d.last_row_is_the_models ? "W-logit-lens.same" : "W-logit-lens.differs") }]);
+  told(w, ["W-logit-lens.told", { tail: piece(d.tail, false), answer: tok(d.answer.piece), first: d.first_top,
+    n: d.n_layers }],
+  d.settled !== d.first_top ? ["W-logit-lens.told.settled", { settled: d.settled }] : null,
+  [d.last_row_is_the_models ? "W-logit-lens.told.same" : "W-logit-lens.told.differs", {}]);
+}
+
+// ---- W-greedy-loop -------------------------------------------------------------------------------------------------
+function renderSeed(w, seed) {
+  w.q(".s03-seed").replaceChildren(...nodes("W-greedy-loop.seed", { seed: String(seed) }));
+}
+
+const KINDS = {
+  same: { fill: "#eef0f3", stroke: COLORS.dim, glyph: "=" },
+  again: { fill: "#fbe3d3", stroke: COLORS.mark, glyph: "↻" },
+  broke: { fill: "#d6e9f6", stroke: COLORS.bar, glyph: "✓" },
+};
+
+function drawGreedy(w, d, at) {
+  const row = d.rows[Math.min(at, d.rows.length - 1)];
+  renderSeed(w, d.seed);
+  const kinds = Object.fromEntries(Object.entries(KINDS).map(([k, v]) => [k, { ...v, name: t(`W-greedy-loop.kind.${k}`) }]));
+  const kindOf = (r) => (r.same_token || r.same_text ? "same" : r.loop ? "again" : "broke");
+  stepStrip(w.q(".strip"), d.rows.map(kindOf), kinds, { chosen: row.step, onPick: (s) => w.pick(s),
+    axis: t("W-greedy-loop.strip-axis", { n: d.searched }),
+    summary: t("W-greedy-loop.strip-summary", { n: d.searched, differ: d.differ, k: d.broke.length, seed: String(d.seed) }) });
+  w.q(".greedy").replaceChildren(...nodes("W-greedy-loop.greedy"), "\n", tokenSpan(d.greedy.text));
+  const forced = w.q(".forced");
+  forced.replaceChildren(...nodes("W-greedy-loop.forced", { at: row.step }), "\n", tokenSpan(row.head),
+    el("mark", {}, tokenSpan(row.sampled_piece)), tokenSpan(row.text.slice((row.head + row.sampled_piece).length)));
+  if (!row.text.startsWith(row.head + row.sampled_piece)) forced.replaceChildren(...nodes("W-greedy-loop.forced",
+    { at: row.step }), "\n", tokenSpan(row.text));  // a piece that is only part of a character: the text as decoded
+  const loop = (l) => (l ? t("W-greedy-loop.loop", { period: l.period, start: l.start }) : t("W-greedy-loop.no-loop"));
+  const values = { piece: tok(row.sampled_piece), greedyPiece: tok(row.greedy_piece),
+    p: pct(row.probability), gp: pct(row.greedy_probability), period: row.loop?.period, start: row.loop?.start };
+  const verdict = !d.greedy.loop ? "no-greedy-loop" : row.same_token ? "same-token" : row.same_text ? "same-text"
+    : row.broke ? "broke" : row.same_loop ? "same-loop" : "other-loop";
+  const breaks = d.broke.length;
+  w.say(["W-greedy-loop.readout", { steps: d.generated, greedy: loop(d.greedy.loop), at: row.step, seed: String(d.seed),
+    forced: loop(row.loop), verdict: nodes(`W-greedy-loop.verdict.${verdict}`, values) }], " ",
+  [d.greedy.loop ? "W-greedy-loop.search" : "W-greedy-loop.search-no-loop", { n: d.searched, differ: d.differ, k: breaks,
+    steps: fmt.list(d.broke.map((s) => fmt.int(s)), true), here: t(row.broke ? "W-greedy-loop.here-yes" : "W-greedy-loop.here-no",
+      { at: row.step }) }]);
+  if (d.greedy.loop) {
+    told(w, ["W-greedy-loop.told", { start: d.greedy.loop.start, period: d.greedy.loop.period, steps: d.generated }],
+      ["W-greedy-loop.told.name", {}],
+      ["W-greedy-loop.told.search", { seed: String(d.seed), k: number(breaks), count: breaks, n: d.searched }]);
+  } else {
+    told(w, ["W-greedy-loop.told.no-loop", { steps: d.generated }], ["W-greedy-loop.told.name", {}]);
+  }
 }
