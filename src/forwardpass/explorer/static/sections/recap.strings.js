@@ -19,8 +19,8 @@ export default {
   "reopen-button": ["Open the loop again", "再次打开循环"],
   "W-reopen.sources-title": ["Where the numbers came from", "数字从哪里来"],
   "W-reopen.source.model": [
-    ({ n }) => (n === 1 ? "This widget runs or reads {model}, the model at the top: " : "These {n} widgets run or read {model}, the model at the top, so their numbers change with it and with your prompt: "),
-    "这 {n} 个组件运行或读取页面顶部的模型 {model}，所以它们的数字会随模型和你的提示词而变：",
+    ({ n }) => (n === 1 ? "This widget runs or reads {model}, the model at the top: " : "These {n} widgets run or read {model}, the model at the top, so their numbers change when it does, and most of them follow your prompt too: "),
+    "这 {n} 个组件运行或读取页面顶部的模型 {model}，所以换了模型，它们的数字就会变，其中大多数还会跟着你的提示词变：",
   ],
   "W-reopen.source.formula": [
     ({ n }) => (n === 1 ? "This widget computes a formula on a fixed configuration or fixed numbers (GPT-2 small's shape, GPT-3's, the five-word toy), whatever model is loaded: " : "These {n} widgets compute formulas on fixed configurations or fixed numbers (GPT-2 small's shape, GPT-3's, the five-word toy), whatever model is loaded: "),
