@@ -123,7 +123,9 @@ def model_cache(fp: Pipeline, context: int | None = None) -> dict:
 
 
 def register(app, models) -> None:
-    """GET /api/model-cache on `app` (the machine's rates come with /api/intensity)."""
+    """GET /api/model-cache on `app` (the machine's rates come with /api/intensity). The rates are measured now, in the
+    background, while no page is asking the model for anything yet (a request that needs them first waits for them)."""
+    threading.Thread(target=measure, name="forwardpass-machine-rates", daemon=True).start()
 
     def route(model: str | None = None) -> dict:
         return model_cache(models.get(model))
