@@ -20,7 +20,7 @@ const LOOP_WINDOW = 64;  // generated tokens the greedy-loop verdict is measured
 const SEARCHED = LOOP_WINDOW / 2;  // the steps a sample may go at: the window's first half (explorer/greedy.py)
 const ARTICLE = { temperature: [0.1, 1], top_k: [1], top_p: [0.9] };  // the article's settings: presets and prose
 
-const pair = `<div class="pair"><div class="chart toy" role="img"></div><div class="chart real" role="img"></div></div>
+const pair = `<div class="pair"><div class="chart toy" role="img" data-text-aria="s03.chart-empty"></div><div class="chart real" role="img" data-text-aria="s03.chart-empty"></div></div>
   <p class="s03-bytes" hidden></p>`;
 const presets = (key, values) => `<div class="presets" role="group" data-text-aria="s03.presets">
     <span data-text="s03.presets"></span>
@@ -29,12 +29,12 @@ const presets = (key, values) => `<div class="presets" role="group" data-text-ar
 
 export const html = sectionFrame("s03", [
   frame("W-logits", `
-  <div class="pair"><div class="chart toy" role="img"></div><div class="chart five" role="img"></div></div>
-  <div class="chart own" role="img"></div>`, { noControl: true }),
+  <div class="pair"><div class="chart toy" role="img" data-text-aria="s03.chart-empty"></div><div class="chart five" role="img" data-text-aria="s03.chart-empty"></div></div>
+  <div class="chart own" role="img" data-text-aria="s03.chart-empty"></div>`, { noControl: true }),
   frame("W-logit-lens", `
   <label for="lens-k" data-text="W-logit-lens.k"></label>
   <input id="lens-k" type="range" min="1" max="10" value="5">
-  <div class="chart answer" role="img"></div>
+  <div class="chart answer" role="img" data-text-aria="s03.chart-empty"></div>
   <table class="s03-lens"><caption></caption><thead></thead><tbody></tbody></table>
   <p class="s03-bytes" hidden></p>`),
   frame("W-temperature", `
@@ -63,7 +63,7 @@ export const html = sectionFrame("s03", [
     <button type="button" class="redraw" data-text="W-greedy-loop.redraw"></button>
     <span class="s03-seed"></span>
   </div>
-  <div class="chart strip" role="img"></div>
+  <div class="chart strip" role="img" data-text-aria="s03.chart-empty"></div>
   <div class="side"><pre class="greedy" data-text-aria="W-greedy-loop.aria.greedy"></pre><pre class="forced" data-text-aria="W-greedy-loop.aria.forced"></pre></div>`),
   `<p class="prose bridge" data-text="bridge-s03"></p>`,
 ]);

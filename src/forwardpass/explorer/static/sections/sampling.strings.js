@@ -18,6 +18,7 @@ export default {
   "sampling.toy": ["the article's toy", "文章里的玩具例子"],
   "sampling.real": ["the real model's top 10, your prompt", "真实模型的前 10 名（你的提示词）"],
   "s03.presets": ["The article's settings:", "文章里的设定："],
+  "s03.chart-empty": ["a chart, drawn once its result is here", "图表：结果一到就画出来"],
   "s03.axis.probability": ["probability", "概率"],
   "s03.axis.logit": ["logit (raw score)", "logit（原始分数）"],
   "s03.bytes": [

@@ -1,0 +1,345 @@
+"""§03 of the explorer, what comes out: the article's five words on the real model, the logit lens, temperature, top-k
+and top-p with the article's settings one click away, and greedy decoding's loop with one sample tried at every step.
+The numbers are held against the model itself in Python; the page is driven in Chromium at 1280 and 390 px in both
+languages: its presets set the article's states, its prose says the numbers its widgets compute, its verdicts say what
+happened, and nothing on it is in the other language."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from test_explorer_fixtures import (
+    PAGE_IDS,
+    PAGES,
+    foreign_text,
+    idle,
+    needs_chromium,
+    page_set,
+    readout,
+    use_prompt,
+)
+
+from forwardpass.collapse import detect_loop
+from forwardpass.explorer import compute, greedy, lens, story
+from forwardpass.generate import generate
+from forwardpass.sampling import SEED_CANDIDATES, SamplingParams, probabilities
+
+LOOP_PROMPT = "I like to eat apples and bananas and"  # the widget's own default prompt
+CHINESE = "猫坐在垫子上"
+
+
+def own_logits(fp, prompt: str) -> torch.Tensor:
+    """The model's next-token logits after `prompt`: a plain forward pass of fp.model, its last position."""
+    with torch.inference_mode():
+        return fp.model(torch.tensor([fp.encode(prompt)], device=fp.device), last_only=True)[0][0, 0].float()
+
+
+# ---- the numbers, against the model -------------------------------------------------------------------------------
+def test_the_five_words_are_scored_by_the_model(smollm):
+    with compute.model_lock(smollm):
+        d = story.candidates(smollm)
+    logits = own_logits(smollm, "the cat sat on the")
+    probs = torch.softmax(logits, -1)
+    assert d["prompt"] == "the cat sat on the" and [w["word"] for w in d["words"]] == list(SEED_CANDIDATES)
+    for w in d["words"]:
+        first = w["ids"][0]
+        assert w["ids"] == smollm.encode("the cat sat on the " + w["word"])[5:]  # as the model spells it there
+        assert w["logit"] == float(logits[first]) and w["probability"] == float(probs[first])
+        assert w["rank"] == int((logits > logits[first]).sum()) + 1
+        assert w["toy_logit"] == SEED_CANDIDATES[w["word"]]
+    sofa = next(w for w in d["words"] if w["word"] == "sofa")  # " so" + "fa" on SmolLM2: the pieces multiplied
+    assert sofa["pieces"] == [" so", "fa"]
+    rest = torch.softmax(own_logits(smollm, "the cat sat on the so"), -1)[sofa["ids"][1]]
+    assert sofa["word_probability"] == pytest.approx(sofa["probability"] * float(rest), rel=1e-5)
+    top = torch.topk(probs, 5).indices.tolist()
+    assert [t["id"] for t in d["top"]] == top
+    # and an independent forward pass (every position's logits, not only the last) agrees to float precision
+    full = smollm.next_token_logits(smollm.encode("the cat sat on the"))
+    assert [w["logit"] for w in d["words"]] == pytest.approx([float(full[w["ids"][0]]) for w in d["words"]], abs=1e-4)
+
+
+@pytest.mark.parametrize("prompt", ["The cat sat on the mat, and the cat slept.", CHINESE])
+def test_the_logit_lens_last_row_is_the_models_own_output_exactly(smollm, prompt):
+    with compute.model_lock(smollm):
+        d = lens.logit_lens(smollm, prompt)
+    logits = own_logits(smollm, prompt)
+    probs = torch.softmax(logits, -1)
+    top = torch.topk(probs, lens.TOP).indices.tolist()
+    want = [(i, float(logits[i]), float(probs[i])) for i in top]
+    for row in (d["rows"][-1], d["model"]):  # exactly: the same floats, not close ones
+        assert [(t["id"], t["logit"], t["probability"]) for t in row["top"]] == want
+    assert d["last_row_is_the_models"] is True and len(d["rows"]) == smollm.config.n_layers
+    assert d["answer"]["id"] == top[0] and d["rows"][-1]["answer_rank"] == 1
+    assert all(r["answer_rank"] == 1 for r in d["rows"][d["settled"] - 1:])
+
+
+def test_the_logit_lens_endpoint_gives_the_same_floats(smollm):
+    from fastapi.testclient import TestClient
+
+    from forwardpass.explorer.app import build_explorer
+
+    client = TestClient(build_explorer(smollm))
+    d = client.post("/api/logit-lens", json={"prompt": "the cat sat on the"}).json()
+    probs = torch.softmax(own_logits(smollm, "the cat sat on the"), -1)
+    top = torch.topk(probs, lens.TOP).indices.tolist()
+    assert [(t["id"], t["probability"]) for t in d["rows"][-1]["top"]] == [(i, float(probs[i])) for i in top]
+    five = client.post("/api/candidates", json={}).json()
+    assert [w["word"] for w in five["words"]] == list(SEED_CANDIDATES)
+    assert client.post("/api/logit-lens", json={"prompt": ""}).json()["code"] == "empty_prompt"
+
+
+def test_the_greedy_search_equals_a_direct_count(smollm):
+    """The search (one batch through the engine) against each step run on its own, as a reader's single try would:
+    the draw at that step alone, then greedy decoding alone, then the engine's loop test on the window."""
+    steps, seed = 64, 1
+    with compute.model_lock(smollm):
+        d = compute.greedy_loop(smollm, LOOP_PROMPT, steps, 10, seed)
+    ids = smollm.encode(LOOP_PROMPT)
+    base = generate(smollm, ids, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True))
+    assert base.loop is not None and d["greedy"]["loop"] == base.loop.to_dict()
+    broke, differ = [], 0
+    for s in range(greedy.searched(steps)):
+        head = base.token_ids[:s]
+        draw = generate(smollm, ids + head, SamplingParams(temperature=1.0, seed=seed, max_tokens=1, ignore_eos=True))
+        tokens = head + draw.token_ids
+        tokens += generate(smollm, ids + tokens, SamplingParams(temperature=0, max_tokens=steps - s - 1,
+                                                                ignore_eos=True)).token_ids
+        row = d["rows"][s]
+        assert row["sampled_id"] == draw.token_ids[0] and row["text"] == smollm.tokenizer.decode(tokens), s
+        differ += draw.token_ids[0] != base.token_ids[s]
+        if detect_loop(tokens) is None:
+            broke.append(s)
+    assert d["broke"] == broke and d["differ"] == differ and d["searched"] == 32
+    assert d["forced"]["sample_at"] == 10 and d["forced"]["loop"] == d["rows"][10]["loop"]
+
+
+def test_a_draw_equal_to_greedys_token_changes_nothing(smollm):
+    with compute.model_lock(smollm):
+        d = compute.greedy_loop(smollm, LOOP_PROMPT, 64, None, 1)
+    same = [r for r in d["rows"] if r["sampled_id"] == r["greedy_id"]]
+    assert same  # with this prompt and seed several steps draw greedy's own token
+    for r in same:
+        assert r["same_token"] and r["same_text"] and r["text"] == d["greedy"]["text"]
+        assert r["loop"] == d["greedy"]["loop"] and not r["broke"]
+
+
+def test_the_sample_step_must_be_in_the_windows_first_half(smollm):
+    with pytest.raises(Exception) as e:
+        compute.greedy_loop(smollm, LOOP_PROMPT, 64, 40, 1)
+    assert e.value.code == "sample_window" and e.value.params == {"n": 32}
+
+
+# ---- the page -----------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def pages(smollm):
+    with page_set(smollm) as at:
+        yield at
+
+
+@pytest.fixture(params=PAGES, ids=PAGE_IDS)
+def any_page(request, pages):
+    return pages(*request.param)
+
+
+def widget(page, name):
+    return page.locator(f'[data-widget="{name}"]')
+
+
+def wait_current(page, name):
+    page.wait_for_function("n => { const w = document.querySelector(`[data-widget=\"${n}\"]`);"
+                           " return w.dataset.state === 'current' && !w.hasAttribute('aria-busy'); }",
+                           arg=name, timeout=120_000)
+    idle(page)
+
+
+def preset(page, name, value):
+    widget(page, name).locator(f'.preset[data-value="{value}"]').click()
+    page.wait_for_function("([n, v]) => { const w = document.querySelector(`[data-widget=\"${n}\"]`);"
+                           " return w.querySelector('input[type=range]').value === v"
+                           " && !w.hasAttribute('aria-busy'); }",
+                           arg=[name, str(value)], timeout=60_000)
+    wait_current(page, name)
+
+
+def kept_bars(page, name):
+    """How many of the toy's five bars are drawn in the kept colour (the dropped ones are grey)."""
+    fills = widget(page, name).locator(".toy svg rect").evaluate_all("els => els.map(e => e.getAttribute('fill'))")
+    return sum(f != "#767676" and f != "#8a939e" for f in fills)
+
+
+def told(page, name):
+    return widget(page, name).locator(".s03-told").inner_text()
+
+
+def toy(temperature=1.0):
+    return probabilities(torch.tensor(list(SEED_CANDIDATES.values())), temperature).tolist()
+
+
+@needs_chromium
+def test_presets_set_the_articles_states(any_page):
+    page = any_page
+    preset(page, "W-temperature", 1)
+    assert f"mat {100 * toy(1)[0]:.1f}%" == "mat 68.7%" and "mat 68.7%" in readout(page, "W-temperature")
+    preset(page, "W-temperature", 0.1)
+    assert "mat 99.998%" in readout(page, "W-temperature")  # nearly everything, and said so: never "100.0%"
+    preset(page, "W-top-k", 1)
+    assert kept_bars(page, "W-top-k") == 1
+    preset(page, "W-top-p", 0.9)
+    assert kept_bars(page, "W-top-p") == 2
+    text = readout(page, "W-top-p")
+    assert ("2 of 5 toy candidates survive (mat, rug)" if page.lang == "en" else "留下 2 个（mat、rug）") in text
+
+
+@needs_chromium
+def test_the_prose_says_what_the_widgets_compute(any_page):
+    """The article's numbers in the prose are read from the same results the presets show, in either language."""
+    page = any_page
+    probs = toy(1)
+    for t in (1, 0.1):
+        preset(page, "W-temperature", t)
+        shown = re.search(r"mat (\d+\.\d+%)", readout(page, "W-temperature")).group(1)
+        assert shown in told(page, "W-temperature")
+    assert "68.7%" in told(page, "W-temperature") and "99.998%" in told(page, "W-temperature")
+    preset(page, "W-top-p", 0.9)
+    prose = told(page, "W-top-p")
+    mass = f"{100 * (probs[0] + probs[1]):.1f}%"
+    assert mass == "91.6%" and mass in prose and "mat" in prose and "rug" in prose
+    assert ("exactly two survive" if page.lang == "en" else "恰好留下两个") in prose
+    preset(page, "W-top-k", 1)
+    prose = told(page, "W-top-k")
+    assert f"{100 * (1 - probs[0]):.1f}%" in prose and ("k = 1" in prose)
+    assert ("one candidate is left" if page.lang == "en" else "只剩一个候选") in prose
+    wait_current(page, "W-logits")
+    prose = told(page, "W-logits")
+    assert "4.0" in prose and "mat" in prose and "1.1" in prose  # mat leads at 4.0, 1.1 ahead of rug
+
+
+@needs_chromium
+def test_the_five_words_on_the_page_are_the_models(pages, smollm):
+    page = pages(1280, "en")
+    wait_current(page, "W-logits")
+    logits = own_logits(smollm, "the cat sat on the")
+    labels = widget(page, "W-logits").locator(".five svg text").all_text_contents()
+    for w in SEED_CANDIDATES:
+        first = smollm.encode("the cat sat on the " + w)[5]
+        assert f"{float(logits[first]):.2f} (rank {int((logits > logits[first]).sum()) + 1:,})" in labels
+    prose = told(page, "W-logits")
+    top = smollm.tokenizer.piece(int(logits.argmax()))
+    assert f'"{top}"' in prose and "never listed" in prose  # the model's own first choice is not one of the five
+
+
+@needs_chromium
+def test_the_lens_last_row_is_the_models_output_in_the_browser(any_page, smollm):
+    page = any_page
+    wait_current(page, "W-logit-lens")
+    rows = widget(page, "W-logit-lens").locator("tbody tr")
+    cells = lambda r: r.locator("td").all_inner_texts()  # noqa: E731
+    last, model = cells(rows.nth(rows.count() - 2)), cells(rows.nth(rows.count() - 1))
+    assert last == model and len(last) == 5 and rows.count() == smollm.config.n_layers + 1
+    probs = torch.softmax(own_logits(smollm, page.locator("#prompt").input_value()), -1)
+    top = torch.topk(probs, 5)
+    assert [c.split("\n")[-1] for c in last] == [f"{100 * p:.1f}%" for p in top.values.tolist()]  # none near 100%
+
+
+def run_greedy(page, button=".run"):
+    w = widget(page, "W-greedy-loop")
+    w.locator(".readout").evaluate("e => { e.textContent = ''; }")
+    w.locator(button).click()
+    page.wait_for_function("document.querySelector('[data-widget=\"W-greedy-loop\"] .readout').textContent !== ''",
+                           timeout=180_000)
+    wait_current(page, "W-greedy-loop")
+
+
+def pick_step(page, step):
+    page.locator("#loop-at").evaluate("(e, v) => { e.value = v; e.dispatchEvent(new Event('input')); }", str(step))
+
+
+@needs_chromium
+def test_the_greedy_verdict_when_the_draw_is_greedys_own_token(pages, smollm):
+    """Once the verdict said "the sample changed the text, and greedy decoding after it looped again" when the draw
+    was greedy's own token and both texts were the same."""
+    with compute.model_lock(smollm):
+        d = compute.greedy_loop(smollm, LOOP_PROMPT, 64, None, 1)
+    same = next(r["step"] for r in d["rows"] if r["same_token"])
+    for lang in ("en", "zh"):
+        page = pages(1280, lang)
+        run_greedy(page)
+        pick_step(page, same)
+        text = readout(page, "W-greedy-loop")
+        if lang == "en":
+            assert f"one sample at step {same} (seed 1)" in text and "greedy's own token" in text
+            assert "the text is identical and the loop untouched" in text and "changed the text" not in text
+        else:
+            assert f"在第 {same} 步采样一次（随机种子 1）" in text and "正是贪心会取的词元" in text
+            assert "文字完全相同" in text
+        forced = widget(page, "W-greedy-loop").locator(".forced").inner_text().split("\n", 1)[1]
+        assert forced == widget(page, "W-greedy-loop").locator(".greedy").inner_text().split("\n", 1)[1]
+
+
+@needs_chromium
+def test_the_search_count_is_the_engines_and_redraw_changes_the_seed(pages, smollm):
+    page = pages(1280, "en")
+    run_greedy(page)
+    with compute.model_lock(smollm):
+        d = compute.greedy_loop(smollm, LOOP_PROMPT, 64, None, 1)
+    k = len(d["broke"])
+    text = readout(page, "W-greedy-loop")
+    assert (f"breaks the loop at {k} of the 32" if k else "breaks the loop at none of them") in text
+    assert f"differs from greedy's token at {d['differ']}" in text
+    strip = widget(page, "W-greedy-loop").locator(".strip")
+    assert strip.locator("rect[data-step]").count() == 32
+    assert f"the loop is broken at {k}" in strip.get_attribute("aria-label")
+    broke_here = d["rows"][10]["broke"]
+    pick_step(page, 10)
+    assert ("step 10, the one shown, is one of them" if broke_here else "step 10, the one shown, is not") in \
+        readout(page, "W-greedy-loop") or k == 0
+    seeds = [widget(page, "W-greedy-loop").locator(".s03-seed").inner_text()]
+    for _ in range(2):  # each click a new seed, shown, and the search run again on it
+        run_greedy(page, ".redraw")
+        seeds.append(widget(page, "W-greedy-loop").locator(".s03-seed").inner_text())
+    assert len(set(seeds)) == 3 and seeds[0] == "seed 1"
+    seed = int(seeds[-1].split()[-1])
+    assert f"(seed {seed})" in readout(page, "W-greedy-loop")
+    with compute.model_lock(smollm):
+        again = compute.greedy_loop(smollm, LOOP_PROMPT, 64, None, seed)
+    k = len(again["broke"])
+    assert (f"breaks the loop at {k} of the 32" if k else "breaks the loop at none of them") in \
+        readout(page, "W-greedy-loop")
+
+
+@needs_chromium
+def test_byte_pieces_read_as_bytes_and_stay_out_of_the_bars(pages, smollm):
+    for width in (1280, 390):
+        page = pages(width, "en")
+        use_prompt(page, smollm, CHINESE)
+        try:
+            wait_current(page, "W-temperature")
+            chart = widget(page, "W-temperature").locator(".real")
+            words = chart.locator("svg text").all_text_contents()
+            assert not any("<0x" in w for w in words) and any("⟨" in w for w in words)
+            overlaps = chart.evaluate("""el => {  // a label whose box reaches into a bar's
+              const bars = [...el.querySelectorAll('rect')].map(r => r.getBBox());
+              return [...el.querySelectorAll('text')].filter(t => {
+                const b = t.getBBox();
+                return bars.some(r => b.x < r.x + r.width && r.x < b.x + b.width
+                  && b.y < r.y + r.height && r.y < b.y + b.height);
+              }).map(t => t.textContent); }""")
+            assert overlaps == []
+            note = widget(page, "W-temperature").locator(".s03-bytes")
+            assert note.is_visible() and "raw bytes" in note.inner_text()
+        finally:
+            use_prompt(page, smollm, "The cat sat on the mat, and the cat slept.")
+
+
+@needs_chromium
+def test_nothing_on_the_section_is_in_the_other_language(any_page, smollm):
+    page = any_page
+    run_greedy(page)
+    assert [x for x in foreign_text(page) if x[0].startswith(("W-logit", "W-temp", "W-top", "W-greedy", "s03"))] == []
+    use_prompt(page, smollm, CHINESE)
+    try:
+        assert [x for x in foreign_text(page) if x[0].startswith(("W-logit", "W-temp", "W-top", "s03"))] == []
+    finally:
+        use_prompt(page, smollm, "The cat sat on the mat, and the cat slept.")
