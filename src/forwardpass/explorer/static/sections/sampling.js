@@ -7,7 +7,7 @@
 import { post } from "../lib/api.js";
 import { COLORS, lines } from "../lib/charts.js";
 import { byId, debounce, el, q, setRange, tokenSpan } from "../lib/dom.js";
-import { fmt, nodes, parts, piece, t } from "../lib/i18n.js";
+import { fmt, lang, nodes, parts, piece, t } from "../lib/i18n.js";
 import { state } from "../lib/state.js";
 import { stepStrip } from "../lib/stepstrip.js";
 import { hasBytes, pieceLabel, tokenBars } from "../lib/tokenbars.js";
@@ -32,31 +32,31 @@ export const html = sectionFrame("s03", [
   <div class="pair"><div class="chart toy" role="img" data-text-aria="s03.chart-empty"></div><div class="chart five" role="img" data-text-aria="s03.chart-empty"></div></div>
   <div class="chart own" role="img" data-text-aria="s03.chart-empty"></div>`, { noControl: true }),
   frame("W-logit-lens", `
-  <label for="lens-k" data-text="W-logit-lens.k"></label>
-  <input id="lens-k" type="range" min="1" max="10" value="5">
+  <div class="s03-control"><label for="lens-k" data-text="W-logit-lens.k"></label>
+  <input id="lens-k" type="range" min="1" max="10" value="5"></div>
   <div class="chart answer" role="img" data-text-aria="s03.chart-empty"></div>
   <table class="s03-lens"><caption></caption><thead></thead><tbody></tbody></table>
   <p class="s03-bytes" hidden></p>`),
   frame("W-temperature", `
-  <label for="temperature" data-text="W-temperature.label"></label>
-  <input id="temperature" type="range" min="0" max="3" step="0.05" value="1">
+  <div class="s03-control"><label for="temperature" data-text="W-temperature.label"></label>
+  <input id="temperature" type="range" min="0" max="3" step="0.05" value="1"></div>
   ${presets("T", ARTICLE.temperature)}
   <button type="button" class="draw" data-text="W-temperature.draw"></button>
   ${pair}`),
   frame("W-top-k", `
-  <label for="top-k">k</label>
-  <input id="top-k" type="range" min="1" max="5" value="5">
+  <div class="s03-control"><label for="top-k">k</label>
+  <input id="top-k" type="range" min="1" max="5" value="5"></div>
   ${presets("k", ARTICLE.top_k)}
   ${pair}`),
   frame("W-top-p", `
-  <label for="top-p">p</label>
-  <input id="top-p" type="range" min="0.05" max="1" step="0.05" value="1">
+  <div class="s03-control"><label for="top-p">p</label>
+  <input id="top-p" type="range" min="0.05" max="1" step="0.05" value="1"></div>
   ${presets("p", ARTICLE.top_p)}
   ${pair}`),
   frame("W-greedy-loop", `
   <label for="loop-prompt" data-text="W-greedy-loop.prompt"></label>
   <input id="loop-prompt" type="text" value="I like to eat apples and bananas and">
-  <div class="s03-step"><label for="loop-at" data-text="W-greedy-loop.at"></label>
+  <div class="s03-control"><label for="loop-at" data-text="W-greedy-loop.at"></label>
   <input id="loop-at" type="range" min="0" max="${SEARCHED - 1}" value="10"></div>
   <div class="s03-buttons">
     <button type="button" class="run" data-text="W-greedy-loop.run"></button>
@@ -243,7 +243,7 @@ export function mount() {
         rk: d.real_kept_count, vocab: d.vocab_size }]);
       const in9 = nine.toy.filter((x) => x.kept);
       told(topP, ["W-top-p.told", { p: nine.top_p, n: number(in9.length), kept: fmt.list(in9.map((x) => word(x.piece)), true),
-        mass: pct(in9.reduce((s, x) => s + x.probability, 0)), pp: pct(nine.top_p), rk: nine.real_kept_count,
+        mass: pct(in9.reduce((s, x) => s + x.probability, 0)), pp: `${fmt.tick(100 * nine.top_p)}%`, rk: nine.real_kept_count,
         vocab: nine.vocab_size }]);
     },
   });
@@ -347,7 +347,7 @@ function drawGreedy(w, d, at) {
     : row.broke ? "broke" : row.same_loop ? "same-loop" : "other-loop";
   const breaks = d.broke.length;
   w.say(["W-greedy-loop.readout", { steps: d.generated, greedy: loop(d.greedy.loop), at: row.step, seed: String(d.seed),
-    forced: loop(row.loop), verdict: nodes(`W-greedy-loop.verdict.${verdict}`, values) }], " ",
+    forced: loop(row.loop), verdict: nodes(`W-greedy-loop.verdict.${verdict}`, values) }], lang() === "zh" ? "" : " ",
   [d.greedy.loop ? "W-greedy-loop.search" : "W-greedy-loop.search-no-loop", { n: d.searched, differ: d.differ, k: breaks,
     steps: fmt.list(d.broke.map((s) => fmt.int(s)), true), here: t(row.broke ? "W-greedy-loop.here-yes" : "W-greedy-loop.here-no",
       { at: row.step }) }]);

@@ -44,8 +44,8 @@ export default {
   "W-logits.runs-on": ["The toy's five scores are the article's, fixed; the real model's are its scores after the article's own prompt (not the one at the top), on {model}.",
     "玩具例子的五个分数是文章给的，固定不变；真实模型的分数是它在文章自己的那句提示词之后打的分（不是页面顶部的提示词），在 {model} 上计算。"],
   "before-W-logits": [
-    "Left, the article's toy: five candidates for the blank, each with a made-up score. Right, the same five words scored by the model on this page after the same words, with each one's rank among all the tokens the model knows. Below, the tokens the model itself scores highest there. Compare the two orders, and look at who leads.",
-    "左边是文章里的玩具例子：空格处的五个候选，各有一个编出来的分数。右边是本页的模型在同一句话后面给这五个词打的分，以及每个词在模型认识的全部词元里排第几。下面是模型自己在那里打分最高的几个词元。比较两边的次序，看看谁领先。",
+    "The first chart is the article's toy: five candidates for the blank, each with a made-up score. The second is the same five words scored by the model on this page after the same words, with each one's rank among all the tokens the model knows. The third shows the tokens the model itself scores highest there. Compare the orders, and look at who leads.",
+    "第一张图是文章里的玩具例子：空格处的五个候选，各有一个编出来的分数。第二张是本页的模型在同一句话后面给这五个词打的分，以及每个词在模型认识的全部词元里排第几。第三张是模型自己在那里打分最高的几个词元。比较这几份次序，看看谁领先。",
   ],
   "after-W-logits": [
     "A logit has no fixed scale: only the differences between scores matter, which is why the toy's small numbers and the model's larger ones can tell the same story. Softmax, next, turns those differences into probabilities.",
@@ -127,8 +127,8 @@ export default {
   // W-temperature
   "title-W-temperature": ["Temperature reshapes, never reorders", "温度改变形状，不改变次序"],
   "before-W-temperature": [
-    "Softmax turns scores into probabilities that add up to 1, after dividing every score by the temperature T. Drag T, or use the article's settings: above 1 the toy's bars flatten, near 0 they pile onto the leader, and the order never changes. On the right the same happens to the real model's top tokens for your prompt; “Draw a token” samples one from its whole vocabulary at this T.",
-    "softmax 先把每个分数除以温度 T，再把它们变成加起来等于 1 的概率。拖动 T，或者点文章里的设定：T 大于 1 时玩具例子的柱子被拉平，T 接近 0 时概率全压到领先者身上，而次序从不改变。右边，真实模型对你的提示词给出的前几名也是这样；“抽一个词元”会在当前的 T 下从它的整个词表里抽一个。",
+    "Softmax turns scores into probabilities that add up to 1, after dividing every score by the temperature T. Drag T, or use the article's settings: above 1 the toy's bars flatten, near 0 they pile onto the leader, and the order never changes. The second chart shows the same for the real model's top tokens on your prompt; “Draw a token” samples one from its whole vocabulary at this T.",
+    "softmax 先把每个分数除以温度 T，再把它们变成加起来等于 1 的概率。拖动 T，或者点文章里的设定：T 大于 1 时玩具例子的柱子被拉平，T 接近 0 时概率全压到领先者身上，而次序从不改变。第二张图里，真实模型对你的提示词给出的前几名也是这样；“抽一个词元”会在当前的 T 下从它的整个词表里抽一个。",
   ],
   "after-W-temperature": [
     "Dividing by T scales every gap between scores by the same factor, so the order cannot change; only how decisively the first place wins. At T = 0 the sampler skips the draw and takes the top token: greedy decoding.",
