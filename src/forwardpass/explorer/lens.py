@@ -24,6 +24,8 @@ def _row(fp: Pipeline, logits: torch.Tensor, answer: int) -> dict:
 def tail(fp: Pipeline, ids: list[int], n: int = 8) -> str:
     """The prompt's last words, readably: its last n tokens decoded, the cut moved back (at most 3 tokens) to where a
     character starts, "…" where it is cut."""
+    special = getattr(fp.tokenizer, "special_ids", set())
+    ids = [i for i in ids if i not in special]  # a <bos> the tokenizer put first is not the reader's text
     start = max(0, len(ids) - n)
     while start > 0 and start > len(ids) - n - 3 and fp.tokenizer.decode(ids[start:]).startswith("\ufffd"):
         start -= 1
