@@ -152,8 +152,11 @@ def run_all(page) -> None:
 # What may stay Latin on the Chinese page besides code (<code>, data-code), token pieces and model text (data-token),
 # citations (<cite>), the language buttons (data-lang), identifiers (a word with "_": d_model) and the model menu's
 # names: names of things and units that Chinese writing about these models keeps as they are.
+# Latin that Chinese technical writing keeps as it is: names, abbreviations, units
 ALLOWED_LATIN = ["GPT-2 small", "GPT-2", "GPT-3", "Transformer", "forwardpass", "Llama", "FFN", "KV", "softmax",
-                 "logits", "logit", "argmax", "top-k", "top-p", "Top-k", "Top-p", "fp16", "fp32", "GiB", "FLOPs"]
+                 "logits", "logit lens", "logit", "argmax", "top-k", "top-p", "Top-k", "Top-p", "fp16", "fp32", "GiB",
+                 "MiB", "KiB", "GB/s", "TB/s", "GFLOP/s", "TFLOP/s", "FLOPs", "FLOP", "GPU", "CPU", "NVIDIA", "A100",
+                 "H100", "SXM", "RoPE", "LayerNorm", "RMSNorm", "Roofline", "tok/s", "ms"]
 
 VISIBLE_TEXT = """(names) => {  // [where, text] of every visible text node and text-bearing attribute, and the menu
   const skip = "code, cite, [data-token], [data-code], [data-lang], script, style";
