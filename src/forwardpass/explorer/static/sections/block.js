@@ -199,11 +199,11 @@ export function mount() {
       split.say(["W-split.readout", { d: d.d_model, block: fmt.int(d.block), share: fmt.pct(d.ffn_share) }]);
       const p = d.block_parts, g = d.gpt2_small;
       told(split, ["W-split.told", { d: d.d_model, att: fmt.int(d.attention), ffn: fmt.int(d.ffn), block: fmt.int(d.block),
-        share: fmt.pct(d.ffn_share) }], "¶",
-      ["W-split.told.full", { d: d.d_model, biases: fmt.int(p.biases), norms: fmt.int(p.norms),
+        share: fmt.pct(d.ffn_share) }],
+      [["W-split.told.full", { d: d.d_model, biases: fmt.int(p.biases), norms: fmt.int(p.norms),
         extra: fmt.int(p.biases + p.norms), full: fmt.int(p.block), block: fmt.int(p.matrices) }],
       [d.d_model === 768 ? "W-split.told.gpt2.here" : "W-split.told.gpt2", { g: fmt.int(g.block), gm: fmt.int(g.matrices),
-        ge: fmt.int(g.block - g.matrices) }]);
+        ge: fmt.int(g.block - g.matrices) }]]);
     },
   });
   byId("split-d").addEventListener("input", debounce(() => split.run(), 120));

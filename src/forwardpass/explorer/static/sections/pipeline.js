@@ -113,7 +113,7 @@ export function mount() {
       const small = d.gpt2_small, parts = d.block_parts;
       told(depth, ["W-depth.told", { n12: small.n_layers, t12: fmt.params(small.total), t12exact: fmt.int(small.total),
         block: fmt.params(small.per_block), blockexact: fmt.int(small.per_block), outside: fmt.params(d.outside_blocks),
-        n48: d.n48.n_layers, t48: fmt.params(d.n48.total), r48: d.n48.ratio_to_12.toFixed(2) }], "¶",
+        n48: d.n48.n_layers, t48: fmt.params(d.n48.total), r48: d.n48.ratio_to_12.toFixed(2) }],
       ["W-depth.told.block", { block: fmt.int(parts.block), matrices: fmt.int(parts.matrices), biases: fmt.int(parts.biases),
         norms: fmt.int(parts.norms) }]);
     },
