@@ -127,7 +127,7 @@ def test_bugs_run_side_by_side(page):
     at_one_width(page)
     page.locator('[data-widget="W-ring-overflow"] .run').click()
     text = wait_for(page, "W-ring-overflow", "overwrote")
-    assert "the guarded cache refused" in text
+    assert "The guarded cache refused" in text
     assert "never overwritten silently" in page.locator('[data-widget="W-ring-overflow"] .correct').inner_text()
     page.locator('[data-widget="W-position-bug"] .run').click()
     wait_for(page, "W-position-bug", "")
@@ -241,14 +241,21 @@ def test_the_default_prompt_shows_a_shared_row_and_explains_the_leading_space(pa
     set_range(page, "#lookup-pos", repeated)
     assert "share that id and that row" in wait_for(page, "W-lookup", f"position {repeated}:")
     set_range(page, "#lookup-pos", 0)  # "The": a capital and no space, another token than " the"
-    assert "a leading space and capitals are part of the piece" in wait_for(page, "W-lookup", "position 0:")
+    assert 'another token, id' in wait_for(page, "W-lookup", "position 0:")
+    told = page.locator('[data-widget="W-lookup"] .told').inner_text()  # the prose says why
+    assert "a capital letter and a leading space are part of the piece" in told
 
 
 def test_byte_pieces_are_named_not_replaced(page, smollm):
     at_one_width(page)
     use_prompt(page, smollm, "猫 the cat")
     cells = page.locator("#token-table tbody tr td:nth-child(3)").all_inner_texts()
-    assert "\ufffd" not in "".join(cells) and any("<0xE7>" in c for c in cells)
+    # 猫 is three byte tokens, E7 8C AB: each written as its byte and named with the character it is part of
+    assert "\ufffd" not in "".join(cells) and cells[0].split()[0] == "⟨E7⟩"
+    assert all("(猫)" in c for c in cells if "⟨" in c) and "".join(c.split()[0] for c in cells if "⟨" in c).replace(
+        "⟩⟨", " ") == "⟨E7 8C AB⟩"
+    told = page.locator('[data-widget="W-lookup"] .told').inner_text()
+    assert "⟨E7⟩" in told and "raw byte" in told
     use_prompt(page, smollm, DEFAULT_PROMPT)
 
 
@@ -301,15 +308,15 @@ def test_attention_opened_up_is_the_engines(page, smollm):
     at_one_width(page)
     from forwardpass.explorer import compute
 
-    set_range(page, "#att-layer", 3)
-    set_range(page, "#att-head", 2)
-    text = wait_for(page, "W-attention", "layer 3, head 2")
+    set_range(page, "#att-layer", 4)  # blocks and heads as a reader counts them, from 1: index 3, head index 2
+    set_range(page, "#att-head", 3)
+    text = wait_for(page, "W-attention", "block 4, head 3 (")
     token = int(page.locator("#att-token").input_value())
     with compute.model_lock(smollm):
         want = compute.attention_steps(smollm, page.locator("#prompt").input_value(), 3, 2, token)
     assert f"{sum(not a for a in want['allowed'])} masked" in text
     rows = page.locator('[data-widget="W-attention"] tbody tr').all()
-    weights = [float(r.locator('td[data-label="softmax weight"]').inner_text()) for r in rows]
+    weights = [float(r.locator('td[data-label="weight"]').inner_text()) for r in rows]
     assert weights == pytest.approx(want["weights"], abs=1e-4) and sum(weights) == pytest.approx(1, abs=1e-3)
     assert all(w == 0 for w, a in zip(weights, want["allowed"], strict=True) if not a)
 

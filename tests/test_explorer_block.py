@@ -132,7 +132,8 @@ MAP_ROWS = """() => {  // head → query → [weights] from the drawn cells
 def test_the_attention_map_rows_sum_to_one_and_a_clicked_row_opens_the_same_weights(any_page, smollm):
     page, c = any_page, smollm.config
     T = len(smollm.encode(DEFAULT_PROMPT))
-    layer = int(page.locator("#map-layer").input_value())
+    block = int(page.locator("#map-layer").input_value())  # blocks are numbered from 1 on the page
+    layer = block - 1  # and from 0 in the engine
     maps = page.evaluate(MAP_ROWS)
     assert len(maps) == c.n_heads and all(len(rows) == T for rows in maps.values())
     for rows in maps.values():
@@ -143,21 +144,32 @@ def test_the_attention_map_rows_sum_to_one_and_a_clicked_row_opens_the_same_weig
         want = attention_map(smollm, DEFAULT_PROMPT, layer)
     for got, row in zip(maps["1"], want["heads"][1], strict=True):
         assert got == pytest.approx(row, abs=1e-6)
+    # the maps' titles, the readout and the slider count blocks and heads from 1, as blocks: never "layer"
+    titles = page.locator("#attention-maps g.head > text:first-child").all_text_contents()
+    assert titles == [(f"head {h}" if page.lang == "en" else f"第 {h} 个头") for h in range(1, c.n_heads + 1)]
+    said = readout(page, "W-attention-map")
+    assert said.startswith(f"block {block}:" if page.lang == "en" else f"第 {block} 块："), said
+    assert ("KV heads" if page.lang == "en" else "KV 头") in said
+    assert page.locator("#map-layer").get_attribute("min") == "1"
+    assert page.locator("#map-layer").get_attribute("max") == str(c.n_layers)
     head, query = c.n_heads - 1, T - 3
     page.locator(f'#attention-maps rect[data-head="{head}"][data-q="{query}"][data-k="0"]').click()
-    text = wait_for(page, "W-attention", str(head))
+    text = wait_for(page, "W-attention", f"head {head + 1} (" if page.lang == "en" else f"第 {head + 1} 个头（")
     idle(page)
-    assert page.locator("#att-layer").input_value() == str(layer)
-    assert page.locator("#att-head").input_value() == str(head)
+    assert page.locator("#att-layer").input_value() == str(block)
+    assert page.locator("#att-head").input_value() == str(head + 1)
     assert page.locator("#att-token").input_value() == str(query)
-    assert (f"layer {layer}, head {head}" if page.lang == "en" else f"第 {layer} 层、第 {head} 个头") in readout(
-        page, "W-attention")
+    said = readout(page, "W-attention")
+    kv = head // (c.n_heads // c.kv_heads)
+    assert (f"block {block}, head {head + 1} (KV head {kv + 1})" if page.lang == "en"
+            else f"第 {block} 块、第 {head + 1} 个头（KV 头 {kv + 1}）") in said, said
     cells = page.locator('[data-widget="W-attention"] tbody tr td:last-child').all_inner_texts()
     weights = [float(x) for x in cells]
     assert weights[: query + 1] == pytest.approx(maps[str(head)][query], abs=1e-4)  # the row clicked, step by step
     assert all(w == 0 for w in weights[query + 1:])
     detail = page.locator('[data-widget="W-attention-map"] .map-detail').inner_text()
     assert str(query) in detail and f"{maps[str(head)][query][0]:.4f}" in detail and text
+    assert (f"head {head + 1}:" if page.lang == "en" else f"第 {head + 1} 个头：") in detail
 
 
 @needs_chromium
@@ -174,6 +186,14 @@ def test_the_norm_picture_counts_the_norms_the_gradient_crosses_on_the_models_bl
             assert page.locator(f"{figure} g.norm.on-stream").count() == (0 if mode == "pre" else 2 * drawn)
             assert page.locator(f"{figure} g.norm.branch").count() == (2 * drawn if mode == "pre" else 0)
             words = " ".join(page.locator(f"{figure} svg text").all_text_contents())
+            # the end of the stack is drawn at the bottom, and said so (never "top"); the count is of norms inside
+            # the blocks, the final norm outside them said so in the prose
+            assert ("end of the stack" if page.lang == "en" else "这摞块的末端") in words
+            assert "top" not in words and "顶" not in words
+            assert ("inside the blocks" if page.lang == "en" else "在块里") in words
+            if mode == "pre":
+                assert ("final norm after the last block is outside the blocks" if page.lang == "en"
+                        else "最终归一化在块外") in told(page, "W-norm")
             for text in (words, readout(page, "W-norm"), told(page, "W-norm")):
                 assert re.search(rf"(?<!\d){crossed}(?!\d)", text), text
                 assert mode == "pre" or str(N) in text
@@ -185,9 +205,11 @@ def test_the_norm_picture_counts_the_norms_the_gradient_crosses_on_the_models_bl
 def test_reach_is_a_fan_of_the_heads_weights_against_the_ffns_one_line(any_page, smollm):
     page = any_page
     fan = '[data-widget="W-reach"] .fan'
-    token, layer, head = (int(page.locator(f"#reach-{x}").input_value()) for x in ("token", "layer", "head"))
-    with compute.model_lock(smollm):
-        want = compute.reach(smollm, DEFAULT_PROMPT, layer, head, token)
+    token, block, head = (int(page.locator(f"#reach-{x}").input_value()) for x in ("token", "layer", "head"))
+    with compute.model_lock(smollm):  # the sliders count blocks and heads from 1, the engine from 0
+        want = compute.reach(smollm, DEFAULT_PROMPT, block - 1, head - 1, token)
+    assert (f"block {block}, head {head}" if page.lang == "en" else f"第 {block} 块第 {head} 个头") in told(
+        page, "W-reach")
     lines = page.locator(f"{fan} line.reach").evaluate_all("ls => ls.map(l => [+l.dataset.k, +l.dataset.w])")
     attention, ffn = lines[:-1], lines[-1]
     assert [k for k, _ in attention] == list(range(token + 1)) and ffn == [token, 1]
@@ -205,7 +227,7 @@ def test_reach_is_a_fan_of_the_heads_weights_against_the_ffns_one_line(any_page,
 
 
 @needs_chromium
-def test_split_presets_and_the_prose_on_12d2_and_gpt2s_block(any_page):
+def test_split_presets_and_the_prose_on_12d2_and_gpt2s_block(any_page, smollm):
     page = any_page
     page.locator('[data-widget="W-split"] .preset[data-d="64"]').click()
     text = wait_for(page, "W-split", "d = 64")
@@ -220,6 +242,14 @@ def test_split_presets_and_the_prose_on_12d2_and_gpt2s_block(any_page):
     for n in (7_077_888, 7_087_872, 9_984):  # the two per-block counts, and what lies between them
         assert f"{n:,}" in prose, n
     assert page.locator("#split-d").input_value() == "768"
+    # the rule and the exception: the loaded model's own blocks (SwiGLU, shared KV heads) are not two thirds FFN
+    p = cost.parameters(smollm.config)
+    attention, ffn = p.attention // p.n_layers, p.ffn // p.n_layers
+    assert (ffn, attention + ffn) == (2_654_208, 3_538_944)  # SmolLM2-135M: 75%
+    for x in ("75.0%", f"{ffn:,}", f"{attention + ffn:,}", "SwiGLU"):
+        assert x in prose, x
+    assert ("not two thirds" if page.lang == "en" else "而不是三分之二") in prose
+    assert "two thirds at every width" not in text and "任何宽度下都是三分之二" not in text  # said once, below
 
 
 @needs_chromium
@@ -227,9 +257,19 @@ def test_block_steps_prose_is_the_models(any_page, smollm):
     with compute.model_lock(smollm):
         d = compute.block_steps(smollm, DEFAULT_PROMPT)
     first, last = d["blocks"][0], d["blocks"][-1]
-    prose = told(any_page, "W-block-steps")
+    page, n = any_page, len(d["blocks"])
+    prose = told(page, "W-block-steps")
     for x in (first["stream_in"], first["attention_added"], first["ffn_added"], last["stream_out"]):
         assert f"{x:.1f}" in prose
+    # blocks numbered from 1 to N, and the stream's size called its norm
+    if page.lang == "en":
+        assert "enters block 1 with norm" in prose and f"leaves block {n} with norm" in prose and "length" not in prose
+    else:
+        assert "进入第 1 块" in prose and f"离开第 {n} 块" in prose and "长度" not in prose and "范数" in prose
+    bars = page.locator('[data-widget="W-block-steps"] .chart svg text').all_text_contents()
+    zero = "block 0" if page.lang == "en" else "第 0 块"
+    assert ("block 1" if page.lang == "en" else "第 1 块") in bars and zero not in bars
+    assert zero not in page.locator('[data-widget="W-block-steps"]').inner_text()
 
 
 @needs_chromium
@@ -238,6 +278,13 @@ def test_every_chart_has_ticked_axes_and_no_text_is_in_the_other_language(any_pa
         assert chart.locator("line.tick").count() >= 3
     assert any_page.locator("#attention-maps line.tick").count() >= 5  # the colour scale and each map's ends
     assert [f for f in foreign_text(any_page) if f[0].split(" @")[0] in MINE] == []
+    # one word for a block: never "layer" / "层" in the section's labels, readouts, pictures or aria text (the FFN's
+    # "hidden layer" and a block's "sublayers" are other things)
+    said = any_page.evaluate("""() => [...document.querySelectorAll('#s01 label, #s01 .readout, #s01 svg text, #s01 h3,'
+      + ' #s01 .prose.told, #s01 caption, #s01 th')].map(e => e.textContent)
+      .concat([...document.querySelectorAll('#s01 [aria-label]')].map(e => e.getAttribute('aria-label')))""")
+    bad = [x for x in said if re.search(r"\blayers?\b|(?<!隐藏)(?<!子)层", x)]
+    assert bad == []
 
 
 @needs_chromium
@@ -251,10 +298,10 @@ def test_the_section_follows_the_prompt_within_two_seconds(pages, smollm):
     assert page.locator("#reach-token option").count() == T and page.locator("#att-token option").count() == T
     set_range(page, "#map-layer", 5)
     started = page.evaluate("performance.now()")
-    wait_for(page, "W-attention-map", "layer 5:")
+    wait_for(page, "W-attention-map", "block 5:")
     assert page.evaluate("performance.now()") - started < 2000
     timings = page.evaluate("""() => performance.getEntriesByType('resource')
       .filter(e => /api\\/(attention-map|attention|reach|block-steps|norm-path)/.test(e.name)).map(e => e.duration)""")
     assert timings and max(timings) < 2000, timings
-    set_range(page, "#map-layer", 2)
+    set_range(page, "#map-layer", 3)
     use_prompt(page, smollm, DEFAULT_PROMPT)

@@ -7,8 +7,6 @@ English and Chinese."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from fastapi.testclient import TestClient
 from test_explorer_fixtures import (
@@ -19,6 +17,7 @@ from test_explorer_fixtures import (
     idle,
     needs_chromium,
     page_set,
+    preset_button,
     readout,
     set_range,
     wait_for,
@@ -76,21 +75,16 @@ def test_the_position_bug_reports_where_it_parts(client):
     assert d["buggy_perplexity"] > d["correct_perplexity"] >= 1
 
 
-def test_the_cache_widgets_answer_within_two_seconds(default_client):
-    """Every widget of §05 live within 2 s on the default model, as `forwardpass explore` loads it (the best of
-    three tries: the machine is shared)."""
+def test_the_cache_widgets_answer_on_the_default_model(default_client):
+    """Every widget of §05 answers on the default model, as `forwardpass explore` loads it (its speed:
+    bench/explorer.py)."""
     asks = [("post", "/api/autoregress", {"prompt": DEFAULT_PROMPT, "steps": 12}),
             ("get", "/api/cache-memory?context=2048", None), ("get", "/api/kv-here", None),
             ("post", "/api/ring-overflow", {"prompt": "One two three four five", "capacity": 8, "steps": 10}),
             ("post", "/api/position-bug", {"prompt": DEFAULT_PROMPT, "steps": 12})]
     for method, path, body in asks:
-        best = float("inf")
-        for _ in range(3):
-            started = time.perf_counter()
-            r = getattr(default_client, method)(path, **({"json": body} if body else {}))
-            best = min(best, time.perf_counter() - started)
-            assert r.status_code == 200
-        assert best < 2.0, (path, best)
+        r = getattr(default_client, method)(path, **({"json": body} if body else {}))
+        assert r.status_code == 200, (path, r.text)
 
 
 # ---- the page ---------------------------------------------------------------------------------------------------
@@ -110,7 +104,7 @@ def any_page(request, pages):
 
 def run_ring(page, capacity: int, prompt: str = "One two three four five") -> str:
     page.fill("#ring-prompt", prompt)
-    page.locator(f'{RING} button.preset[data-value="{capacity}"]').click()
+    preset_button(page, "W-ring-overflow", "ring-capacity", capacity).click()
     page.wait_for_function("c => { const w = document.querySelector('[data-widget=\"W-ring-overflow\"]');"
                            " return w.dataset.state === 'current' && !w.hasAttribute('aria-busy') &&"
                            " w.querySelectorAll('.slots g.slot').length === c; }", arg=capacity, timeout=60_000)
@@ -123,7 +117,7 @@ def test_cache_memory_presets_and_prose(any_page):
     full, quarter = compute.cache_memory(2048), compute.cache_memory(512)
     assert (f"{full['gib']:.2f} GiB", f"{quarter['gib']:.2f} GiB") == ("9.00 GiB", "2.25 GiB")
     for n, want in [(512, quarter), (2048, full)]:
-        page.locator(f'[data-widget="W-cache-memory"] button.preset[data-value="{n}"]').click()
+        preset_button(page, "W-cache-memory", "context", n).click()
         text = wait_for(page, "W-cache-memory", f"{n:,}")
         assert f"{want['gib']:.2f} GiB" in text
     prose = page.locator('[data-widget="W-cache-memory"] .told').inner_text()
@@ -176,12 +170,12 @@ def test_the_ring_names_the_slot_it_overwrote_and_the_engines_refusal(any_page):
     text = run_ring(page, 8)
     if lang == "en":
         assert 'overwrote slot 0: position 8 (" are") went into the slot that still held position 0 ("One")' in text
-        assert "the guarded cache refused at position 8" in text
+        assert "The guarded cache refused at position 8" in text
     else:
         assert "覆盖了槽位 0" in text and "位置 0（\"One\"）" in text and "在位置 8 拒绝写入" in text
     guard = page.locator(f"{RING} .correct .guard")
     assert "never overwritten silently" in guard.locator("code").inner_text()  # the engine's own words, as code
-    assert ("refused to write position 8" if lang == "en" else "引擎的原话是") in guard.inner_text()
+    assert ("asked to write position 8" if lang == "en" else "引擎的原话是") in guard.inner_text()
     over = page.locator(f'{RING} .slots g.slot[data-slot="0"]').get_attribute("data-position")
     assert over == "8"
 
@@ -220,7 +214,9 @@ def test_the_position_bug_marks_where_the_texts_part(any_page, smollm):
 def test_the_models_cache_beside_gpt3(any_page, smollm):
     page = any_page
     text = readout(page, "W-cache-here")
-    assert "46,080" in text and "4,718,592" in text and "102.4" in text and "0.35 GiB" in text
+    assert "46,080" in text and "4,718,592" in text and "102.4" in text
+    text = page.locator('[data-widget="W-cache-here"] .told').inner_text()  # the full context and the engine's pool
+    assert "0.35 GiB" in text and "9.00 GiB" in text
     assert ("sets aside exactly 46,080 bytes" in text) if page.lang == "en" else ("正好也是 46,080 字节" in text)
     for chart in page.locator('[data-widget="W-cache-here"] .chart').all():
         assert chart.locator("line.tick").count() >= 2

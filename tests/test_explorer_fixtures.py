@@ -196,3 +196,12 @@ def foreign_text(page, lang: str | None = None) -> list[tuple[str, str]]:
         elif re.search(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]", text):
             found.append((where, text))
     return found
+
+
+def preset_button(page, widget: str, control: str, value):
+    """The preset button of `widget` that sets the control with id `control` to `value` (lib/told.js: data-set)."""
+    buttons = page.locator(f'[data-widget="{widget}"] button.preset')
+    at = buttons.evaluate_all("(bs, [c, v]) => bs.findIndex((b) => String(JSON.parse(b.dataset.set)[c]) === String(v))",
+                              [control, str(value)])
+    assert at >= 0, f"{widget} has no preset setting {control} to {value}"
+    return buttons.nth(at)

@@ -19,6 +19,7 @@ from test_explorer_fixtures import (
     idle,
     needs_chromium,
     page_set,
+    preset_button,
     readout,
     set_range,
     wait_for,
@@ -116,8 +117,11 @@ def any_page(request, pages):
     return pages(*request.param)
 
 
+SLIDER = {"W-cost-toy": "cost-toy-n", "W-cost-gpt2": "cost-gpt2-n"}
+
+
 def press(page, widget: str, value) -> None:
-    page.locator(f'[data-widget="{widget}"] button.preset[data-value="{value}"]').click()
+    preset_button(page, widget, SLIDER[widget], value).click()
 
 
 def told(page, widget: str) -> str:
@@ -131,9 +135,9 @@ def test_presets_set_the_articles_states_and_the_prose_carries_the_same_numbers(
     for widget, value, want in [("W-cost-toy", 1, first), ("W-cost-toy", 12, twelfth), ("W-cost-gpt2", 100, gpt2)]:
         press(page, widget, value)
         text = wait_for(page, widget, generated.format(n=value))
-        assert times(want["ratio"], lang) in text, (widget, value, text)
-        assert page.locator(f'[data-widget="{widget}"] button.preset[data-value="{value}"]').get_attribute(
-            "aria-pressed") == "true"
+        # both counts, named: the steps after the prompt, and the prefill counted in both loops
+        assert times(want["ratio"], lang) in text and times(want["ratio_with_prefill"], lang) in text, (widget, text)
+        assert preset_button(page, widget, SLIDER[widget], value).get_attribute("aria-pressed") == "true"
         assert page.locator(f'[data-widget="{widget}"] input[type=range]').input_value() == str(value)
     assert [times(x, lang) for x in (first["ratio"], twelfth["ratio"], gpt2["ratio"])] == (
         ["5×", "10.5×", "69.5×"] if lang == "en" else ["5 倍", "10.5 倍", "69.5 倍"])  # the article's numbers
@@ -203,8 +207,8 @@ def test_the_measured_times_on_the_page_are_one_real_run(pages, smollm):
     assert f"cached {d['cached_work']} tokens in {ms(d['cached_total_s'])} ms" in text
     last = d["steps"][-1]
     assert f"sent {last['naive_tokens']} tokens through the model in {ms(last['naive_s'])} ms" in text
-    assert "Both loops chose the same 12 tokens" in text
     prose = told(page, "W-naive-vs-cached")
+    assert "Both loops chose the same 12 tokens" in prose
     p = len(smollm.encode(DEFAULT_PROMPT))
     assert f"= {cost.naive_work(p, 12)}" in prose and f"= {cost.cached_work(p, 12, count_prefill=True)}" in prose
     assert "measured just now" in prose

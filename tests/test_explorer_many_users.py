@@ -92,25 +92,37 @@ def test_bad_settings_are_refused_in_the_pages_words(smollm):
 
 
 def test_one_run_at_a_time_per_explorer(smollm, monkeypatch):
+    """A second run waits for the one in progress, then runs; refused (clearly) only when the wait runs out."""
     started, release = threading.Event(), threading.Event()
+    order: list[str] = []
 
     def slow(fp, settings):
+        order.append("start")
         started.set()
         release.wait(10)
+        order.append("end")
         return {"ok": True}
 
     monkeypatch.setattr(many_users, "run", slow)
     client = TestClient(build_explorer(smollm))
     first: list = []
+    second: list = []
     worker = threading.Thread(target=lambda: first.append(client.post("/api/many-users", json={})))
+    waiting = threading.Thread(target=lambda: second.append(client.post("/api/many-users", json={})))
     worker.start()
     try:
         assert started.wait(10)
-        second = client.post("/api/many-users", json={})
-        assert second.status_code == 400 and second.json()["code"] == "busy"
+        monkeypatch.setattr(many_users, "WAIT_S", 0.2)
+        refused = client.post("/api/many-users", json={})  # the first still runs: past the wait, refused
+        assert refused.status_code == 400 and refused.json()["code"] == "busy"
+        monkeypatch.setattr(many_users, "WAIT_S", 10.0)
+        waiting.start()
+        waiting.join(0.3)
+        assert waiting.is_alive() and order == ["start"]  # it waits its turn
     finally:
         release.set()
         worker.join(10)
+        if waiting.is_alive():
+            waiting.join(10)
     assert first[0].status_code == 200 and first[0].json() == {"ok": True}
-    again = client.post("/api/many-users", json={})  # the lock is given back
-    assert again.status_code == 200
+    assert second[0].status_code == 200 and order == ["start", "end", "start", "end"]  # one after the other

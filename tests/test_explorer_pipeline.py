@@ -18,6 +18,7 @@ from test_explorer_fixtures import (
     idle,
     needs_chromium,
     page_set,
+    preset_button,
     readout,
     use_prompt,
     wait_for,
@@ -52,23 +53,20 @@ def told(page, widget: str) -> str:
     return page.locator(f'[data-widget="{widget}"] .prose.told').inner_text()
 
 
-def preset(page, widget: str, selector: str) -> None:
-    page.locator(f'[data-widget="{widget}"] .preset{selector}').click()
-    idle(page)
-
-
 def test_depth_presets_set_the_articles_states_and_the_prose_says_them(any_page):
     page, lang = any_page, any_page.lang
     gpt2, deep = cost.parameters(compute.GPT2), cost.parameters(compute.GPT2.with_(n_layers=48))
     ratio = f"{deep.total / gpt2.total:.2f}"
     assert ratio == "3.05" and params(deep.total, "en") == "379.6M"  # the article's 3× and 379.6M
-    preset(any_page, "W-depth", '[data-n="48"]')
+    preset_button(page, "W-depth", "depth-n", 48).click()
+    idle(page)
     assert page.locator("#depth-n").input_value() == "48"
     text = wait_for(page, "W-depth", "N = 48")
     assert params(deep.total, lang) in text and f"{deep.total:,}" in text and ratio in text
     prose = told(page, "W-depth")  # the prose's N = 48 and 3× are the same computation, whatever the slider says
     assert params(deep.total, lang) in prose and ratio in prose
-    preset(any_page, "W-depth", '[data-n="12"]')
+    preset_button(page, "W-depth", "depth-n", 12).click()
+    idle(page)
     text = wait_for(page, "W-depth", "N = 12")
     assert f"{gpt2.total:,}" == "124,439,808" and f"{gpt2.total:,}" in text and params(gpt2.total, lang) in text
     prose = told(page, "W-depth")

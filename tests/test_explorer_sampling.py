@@ -186,8 +186,14 @@ def test_presets_set_the_articles_states(any_page):
     assert "mat 99.998%" in readout(page, "W-temperature")  # nearly everything, and said so: never "100.0%"
     preset(page, "W-top-k", 1)
     assert kept_bars(page, "W-top-k") == 1
+    # each bar is the probability before the cut, and after the arrow what renormalizing makes of it
+    bars = widget(page, "W-top-k").locator(".toy svg text").all_text_contents()
+    assert "68.7% → 100%" in bars and "31.3% → 0" not in bars and any(b.endswith("→ 0") for b in bars)
     preset(page, "W-top-p", 0.9)
     assert kept_bars(page, "W-top-p") == 2
+    probs = toy(1)
+    bars = widget(page, "W-top-p").locator(".toy svg text").all_text_contents()
+    assert f"68.7% → {100 * probs[0] / (probs[0] + probs[1]):.1f}%" in bars
     text = readout(page, "W-top-p")
     assert ("2 of 5 toy candidates survive (mat, rug)" if page.lang == "en" else "留下 2 个（mat、rug）") in text
 
@@ -207,13 +213,21 @@ def test_the_prose_says_what_the_widgets_compute(any_page):
     mass = f"{100 * (probs[0] + probs[1]):.1f}%"
     assert mass == "91.6%" and mass in prose and "mat" in prose and "rug" in prose
     assert ("exactly two survive" if page.lang == "en" else "恰好留下两个") in prose
+    renorm = [f"{100 * p / (probs[0] + probs[1]):.1f}%" for p in probs[:2]]
+    assert renorm == ["75.0%", "25.0%"] and all(r in prose for r in renorm)
     preset(page, "W-top-k", 1)
     prose = told(page, "W-top-k")
     assert f"{100 * (1 - probs[0]):.1f}%" in prose and ("k = 1" in prose)
     assert ("one candidate is left" if page.lang == "en" else "只剩一个候选") in prose
+    assert ("its 68.7% becomes 100%" if page.lang == "en" else "它的 68.7% 变成 100%") in prose
     wait_current(page, "W-logits")
     prose = told(page, "W-logits")
     assert "4.0" in prose and "mat" in prose and "1.1" in prose  # mat leads at 4.0, 1.1 ahead of rug
+    # the model's lead among the five is derived, and said naturally; the toy is never "the article's"
+    assert ("also puts mat first" if page.lang == "en" else "同样让 mat 领先") in prose
+    section = page.locator("#s03").inner_text()
+    assert "the article" not in section and "文章里" not in section and "文章给" not in section
+    assert page.lang == "en" or "先看分数是编出来的五个候选" in section
 
 
 @needs_chromium
@@ -228,6 +242,16 @@ def test_the_five_words_on_the_page_are_the_models(pages, smollm):
     prose = told(page, "W-logits")
     top = smollm.tokenizer.piece(int(logits.argmax()))
     assert f'"{top}"' in prose and "never listed" in prose  # the model's own first choice is not one of the five
+    # a top token that is only the start of a word (" cou") is said to be one, with how the model goes on after it
+    with compute.model_lock(smollm):
+        d = story.candidates(smollm)
+    starts = [t for t in d["top"] if t["goes_on"]]
+    assert [t["piece"] for t in starts] == [" cou"]  # SmolLM2's second choice; " couch" is a token of its own
+    for t in starts:
+        after = smollm.tokenizer.piece(int(torch.softmax(own_logits(smollm, "the cat sat on the" + t["piece"]), -1)
+                                           .argmax()))
+        assert after == t["goes_on"][0]["piece"] == "l"
+        assert f'"{t["piece"]}", is not a word but the start of one' in prose and f'"{after}"' in prose
 
 
 @needs_chromium
@@ -241,6 +265,62 @@ def test_the_lens_last_row_is_the_models_output_in_the_browser(any_page, smollm)
     probs = torch.softmax(own_logits(smollm, page.locator("#prompt").input_value()), -1)
     top = torch.topk(probs, 5)
     assert [c.split("\n")[-1] for c in last] == [f"{100 * p:.1f}%" for p in top.values.tolist()]  # none near 100%
+    # every piece written as the page writes pieces: whitespace-only ones with ␣ ↵, never as a quoted blank
+    with compute.model_lock(smollm):
+        d = lens.logit_lens(smollm, page.locator("#prompt").input_value())
+    shown = widget(page, "W-logit-lens").locator("tbody td .token").all_inner_texts()
+    want = [readable(t["piece"]) for r in [*d["rows"], d["model"]] for t in r["top"][:5]]
+    assert shown == want and any(x.startswith(("␣", "↵")) for x in shown)
+    assert '" "' not in shown and '"\\n"' not in shown
+
+
+def readable(s: str) -> str:
+    """A piece as lib/i18n.js pieceLabel writes it (no raw bytes here): whitespace-only as ␣ ↵ ⇥, else quoted."""
+    import json
+    if s and s.isspace():
+        return "".join({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}.get(ch, "␣") for ch in s)
+    return json.dumps(s, ensure_ascii=False)
+
+
+@needs_chromium
+def test_the_lens_says_only_the_last_block_when_the_answer_comes_there(pages, smollm):
+    """On "def f():" the answer (a line break and an indent) first tops a row after block 30 of 30: the prose says
+    "only after the last block", never "from block 30 on", and writes the answer's whitespace visibly."""
+    prompt = "def f():"
+    with compute.model_lock(smollm):
+        d = lens.logit_lens(smollm, prompt)
+    n = smollm.config.n_layers
+    assert d["first_top"] == d["settled"] == n and d["answer"]["piece"].isspace()
+    answer = readable(d["answer"]["piece"])
+    for lang in ("en", "zh"):
+        page = pages(1280, lang)
+        use_prompt(page, smollm, prompt)
+        try:
+            wait_current(page, "W-logit-lens")
+            prose = told(page, "W-logit-lens")
+            assert answer in prose and answer.startswith("↵␣")
+            if lang == "en":
+                assert f"only after the last block, block {n}" in prose and "from block" not in prose
+            else:
+                assert f"只在最后一个块（第 {n} 个）之后" in prose and "个块起" not in prose
+                assert "logit lens" in prose and "透镜" not in page.locator("#s03").inner_text()
+        finally:
+            use_prompt(page, smollm, "The cat sat on the mat, and the cat slept.")
+
+
+@needs_chromium
+def test_the_seed_is_in_the_pages_language_before_the_first_run(pages):
+    page = pages(1280, "zh")
+    w = widget(page, "W-greedy-loop")
+    assert w.get_attribute("data-state") == "idle"  # not run yet: the seed it will use is shown all the same
+    assert w.locator(".s03-seed").inner_text() == "随机种子 1"
+    assert "seed" not in w.inner_text().lower()
+    page.locator('[data-lang="en"]').click()
+    try:
+        assert w.locator(".s03-seed").inner_text() == "seed 1"
+    finally:
+        page.locator('[data-lang="zh"]').click()
+    assert w.locator(".s03-seed").inner_text() == "随机种子 1"
 
 
 def run_greedy(page, button=".run"):

@@ -8,6 +8,7 @@ import torch
 
 from .. import cost
 from ..bugs import NaiveRingCache, StuckPositionCache
+from ..collapse import detect_loop
 from ..config import preset
 from ..errors import ContextLengthError, ForwardpassError
 from ..generate import generate
@@ -35,6 +36,7 @@ def model_lock(fp: Pipeline) -> threading.Lock:
 
 STAGES = ["tokenize", "embedding + position", "N identical blocks", "final norm", "unembedding", "logits"]
 LOOP = [  # the seed's §07 loop, each line with the widgets that put a number on it ("stop": §07's own paragraph)
+    ("tokens = list(prompt_ids)", ["W-lookup"]),
     ("cache = None", ["W-cache-fill"]),
     ("while len(tokens) < max_len:", ["W-autoregress", "stop"]),
     ("    x = tokens[-1:] if cache else tokens", ["W-naive-vs-cached"]),
@@ -87,13 +89,44 @@ def lookup(fp: Pipeline, prompt: str) -> dict:
         rows = fp.model.tok_embeddings(torch.tensor(ids, dtype=torch.long, device=fp.device)).float().cpu()
     first: dict[int, int] = {}
     tokens = []
+    chars = _characters(fp, ids)
     for position, i in enumerate(ids):
         earlier = first.get(i)  # a repeat: its vector compared, all d_model numbers, with the first one's
         tokens.append({"position": position, "id": i, "piece": fp.tokenizer.piece(i), "same_as": earlier,
                        "same_vector": None if earlier is None else bool(torch.equal(rows[position], rows[earlier])),
-                       "row": [round(float(v), 4) for v in rows[position, :8]]})
+                       "row": [round(float(v), 4) for v in rows[position, :8]], **chars.get(position, {})})
         first.setdefault(i, position)
     return {"tokens": tokens, "d_model": fp.config.d_model, "vocab_size": fp.config.vocab_size}
+
+
+def _characters(fp: Pipeline, ids: list[int]) -> dict[int, dict]:
+    """For each token that holds only part of a UTF-8 character (a byte piece such as <0xE7>): the character(s) its
+    bytes belong to ("char") and the positions of every token that holds a byte of them ("char_tokens"), so that
+    猫 reads as the three tokens <0xE7> <0x8C> <0xAB>."""
+    spans, at = [], 0  # each token's bytes in the prompt's bytes: [start, end)
+    for i in ids:
+        n = len(fp.tokenizer.token_bytes(i))
+        spans.append((at, at + n))
+        at += n
+    raw = b"".join(fp.tokenizer.token_bytes(i) for i in ids)
+    letters, at = [], 0  # each character of the decoded bytes: (text, start, end)
+    while at < len(raw):
+        for n in (1, 2, 3, 4):
+            try:
+                letters.append((raw[at:at + n].decode(), at, at + n))
+                at += n
+                break
+            except UnicodeDecodeError:
+                continue
+        else:
+            at += 1  # a stray byte that starts no character: belongs to none
+    out = {}
+    for position, (s, e) in enumerate(spans):
+        cut = [c for c in letters if c[1] < e and s < c[2] and not (s <= c[1] and c[2] <= e)]  # split by the token
+        if cut:
+            holders = [p for p, (a, b) in enumerate(spans) if any(a < c[2] and c[1] < b for c in cut)]
+            out[position] = {"char": "".join(c[0] for c in cut), "char_tokens": holders}
+    return out
 
 
 def depth(n_layers: int) -> dict:
@@ -310,18 +343,25 @@ def autoregress(fp: Pipeline, prompt: str, steps: int) -> dict:
                          "tokens_read": read, "chosen_position": cache.next_position(),
                          "naive_work": len(ids) + step, "cached_work": len(x)})
             x = [token]
+    # greedy text that already repeats itself (a block of tokens twice or more, over 6 tokens at least): §03's
+    # greedy loop, live on the page's prompt
+    loop = detect_loop([r["id"] for r in rows], min_repeats=2)
+    repeat = ({"period": loop.period, "start": loop.start, "repeats": loop.repeats}
+              if loop and loop.period * loop.repeats >= 6 else None)
     return {"prompt": [{"id": i, "piece": fp.tokenizer.piece(i)} for i in ids], "steps": rows,
-            "n_layers": fp.config.n_layers, "kv_bytes_per_token": cache.nbytes(1)}
+            "n_layers": fp.config.n_layers, "kv_bytes_per_token": cache.nbytes(1), "repeat": repeat}
 
 
 def work(prompt_tokens: int, new: int) -> dict:
-    """W-cost-toy / W-cost-gpt2: naive vs cached token-work, cumulative."""
+    """W-cost-toy / W-cost-gpt2: naive vs cached token-work, cumulative. Each row of `series`: n, the naive total,
+    the cached total with its prefill of the prompt counted (P + n - 1), and the cached total after the prompt alone
+    (1 a step: the count `ratio` uses, 5× / 10.5× / 69.5×)."""
     if not (1 <= prompt_tokens <= 4096 and 1 <= new <= 4096):
         raise _range("tokens", 1, 4096, "prompt and new tokens must be between 1 and 4096")
     return {"prompt": prompt_tokens, "new": new, "ratio": cost.naive_over_cached(prompt_tokens, new),
             "ratio_with_prefill": cost.naive_over_cached(prompt_tokens, new, count_prefill=True),
-            "series": [[n, cost.naive_work(prompt_tokens, n), cost.cached_work(prompt_tokens, n)]
-                       for n in range(1, new + 1)]}
+            "series": [[n, cost.naive_work(prompt_tokens, n), cost.cached_work(prompt_tokens, n, count_prefill=True),
+                        cost.cached_work(prompt_tokens, n)] for n in range(1, new + 1)]}
 
 
 def cache_memory(context: int) -> dict:
@@ -343,7 +383,10 @@ def concurrency(sequences: int, context: int = 2048) -> dict:
     weights = cost.weight_bytes(GPT3, "fp16")
     caches = cost.kv_bytes(GPT3, context, "fp16", sequences)
     one = cost.kv_bytes(GPT3, context, "fp16")
+    # the configuration counts 174.6 B parameters (325.23 GiB in fp16); the 175 B GPT-3 is known by would be 325.96 GiB
     return {"sequences": sequences, "context": context, "weights_gib": weights / cost.GiB,
+            "parameters": cost.parameters(GPT3).total, "named_parameters": 175e9,
+            "named_weights_gib": 175e9 * cost.bytes_per_weight("fp16") / cost.GiB,
             "caches_gib": caches / cost.GiB, "one_cache_gib": one / cost.GiB, "caches_outweigh": caches > weights,
             "per_token": cost.kv_bytes_per_token(GPT3, "fp16"), "weights_over_one_cache": weights / one,
             "crossover": cost.crossover_sequences(GPT3, context, "fp16")}
@@ -379,7 +422,8 @@ def loop_cost(fp: Pipeline, prompt_tokens: int, new: int) -> dict:
     context = prompt_tokens + new
     kv = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}[fp.kv_dtype()]
     here, weights = measure(), weight_bytes(fp)
-    model_line, calls = LOOP[3][0].strip(), new - 1  # the prefill chooses the first token, one call each after it
+    line = {name: LOOP[i][0].strip() for i, name in enumerate(["tokens", "cache", "while", "x", "model", "softmax"])}
+    model_line, calls = line["model"], new - 1  # the prefill chooses the first token, one call each after it
 
     def timed(flops: int, reads: int = 1) -> dict:
         floor = max(flops / here["flops"], reads * weights / here["bandwidth"])
@@ -391,9 +435,12 @@ def loop_cost(fp: Pipeline, prompt_tokens: int, new: int) -> dict:
         rows += [{"key": "first_decode", "line": model_line, "calls": 1} | timed(decode[0]),
                  {"key": "last_decode", "line": model_line, "calls": 1} | timed(decode[-1]),
                  {"key": "all_decode", "line": model_line, "calls": calls} | timed(sum(decode), calls)]
-    rows += [{"key": "cache", "line": LOOP[0][0].strip(), "bytes": cost.kv_bytes(c, context, kv), "dtype": kv},
-             {"key": "softmax", "line": LOOP[4][0].strip(), "flops": 3 * c.vocab_size, "calls": new},
-             {"key": "ratio", "line": LOOP[2][0].strip(), "ratio": cost.naive_over_cached(prompt_tokens, new)}]
+    # the cache the model line grows, one pair per token per block; the work the x line saves, counted both ways
+    # (the prompt's prefill in both loops, and the steps after the prompt alone: the cached loop at 1 a step)
+    rows += [{"key": "cache", "line": model_line, "bytes": cost.kv_bytes(c, context, kv), "dtype": kv},
+             {"key": "softmax", "line": line["softmax"], "flops": 3 * c.vocab_size, "calls": new},
+             {"key": "ratio", "line": line["x"], "ratio_after_prompt": cost.naive_over_cached(prompt_tokens, new),
+              "ratio": cost.naive_over_cached(prompt_tokens, new, count_prefill=True)}]
     return {"prompt": prompt_tokens, "new": new, "weights_bytes": weights, "machine": here, "rows": rows}
 
 

@@ -208,13 +208,18 @@ class Body(BaseModel):
     arrival: str = "staggered"
 
 
+WAIT_S = 30.0  # how long a second run waits for the one in progress (a run is a few seconds) before it is refused
+
+
 def register(app, models) -> None:
-    """POST /api/many-users on `app`: one run at a time per explorer (a second is refused, clearly)."""
+    """POST /api/many-users on `app`: one run at a time per explorer; a second waits its turn (a page runs the widget
+    once when it opens, and a reader may press Run before that run is done), and is refused, clearly, only when the
+    run before it takes longer than WAIT_S."""
     busy = threading.Lock()
 
     def many_users(body: Body) -> dict:
         fp = models.get(body.model)
-        if not busy.acquire(blocking=False):
+        if not busy.acquire(timeout=WAIT_S):
             raise refuse("busy", "a many-users run is already in progress on this explorer; try again when it ends")
         try:
             with model_lock(fp):

@@ -34,7 +34,28 @@ def candidates(fp: Pipeline, prompt: str = STORY) -> dict:
                       "logit": float(logits[first]), "probability": float(probs[first]),
                       "rank": int((logits > logits[first]).sum()) + 1, "word_probability": word_p})
     real_order = sorted(range(len(words)), key=lambda i: -words[i]["logit"])
+    top = _top(fp, logits, probs, 5)
+    for t in top:  # a piece that only starts a word: how the model itself goes on after it
+        t["goes_on"] = goes_on(fp, ids, t["id"])
     return {"prompt": prompt, "words": words, "toy_order": [w["word"] for w in words],
             "real_order": [words[i]["word"] for i in real_order],
             "five_mass": sum(w["word_probability"] for w in words),
-            "top": _top(fp, logits, probs, 5), "vocab_size": logits.numel()}
+            "top": top, "vocab_size": logits.numel()}
+
+
+def _letters(s: str) -> bool:
+    return s.isascii() and s.isalpha()
+
+
+def goes_on(fp: Pipeline, ids: list[int], first: int, n: int = 2) -> list[dict] | None:
+    """A top token that is only the start of a word (" cou"): the model's own n likeliest next pieces after it, with
+    their probabilities, when the likeliest carries on the same word (letters, no leading space). None for a token
+    the model treats as a word of its own (its likeliest next piece starts a new one) or one that starts no word."""
+    head = fp.tokenizer.piece(first)
+    if not (head.startswith(" ") and _letters(head[1:])):
+        return None
+    probs = torch.softmax(_next(fp, ids + [first]), -1)
+    top = torch.topk(probs, n)
+    after = [{"id": int(i), "piece": fp.tokenizer.piece(int(i)), "probability": float(p)}
+             for p, i in zip(top.values.tolist(), top.indices.tolist(), strict=True)]
+    return after if _letters(after[0]["piece"]) else None

@@ -1,9 +1,8 @@
-// Pieces §04 and §05 share: two series per step drawn side by side on one value axis (naive beside cached), the
-// article's states as one-click presets, and the article's sentences that carry a widget's numbers.
+// §04's grouped columns: two series per step drawn side by side on one value axis (naive beside cached). The numbered
+// prose and the presets every section shares are in told.js.
 
 import { COLORS, remember, shape, svgOf, text, textWidth, ticks } from "./charts.js";
-import { fmt, lang, nodes } from "./i18n.js";
-import { showValue } from "./dom.js";
+import { fmt } from "./i18n.js";
 
 /** Grouped columns: for each group (a step) one column per series, every column on the same value axis from 0,
  * ticked and labelled (tick marks are lines of class "tick"), so two values draw heights in their own proportion.
@@ -54,40 +53,3 @@ export function columns(el, options) {
   el.replaceChildren(svg);
   if (aria) el.setAttribute("aria-label", aria);
 }
-
-/** Preset buttons (<button class="preset" data-value="…">) inside `root` set `input` to their value, as if dragged
- * there; each says whether it is the state shown (aria-pressed). */
-export function presets(root, input) {
-  const buttons = [...root.querySelectorAll("button.preset")];
-  const sync = () => buttons.forEach((b) => b.setAttribute("aria-pressed", String(b.dataset.value === input.value)));
-  buttons.forEach((b) => b.addEventListener("click", () => {
-    input.value = b.dataset.value;
-    showValue(input);
-    input.dispatchEvent(new Event("input"));
-  }));
-  input.addEventListener("input", sync);
-  sync();
-  return sync;
-}
-
-/** The article's sentences that carry the widget's numbers, written from the result it draws: one paragraph per
- * [key, values] item (falsy items skipped), after the readout and before the closing prose. */
-export function told(w, ...items) {
-  let box = w.el.querySelector(".prose.told");
-  if (!box) {
-    box = document.createElement("div");
-    box.className = "prose told";
-    w.el.querySelector(".prose.after").before(box);
-  }
-  box.replaceChildren(...items.filter(Boolean).map((item) => {
-    const p = document.createElement("p");
-    p.append(...nodes(...item));
-    return p;
-  }));
-}
-
-/** a ratio as the article writes it: 5, 10.5, 69.5 (one decimal at most, in the page's language) */
-export const times = (x) => fmt.fixed(x, 1).replace(/\.0$/, "");
-
-/** the space between two sentences of a readout: one in English, none after a Chinese full stop */
-export const gap = () => (lang() === "zh" ? "" : " ");

@@ -44,6 +44,36 @@ export const piece = (s, quote = true) => new Marked(quote ? JSON.stringify(s) :
 /** a code identifier or a line of code */
 export const code = (s) => new Marked(s, "code");
 
+// ---- token pieces as the whole page writes them ---------------------------------------------------------------
+// A piece holding raw bytes (part of a character: byte-level vocabularies spell most Chinese characters in their
+// UTF-8 bytes, and the tokenizer names them <0xE7>) is written ⟨E7⟩, a run of them ⟨E5 9D⟩; a piece of only
+// whitespace is written with visible marks (␣ a space, ↵ a line break, ⇥ a tab), so " " and "  " differ on screen;
+// any other piece is its text quoted, its spaces and escapes visible (" the", "\n").
+const BYTE_RUN = /(?:<0x[0-9A-F]{2}>)+/g;
+const BLANK = { " ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍" };
+
+/** whether a piece holds raw bytes (the tokenizer names them <0xE5>) */
+export const hasBytes = (s) => /<0x[0-9A-F]{2}>/.test(s);
+/** whether a piece is only whitespace (drawn with ␣ ↵ ⇥) */
+export const isBlank = (s) => s.length > 0 && /^\s+$/.test(s);
+
+/** a token piece as the page writes it, as a string: "<0xE5><0x9D>" → ⟨E5 9D⟩, "  " → ␣␣, " cat" → " cat" */
+export function pieceLabel(s) {
+  if (isBlank(s)) return [...s].map((ch) => BLANK[ch] ?? "␣").join("");
+  const out = [];
+  let at = 0;
+  for (const m of s.matchAll(BYTE_RUN)) {
+    if (m.index > at) out.push(JSON.stringify(s.slice(at, m.index)));
+    out.push(`⟨${[...m[0].matchAll(/0x([0-9A-F]{2})/g)].map((b) => b[1]).join(" ")}⟩`);
+    at = m.index + m[0].length;
+  }
+  if (at < s.length || !out.length) out.push(JSON.stringify(s.slice(at)));
+  return out.join("");
+}
+
+/** a token piece as the page writes it (pieceLabel), as a value for a template: drawn as a token piece */
+export const readable = (s) => new Marked(pieceLabel(s), "tok");
+
 // ---- numbers --------------------------------------------------------------------------------------------------
 const locale = () => (current === "zh" ? "zh-CN" : "en-US");
 const trim = (s) => s.replace(/\.0+$|(\.\d*?)0+$/, "$1");

@@ -1,28 +1,12 @@
 // Bars for token pieces: one row per token, its label in a column of its own that is measured (in the page's own
 // font, not estimated), so a label never runs into its bar; a value axis from the smallest value (or 0) to the
-// largest, ticked and labelled; negative values drawn left of the zero line. A piece holding raw bytes (part of a
-// character, as byte-level vocabularies spell Chinese) is labelled compactly: "<0xE5><0x9D>" becomes ⟨E5 9D⟩.
+// largest, ticked and labelled; negative values drawn left of the zero line. Labels are written by the caller, token
+// pieces with i18n.pieceLabel (raw bytes as ⟨E5 9D⟩, whitespace as ␣ ↵).
 
 import { COLORS, chartWidth, remember, shape, svgOf, text, ticks } from "./charts.js";
 import { fmt } from "./i18n.js";
 
-const BYTE_RUN = /(?:<0x[0-9A-F]{2}>)+/g;
-
-/** whether a piece holds raw bytes (the tokenizer names them <0xE5>) */
-export const hasBytes = (piece) => /<0x[0-9A-F]{2}>/.test(piece);
-
-/** a piece as a short label: its text quoted (spaces and escapes visible), each run of raw bytes as ⟨E5 9D⟩ */
-export function pieceLabel(piece) {
-  const out = [];
-  let at = 0;
-  for (const m of piece.matchAll(BYTE_RUN)) {
-    if (m.index > at) out.push(JSON.stringify(piece.slice(at, m.index)));
-    out.push(`⟨${[...m[0].matchAll(/0x([0-9A-F]{2})/g)].map((b) => b[1]).join(" ")}⟩`);
-    at = m.index + m[0].length;
-  }
-  if (at < piece.length || !out.length) out.push(JSON.stringify(piece.slice(at)));
-  return out.join("");
-}
+export { hasBytes, pieceLabel } from "./i18n.js";  // the page's one way to write a piece (raw bytes as ⟨E5 9D⟩)
 
 /** text for a text alternative: token pieces quoted (as the tokenizer's strings are), so they read as pieces */
 function said(s, token = false) {

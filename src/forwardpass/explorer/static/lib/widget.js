@@ -6,6 +6,8 @@
 //     runsOn: "prompt" | "own-prompt" | "model" | "<string key saying its fixed input>",
 //     follows: ["prompt", "model"],     // what makes its result out of date
 //     auto: true,                       // re-run itself when those change (false: on demand, marked out of date)
+//     first: true,                      // on demand, but run once when the page opens (after every automatic one),
+//                                       // so it shows a result, not an empty frame, until the reader runs it
 //     load: async () => data,           // fetch (reads its controls and the page's state)
 //     draw: (data) => {},               // draw from data only: called again on a language change
 //     idle: "not-run",                  // the readout before its first result (on-demand widgets)
@@ -51,8 +53,9 @@ export function widget(name, spec) {
 }
 
 class Widget {
-  constructor(name, root, { runsOn, follows = [], auto = true, load = async () => null, draw = () => {}, idle }) {
-    Object.assign(this, { name, el: root, runsOn, follows, auto, load, draw, idle });
+  constructor(name, root, { runsOn, follows = [], auto = true, first = false, load = async () => null, draw = () => {},
+    idle }) {
+    Object.assign(this, { name, el: root, runsOn, follows, auto, first, load, draw, idle });
     this.data = null;
     this.notice = null;  // { key, values } or { error }
     this.seq = 0;
@@ -158,12 +161,14 @@ export function refresh(event) {
   })());
 }
 
-/** the first run: widgets on fixed inputs at once, then the rest in the page's order */
+/** the first run: widgets on fixed inputs at once, then the rest in the page's order, then the on-demand widgets
+ * that show a first result (first: true) */
 export function start() {
   all.forEach((w) => w.redraw());
   return working((async () => {
     await Promise.all(all.filter((w) => w.auto && !w.follows.includes("prompt")).map((w) => w.run()));
     for (const w of all.filter((x) => x.auto && x.follows.includes("prompt"))) await w.run();
+    for (const w of all.filter((x) => !x.auto && x.first && x.data === null)) await w.run();
   })());
 }
 

@@ -6,7 +6,7 @@ import { bars, chartWidth, COLORS, remember, shape, svgOf, text, textWidth } fro
 import { arrow, box, FILLS, path, plus } from "../lib/diagram.js";
 import { byId, debounce, q, row, setRange, stepper } from "../lib/dom.js";
 import { heatmaps } from "../lib/heatmap.js";
-import { fmt, nodes, piece, t } from "../lib/i18n.js";
+import { fmt, lang, nodes, piece, t } from "../lib/i18n.js";
 import { on, state } from "../lib/state.js";
 import { told } from "../lib/told.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
@@ -18,9 +18,9 @@ const picker = (prefix) => `
   <span class="control"><label for="${prefix}-token" data-text="block.token"></label>
     <select id="${prefix}-token" data-token></select></span>
   <span class="control"><label for="${prefix}-layer" data-text="block.layer"></label>
-    <input id="${prefix}-layer" type="range" min="0" max="0" value="0"></span>
+    <input id="${prefix}-layer" type="range" min="1" max="1" value="1"></span>
   <span class="control"><label for="${prefix}-head" data-text="block.head"></label>
-    <input id="${prefix}-head" type="range" min="0" max="0" value="0"></span>`;
+    <input id="${prefix}-head" type="range" min="1" max="1" value="1"></span>`;
 
 export const html = sectionFrame("s01", [
   frame("W-block-steps", `
@@ -34,7 +34,7 @@ export const html = sectionFrame("s01", [
   <div class="figure fan" role="img"></div>`),
   frame("W-attention-map", `
   <span class="control"><label for="map-layer" data-text="block.layer"></label>
-    <input id="map-layer" type="range" min="0" max="0" value="0"></span>
+    <input id="map-layer" type="range" min="1" max="1" value="1"></span>
   <div class="figure heatmaps" id="attention-maps" role="img"></div>
   <p class="map-detail" data-text="W-attention-map.hint"></p>`),
   frame("W-attention", `${picker("att")}
@@ -58,15 +58,18 @@ export const html = sectionFrame("s01", [
 
 export function mount() {
   let first = true;
-  on("model", () => {  // the layer and head sliders span the page's model
+  // Blocks and heads are numbered from 1 wherever the reader sees them (the sliders, labels, readouts, prose); the
+  // server counts from 0 (its `layer` and `head`), so a request sends the slider's value - 1 and a result's index is
+  // shown + 1.
+  on("model", () => {  // the block and head sliders span the page's model
     const { n_layers: layers, n_heads: heads } = state.info.config;
     for (const p of ["reach", "att"]) {
-      setRange(byId(`${p}-layer`), { max: layers - 1 });
-      setRange(byId(`${p}-head`), { max: heads - 1 });
+      setRange(byId(`${p}-layer`), { min: 1, max: layers });
+      setRange(byId(`${p}-head`), { min: 1, max: heads });
     }
-    // the maps open on layer 2, where (on the default model) heads already differ: most on the first token, one on
+    // the maps open on block 3, where (on the default model) heads already differ: most on the first token, one on
     // the token before
-    setRange(byId("map-layer"), { max: layers - 1, ...(first ? { value: Math.min(2, layers - 1) } : {}) });
+    setRange(byId("map-layer"), { min: 1, max: layers, ...(first ? { value: Math.min(3, layers) } : {}) });
     first = false;
   });
 
@@ -78,7 +81,7 @@ export function mount() {
       const at = walk.at(), names = d.steps.map((_, i) => t(`W-block-steps.step.${i}`)), first = d.blocks[0];
       const every = Math.max(1, Math.ceil(d.blocks.length / 10));
       bars(q(steps.el, ".chart"), d.blocks.filter((b, i) => i % every === 0 || i === d.blocks.length - 1).map((b) => ({
-        label: t("W-block-steps.bar", { b: b.block }), value: b.stream_out,
+        label: t("W-block-steps.bar", { b: b.block + 1 }), value: b.stream_out,
         text: t("W-block-steps.bar-text", { a: b.stream_in.toFixed(1), b: b.stream_out.toFixed(1) }) })),
       t("W-block-steps.chart"), { axis: t("W-block-steps.axis") });
       fork(q(steps.el, ".fork"), at, first);
@@ -87,7 +90,7 @@ export function mount() {
       steps.say(["W-block-steps.readout", { at: at + 1, n: names.length, step: names[at] }], ...extra);
       const last = d.blocks[d.blocks.length - 1];
       told(steps, ["W-block-steps.told", { in0: first.stream_in.toFixed(1), a0: first.attention_added.toFixed(1),
-        f0: first.ffn_added.toFixed(1), last: last.block, out: last.stream_out.toFixed(1), n: d.blocks.length }]);
+        f0: first.ffn_added.toFixed(1), last: last.block + 1, out: last.stream_out.toFixed(1), n: d.blocks.length }]);
     },
   });
   const walk = stepper(steps.el, () => (steps.data ? steps.data.steps.length : 1), () => steps.redraw());
@@ -103,7 +106,7 @@ export function mount() {
       reach.say(["W-reach.readout", { n: d.token + 1, keep: d.token, piece: piece(d.pieces[best]),
         w: d.attention[best].toFixed(3) }]);
       told(reach, ["W-reach.told", { piece: piece(d.pieces[d.token]), i: d.token, count: d.attention.length,
-        sum: sum.toFixed(3), best: piece(d.pieces[best]), w: d.attention[best].toFixed(3), layer: d.layer, head: d.head,
+        sum: sum.toFixed(3), best: piece(d.pieces[best]), w: d.attention[best].toFixed(3), layer: d.layer + 1, head: d.head + 1,
         ffn: d.ffn_reads.length }]);
     },
   });
@@ -112,16 +115,16 @@ export function mount() {
   // ---- W-attention-map: every head of one layer, T × T; a click opens that row in W-attention's table
   const map = widget("W-attention-map", {
     runsOn: "prompt", follows: ["prompt", "model"],
-    load: () => post("/api/attention-map", { prompt: state.prompt, layer: +byId("map-layer").value }),
+    load: () => post("/api/attention-map", { prompt: state.prompt, layer: +byId("map-layer").value - 1 }),
     draw(d) {
       const figure = byId("attention-maps");
-      const drawMaps = () => heatmaps(figure, d.heads, { title: (h) => t("W-attention-map.head", { h }),
+      const drawMaps = () => heatmaps(figure, d.heads, { title: (h) => t("W-attention-map.head", { h: h + 1 }),
         legend: t("W-attention-map.legend"), minCell: chartWidth(figure) < 600 ? 8 : 14 });
       remember(figure, drawMaps);
       drawMaps();
-      figure.setAttribute("aria-label", t("W-attention-map.aria", { layer: d.layer, heads: d.n_heads, t: d.pieces.length }));
+      figure.setAttribute("aria-label", t("W-attention-map.aria", { layer: d.layer + 1, heads: d.n_heads, t: d.pieces.length }));
       const gap = Math.max(...d.heads.flatMap((h) => h.map((r) => Math.abs(r.reduce((a, b) => a + b, 0) - 1))));
-      map.say(["W-attention-map.readout", { layer: d.layer, heads: d.n_heads, kv: d.n_kv_heads, t: d.pieces.length,
+      map.say(["W-attention-map.readout", { layer: d.layer + 1, heads: d.n_heads, kv: d.n_kv_heads, t: d.pieces.length,
         gap: gap.toExponential(1) }]);
       // the last row of every map: where the last token looks, head by head
       const last = d.pieces.length - 1, count = { first: 0, previous: 0, self: 0, other: 0 };
@@ -138,7 +141,7 @@ export function mount() {
   const cellOf = (e) => e.target.closest("rect[data-q]");
   const detail = (c) => {
     const d = map.data, [h, qi, k] = ["head", "q", "k"].map((a) => +c.dataset[a]);
-    q(map.el, ".map-detail").replaceChildren(...nodes("W-attention-map.detail", { h, q: qi, k,
+    q(map.el, ".map-detail").replaceChildren(...nodes("W-attention-map.detail", { h: h + 1, q: qi, k,
       qp: piece(d.pieces[qi]), kp: piece(d.pieces[k]), w: (+c.dataset.w).toFixed(4) }));
   };
   figure.addEventListener("pointermove", (e) => { const c = cellOf(e); if (c && map.data) detail(c); });
@@ -172,17 +175,18 @@ export function mount() {
         return tr;
       }));
       const best = d.weights.indexOf(Math.max(...d.weights));
-      attention.say(["W-attention.readout", { layer: d.layer, head: d.head, kv: d.kv_head, piece: piece(d.pieces[d.token]),
+      attention.say(["W-attention.readout", { layer: d.layer + 1, head: d.head + 1, kv: d.kv_head + 1, piece: piece(d.pieces[d.token]),
         hd: d.head_dim, scale: d.scale.toFixed(4), masked: d.allowed.filter((a) => !a).length,
         best: piece(d.pieces[best]), w: d.weights[best].toFixed(3), out: d.output_head.join(", "),
         norm: d.output_norm.toFixed(2) }]);
     },
   });
   wire(attention, "att");
-  /** the map's clicked row, opened in the table: the same layer, head and query token */
+  /** the map's clicked row, opened in the table: the same block, head and query token (the server's indexes, from 0;
+   * the sliders count from 1) */
   function openRow(layer, head, token) {
-    setRange(byId("att-layer"), { value: layer });
-    setRange(byId("att-head"), { value: head });
+    setRange(byId("att-layer"), { value: layer + 1 });
+    setRange(byId("att-head"), { value: head + 1 });
     pending.att = token;
     attention.run();
     attention.el.scrollIntoView({ behavior: "smooth", block: "start" });
@@ -190,7 +194,7 @@ export function mount() {
 
   // ---- W-split: 12d² per block, the FFN's 8d² two thirds at any width (arithmetic, no model)
   const split = widget("W-split", {
-    runsOn: "W-split.runs-on",
+    runsOn: "W-split.runs-on", follows: ["model"],
     load: () => get("/api/split", { d: byId("split-d").value }),
     draw(d) {
       bars(q(split.el, ".chart"), [{ label: t("W-split.attention"), value: d.attention, text: fmt.int(d.attention) },
@@ -203,9 +207,23 @@ export function mount() {
       [["W-split.told.full", { d: d.d_model, biases: fmt.int(p.biases), norms: fmt.int(p.norms),
         extra: fmt.int(p.biases + p.norms), full: fmt.int(p.block), block: fmt.int(p.matrices) }],
       [d.d_model === 768 ? "W-split.told.gpt2.here" : "W-split.told.gpt2", { g: fmt.int(g.block), gm: fmt.int(g.matrices),
-        ge: fmt.int(g.block - g.matrices) }]]);
+        ge: fmt.int(g.block - g.matrices) }]], modelSplit());
     },
   });
+  /** the rule's exception, read off the loaded model: its own blocks' attention and FFN weights (state.info.parameters,
+   * the engine's count: all blocks, so divided by their number) and what in its shape moves the share off 2/3 */
+  function modelSplit() {
+    if (!state.info) return null;
+    const { parameters: p, config: c } = state.info;
+    const attention = p.attention / c.n_layers, ffn = p.ffn / c.n_layers, share = ffn / (attention + ffn);
+    const values = { model: state.info.display_name, share: fmt.pct(share), ffn: fmt.int(ffn), both: fmt.int(attention + ffn) };
+    if (Math.abs(share - 2 / 3) < 5e-4) return ["W-split.told.model.same", values];
+    const why = [];
+    if (c.ffn !== "gelu") why.push(nodes("W-split.why.swiglu", { hidden: fmt.int(c.ffn_hidden), d: fmt.int(c.d_model) }));
+    else if (c.ffn_hidden !== 4 * c.d_model) why.push(nodes("W-split.why.gelu", { hidden: fmt.int(c.ffn_hidden), d: fmt.int(c.d_model) }));
+    if (c.n_kv_heads < c.n_heads) why.push(nodes("W-split.why.kv", { heads: c.n_heads, kv: c.n_kv_heads }));
+    return why.length ? ["W-split.told.model", { ...values, why: why.flatMap((x, i) => (i ? [lang() === "zh" ? "；" : "; and ", ...x] : x)) }] : null;
+  }
   byId("split-d").addEventListener("input", debounce(() => split.run(), 120));
   split.el.querySelectorAll(".preset").forEach((b) => b.addEventListener("click", () => {
     setRange(byId("split-d"), { value: b.dataset.d });
@@ -239,8 +257,8 @@ async function choose(prefix, first, path) {
   const wanted = pending[prefix] ?? (menu.value === "" ? first(tokens.length) : +menu.value);
   delete pending[prefix];
   const token = Math.min(wanted, tokens.length - 1);
-  const d = await post(path, { prompt: state.prompt, layer: +byId(`${prefix}-layer`).value,
-    head: +byId(`${prefix}-head`).value, token });
+  const d = await post(path, { prompt: state.prompt, layer: +byId(`${prefix}-layer`).value - 1,
+    head: +byId(`${prefix}-head`).value - 1, token });
   return { ...d, tokens };
 }
 

@@ -3,13 +3,14 @@
 
 import { get, post } from "../lib/api.js";
 import { bars, COLORS, lines, remember, shape, svgOf, text, textWidth } from "../lib/charts.js";
-import { gap, presets, told, times } from "../lib/compare.js";
 import { byId, debounce, q, setRange } from "../lib/dom.js";
 import { code, fmt, nodes, piece, t } from "../lib/i18n.js";
+import { bytes } from "../lib/prose.js";
 import { state } from "../lib/state.js";
+import { gap, presets, told, times } from "../lib/told.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
 import strings from "./cache.strings.js";
-import { autoregress, chip } from "./loop.js";
+import { autoregress, chip, preset } from "./loop.js";
 
 export { strings };
 
@@ -21,8 +22,7 @@ export const html = sectionFrame("s05", [
   frame("W-cache-memory", `
   <span class="control"><label for="context" data-text="cache.context"></label>
   <input id="context" type="range" min="64" max="2048" step="64" value="2048"></span>
-  <span class="presets"><button type="button" class="preset" data-value="512" data-text="W-cache-memory.preset-512"></button>
-  <button type="button" class="preset" data-value="2048" data-text="W-cache-memory.preset-2048"></button></span>
+  <span class="presets">${preset("context", 512, "W-cache-memory.preset-512")}${preset("context", 2048, "W-cache-memory.preset-2048")}</span>
   <div class="chart" role="img"></div>`),
   frame("W-cache-here", `
   <div class="chart per-token" role="img"></div>
@@ -33,8 +33,7 @@ export const html = sectionFrame("s05", [
   <span class="control"><label for="ring-capacity" data-text="W-ring-overflow.capacity"></label>
   <input id="ring-capacity" type="range" min="6" max="16" value="8"></span>
   <button type="button" class="run" data-text="W-ring-overflow.run"></button>
-  <span class="presets"><button type="button" class="preset" data-value="8" data-text="W-ring-overflow.preset-8"></button>
-  <button type="button" class="preset" data-value="16" data-text="W-ring-overflow.preset-16"></button></span>
+  <span class="presets">${preset("ring-capacity", 8, "W-ring-overflow.preset-8")}${preset("ring-capacity", 16, "W-ring-overflow.preset-16")}</span>
   <p class="caption"></p>
   <div class="slots chart" role="img" data-text-aria="W-ring-overflow.slots-empty"></div>
   <div class="side"><div class="panel correct" data-text-aria="W-ring-overflow.aria.correct"></div><div class="panel ring" data-text-aria="W-ring-overflow.aria.ring"></div></div>`),
@@ -45,6 +44,8 @@ export const html = sectionFrame("s05", [
 ]);
 
 const gib = (x) => fmt.gib(x);
+/** a count of bytes, exact and in binary units: 46,080 bytes (45 KiB) */
+const sized = (n) => t("cache.bytes-size", { n: fmt.int(n), size: bytes(n) });
 
 export function mount() {
   // ---- W-cache-fill: the same twelve greedy steps as §04's W-autoregress (one request answers both)
@@ -56,8 +57,8 @@ export function mount() {
       const most = d.steps[d.steps.length - 1].cache_pairs_per_layer;
       slots(q(fill.el, ".grid"), { pairs: s.cache_pairs_per_layer, fresh: s.input_tokens, layers: d.n_layers, most });
       const values = { at, t: s.tokens_read, p, k: at - 1, layers: d.n_layers, pairs: s.cache_pairs_per_layer,
-        bytes: s.cache_pairs_per_layer * d.kv_bytes_per_token, per: d.kv_bytes_per_token, piece: piece(s.piece),
-        next: at + 1 };
+        bytes: sized(s.cache_pairs_per_layer * d.kv_bytes_per_token), per: sized(d.kv_bytes_per_token),
+        piece: piece(s.piece), next: at + 1 };
       const exact = s.cache_pairs_per_layer === s.tokens_read;  // what the cache holds against what was read
       fill.say([exact ? "W-cache-fill.readout" : "W-cache-fill.broken", values], gap(),
         [at === d.steps.length ? "W-cache-fill.pending-last" : "W-cache-fill.pending", values]);
@@ -88,7 +89,7 @@ export function mount() {
         layers: full.n_layers, share: fmt.pct(quarter.bytes / full.bytes) }]);
     },
   });
-  presets(memory.el, context);
+  presets(memory.el);
   context.addEventListener("input", debounce(() => memory.run(), 120));
 
   // ---- W-cache-here: the model on this page, from its configuration and the engine's KV dtype
@@ -107,25 +108,27 @@ export function mount() {
           text: gib(g.full_context_gib), dim: true },
       ], t("W-cache-here.full"), { axis: t("W-cache-here.gib-axis") });
       const values = { model: name, layers: m.n_layers, kv: m.n_kv_heads, heads: m.n_heads, hd: m.head_dim,
-        b: m.element_bytes, dtype: code(m.dtype), per: m.per_token, gpt: g.per_token, ratio: times(d.ratio),
-        ctx: m.context, full: gib(m.full_context_gib), pool: m.pool_per_token, g: times(m.n_heads / m.n_kv_heads) };
-      here.say(["W-cache-here.readout", values], gap(),
-        [m.pool_per_token === m.per_token ? "W-cache-here.pool" : "W-cache-here.pool-differs", values]);
-      told(here, [m.n_kv_heads < m.n_heads ? "W-cache-here.grouped" : "W-cache-here.every-head", values],
-        m.sliding_layers > 0 && ["W-cache-here.sliding", { n: m.sliding_layers, layers: m.n_layers, w: m.window }]);
+        b: m.element_bytes, dtype: code(m.dtype), per: fmt.int(m.per_token), size: bytes(m.per_token),
+        gpt: fmt.int(g.per_token), gsize: bytes(g.per_token), ratio: times(d.ratio), ctx: m.context,
+        full: gib(m.full_context_gib), gctx: g.context, gfull: gib(g.full_context_gib), pool: fmt.int(m.pool_per_token),
+        g: times(m.n_heads / m.n_kv_heads) };
+      here.say(["W-cache-here.readout", values]);
+      told(here, [["W-cache-here.full-context", values],
+        [m.pool_per_token === m.per_token ? "W-cache-here.pool" : "W-cache-here.pool-differs", values]],
+      [[m.n_kv_heads < m.n_heads ? "W-cache-here.grouped" : "W-cache-here.every-head", values],
+        m.sliding_layers > 0 && ["W-cache-here.sliding", { n: m.sliding_layers, layers: m.n_layers, w: m.window }]]);
     },
   });
 
   // ---- W-ring-overflow: on its own prompt, on demand; every verdict from what the run did
   const capacity = byId("ring-capacity");
   const ring = widget("W-ring-overflow", {
-    runsOn: "own-prompt", follows: ["model"], auto: false, idle: "not-run",
+    runsOn: "own-prompt", follows: ["model"], auto: false, first: true, idle: "not-run",
     load: () => post("/api/ring-overflow", { prompt: byId("ring-prompt").value, capacity: +capacity.value, steps: 10 }),
     draw: (d) => drawRing(ring, d),
   });
   q(ring.el, ".run").addEventListener("click", () => ring.run());
-  presets(ring.el, capacity);
-  ring.el.querySelectorAll("button.preset").forEach((b) => b.addEventListener("click", () => ring.run()));
+  presets(ring.el, () => ring.run());  // a preset sets the capacity and runs all three at once
   for (const id of ["ring-prompt", "ring-capacity"]) byId(id).addEventListener("input", () => ring.outdate("inputs"));
 
   // ---- W-position-bug: the page's prompt, on demand
@@ -146,15 +149,19 @@ function parted(pieces, at, wrong = false) {
 }
 
 function drawRing(w, d) {
-  const over = d.overwrites.length > 0, first = d.overwrites[0];
+  const over = d.overwrites.length > 0, first = d.overwrites[0], diff = d.first_difference;
+  // the guarded cache: its text is the roomy cache's up to the pair it refused to write (the token at that position
+  // was chosen, the next one could not be); with room, the whole text and no error
+  const guarded = d.guard === null ? d.correct_pieces : d.correct_pieces.slice(0, d.refused.position - d.prompt_tokens + 1);
   const guard = d.guard === null
     ? nodes("W-ring-overflow.room", { capacity: d.capacity, written: d.written })
     : nodes("W-ring-overflow.guard", { capacity: d.capacity, position: d.refused.position, piece: piece(d.refused.piece),
-      message: code(d.guard) });  // the engine's own words, said around in the page's language
-  q(w.el, ".correct").replaceChildren(label("W-ring-overflow.correct"), ...parted(d.correct_pieces, d.first_difference),
-    para(guard));
+      message: code(d.guard) });  // the engine's own words, as code, said around in the page's language
+  q(w.el, ".correct").replaceChildren(...(d.guard === null ? [] : [label("W-ring-overflow.roomy"),
+    ...parted(d.correct_pieces, diff)]), label("W-ring-overflow.guarded", { capacity: d.capacity }),
+  ...parted(guarded, d.guard === null ? diff : null), para(guard));
   q(w.el, ".ring").replaceChildren(label("W-ring-overflow.ring", { capacity: d.capacity }),
-    ...parted(d.ring_pieces, d.first_difference, true));
+    ...parted(d.ring_pieces, diff, true));
   q(w.el, ".caption").replaceChildren(...nodes("W-ring-overflow.slots", { capacity: d.capacity, written: d.written,
     prompt: d.prompt_tokens }));
   ringSlots(q(w.el, ".slots"), d);
@@ -163,11 +170,11 @@ function drawRing(w, d) {
     ? ["W-ring-overflow.fits", { written: d.written, capacity: d.capacity }]
     : ["W-ring-overflow.wrapped", { slot: first.slot, position: first.position, piece: piece(first.piece),
       lost: first.lost, lost_piece: piece(first.lost_piece), count: d.overwrites.length, all: lost }];
-  const guarded = !over ? null : d.guard !== null
+  const refused = !over ? null : d.guard !== null
     ? ["W-ring-overflow.refused", { position: d.refused.position }] : ["W-ring-overflow.not-refused", {}];
-  const text = !over ? null : d.first_difference === null ? ["W-ring-overflow.same-text", { steps: d.steps }]
-    : ["W-ring-overflow.parts", { k: d.first_difference + 1 }];
-  w.say(verdict, ...(guarded ? [gap(), guarded] : []), ...(text ? [gap(), text] : []));
+  const text = !over ? null : diff === null ? ["W-ring-overflow.same-text", { steps: d.steps }]
+    : ["W-ring-overflow.parts", { k: diff + 1 }];
+  w.say(verdict, ...(text ? [gap(), text] : []), ...(refused ? [gap(), refused] : []));
 }
 
 function drawPositions(w, d) {
@@ -203,9 +210,9 @@ function slots(box, { pairs, fresh, layers, most }) {
   const drawn = Math.min(3, layers), rowH = 22;
   const rows = [];
   for (let layer = 0; layer < drawn; layer++) for (const kind of ["K", "V"]) rows.push({ layer, kind });
-  const labels = rows.map((r) => t("W-cache-fill.row", { layer: r.layer, kind: r.kind }));
+  const labels = rows.map((r) => t("W-cache-fill.row", { block: r.layer + 1, kind: r.kind }));
   const labelW = Math.max(...labels.map(textWidth)) + 12;
-  const top = 4, axisY = top + rows.length * rowH + 2, height = axisY + 54;
+  const top = 4, axisY = top + rows.length * rowH + 2, height = axisY + 62;
   const [svg, width] = svgOf(box, height), size = Math.min(24, (width - labelW - 8) / Math.max(most, 1));
   rows.forEach((r, i) => {
     const y = top + i * rowH;
@@ -221,8 +228,8 @@ function slots(box, { pairs, fresh, layers, most }) {
     svg.appendChild(text(x, axisY + 18, String(j), { anchor: "middle" }));
   }
   svg.appendChild(shape("line", { x1: labelW, x2: labelW + most * size, y1: axisY, y2: axisY, stroke: COLORS.axis }));
-  svg.appendChild(text(labelW + most * size, axisY + 36, t("W-cache-fill.axis", { drawn, layers }),
-    { anchor: "end", weight: "600" }));
+  svg.appendChild(text(labelW + most * size, axisY + 36, t("W-cache-fill.axis"), { anchor: "end", weight: "600" }));
+  svg.appendChild(text(4, axisY + 56, t("W-cache-fill.drawn", { drawn, layers })));  // which blocks the rows are
   box.replaceChildren(svg);
   box.setAttribute("aria-label", t("W-cache-fill.aria", { pairs, layers, drawn, fresh }));
 }

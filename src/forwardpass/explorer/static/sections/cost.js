@@ -5,11 +5,12 @@
 import { get, post } from "../lib/api.js";
 import { bars } from "../lib/charts.js";
 import { byId, debounce, el, q, row, setRange } from "../lib/dom.js";
-import { code, fmt, nodes, t } from "../lib/i18n.js";
+import { code, fmt, lang, nodes, onLang, t } from "../lib/i18n.js";
 import { pool } from "../lib/pool.js";
-import { bytes, one, perSecond, presets, seconds, told } from "../lib/prose.js";
+import { bytes, one, perSecond, seconds } from "../lib/prose.js";
 import { roofline } from "../lib/roofline.js";
 import { state } from "../lib/state.js";
+import { presets, told } from "../lib/told.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
 import strings from "./cost.strings.js";
 
@@ -73,13 +74,20 @@ export const html = sectionFrame("s06", [
 ]);
 
 const bound = (b) => t(`bound.${b}`);
+/** a parameter count of a model this size: 174.6 B, 175 B (in Chinese 1746 亿, 1750 亿) */
+const billions = (n) => (lang() === "zh" ? `${(n / 1e8).toFixed(0)} 亿` : `${(n / 1e9).toFixed(1).replace(/\.0$/, "")} B`);
 const machineName = (m) => (m.key === "here" ? t("machine.here") : t(`gpu.${m.key}`));
 
+/** every preset's label in the page's language: at once when the section mounts, and again on a language change */
 function labelPresets(root) {
   root.querySelectorAll("button.preset").forEach((b) => { b.textContent = t(b.dataset.label, JSON.parse(b.dataset.values)); });
 }
 
 export function mount() {
+  const section = document.getElementById("s06");
+  labelPresets(section);
+  onLang(() => labelPresets(section));
+
   // ---- W-intensity: FLOPs per byte, and where that stands on this machine and on two GPUs -------------------------
   const intensity = widget("W-intensity", {
     runsOn: "W-intensity.runs-on",
@@ -89,7 +97,6 @@ export function mount() {
       return { now, p16, p1 };
     },
     draw({ now, p16, p1 }) {
-      labelPresets(intensity.el);
       const here = now.machines[0];
       q(intensity.el, ".machine").replaceChildren(...nodes("W-intensity.machine", {
         device: t(`device.${here.device}`), threads: here.threads ?? "", bw: perSecond(here.bandwidth, "bytes"),
@@ -110,18 +117,19 @@ export function mount() {
         bound: bound(here.prefill_bound), dbound: bound(here.decode_bound), ridge: one(here.ridge) }]);
       const at16 = p16.machines[0];
       told(intensity,
-        ["W-intensity.told-1", { v: one(p1.prefill), bound: bound(p1.machines[0].prefill_bound) }],
-        [`W-intensity.told-16-${at16.prefill_bound}`, { v: one(p16.prefill), ridge: one(at16.ridge) }],
-        p16.machines.slice(1).map((m) => ["W-intensity.told-gpu", { name: machineName(m), rate: perSecond(m.flops, "flops"),
-          bw: perSecond(m.bandwidth, "bytes"), ridge: one(m.ridge), bound: bound(m.prefill_bound), from: m.compute_bound_from }]),
-        [["W-intensity.told-where", { here: at16.prefill_bound === "compute" }]],
+        [["W-intensity.told-1", { v: one(p1.prefill), bound: bound(p1.machines[0].prefill_bound) }],
+          [`W-intensity.told-16-${at16.prefill_bound}`, { v: one(p16.prefill), ridge: one(at16.ridge) }]],
+        [...p16.machines.slice(1).map((m) => ["W-intensity.told-gpu", { name: machineName(m),
+          rate: perSecond(m.flops, "flops"), bw: perSecond(m.bandwidth, "bytes"), ridge: one(m.ridge),
+          bound: bound(m.prefill_bound), from: m.compute_bound_from }]),
+        ["W-intensity.told-where", { here: at16.prefill_bound === "compute" }]],
         ["W-intensity.told-decode", { v: one(p16.decode) }]);
     },
   });
   intensity.el.dataset.source = "formula";
   intensity.el.dataset.measured = "";
-  const syncIntensity = presets(intensity.el);
-  byId("intensity-p").addEventListener("input", debounce(() => { syncIntensity(); intensity.run(); }, 120));
+  presets(intensity.el);
+  byId("intensity-p").addEventListener("input", debounce(() => intensity.run(), 120));
 
   // ---- W-weights-vs-cache: one sequence's cache beside GPT-3's weights ---------------------------------------------
   const wvc = widget("W-weights-vs-cache", {
@@ -133,13 +141,16 @@ export function mount() {
     },
     draw({ now, full }) {
       bars(q(wvc.el, ".chart"), [
-        { label: t("W-weights-vs-cache.weights"), value: now.weights_gib, text: fmt.gib(now.weights_gib) },
+        { label: t("W-weights-vs-cache.weights", { params: billions(now.parameters) }), value: now.weights_gib,
+          text: fmt.gib(now.weights_gib) },
         { label: t("W-weights-vs-cache.cache", { n: now.context }), value: now.one_cache_gib,
           text: fmt.gib(now.one_cache_gib), mark: true }], t("W-weights-vs-cache.chart"), { axis: t("W-weights-vs-cache.axis") });
       wvc.say(["W-weights-vs-cache.readout", { n: now.context, cache: fmt.gib(now.one_cache_gib),
         weights: fmt.gib(now.weights_gib), share: fmt.pct(now.one_cache_gib / now.weights_gib) }]);
-      told(wvc, ["W-weights-vs-cache.told", { n: full.context, cache: fmt.gib(full.one_cache_gib),
-        weights: fmt.gib(full.weights_gib), share: fmt.pct(full.one_cache_gib / full.weights_gib) }]);
+      told(wvc, [["W-weights-vs-cache.told", { n: full.context, cache: fmt.gib(full.one_cache_gib),
+        weights: fmt.gib(full.weights_gib), share: fmt.pct(full.one_cache_gib / full.weights_gib) }],
+      ["W-weights-vs-cache.named", { params: billions(full.parameters), named: billions(full.named_parameters),
+        namedGib: fmt.gib(full.named_weights_gib) }]]);
     },
   });
   wvc.el.dataset.source = "formula";
@@ -156,7 +167,6 @@ export function mount() {
       return { now, under, over, model };
     },
     draw({ now, under, over, model }) {
-      labelPresets(concurrency.el);
       bars(q(concurrency.el, ".chart"), [
         { label: t("W-concurrency.weights"), value: now.weights_gib, text: fmt.gib(now.weights_gib) },
         { label: t("W-concurrency.caches", { n: now.sequences }), value: now.caches_gib, text: fmt.gib(now.caches_gib),
@@ -175,21 +185,19 @@ export function mount() {
         row([t("W-concurrency.row.per-seq"), t("W-concurrency.at", { bytes: bytes(gpt3Seq), n: fmt.int(now.context) }),
           t("W-concurrency.at", { bytes: bytes(model.per_sequence), n: fmt.int(model.context) })], heads),
         row([t("W-concurrency.row.weights"), bytes(gpt3Weights), bytes(model.weights)], heads),
-        row([t("W-concurrency.row.crossover"), t("W-concurrency.seqs", { n: now.crossover }),
-          t("W-concurrency.seqs", { n: model.crossover })], heads));
+        row([t("W-concurrency.row.crossover"), fmt.int(now.crossover), fmt.int(model.crossover)], heads));
       told(concurrency,
         ["W-concurrency.told", { weights: fmt.gib(now.weights_gib), cache: fmt.gib(now.one_cache_gib),
           ratio: one(now.weights_over_one_cache), below: under.sequences, above: over.sequences,
           cBelow: fmt.gib(under.caches_gib), cAbove: fmt.gib(over.caches_gib) }],
         ["W-concurrency.told-model", { model: name, perToken: bytes(model.per_token), dtype: code(model.kv_dtype),
           layers: model.n_layers, heads: model.kv_heads, dim: model.head_dim, context: fmt.int(model.context),
-          perSeq: bytes(model.per_sequence), weights: bytes(model.weights), crossover: model.crossover }],
-        ["W-concurrency.told-serving", {}]);
+          perSeq: bytes(model.per_sequence), weights: bytes(model.weights), crossover: model.crossover }]);
     },
   });
   concurrency.el.dataset.source = "formula";
-  const syncConcurrency = presets(concurrency.el);
-  byId("sequences").addEventListener("input", debounce(() => { syncConcurrency(); concurrency.run(); }, 120));
+  presets(concurrency.el);
+  byId("sequences").addEventListener("input", debounce(() => concurrency.run(), 120));
 
   mountManyUsers();
 
@@ -204,10 +212,10 @@ export function mount() {
         { label: t("W-param-split.norms"), value: d.block_norms, text: fmt.params(d.block_norms), dim: true },
         { label: t("W-param-split.embeddings"), value: d.outside, text: fmt.params(d.outside), mark: true }],
       t("W-param-split.chart"), { axis: t("W-param-split.axis") });
-      split.say(["W-param-split.readout", { share: fmt.pct(d.blocks_share), total: fmt.int(d.total) }]);
-      told(split, ["W-param-split.told", { total: fmt.int(d.total), blocks: fmt.int(d.blocks), n: d.n_layers,
-        share: fmt.pct(d.blocks_share), ffn: fmt.params(d.ffn), ffnShare: fmt.pct(d.ffn / d.blocks),
-        outside: fmt.int(d.outside), outShare: fmt.pct(d.outside / d.total) }]);
+      split.say(["W-param-split.readout", { total: fmt.int(d.total), blocks: fmt.int(d.blocks), ffn: fmt.int(d.ffn),
+        attention: fmt.int(d.attention), outside: fmt.int(d.outside) }]);
+      told(split, ["W-param-split.told", { n: d.n_layers, share: fmt.pct(d.blocks_share),
+        ffnShare: fmt.pct(d.ffn / d.blocks), outShare: fmt.pct(d.outside / d.total) }]);
     },
   });
   split.el.dataset.source = "formula";
@@ -224,10 +232,9 @@ function mountManyUsers() {
     pool_blocks: +byId("mu-pool").value, arrival: byId("mu-arrival").value });
 
   const many = widget("W-many-users", {
-    runsOn: "W-many-users.runs-on", follows: ["model"], auto: false, idle: "not-run",
+    runsOn: "W-many-users.runs-on", follows: ["model"], auto: false, first: true, idle: "not-run",
     load: () => post("/api/many-users", settings(), { fresh: true }),
     draw(d) {
-      labelPresets(root);
       if (d !== shown) {  // a new run: its busiest step; after Run, its steps played from the first (unless the
         shown = d;        // reader asked for less motion)
         stop();
@@ -240,11 +247,7 @@ function mountManyUsers() {
       const c = d.counted, m = d.metrics, ttfts = d.requests.map((r) => r.ttft_s).sort((a, b) => a - b);
       many.say(["W-many-users.readout", { requests: d.requests.length, generated: c.generation_tokens,
         seconds: seconds(d.seconds), rate: fmt.int(d.tokens_per_s), peak: d.peak_used, blocks: d.pool_blocks,
-        shared: d.peak_shared, preemptions: c.preemptions }], " ",
-      d.agrees ? ["W-many-users.metrics-agree", { metrics: code("/metrics"), prompt: fmt.int(m.prompt_tokens), generated: fmt.int(m.generation_tokens),
-        preemptions: m.preemptions, ttft: m.ttft_count, used: m.blocks_used }]
-        : ["W-many-users.metrics-differ", { metrics: code("/metrics"), which: Object.keys(c).filter((k) =>
-          JSON.stringify(c[k]) !== JSON.stringify(m[k])).map((k) => code(k)) }]);
+        shared: d.peak_shared, preemptions: c.preemptions }]);
       const s = d.settings, full = Math.floor(s.system_tokens / d.block_size), rest = s.system_tokens % d.block_size;
       const median = ttfts[Math.floor((ttfts.length - 1) / 2)];
       told(many,
@@ -254,7 +257,11 @@ function mountManyUsers() {
             : !s.shared && s.system_tokens > 0 ? ["W-many-users.told-unshared", { total: fmt.int(c.prompt_tokens) }] : null,
         c.preemptions ? ["W-many-users.told-preempted", { n: c.preemptions }]
           : ["W-many-users.told-room", { peak: d.peak_used, blocks: d.pool_blocks }],
-        ["W-many-users.told-ttft", { min: seconds(ttfts[0]), max: seconds(ttfts[ttfts.length - 1]), median: seconds(median) }]);
+        ["W-many-users.told-ttft", { min: seconds(ttfts[0]), max: seconds(ttfts[ttfts.length - 1]), median: seconds(median) }],
+        d.agrees ? ["W-many-users.metrics-agree", { metrics: code("/metrics"), prompt: fmt.int(m.prompt_tokens),
+          generated: fmt.int(m.generation_tokens), preemptions: m.preemptions, ttft: m.ttft_count, used: m.blocks_used }]
+          : ["W-many-users.metrics-differ", { metrics: code("/metrics"), which: Object.keys(c).filter((k) =>
+            JSON.stringify(c[k]) !== JSON.stringify(m[k])).map((k) => code(k)) }]);
     },
   });
   many.el.dataset.source = "model";

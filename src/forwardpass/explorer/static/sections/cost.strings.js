@@ -5,39 +5,39 @@ const plural = (n, one, many) => (n === 1 ? one : many);
 export default {
   "title-s06": ["6. What it costs", "6. 代价"],
   "intro-s06": [
-    "Every step of the loop reads the model's whole set of weights from memory once, then spends that read on however many tokens the step holds. How much arithmetic one byte of weights pays for, in FLOPs per byte, decides what a step waits on: the chip's arithmetic, or memory feeding it. This section prices the loop three ways, per byte, per request and for many requests at once, and measures on this machine what can be measured.",
-    "循环的每一步都要把模型的全部权重从内存里读一遍，再把这一遍读取用在这一步所含的所有词元上。每读一个字节的权重能换来多少次运算（FLOPs/字节），决定了这一步在等什么：等芯片算，还是等内存送数据。这一节从三个角度给循环标价：每个字节、每个请求、许多请求同时在跑；凡是能在这台机器上实测的，都实测。",
+    "Every step of the loop reads the model's whole set of weights from memory once, then spends that read on however many tokens the step holds. How much arithmetic one byte of weights pays for, in FLOPs per byte, decides what a step waits on: the chip's arithmetic, or memory feeding it. This section prices the loop three ways, per byte, per request and for many requests at once, and measures what can be measured on the server running this page.",
+    "循环的每一步都要把模型的全部权重从内存里读一遍，再把这一遍读取用在这一步所含的所有词元上。每读一个字节的权重能换来多少次运算（FLOPs/字节），决定了这一步在等什么：等芯片算，还是等内存送数据。这一节从三个角度给循环标价：每个字节、每个请求、许多请求同时在跑；凡是能在运行本页的服务器上实测的，都实测。",
   ],
   "bridge-s06": [
     "That is the whole bill: FLOPs per byte of weights, bytes of cache per sequence, and parameters per block. The next section folds the loop itself into a few lines of code that run, with the price of each line beside it.",
     "账单就是这些：每字节权重换来的运算量、每条序列占的缓存字节数、每个块里的参数。下一节把循环本身收进几行能运行的代码，每一行旁边标上它的价钱。",
   ],
 
-  // units and rates, as each language writes them (the Chinese in 亿 and 万亿, as Chinese counts)
-  "unit.bytes-per-s": ["{v} {scale}B/s", "每秒 {v} {scale}字节"],
-  "unit.flops-per-s": ["{v} {scale}FLOP/s", "每秒 {v} {scale}次运算"],
+  // units and rates, Latin in both languages (GB/s, GFLOP/s, KiB, MiB, ms), as Chinese technical writing keeps them
+  "unit.bytes-per-s": ["{v} {scale}B/s", "{v} {scale}B/s"],
+  "unit.flops-per-s": ["{v} {scale}FLOP/s", "{v} {scale}FLOP/s"],
   "unit.fpb": ["{v} FLOPs/byte", "{v} FLOPs/字节"],
-  "unit.kib": ["{v} KiB", "{v} 千字节"],
-  "unit.mib": ["{v} MiB", "{v} 兆字节"],
-  "unit.ms": ["{v} ms", "{v} 毫秒"],
+  "unit.kib": ["{v} KiB", "{v} KiB"],
+  "unit.mib": ["{v} MiB", "{v} MiB"],
+  "unit.ms": ["{v} ms", "{v} ms"],
   "unit.s": ["{v} s", "{v} 秒"],
   "bound.compute": ["compute-bound", "算力受限"],
   "bound.memory": ["memory-bound", "内存受限"],
-  "machine.here": ["this machine", "这台机器"],
+  "machine.here": ["the server running this page", "运行本页的服务器"],
   "roofline.aria": ["Roofline: {y} against {x} for {machines}; guides at {guides}",
-    "屋顶线图：{y} 随 {x} 变化，包括 {machines}；参考线：{guides}"],
+    "Roofline 图：{y} 随 {x} 变化，包括 {machines}；参考线：{guides}"],
   "roofline.aria-machine": ["{name}", "{name}"],
   "what.P": ["the prompt length P", "提示词长度 P"],
 
   // W-intensity
   "title-W-intensity": ["Work per byte of weights", "每字节权重换来的运算"],
   "W-intensity.runs-on": [
-    "Formula on GPT-3 175B's shape in 16-bit floats (each weight 2 bytes and 2 FLOPs per token); the ridge points are this machine's, measured once when the explorer first needed them, beside two GPUs' published figures.",
-    "按 GPT-3 175B 的形状、16 位浮点计算的公式（每个权重占 2 字节，每个词元在它上面做 2 次运算）；分界点是这台机器的，在服务端第一次用到时实测一次，旁边是两款图形处理器公开发布的数字。",
+    "A formula, on GPT-3 175B's shape in fp16 (each weight 2 bytes, 2 FLOPs per token); one ridge point measured on the server running this page, two published by NVIDIA.",
+    "公式，按 GPT-3 175B 的配置（fp16）计算（每个权重 2 字节，每个词元在它上面做 2 次运算）；一个分界点是在运行本页的服务器上实测的，另两个是 NVIDIA 公布的。",
   ],
   "before-W-intensity": [
-    "Drag P, the number of prompt tokens one prefill step serves with a single read of the weights, or press a preset. The bars give FLOPs per byte for prefill and for decode. The chart below puts both on the roofline of this machine and of two GPUs: the share of each chip's arithmetic a step of that intensity can keep busy. Left of a machine's ridge point the line climbs, because the step waits on memory; right of it the line is flat, because arithmetic is the limit.",
-    "拖动 P，也就是一次预填充用一遍权重读取服务的提示词词元数，或者点一个预设。柱子给出预填充和解码每字节的运算量。下面的图把两者画在这台机器和两款图形处理器的屋顶线上：这样强度的一步，最多能让芯片的算力忙起来多少。在机器的分界点左边，线往上爬，因为这一步在等内存；在分界点右边，线是平的，因为算力成了上限。",
+    "Drag P, the number of prompt tokens one prefill step serves with a single read of the weights, or press a preset. The bars give FLOPs per byte for prefill and for decode. The chart below puts both on the Roofline model of the server running this page and of two GPUs: the share of each chip's arithmetic a step of that intensity can keep busy. Left of a machine's ridge point the line climbs, because the step waits on memory; right of it the line is flat, because arithmetic is the limit.",
+    "拖动 P，也就是一次预填充用一遍权重读取服务的提示词词元数，或者按一个预设。柱子给出预填充和解码每字节的运算量。下面的 Roofline 图把两者画在运行本页的服务器和两款 GPU 上：这样强度的一步，最多能让芯片的算力忙起来多少。在分界点左边，线往上爬，因为这一步在等内存；在分界点右边，线是平的，因为算力成了上限。",
   ],
   "after-W-intensity": [
     "Prefill's intensity climbs with the prompt; decode's stays pinned near one.",
@@ -51,44 +51,44 @@ export default {
   "W-intensity.axis": ["FLOPs per byte of weights read", "每读一字节权重的 FLOPs"],
   "W-intensity.roof-x": ["FLOPs per byte (log scale)", "每字节 FLOPs（对数刻度）"],
   "W-intensity.roof-y": ["share of the matmul rate usable", "可用的矩阵乘法算力占比"],
-  "W-intensity.legend-here": ["this machine, measured: ridge {ridge}", "这台机器，实测：分界点 {ridge}"],
+  "W-intensity.legend-here": ["the server running this page, measured: ridge {ridge}", "运行本页的服务器，实测：分界点 {ridge}"],
   "W-intensity.legend-gpu": ["{name}, published: ridge {ridge}", "{name}，公开数据：分界点 {ridge}"],
-  "gpu.a100": ["NVIDIA A100 SXM 80GB", "英伟达 A100"],
-  "gpu.h100": ["NVIDIA H100 SXM", "英伟达 H100"],
-  "device.cpu": ["a CPU", "中央处理器"],
-  "device.cuda": ["a GPU", "图形处理器"],
+  "gpu.a100": ["NVIDIA A100 SXM 80GB", "NVIDIA A100 SXM 80G"],
+  "gpu.h100": ["NVIDIA H100 SXM", "NVIDIA H100 SXM"],
+  "device.cpu": ["a CPU", "CPU"],
+  "device.cuda": ["a GPU", "GPU"],
   "W-intensity.guide-decode": ["decode {v}", "解码 {v}"],
   "W-intensity.guide-prefill": ["prefill P = {p}: {v}", "预填充 P = {p}：{v}"],
   "W-intensity.guide-both": ["prefill P = 1 and decode: {v}", "预填充 P = 1 与解码：{v}"],
   "W-intensity.machine": [
-    ({ threads }) => `This machine (${threads ? "{device}, {threads} threads" : "{device}"}): it reads memory at {bw} and multiplies {dtype} matrices ({shape}) at {rate}, so its ridge point is {rate} ÷ {bw} = {ridge} FLOPs per byte. A step that does fewer FLOPs per byte than that waits on memory; one that does more waits on arithmetic.`,
-    ({ threads }) => `这台机器（${threads ? "{device}，{threads} 个线程" : "{device}"}）：读内存{bw}，{dtype} 矩阵乘法（{shape}）{rate}，所以它的分界点是{rate} ÷ {bw} = 每字节 {ridge} 次运算。每字节运算少于这个数的一步在等内存；多于这个数的在等算力。`,
+    ({ threads }) => `The server running this page (${threads ? "{device}, {threads} threads" : "{device}"}) reads memory at {bw} and multiplies {dtype} matrices ({shape}) at {rate}, so its ridge point is {rate} ÷ {bw} = {ridge} FLOPs per byte. A step that does fewer FLOPs per byte than that waits on memory; one that does more waits on arithmetic.`,
+    ({ threads }) => `运行本页的服务器（${threads ? "{device}，{threads} 个线程" : "{device}"}）读内存 {bw}，做 {dtype} 矩阵乘法（{shape}）{rate}，所以它的分界点是 {rate} ÷ {bw} = 每字节 {ridge} 次运算。每字节运算少于这个数的一步在等内存；多于这个数的在等算力。`,
   ],
   "W-intensity.readout": [
-    "P = {p}: prefill {prefill} FLOPs per byte ({bound} on this machine, whose ridge is {ridge}); decode {decode} ({dbound})",
-    "P = {p}：预填充每字节 {prefill} 次运算（在分界点为 {ridge} 的这台机器上{bound}）；解码 {decode}（{dbound}）",
+    "P = {p}: prefill {prefill} FLOPs per byte, decode {decode}. On the server running this page (ridge {ridge}) the prefill is {bound}, the decode {dbound}.",
+    "P = {p}：预填充每字节 {prefill} 次运算，解码 {decode}。在运行本页的服务器上（分界点 {ridge}），预填充{bound}，解码{dbound}。",
   ],
   "W-intensity.told-1": [
     "At P = 1 a prefill is no different from a decode: {v} FLOPs per byte, {bound} here.",
     "P = 1 时，预填充和解码没有区别：每字节 {v} 次运算，在这里{bound}。",
   ],
   "W-intensity.told-16-compute": [
-    "At P = 16 one read of the weights pays for {v} FLOPs per byte. That is above this machine's ridge of {ridge}, so here the prefill is compute-bound: arithmetic, not memory, sets its pace.",
-    "P = 16 时，一遍权重读取换来每字节 {v} 次运算。这高于这台机器 {ridge} 的分界点，所以在这里预填充是算力受限的：决定它快慢的是运算，而不是内存。",
+    "At P = 16 one read of the weights pays for {v} FLOPs per byte, above the server's ridge of {ridge}: here that prefill is compute-bound, paced by arithmetic, not memory.",
+    "P = 16 时，一遍权重读取换来每字节 {v} 次运算，高于这台服务器 {ridge} 的分界点：在这里，这次预填充是算力受限的，快慢由运算决定，而不是内存。",
   ],
   "W-intensity.told-16-memory": [
-    "At P = 16 one read of the weights pays for {v} FLOPs per byte. That is still below this machine's ridge of {ridge}, so even here the prefill is memory-bound.",
-    "P = 16 时，一遍权重读取换来每字节 {v} 次运算。这仍低于这台机器 {ridge} 的分界点，所以即使在这里，预填充也是内存受限的。",
+    "At P = 16 one read of the weights pays for {v} FLOPs per byte, still below the server's ridge of {ridge}: even here that prefill is memory-bound.",
+    "P = 16 时，一遍权重读取换来每字节 {v} 次运算，仍低于这台服务器 {ridge} 的分界点：即使在这里，这次预填充也是内存受限的。",
   ],
   "W-intensity.told-gpu": [
     "{name} (published: {rate} over {bw}) has its ridge at {ridge}: there P = 16 is {bound}, and a prefill needs {from} prompt tokens or more before arithmetic becomes the limit.",
-    "{name}（公开数据：{rate}，带宽{bw}）的分界点在 {ridge}：在它上面 P = 16 是{bound}，预填充要有 {from} 个以上的提示词词元，算力才会成为上限。",
+    "{name}（公开数据：{rate}，带宽 {bw}）的分界点在 {ridge}：在它上面 P = 16 是{bound}的，预填充要有 {from} 个以上的提示词词元，算力才会成为上限。",
   ],
   "W-intensity.told-where": [
-    ({ here }) => (here ? "So “P = 16 is compute-bound” is true on a machine whose ridge is at most 16, as this one's is, and false on these GPUs, whose arithmetic outruns their memory by far more."
-      : "So “P = 16 is compute-bound” is true only on a machine whose ridge is at most 16: neither this one nor these GPUs."),
-    ({ here }) => (here ? "所以“P = 16 时算力受限”只在分界点不超过 16 的机器上成立，比如这台；在这两款图形处理器上不成立，它们的算力比内存快得多。"
-      : "所以“P = 16 时算力受限”只在分界点不超过 16 的机器上成立：这台机器和这两款图形处理器都不是。"),
+    ({ here }) => (here ? "So “P = 16 is compute-bound” is true on a machine whose ridge is at most 16, as this server's is, and false on these GPUs, whose arithmetic outruns their memory by far more."
+      : "So “P = 16 is compute-bound” is true only on a machine whose ridge is at most 16: neither this server nor these GPUs."),
+    ({ here }) => (here ? "所以“P = 16 时算力受限”只在分界点不超过 16 的机器上成立，比如这台服务器；在这两款 GPU 上不成立，它们的算力比内存快得多。"
+      : "所以“P = 16 时算力受限”只在分界点不超过 16 的机器上成立：这台服务器和这两款 GPU 都不是。"),
   ],
   "W-intensity.told-decode": [
     "Decode sits at {v} FLOPs per byte whatever the model's size: each weight costs 2 bytes to read and does 2 FLOPs (a multiply and an add) for the single token it serves. That is below every ridge above, so decode is memory-bound everywhere; faster arithmetic cannot help it, only faster memory, or more sequences sharing each read of the weights.",
@@ -106,32 +106,36 @@ export default {
     "一个请求很便宜。账本从第二个请求开始变样。",
   ],
   "W-weights-vs-cache.context": ["Context (tokens)", "上下文（词元数）"],
-  "W-weights-vs-cache.weights": ["weights (175B, fp16)", "权重（1750 亿，fp16）"],
+  "W-weights-vs-cache.weights": ["weights ({params} parameters, fp16)", "权重（{params}个参数，fp16）"],
   "W-weights-vs-cache.cache": ["one cache, {n} tokens", "一份缓存，{n} 个词元"],
   "W-weights-vs-cache.chart": ["GPT-3", "GPT-3"],
   "W-weights-vs-cache.axis": ["memory (GiB)", "内存（GiB）"],
   "W-weights-vs-cache.readout": [
-    "one sequence at {n} tokens: {cache} of cache beside {weights} of weights ({share} of them)",
-    "一条 {n} 词元的序列：{cache} 的缓存，旁边是 {weights} 的权重（相当于权重的 {share}）",
+    "{n} tokens: one sequence's cache is {cache}, {share} of the {weights} of weights.",
+    "{n} 个词元：一条序列的缓存是 {cache}，是 {weights} 权重的 {share}。",
   ],
   "W-weights-vs-cache.told": [
-    "Even at GPT-3's full context of {n} tokens, one sequence's cache is {cache}, beside {weights} of weights: {share} of them, a thin sliver.",
+    "Even at GPT-3's full context of {n} tokens, one sequence's cache is {cache} beside {weights} of weights: {share} of them, a thin sliver.",
     "即使在 GPT-3 完整的 {n} 词元上下文下，一条序列的缓存也只有 {cache}，旁边是 {weights} 的权重：只占权重的 {share}，细细一条。",
+  ],
+  "W-weights-vs-cache.named": [
+    "Those weights are counted from GPT-3's published configuration (96 blocks, d_model 12,288, a 50,257-token vocabulary, 2,048 positions), which comes to {params} parameters; the {named} the model is known by would give {namedGib}.",
+    "这些权重是按 GPT-3 公布的配置（96 块，d_model 12,288，词表 50,257，位置 2,048）数出来的，共 {params}个参数；按它通常说的 {named}个参数算，则是 {namedGib}。",
   ],
 
   // W-concurrency
   "title-W-concurrency": ["Many requests are not", "很多请求就不便宜了"],
   "before-W-concurrency": [
     "Drag the number of sequences served at once, each holding GPT-3's full 2,048-token context, or press 36 or 37. The weights are read once and shared by all of them; every sequence brings its own cache. The table under the chart sets the model on this page beside GPT-3.",
-    "拖动同时服务的序列数（每条都占满 GPT-3 的 2,048 词元上下文），或者点 36、37。权重读一遍，所有序列共用；每条序列各带一份自己的缓存。图下面的表格把本页的模型和 GPT-3 放在一起对比。",
+    "拖动同时服务的序列数（每条都占满 GPT-3 的 2,048 词元上下文），或者按 36、37。权重读一遍，所有序列共用；每条序列各带一份自己的缓存。图下面的表格把本页的模型和 GPT-3 放在一起对比。",
   ],
   "after-W-concurrency": [
-    "The weights are paid for once; the caches are paid for per sequence.",
-    "权重只付一次钱；缓存按序列付钱。",
+    "This pressure, memory for the caches rather than raw FLOPs, is what production serving is built around. The next widget runs it on the real engine.",
+    "正是这股压力——缓存要的内存，而不是原始的 FLOPs——塑造了生产级的推理服务。下一个组件就在真实的引擎上把它跑一遍。",
   ],
   "W-concurrency.runs-on": [
-    "The chart is a formula on GPT-3 175B's shape in 16-bit floats; the table's last column is the model on this page, {model}: its own shape, the dtype of its KV pool, and its weights as this explorer holds them.",
-    "图是按 GPT-3 175B 的形状、16 位浮点计算的公式；表格最后一列是本页的模型 {model}：它自己的形状、它的 KV 池的数据类型，以及它的权重在这里实际加载后的大小。",
+    "The chart is a formula, on GPT-3 175B's shape in fp16; the table's last column is {model} as loaded here: its shape, its KV pool's type and its weights.",
+    "图是公式，按 GPT-3 175B 的配置（fp16）计算；表格最后一列是本页加载的 {model}：它的形状、KV 池的数据类型和权重。",
   ],
   "W-concurrency.label": ["Concurrent sequences", "并发序列数"],
   "W-concurrency.preset": ["{n} sequences", "{n} 条序列"],
@@ -150,19 +154,15 @@ export default {
     "{weights} 的权重除以每条序列 {cache} 的缓存，等于 {ratio}。{below} 条序列时，缓存共 {cBelow}，还在权重之下；{above} 条时共 {cAbove}，超过了权重。超过 {below} 条序列，缓存加起来就比服务它们所有人的权重还重。",
   ],
   "W-concurrency.told-model": [
-    ({ crossover }) => `The model on this page sits at the other extreme. {model} keeps {perToken} of keys and values per token ({dtype}, {layers} layers × {heads} KV heads × {dim}), so one sequence at its full context of {context} tokens holds {perSeq}, beside {weights} of weights as loaded here: ${crossover === 1 ? "a single full-length sequence already outweighs them." : "from {crossover} sequences the caches outweigh them."}`,
-    ({ crossover }) => `本页的模型在另一个极端。{model} 每个词元要存 {perToken} 的键和值（{dtype}，{layers} 层 × {heads} 个 KV 头 × {dim}），所以一条占满 {context} 词元上下文的序列就要 {perSeq}，而它在这里加载后的权重只有 {weights}：${crossover === 1 ? "一条满长度的序列就已经比权重重了。" : "从 {crossover} 条序列起，缓存就比权重重。"}`,
-  ],
-  "W-concurrency.told-serving": [
-    "This pressure, memory for the caches rather than raw FLOPs, is what production serving is built around: KV-cache memory management is what serving revolves around. The next widget runs it on the real engine.",
-    "正是这股压力，而不是原始的 FLOPs，塑造了生产级的推理服务：KV 缓存的内存管理，才是推理服务真正围着转的东西。下一个组件就在真实的引擎上把它跑一遍。",
+    ({ crossover }) => `The model on this page sits at the other extreme. {model} keeps {perToken} of keys and values per token ({dtype}, {layers} blocks × {heads} KV heads × {dim}), so one sequence at its full context of {context} tokens holds {perSeq}, beside {weights} of weights as loaded here: ${crossover === 1 ? "a single full-length sequence already outweighs them." : "from {crossover} sequences the caches outweigh them."}`,
+    ({ crossover }) => `本页的模型在另一个极端。{model} 每个词元要存 {perToken} 的键和值（{dtype}，{layers} 块 × {heads} 个 KV 头 × {dim}），所以一条占满 {context} 词元上下文的序列就要 {perSeq}，而它在这里加载后的权重只有 {weights}：${crossover === 1 ? "一条满长度的序列就已经比权重重了。" : "从 {crossover} 条序列起，缓存就比权重重。"}`,
   ],
   "W-concurrency.table": ["Weights against caches, per model", "每个模型的权重与缓存"],
   "W-concurrency.col.what": ["quantity", "项目"],
   "W-concurrency.row.per-token": ["KV cache per token", "每个词元的 KV 缓存"],
   "W-concurrency.row.per-seq": ["one sequence at its full context", "一条序列（占满上下文）"],
   "W-concurrency.row.weights": ["weights", "权重"],
-  "W-concurrency.row.crossover": ["caches outweigh the weights from", "缓存超过权重，从"],
+  "W-concurrency.row.crossover": ["sequences for the caches to outweigh the weights", "缓存超过权重所需的序列数"],
   "W-concurrency.gpt3": ["GPT-3 175B (fp16, formula)", "GPT-3 175B（fp16，公式）"],
   "W-concurrency.model": ["{model} (as loaded here)", "{model}（本页加载的）"],
   "W-concurrency.at": ["{bytes} at {n} tokens", "{n} 词元时 {bytes}"],
@@ -171,12 +171,12 @@ export default {
   // W-many-users
   "title-W-many-users": ["Many users on one engine", "一台引擎，许多用户"],
   "W-many-users.runs-on": [
-    "Runs the engine itself on {model}: the requests you set up below go through a paged KV pool of their own (blocks of 16 tokens, prefix caching on), sampled at temperature 0.8 with a fixed seed, each for its full number of new tokens (the end token is ignored). The times are this machine's, at the moment you run it.",
-    "直接在 {model} 上运行引擎本身：你在下面设置的请求经过一个专属的分页 KV 池（每块 16 个词元，开启前缀缓存），以温度 0.8、固定随机种子采样，每个请求都生成满所设的新词元数（忽略结束词元）。时间是这台机器在你运行那一刻测得的。",
+    "Runs {model}'s own engine: your requests go through a paged KV pool of their own (16-token blocks, prefix caching on), sampled at T = 0.8 with a fixed seed, each to its full length. The times are the server's, as it runs them.",
+    "直接运行 {model} 的引擎：你设置的请求经过一个专属的分页 KV 池（每块 16 个词元，开启前缀缓存），以温度 0.8、固定随机种子采样，每个请求都生成到所设的长度。时间是服务器运行时实测的。",
   ],
   "before-W-many-users": [
-    "Set up a crowd and press Run: how many requests, how long a system prompt they all start with and whether it is the same text for all of them, how long each user's own question is, how many tokens each generates, and how many 16-token blocks the KV pool has. The engine runs them for real. Then step through what it did: each square is one block of the pool, numbered by the request that holds it; a thick blue square marked ×n is one block n requests share. Try the presets: a shared system prompt, the same crowd with nothing shared, and a pool too small for everyone.",
-    "先布置一群用户，再按“运行”：多少个请求、它们开头共用多长的系统提示词、这段文字是否人人相同、每个用户自己的问题多长、每个请求生成多少词元，以及 KV 池有多少个 16 词元的块。引擎会真的把它们跑一遍。然后一步步看它做了什么：每个方格是池里的一块，上面的数字是占用它的请求；蓝色粗框、标着 ×n 的方格，是 n 个请求共用的一块。试试几个预设：共用的系统提示词、同样一群人但什么都不共用，以及一个装不下所有人的小池子。",
+    "Set up a crowd and press Run: how many requests, how long a system prompt they all start with and whether it is the same text for all of them, how long each user's own question is, how many tokens each generates, and how many 16-token blocks the KV pool has. The engine runs them for real (it ran the first preset when the page opened). Then step through what it did: each square is one block of the pool, numbered by the request that holds it; a thick blue square marked ×n is one block n requests share. Try the presets: a shared system prompt, the same crowd with nothing shared, and a pool too small for everyone.",
+    "先布置一群用户，再按“运行”：多少个请求、它们开头共用多长的系统提示词、这段文字是否人人相同、每个用户自己的问题多长、每个请求生成多少词元，以及 KV 池有多少个 16 词元的块。引擎会真的把它们跑一遍（页面打开时已经跑过第一个预设）。然后一步步看它做了什么：每个方格是池里的一块，上面的数字是占用它的请求；蓝色粗框、标着 ×n 的方格，是 n 个请求共用的一块。试试几个预设：共用的系统提示词、同样一群人但什么都不共用，以及一个装不下所有人的小池子。",
   ],
   "after-W-many-users": [
     "Everything here is the engine's own bookkeeping: the block tables, the free list, the reference counts that let a prefix be shared, and the preemption that frees a request's blocks when the pool runs out.",
@@ -230,8 +230,8 @@ export default {
   "W-many-users.state.running": ["running", "运行中"],
   "W-many-users.state.done": ["done", "已完成"],
   "W-many-users.readout": [
-    ({ preemptions }) => `{requests} requests, {generated} tokens in {seconds} ({rate} tokens per second); at most {peak} of {blocks} blocks in use, {shared} of them shared at once; ${preemptions === 0 ? "no preemptions" : preemptions === 1 ? "1 preemption" : "{preemptions} preemptions"}.`,
-    ({ preemptions }) => `{requests} 个请求，{seconds}内生成 {generated} 个词元（每秒 {rate} 个）；最多同时用了 {blocks} 块中的 {peak} 块，其中同时共用的最多 {shared} 块；${preemptions === 0 ? "没有发生抢占" : "发生了 {preemptions} 次抢占"}。`,
+    ({ preemptions }) => `{requests} requests, {generated} tokens in {seconds} ({rate} tok/s); at most {peak} of {blocks} blocks in use, {shared} of them shared at once; ${preemptions === 0 ? "no preemptions" : preemptions === 1 ? "1 preemption" : "{preemptions} preemptions"}.`,
+    ({ preemptions }) => `{requests} 个请求，{seconds}内生成 {generated} 个词元（{rate} tok/s）；最多同时用了 {blocks} 块中的 {peak} 块，其中同时共用的最多 {shared} 块；${preemptions === 0 ? "没有发生抢占" : "发生了 {preemptions} 次抢占"}。`,
   ],
   "W-many-users.metrics-agree": [
     "The engine's own {metrics} after the run say the same: {prompt} prompt tokens, {generated} generated, {preemptions} preempted, {ttft} first-token times observed, {used} blocks in use at the end.",
@@ -267,7 +267,7 @@ export default {
   ],
   "W-many-users.told-ttft": [
     "Time to first token ran from {min} to {max} (median {median}): a request waits for the ones before it to be scheduled, and every step it joins carries the others' decoding too.",
-    "首个词元用时从 {min}到 {max}（中位数 {median}）：一个请求要等排在前面的先被调度，而它加入的每一步还要同时承担其他请求的解码。",
+    "首个词元用时从 {min} 到 {max}（中位数 {median}）：一个请求要等排在前面的先被调度，而它加入的每一步还要同时承担其他请求的解码。",
   ],
   "W-many-users.aria-table": ["each request at this step", "这一步每个请求的状态"],
   "pool.aria": [
@@ -285,14 +285,14 @@ export default {
   "what.pool_blocks": ["the pool's blocks", "池中的块数"],
 
   // W-param-split
-  "title-W-param-split": ["Where GPT-2 small's parameters live", "GPT-2 small 的参数在哪里"],
+  "title-W-param-split": ["What each step reads: GPT-2 small's parameters", "每一步读的是什么：GPT-2 small 的参数"],
   "before-W-param-split": [
-    "One last number, back at the pipeline and the block: GPT-2 small's parameters, by where they sit.",
-    "最后一个数字，回到流水线和块：GPT-2 small 的参数，按所在的位置分开。",
+    "Every bill above starts from the weights a step reads once, whoever it serves. Where do they sit? GPT-2 small's, by their place in the pipeline and the block of sections 1 and 2:",
+    "上面每一笔账，都从一步要读一遍的那些权重算起，不管这一步服务的是谁。它们都在哪里？下面是 GPT-2 small 的参数，按它们在第 1、2 节的流水线和块里的位置分开：",
   ],
   "after-W-param-split": [
-    "The blocks are where the weights are, and the FFN is where most of the blocks are.",
-    "权重大多在块里，而块里的大头在 FFN。",
+    "The blocks are where the weights are, and the FFN is where most of the blocks are: that is what each decode step streams from memory, to produce one token.",
+    "权重大多在块里，而块里的大头在 FFN：每一步解码为了产出一个词元，从内存里读的就是这些。",
   ],
   "W-param-split.ffn": ["FFN (12 blocks)", "FFN（12 个块）"],
   "W-param-split.attention": ["attention (12 blocks)", "注意力（12 个块）"],
@@ -300,10 +300,10 @@ export default {
   "W-param-split.embeddings": ["token and position tables, final norm", "词元表与位置表、最终归一化"],
   "W-param-split.chart": ["GPT-2 small", "GPT-2 small"],
   "W-param-split.axis": ["parameters", "参数量"],
-  "W-param-split.readout": ["{share} of {total} parameters live in the 12 blocks (mostly FFN); the rest is the token and position tables",
-    "{total} 个参数中有 {share} 在 12 个块里（大部分在 FFN）；其余是词元表和位置表"],
+  "W-param-split.readout": ["GPT-2 small: {total} parameters; {blocks} in the 12 blocks (FFN {ffn}, attention {attention}), {outside} outside them",
+    "GPT-2 small：{total} 个参数；12 个块里 {blocks} 个（FFN {ffn}，注意力 {attention}），块外 {outside} 个"],
   "W-param-split.told": [
-    "Of GPT-2 small's {total} parameters, {blocks} live in its {n} blocks: {share}, about two thirds. Most of those are the FFNs' {ffn} ({ffnShare} of the blocks), as the block's own split said. The other {outside} ({outShare}) are the token and position tables the page has used since its first lookup, and the final norm.",
-    "GPT-2 small 的 {total} 个参数里，有 {blocks} 住在它的 {n} 个块里：占 {share}，大约三分之二。其中大头是 FFN 的 {ffn}（占块内参数的 {ffnShare}），和块的拆分里看到的一样。剩下的 {outside}（{outShare}）是本页从第一次查表起就一直在用的词元表和位置表，外加最终的归一化。",
+    "About two thirds of them, {share}, live in the {n} blocks, and most of those are the FFNs': {ffnShare} of the blocks, as the block's own split in section 2 said. The other {outShare} are the token and position tables the page has used since its first lookup, and the final norm.",
+    "其中大约三分之二，即 {share}，住在 {n} 个块里；块里的大头又是 FFN，占块内参数的 {ffnShare}，和第 2 节里块的拆分一致。剩下的 {outShare} 是本页从第一次查表起就一直在用的词元表和位置表，外加最终的归一化。",
   ],
 };

@@ -3,14 +3,20 @@
 
 import { get, post } from "../lib/api.js";
 import { COLORS, lines } from "../lib/charts.js";
-import { columns, gap, presets, told, times } from "../lib/compare.js";
+import { columns } from "../lib/compare.js";
 import { byId, debounce, q, setRange, tokenSpan } from "../lib/dom.js";
-import { fmt, piece, t } from "../lib/i18n.js";
+import { fmt, nodes, piece, t } from "../lib/i18n.js";
+import { linkTo } from "../lib/prose.js";
 import { state } from "../lib/state.js";
+import { presets, told, times } from "../lib/told.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
 import strings from "./loop.strings.js";
 
 export { strings };
+
+/** a preset button setting one control (lib/told.js: presets) */
+export const preset = (id, value, key) =>
+  `<button type="button" class="preset" data-set='${JSON.stringify({ [id]: value })}' data-text="${key}"></button>`;
 
 const STEPS = 12;  // greedy steps W-autoregress, W-naive-vs-cached and W-cache-fill show
 const NAIVE = COLORS.bar, CACHED = COLORS.mark;  // as lines() colours its first and second series
@@ -33,13 +39,12 @@ export const html = sectionFrame("s04", [
   frame("W-cost-toy", `
   <span class="control"><label for="cost-toy-n" data-text="loop.generated"></label>
   <input id="cost-toy-n" type="range" min="1" max="40" value="12"></span>
-  <span class="presets"><button type="button" class="preset" data-value="1" data-text="W-cost-toy.preset-1"></button>
-  <button type="button" class="preset" data-value="12" data-text="W-cost-toy.preset-12"></button></span>
+  <span class="presets">${preset("cost-toy-n", 1, "W-cost-toy.preset-1")}${preset("cost-toy-n", 12, "W-cost-toy.preset-12")}</span>
   <div class="chart" role="img"></div>`),
   frame("W-cost-gpt2", `
   <span class="control"><label for="cost-gpt2-n" data-text="loop.generated"></label>
   <input id="cost-gpt2-n" type="range" min="1" max="200" value="100"></span>
-  <span class="presets"><button type="button" class="preset" data-value="100" data-text="W-cost-gpt2.preset-100"></button></span>
+  <span class="presets">${preset("cost-gpt2-n", 100, "W-cost-gpt2.preset-100")}</span>
   <div class="chart" role="img"></div>`),
   `<p class="prose bridge" data-text="bridge-s04"></p>`,
 ]);
@@ -57,6 +62,13 @@ export function chip(s, className) {
 
 const ms = (s) => fmt.fixed(1000 * s, 1);
 
+/** naive ÷ cached, the page's two counts side by side: the prefill in both loops, and the steps after the prompt */
+export const ratios = (withPrefill, afterPrompt) => nodes("ratio.both", { w: times(withPrefill), a: times(afterPrompt) });
+
+/** the work the article's presets count (5-token toy at 1 and 12 tokens, GPT-2 small's 20 at 100), one request each */
+const PRESETS = [[5, 1], [5, 12], [20, 100]];
+const presetWork = () => Promise.all(PRESETS.map(([prompt, n]) => get("/api/work", { prompt, new: n })));
+
 export function mount() {
   // ---- W-autoregress: step t's output is part of step t + 1's input
   const auto = widget("W-autoregress", {
@@ -71,6 +83,10 @@ export function mount() {
       auto.say([at === 1 ? "W-autoregress.first" : "W-autoregress.later",
         { at, n: s.chosen_position, k: at - 1, piece: piece(s.piece), position: s.chosen_position }],
       last ? ["W-autoregress.last", { steps: d.steps.length }] : ["W-autoregress.next", { next: at + 1 }]);
+      const r = d.repeat, greedy = document.querySelector('[data-widget="W-greedy-loop"]');
+      told(auto, r && ["W-autoregress.repeat", { start: r.start, from: r.start + 1, period: r.period,
+        text: piece(d.steps.slice(r.start, r.start + r.period).map((x) => x.piece).join("")),
+        link: greedy ? linkTo(greedy) : t("W-autoregress.section-3") }]);
     },
   });
   byId("auto-step").addEventListener("input", () => auto.redraw());
@@ -79,7 +95,11 @@ export function mount() {
   let fresh = false;
   const naive = widget("W-naive-vs-cached", {
     runsOn: "W-naive-vs-cached.runs-on", follows: ["prompt", "model"],
-    load: () => post("/api/loop-timing", { prompt: state.prompt, steps: STEPS }, { fresh }),
+    load: async () => {
+      const [run, article] = await Promise.all([post("/api/loop-timing", { prompt: state.prompt, steps: STEPS },
+        { fresh }), presetWork()]);
+      return { ...run, article };
+    },
     draw: (d) => drawLoops(naive, d),
   });
   byId("nvc-step").addEventListener("input", () => naive.redraw());
@@ -88,36 +108,51 @@ export function mount() {
     try { await naive.run(); } finally { fresh = false; }
   });
 
-  // ---- W-cost-toy, W-cost-gpt2: the article's token counts, with its states one click away
-  for (const [name, prompt, slider, states] of [["W-cost-toy", 5, "cost-toy-n", [1, 12]],
-    ["W-cost-gpt2", 20, "cost-gpt2-n", [100]]]) {
-    const input = byId(slider);
-    const w = widget(name, {
-      runsOn: `${name}.runs-on`,
-      load: async () => {
-        const [at, ...article] = await Promise.all([input.value, ...states].map((n) => get("/api/work", { prompt, new: n })));
-        return { at, article };
-      },
-      draw({ at, article }) {
-        lines(q(w.el, ".chart"), [at.series.map((r) => [r[0], r[1]]), at.series.map((r) => [r[0], r[2]])],
-          { names: [t("loop.naive-total"), t("loop.cached-total")], x: t("loop.x"), y: t("loop.y"), markX: at.new });
-        const last = at.series[at.series.length - 1];
-        w.say(["loop.cost-readout", { n: at.new, naive: last[1], cached: last[2], r: times(at.ratio),
-          rp: times(at.ratio_with_prefill) }]);
-        const values = { p: at.prompt };  // the article's states, from the same computation as the chart
-        article.forEach((a, i) => Object.assign(values, { [`r${i}`]: times(a.ratio), [`n${i}`]: a.new }));
-        told(w, [`${name}.told`, values]);
-      },
-    });
-    presets(w.el, input);
+  // ---- W-cost-toy: the running totals, naive beside cached (prefill counted), with the presets' states
+  const toyInput = byId("cost-toy-n");
+  const toy = widget("W-cost-toy", {
+    runsOn: "W-cost-toy.runs-on",
+    load: async () => ({ at: await get("/api/work", { prompt: 5, new: toyInput.value }), article: await presetWork() }),
+    draw({ at, article }) {
+      lines(q(toy.el, ".chart"), [at.series.map((r) => [r[0], r[1]]), at.series.map((r) => [r[0], r[2]])],
+        { names: [t("loop.naive-total"), t("loop.cached-total")], x: t("loop.x"), y: t("loop.y"), markX: at.new });
+      readout(toy, at);
+      const [first, twelfth] = article;  // the presets' states, from the same computation as the chart
+      told(toy, ["W-cost-toy.told", { p: first.prompt, w0: times(first.ratio_with_prefill), r0: times(first.ratio),
+        n1: twelfth.new, w1: times(twelfth.ratio_with_prefill), r1: times(twelfth.ratio) }]);
+    },
+  });
+
+  // ---- W-cost-gpt2: the ratio itself as the generation grows, both counts, with the preset's state
+  const gptInput = byId("cost-gpt2-n");
+  const gpt2 = widget("W-cost-gpt2", {
+    runsOn: "W-cost-gpt2.runs-on",
+    load: async () => ({ at: await get("/api/work", { prompt: 20, new: gptInput.value }), article: await presetWork() }),
+    draw({ at, article }) {
+      lines(q(gpt2.el, ".chart"), [at.series.map((r) => [r[0], r[1] / r[3]]), at.series.map((r) => [r[0], r[1] / r[2]])],
+        { names: [t("W-cost-gpt2.after"), t("W-cost-gpt2.with")], x: t("loop.x"), y: t("W-cost-gpt2.y"), markX: at.new });
+      readout(gpt2, at);
+      const hundred = article[2];
+      told(gpt2, ["W-cost-gpt2.told", { n0: hundred.new, a0: times(hundred.ratio), w0: times(hundred.ratio_with_prefill) }]);
+    },
+  });
+  for (const [w, input] of [[toy, toyInput], [gpt2, gptInput]]) {
+    presets(w.el);
     input.addEventListener("input", debounce(() => w.run(), 120));
     w.el.dataset.source = "formula";
   }
   for (const w of [auto, naive]) w.el.dataset.source = "model";  // what each widget runs on, drawn beside its line
 }
 
+/** the totals at the slider's length, and the ratio both ways */
+function readout(w, at) {
+  const last = at.series[at.series.length - 1];
+  w.say(["loop.cost-readout", { n: at.new, naive: last[1], cached: last[2],
+    ratio: ratios(at.ratio_with_prefill, at.ratio) }]);
+}
+
 // The step shown: the tokens each loop ran lit; every step's work, the two loops side by side on one axis; every
-// step's time, both loops on one axis; the readout from what ran.
+// step's time, both loops on one axis; the readout from what ran, the prose from the whole run.
 function drawLoops(w, d) {
   const at = setRange(byId("nvc-step"), { max: d.steps.length }), s = d.steps[at - 1];
   const pieces = [...d.prompt_pieces, ...d.steps.map((x) => x.piece)].slice(0, s.naive_tokens);
@@ -136,16 +171,20 @@ function drawLoops(w, d) {
   lines(q(w.el, ".chart.time"), [d.steps.map((x) => [x.step + 1, 1000 * x.naive_s]),
     d.steps.map((x) => [x.step + 1, 1000 * x.cached_s])],
   { names, x: t("loop.step-axis"), y: t("W-naive-vs-cached.time-axis"), markX: at });
-  const wr = d.naive_work / d.cached_work, tr = d.naive_total_s / d.cached_total_s;
-  w.say(["W-naive-vs-cached.step", { at, n: s.naive_tokens, nt: ms(s.naive_s), c: s.cached_tokens, ct: ms(s.cached_s) }],
-    gap(), ["W-naive-vs-cached.total", { steps: d.steps.length, nw: d.naive_work, nt: ms(d.naive_total_s),
-      cw: d.cached_work, ct: ms(d.cached_total_s), wr: times(wr), tr: times(tr) }],
-    gap(), [d.same_tokens ? "W-naive-vs-cached.same" : "W-naive-vs-cached.differ", { steps: d.steps.length }]);
+  const n = d.steps.length, wr = d.naive_work / d.cached_work, tr = d.naive_total_s / d.cached_total_s;
+  w.say(["W-naive-vs-cached.readout", { at, n: s.naive_tokens, nt: ms(s.naive_s), c: s.cached_tokens, ct: ms(s.cached_s),
+    steps: n, nw: d.naive_work, NT: ms(d.naive_total_s), cw: d.cached_work, CT: ms(d.cached_total_s) }]);
   const counted = d.naive_work === d.cost_naive_work && d.cached_work === d.cost_cached_work;
-  told(w, [counted ? "W-naive-vs-cached.counted" : "W-naive-vs-cached.miscounted", { p: d.prompt_tokens,
-    nw: d.naive_work, cw: d.cached_work, cnw: d.cost_naive_work, ccw: d.cost_cached_work, n: d.steps.length }],
-  [tr < 0.8 * wr ? "W-naive-vs-cached.narrower" : tr > 1.25 * wr ? "W-naive-vs-cached.wider"
-    : "W-naive-vs-cached.follows", { wr: times(wr), tr: times(tr) }],
-  tr < 0.8 * wr && d.fit.per_step_s > 0 && d.fit.per_token_s > 0 && ["W-naive-vs-cached.fit", {
-    points: 2 * d.steps.length, a: ms(d.fit.per_step_s), b: fmt.fixed(1000 * d.fit.per_token_s, 2) }]);
+  const [r0, r1, r2] = d.article.map((a) => times(a.ratio));
+  const time = tr < 0.8 * wr ? "W-naive-vs-cached.narrower" : tr > 1.25 * wr ? "W-naive-vs-cached.wider"
+    : "W-naive-vs-cached.follows";
+  told(w,
+    [d.same_tokens ? ["W-naive-vs-cached.work", { n, p: d.prompt_tokens, nw: d.naive_work, cw: d.cached_work,
+      w: times(wr), a: times(d.naive_work / n), r0, r1, r2 }] : ["W-naive-vs-cached.differ", {}],
+    !counted && ["W-naive-vs-cached.miscounted", { p: d.prompt_tokens, n, nw: d.naive_work, cw: d.cached_work,
+      cnw: d.cost_naive_work, ccw: d.cost_cached_work }]],
+    [[time, { w: times(wr), tr: times(tr) }],
+      tr < 0.8 * wr && d.fit.per_step_s > 0 && d.fit.per_token_s > 0 && ["W-naive-vs-cached.fit", {
+        points: 2 * n, a: ms(d.fit.per_step_s), b: fmt.fixed(1000 * d.fit.per_token_s, 2) }],
+      ["W-naive-vs-cached.measured", {}]]);
 }

@@ -16,12 +16,18 @@ export default {
   "loop.step-axis": ["step", "步"],
   "loop.generated": ["Generated tokens", "生成的词元数"],
   "loop.naive-total": ["naive (running total)", "朴素（累计）"],
-  "loop.cached-total": ["cached (running total)", "缓存（累计）"],
+  "loop.cached-total": ["cached, prefill counted (running total)", "缓存，计入预填充（累计）"],
   "loop.x": ["generated tokens", "已生成的词元数"],
-  "loop.y": ["token-work so far (tokens through the stack)", "累计工作量（送过整个模型的词元数）"],
+  "loop.y": ["token-work so far (tokens through the model)", "累计工作量（送进模型的词元数）"],
+  // the page's one convention for naive ÷ cached: the prefill counted in both loops, and beside it the count after the
+  // prompt (the cached loop at 1 a step), named the same way wherever a ratio is shown (§04, §07, the recap)
+  "ratio.both": [
+    "{w}× with the prefill counted in both loops, {a}× counting only the steps after the prompt",
+    "两边都计入预填充是 {w} 倍，只算提示词之后的各步是 {a} 倍",
+  ],
   "loop.cost-readout": [
-    ({ n }) => `${plural(n, "{n} token", "{n} tokens")} generated: naive {naive} tokens of work, cached {cached} — {r}× ({rp}× if the cached loop's one pass over the prompt is counted too)`,
-    "已生成 {n} 个词元：朴素循环的工作量是 {naive} 个词元，缓存循环是 {cached} 个——{r} 倍（把缓存循环处理提示词的那一遍也算上，是 {rp} 倍）",
+    ({ n }) => `${plural(n, "{n} token", "{n} tokens")} generated: naive {naive} tokens of work, cached {cached} (prefill counted) — {ratio}`,
+    "已生成 {n} 个词元：朴素循环的工作量是 {naive} 个词元，缓存循环是 {cached} 个（计入预填充）——{ratio}",
   ],
 
   // W-autoregress
@@ -45,16 +51,21 @@ export default {
   "W-autoregress.next": [" It is part of the input of step {next}.", "它会成为第 {next} 步输入的一部分。"],
   "W-autoregress.last": [" This is the last of the {steps} steps shown, so no step here reads it.",
     "这是这里展示的 {steps} 步中的最后一步，后面没有哪一步再读它。"],
+  "W-autoregress.section-3": ["section 3", "第 3 节"],
+  "W-autoregress.repeat": [
+    ({ start }) => `Greedy choice is already going round in circles here: ${start === 0 ? "from the first generated token" : "from generated token {from}"} the text comes back every {period} tokens, {text} again and again. That is the greedy loop of section 3 ({link}), live on your prompt; the loops below generate exactly these tokens.`,
+    ({ start }) => `贪心选择在这里已经开始绕圈：${start === 0 ? "从第一个生成的词元起" : "从第 {from} 个生成的词元起"}，文字每 {period} 个词元重复一次，{text}一遍又一遍。这就是第 3 节的贪心循环（{link}），在你的提示词上现场发生；下面两种循环生成的也正是这些词元。`,
+  ],
 
   // W-naive-vs-cached
   "title-W-naive-vs-cached": ["Naive or cached: the same tokens, different work", "朴素还是缓存：同样的词元，不同的工作量"],
   "W-naive-vs-cached.runs-on": [
-    "Follows the prompt at the top: both loops really run here on {model}, twelve greedy steps each, and every step is timed.",
-    "跟随页面顶部的提示词：两种循环都在 {model} 上实际运行，各走十二步贪心生成，每一步都计时。",
+    "Computed on {model} from the prompt at the top: both loops run, twelve greedy steps each, every step timed.",
+    "用页面顶部的提示词，在 {model} 上计算：两种循环都实际运行，各走十二步贪心生成，每一步都计时。",
   ],
   "before-W-naive-vs-cached": [
-    "The naive loop keeps nothing between steps: to choose token n + 1 it sends all n tokens so far through every layer again. The cached loop keeps each token's keys and values, so once the prompt is in it sends only the newest token. Both run on your prompt, side by side. Drag the step slider: the tokens each loop sends through the model at that step are lit, and the charts show every step's work and time, the two loops on one scale.",
-    "朴素循环在步与步之间什么都不保留：要选出第 n + 1 个词元，就得把已有的 n 个词元重新送过每一层。缓存循环保存每个词元的键和值，所以提示词处理完之后，每步只需送入最新的那个词元。两种循环都在你的提示词上运行，并排放在这里。拖动步数滑块：亮起的是这一步各自送进模型的词元；下面的图把每一步的工作量和耗时画出来，两种循环用同一把尺子。",
+    "The naive loop keeps nothing between steps: to choose token n + 1 it sends all n tokens so far through every block again. The cached loop keeps each token's keys and values, so once the prompt is in it sends only the newest token. Both run on your prompt, side by side. Drag the step slider: the tokens each loop sends through the model at that step are lit, and the charts show every step's work and time, the two loops on one scale.",
+    "朴素循环在步与步之间什么都不保留：要选出第 n + 1 个词元，就得把已有的 n 个词元重新送过每一个块。缓存循环保存每个词元的键和值，所以提示词处理完之后，每步只需送入最新的那个词元。两种循环都在你的提示词上运行，并排放在这里。拖动步数滑块：亮起的是这一步各自送进模型的词元；下面的图把每一步的工作量和耗时画出来，两种循环用同一把尺子。",
   ],
   "after-W-naive-vs-cached": [
     "Under the naive loop every step lights the whole prefix again: n tokens of work to gain token n + 1. Under the cached loop only the newest square lights.",
@@ -65,81 +76,81 @@ export default {
   "W-naive-vs-cached.cached-runs": ["cached sends:", "缓存循环送入："],
   "W-naive-vs-cached.naive": ["naive", "朴素"],
   "W-naive-vs-cached.cached": ["cached", "缓存"],
-  "W-naive-vs-cached.work-axis": ["tokens sent through all {layers} layers", "送过全部 {layers} 层的词元数"],
+  "W-naive-vs-cached.work-axis": ["tokens sent through all {layers} blocks", "送过全部 {layers} 个块的词元数"],
   "W-naive-vs-cached.work-aria": [
     "columns per step, naive beside cached on one axis: over {steps} steps naive grows from {a} to {b} tokens, cached falls to {c} after the prompt",
     "每一步两根柱子，朴素和缓存并排、共用一个坐标轴：{steps} 步里朴素从 {a} 个词元涨到 {b} 个，缓存在提示词之后降到 {c} 个",
   ],
-  "W-naive-vs-cached.time-axis": ["time per step (ms)", "每步耗时（毫秒）"],
-  "W-naive-vs-cached.step": [
-    ({ c }) => `Step {at}: the naive loop sent {n} tokens through the model in {nt} ms; the cached loop sent ${plural(c, "{c} token", "{c} tokens")} in {ct} ms.`,
-    "第 {at} 步：朴素循环送入 {n} 个词元，用了 {nt} 毫秒；缓存循环送入 {c} 个，用了 {ct} 毫秒。",
+  "W-naive-vs-cached.time-axis": ["time per step (ms)", "每步耗时（ms）"],
+  "W-naive-vs-cached.readout": [
+    ({ c }) => `Step {at}: naive sent {n} tokens through the model in {nt} ms, cached ${plural(c, "{c} token", "{c} tokens")} in {ct} ms. All {steps} steps: naive {nw} tokens in {NT} ms, cached {cw} tokens in {CT} ms.`,
+    "第 {at} 步：朴素循环送入 {n} 个词元，用了 {nt} ms；缓存循环送入 {c} 个，用了 {ct} ms。全部 {steps} 步：朴素 {nw} 个词元、{NT} ms，缓存 {cw} 个词元、{CT} ms。",
   ],
-  "W-naive-vs-cached.total": [
-    "All {steps} steps: naive {nw} tokens in {nt} ms, cached {cw} tokens in {ct} ms — {wr}× the work and {tr}× the time.",
-    "全部 {steps} 步：朴素 {nw} 个词元、{nt} 毫秒，缓存 {cw} 个词元、{ct} 毫秒——工作量是 {wr} 倍，时间是 {tr} 倍。",
-  ],
-  "W-naive-vs-cached.same": ["Both loops chose the same {steps} tokens.", "两种循环选出的 {steps} 个词元完全相同。"],
   "W-naive-vs-cached.differ": ["The two loops chose different tokens at some step, which they should not.",
     "两种循环在某一步选出了不同的词元——这本不该发生。"],
-  "W-naive-vs-cached.counted": [
-    "What ran here: the counts are the tokens each loop actually sent through the model, and they equal <code>cost.py</code>'s formulas for a {p}-token prompt and {n} steps — naive Σ (P + i) = {cnw}, cached P + n − 1 = {ccw}. The times are this machine's, measured just now.",
-    "这里实际运行的：计数是两种循环真正送进模型的词元数，与 <code>cost.py</code> 对 {p} 个词元的提示词、{n} 步给出的公式一致——朴素 Σ (P + i) = {cnw}，缓存 P + n − 1 = {ccw}。时间是这台机器刚刚测得的。",
+  "W-naive-vs-cached.work": [
+    "Both loops chose the same {n} tokens, so the work is all that differs, and there are two honest ways to count it. As the loops ran, the prompt's prefill counted in both: naive step i sends P + i tokens, Σ (P + i) = {nw}; cached sends the {p} prompt tokens at step 1 and one token after, P + n − 1 = {cw}; {w}×. Counting only the steps after the prompt is read, the cached loop at one token a step: {nw} ÷ {n} = {a}×. That second count is the usual way to quote the saving, and the presets below use it ({r0}× at the first token, {r1}× at 12, {r2}× at GPT-2 small's 100); this page gives both counts wherever it shows the ratio.",
+    "两种循环选出的 {n} 个词元完全相同，差别只在工作量，而工作量有两种诚实的算法。按实际运行来算，两边都计入预填充：朴素循环第 i 步送入 P + i 个词元，Σ (P + i) = {nw}；缓存循环第 1 步送入提示词的 {p} 个词元，之后每步一个，P + n − 1 = {cw}；是 {w} 倍。如果只算读完提示词之后的各步，缓存循环每步按一个词元计：{nw} ÷ {n} = {a} 倍。后一种是引用这个节省时的通常算法，下面的预设用的也是它（第一个词元 {r0} 倍，第 12 个 {r1} 倍，GPT-2 small 生成 100 个时 {r2} 倍）；本页凡是给出这个比值的地方，两种算法都写出来。",
   ],
   "W-naive-vs-cached.miscounted": [
-    "What ran here does not match <code>cost.py</code>: the loops sent {nw} and {cw} tokens through the model, the formulas say {cnw} and {ccw}.",
-    "实际运行的结果与 <code>cost.py</code> 不一致：两种循环分别送入了 {nw} 和 {cw} 个词元，公式给出的是 {cnw} 和 {ccw}。",
+    "Yet the tokens the loops sent, {nw} and {cw}, are not what the formulas give for a {p}-token prompt and {n} steps: Σ (P + i) = {cnw} and P + n − 1 = {ccw}.",
+    "可是两种循环实际送入的 {nw} 和 {cw} 个词元，与公式对 {p} 个词元的提示词、{n} 步给出的不一致：Σ (P + i) = {cnw}，P + n − 1 = {ccw}。",
   ],
   "W-naive-vs-cached.narrower": [
-    "The time gap ({tr}×) is narrower than the work gap ({wr}×): a step that sends one token is not that much cheaper than a step that sends many.",
-    "时间差距（{tr} 倍）比工作量差距（{wr} 倍）小：只送一个词元的一步，并不比送很多个词元的一步便宜多少。",
+    "The time gap, {tr}×, is narrower than the work gap of {w}×: a step that sends one token is not that much cheaper than a step that sends many.",
+    "时间差距是 {tr} 倍，比 {w} 倍的工作量差距小：只送一个词元的一步，并不比送很多个词元的一步便宜多少。",
   ],
   "W-naive-vs-cached.fit": [
-    "A straight line through the {points} timed steps says why: a step costs about {a} ms whatever it holds, plus {b} ms for each token in it. At these sizes the fixed part, every weight read once and every layer called once, is most of the bill; section 6 is about exactly that.",
-    "把这 {points} 个计时的步骤拟合成一条直线，就能看出原因：不管一步里有多少词元，它都要花大约 {a} 毫秒，每多一个词元再加 {b} 毫秒。在这个规模上，固定的那部分——所有权重读一遍、每一层调用一次——占了大头；第 6 节讲的正是这件事。",
+    "A straight line through the {points} timed steps says why: a step costs about {a} ms whatever it holds, plus {b} ms for each token in it. At these sizes the fixed part, every weight read once and every block called once, is most of the bill; section 6 is about exactly that.",
+    "把这 {points} 个计时的步骤拟合成一条直线，就能看出原因：不管一步里有多少词元，它都要花大约 {a} ms，每多一个词元再加 {b} ms。在这个规模上，固定的那部分——所有权重读一遍、每个块调用一次——占了大头；第 6 节讲的正是这件事。",
   ],
-  "W-naive-vs-cached.follows": ["Here the time follows the work: {tr}× the time for {wr}× the work.",
-    "这里时间跟着工作量走：{wr} 倍的工作量，花了 {tr} 倍的时间。"],
+  "W-naive-vs-cached.follows": ["The time follows the work: {tr}× the time for {w}× the work.",
+    "时间跟着工作量走：{w} 倍的工作量，花了 {tr} 倍的时间。"],
   "W-naive-vs-cached.wider": [
-    "The time gap ({tr}×) is even wider than the work gap ({wr}×) this run: the machine was busier during the naive steps. Time them again.",
-    "这一次时间差距（{tr} 倍）比工作量差距（{wr} 倍）还大：朴素循环运行时机器更忙。请重新计时。",
+    "The time gap, {tr}×, is even wider than the work gap of {w}× this run: the server running this page was busier during the naive steps. Time them again.",
+    "这一次时间差距（{tr} 倍）比工作量差距（{w} 倍）还大：朴素循环运行时，运行本页的服务器更忙。请重新计时。",
   ],
+  "W-naive-vs-cached.measured": ["The times were measured just now, on the server running this page.",
+    "时间是刚刚在运行本页的服务器上测得的。"],
 
   // W-cost-toy
-  "title-W-cost-toy": ["What the loop costs: the article's toy", "循环的代价：文章里的玩具模型"],
+  "title-W-cost-toy": ["What the loop costs: a toy", "循环的代价：玩具例子"],
   "W-cost-toy.runs-on": [
-    "Fixed input: the article's toy (4 layers, d = 64) and a 5-token prompt; token counts from <code>cost.py</code>, no model is run.",
-    "固定输入：文章里的玩具模型（4 层，d = 64），提示词 5 个词元；词元计数来自 <code>cost.py</code>，不运行模型。",
+    "A formula, on a toy's shape: 4 blocks, d = 64, the 5-token prompt <tok>\"the cat sat on the\"</tok>.",
+    "公式，按玩具例子的配置计算：4 块，d = 64，提示词 <tok>\"the cat sat on the\"</tok> 共 5 个词元。",
   ],
   "before-W-cost-toy": [
-    "Now spread the gap over a whole generation. Drag the number of generated tokens, or jump to the article's two states, and watch the two running totals pull apart.",
-    "现在把这个差距摊到一整次生成上。拖动生成的词元数，或者直接跳到文章里的两个状态，看两条累计曲线怎么越拉越开。",
+    "Now spread the gap over a whole generation. Drag the number of generated tokens, or press a preset, and watch the two running totals pull apart.",
+    "现在把这个差距摊到一整次生成上。拖动生成的词元数，或者按一个预设，看两条累计曲线怎么越拉越开。",
   ],
   "W-cost-toy.preset-1": ["first token", "第 1 个词元"],
   "W-cost-toy.preset-12": ["12 tokens", "12 个词元"],
   "W-cost-toy.told": [
-    "At the first generated token the two are still close: the naive loop pays {r0}×, its {p} prompt tokens against one. By token {n1} the naive total is {r1}× the cached total, and the gap keeps opening: the naive cost grows with the square of the generated length, the cached cost along a straight line. The layers and the width multiply both loops alike, so the ratio depends only on the prompt's length and on how many tokens were generated.",
-    "生成第一个词元时，两边还差得不远：朴素循环付出 {r0} 倍——{p} 个提示词词元对一个。到第 {n1} 个时，朴素循环的累计量已经是缓存循环的 {r1} 倍，而且差距还在拉大：朴素的成本随生成长度的平方增长，缓存的成本只沿一条直线增长。层数和宽度对两种循环一视同仁地放大，所以这个比值只取决于提示词有多长、生成了多少个词元。",
+    "At the first generated token both loops send the same {p} prompt tokens: {w0}× with the prefill counted. “The first token costs {r0}×” is true only with the cached loop's prefill left out, the naive loop's {p} tokens against one. By token {n1} it is {w1}× with the prefill and {r1}× without, and the gap keeps opening: the naive total grows with the square of the generated length, the cached one along a straight line. The blocks and the width multiply both loops alike, so only two things set the ratio: how long the prompt is and how many tokens are generated.",
+    "生成第一个词元时，两种循环送入的都是提示词的 {p} 个词元：计入预填充是 {w0} 倍。“第一个词元就要付 {r0} 倍”只有在不算缓存循环的预填充时才成立，也就是朴素循环的 {p} 个词元对一个。到第 {n1} 个词元，计入预填充是 {w1} 倍，不计是 {r1} 倍，而且差距还在拉大：朴素循环的累计量随生成长度的平方增长，缓存循环的只沿一条直线增长。块数和宽度对两种循环一视同仁地放大，所以决定这个比值的只有两样：提示词多长，生成多少个词元。",
   ],
   "after-W-cost-toy": [
-    "These ratios are pure counting. The widget above showed what they turn into, in milliseconds, on a real model.",
-    "这些比值纯粹是数出来的。上面那个组件已经展示了它们在真实模型上变成多少毫秒。",
+    "These ratios are pure counting; the widget above showed what they turn into, in milliseconds, on a real model.",
+    "这些比值纯粹是数出来的；上面那个组件已经展示了它们在真实模型上变成多少毫秒。",
   ],
 
   // W-cost-gpt2
-  "title-W-cost-gpt2": ["At GPT-2 small's scale", "放大到 GPT-2 small"],
+  "title-W-cost-gpt2": ["A longer prompt, a longer answer", "更长的提示词，更长的回答"],
   "W-cost-gpt2.runs-on": [
-    "Fixed input: GPT-2 small (12 layers, d_model 768) and a 20-token prompt; token counts from <code>cost.py</code>, no model is run.",
-    "固定输入：GPT-2 small（12 层，d_model 768），提示词 20 个词元；词元计数来自 <code>cost.py</code>，不运行模型。",
+    "A formula, on GPT-2 small's shape: 12 blocks, d_model 768, a 20-token prompt.",
+    "公式，按 GPT-2 small 的配置计算：12 块，d_model 768，提示词 20 个词元。",
   ],
   "before-W-cost-gpt2": [
-    "Scale the same count up to GPT-2 small, 12 layers and d_model 768, starting from a 20-token prompt. Drag out to 100 generated tokens, or press the preset.",
-    "把同样的计数放大到 GPT-2 small——12 层，d_model 768——从一个 20 个词元的提示词开始。把生成数拖到 100，或者直接按预设按钮。",
+    "Since blocks and width cancel out, moving to GPT-2 small (12 blocks, d_model 768) changes the ratio only through the setting that comes with it here: a 20-token prompt and up to 200 generated tokens. This chart draws the ratio itself, counted both ways, as the generation grows. Drag out to 100 generated tokens, or press the preset.",
+    "既然块数和宽度会相互抵消，换成 GPT-2 small（12 块，d_model 768）之后，比值只会因为这里随之而来的设定而变：提示词 20 个词元，最多生成 200 个。这张图直接画出比值本身，两种算法各一条线，随生成长度增长。把生成数拖到 100，或者按预设按钮。",
   ],
   "W-cost-gpt2.preset-100": ["100 tokens", "100 个词元"],
+  "W-cost-gpt2.with": ["prefill counted in both loops", "两边都计入预填充"],
+  "W-cost-gpt2.after": ["steps after the prompt only", "只算提示词之后的各步"],
+  "W-cost-gpt2.y": ["naive ÷ cached work", "朴素 ÷ 缓存的工作量"],
   "W-cost-gpt2.told": [
-    "At {n0} generated tokens the naive loop has done {r0}× the cached loop's work. That is no rounding error: it is the whole reason production systems never re-run the prefix.",
-    "生成到 {n0} 个词元时，朴素循环做的工作量是缓存循环的 {r0} 倍。这可不是舍入误差——生产系统从不重跑前缀，原因全在这里。",
+    "At {n0} generated tokens the naive loop has done {a0}× the cached loop's work counting only the steps after the prompt, {w0}× with the prefill counted. No rounding error either way: it is why production systems never re-run the prefix.",
+    "生成到 {n0} 个词元时，只算提示词之后的各步，朴素循环的工作量是缓存循环的 {a0} 倍；计入预填充是 {w0} 倍。不管哪种算法都不是舍入误差——生产系统从不重跑前缀，原因就在这里。",
   ],
   "after-W-cost-gpt2": [
     "Each step of the cached loop still reads the whole cache, though: the price moves from recomputing to remembering.",

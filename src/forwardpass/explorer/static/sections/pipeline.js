@@ -3,10 +3,10 @@
 import { get, post } from "../lib/api.js";
 import { bars, chartWidth, COLORS, lines, rect, remember, shape, svgOf, text } from "../lib/charts.js";
 import { arrow, box, FILLS } from "../lib/diagram.js";
-import { byId, debounce, q, row, setRange, stepper } from "../lib/dom.js";
-import { fmt, nodes, parts, piece, t } from "../lib/i18n.js";
+import { byId, debounce, el, q, row, setRange, stepper, tokenSpan } from "../lib/dom.js";
+import { fmt, hasBytes, lang, nodes, parts, piece, pieceLabel, readable, t } from "../lib/i18n.js";
 import { state } from "../lib/state.js";
-import { told } from "../lib/told.js";
+import { presets, told } from "../lib/told.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
 import strings from "./pipeline.strings.js";
 
@@ -29,14 +29,14 @@ export const html = sectionFrame("s00", [
   </div>
   <div class="stage-layout">
     <div class="figure stages-figure" role="img"></div>
-    <p class="stage-note"></p>
+    <div class="stage-notes"></div>
   </div>`),
   frame("W-depth", `
   <span class="control"><label for="depth-n" data-text="W-depth.n"></label>
     <input id="depth-n" type="range" min="1" max="96" value="12"></span>
   <div class="presets" role="group" data-text-aria="W-depth.presets">
-    <button type="button" class="preset" data-n="12" data-text="W-depth.preset.12"></button>
-    <button type="button" class="preset" data-n="48" data-text="W-depth.preset.48"></button>
+    <button type="button" class="preset" data-set='{"depth-n": 12}' data-text="W-depth.preset.12"></button>
+    <button type="button" class="preset" data-set='{"depth-n": 48}' data-text="W-depth.preset.48"></button>
   </div>
   <div class="chart" role="img"></div>`),
   frame("W-residual", `
@@ -60,26 +60,36 @@ export function mount() {
       const chosen = data.tokens[at];
       const heads = ["position", "id", "piece", "row"].map((c) => t(`W-lookup.col.${c}`));
       q(lookup.el, "tbody").replaceChildren(...data.tokens.map((tok) => {
-        const tr = row([String(tok.position), String(tok.id), [{ text: JSON.stringify(tok.piece), tag: "tok" }],
-          `[${tok.row.join(", ")}, …]`], heads);
+        const label = [tokenSpan(pieceLabel(tok.piece))];  // a byte piece says which character it is part of
+        if (tok.char) label.push(" ", el("span", { className: "token of", textContent: lang() === "zh" ? `（${tok.char}）` : `(${tok.char})` }));
+        label.forEach((x) => { if (x.dataset) x.dataset.token = ""; });
+        const tr = row([String(tok.position), String(tok.id), el("span", {}, label), `[${tok.row.join(", ")}, …]`], heads);
         if (tok.position === at) tr.className = "current";
         else if (tok.id === chosen.id) tr.className = "repeat";
         return tr;
       }));
       const same = data.tokens.filter((x) => x.id === chosen.id).map((x) => String(x.position));
       const kin = kinOf(data.tokens, chosen);
-      lookup.say(["W-lookup.readout", { at, piece: piece(chosen.piece), id: chosen.id, vocab: data.vocab_size }],
+      lookup.say(["W-lookup.readout", { at, piece: readable(chosen.piece), id: chosen.id, vocab: data.vocab_size }],
         ...(same.length > 1 ? [["W-lookup.same", { list: fmt.list(same, true) }]] : []),
-        ...(kin ? [["W-lookup.kin", { piece: piece(kin.piece), position: kin.position, id: kin.id }]] : []));
-      // the prose: the prompt's first repeated token, and a word written two ways, from this same answer
+        ...(kin ? [["W-lookup.kin", { piece: readable(kin.piece), position: kin.position, id: kin.id }]] : []));
+      // the prose, from this same answer: what a byte piece is (where the prompt has one), the prompt's first
+      // repeated token (a byte shared by two characters said so), and a word written two ways
+      const bytes = data.tokens.find((x) => x.char && hasBytes(x.piece));
       const again = data.tokens.find((x) => x.same_as !== null);
+      const earlier = again && data.tokens[again.same_as];
       const pair = data.tokens.map((x) => [x, kinOf(data.tokens, x)]).find(([, k]) => k);
-      told(lookup, again
-        ? [again.same_vector ? "W-lookup.told.same" : "W-lookup.told.differ", { a: again.same_as, b: again.position,
-          piece: piece(again.piece), id: again.id, d: data.d_model }]
-        : ["W-lookup.told.none"],
-      pair && ["W-lookup.told.kin", { a: piece(pair[0].piece), ia: pair[0].position, ida: pair[0].id,
-        b: piece(pair[1].piece), ib: pair[1].position, idb: pair[1].id }]);
+      const repeat = !again ? ["W-lookup.told.none"]
+        : again.same_vector && again.char && earlier.char && again.char !== earlier.char
+          ? ["W-lookup.told.bytes-shared", { a: again.same_as, b: again.position, piece: readable(again.piece),
+            id: again.id, d: data.d_model, ca: piece(earlier.char, false), cb: piece(again.char, false) }]
+          : [again.same_vector ? "W-lookup.told.same" : "W-lookup.told.differ", { a: again.same_as, b: again.position,
+            piece: readable(again.piece), id: again.id, d: data.d_model }];
+      told(lookup,
+        bytes && ["W-lookup.told.bytes", { example: readable(bytes.piece), n: pieceLabel(bytes.piece).split(" ").length,
+          char: piece(bytes.char, false), spelled: piece(bytes.char_tokens.map((p) => pieceLabel(data.tokens[p].piece)).join(" + "), false) }],
+        [repeat, pair && ["W-lookup.told.kin", { a: readable(pair[0].piece), ia: pair[0].position, ida: pair[0].id,
+          b: readable(pair[1].piece), ib: pair[1].position, idb: pair[1].id }]]);
     },
   });
   byId("lookup-pos").addEventListener("input", () => lookup.redraw());
@@ -90,13 +100,19 @@ export function mount() {
     load: () => post("/api/stages", { prompt: state.prompt }),
     draw(d) {
       const at = step.at(), sh = shapes(d), names = stageNames(d);
-      const note = q(stages.el, ".stage-note");
-      note.replaceChildren(...nodes(`W-stages.what.${whatKey(d, at)}`, { n: d.n_layers, d: d.d_model, v: d.vocab_size,
-        piece: piece(d.next.piece) }));
-      stagesFigure(q(stages.el, ".stages-figure"), d, at, (i) => step.go(i), note);
+      // what each stage does, beside its box (a wide page) or the lit one's alone under the diagram (a phone)
+      const notes = q(stages.el, ".stage-notes");
+      notes.replaceChildren(...Array.from({ length: STAGES }, (_, i) => {
+        const p = el("p", { className: i === at ? "stage-note lit" : "stage-note" },
+          nodes(`W-stages.what.${whatKey(d, i)}`, { n: d.n_layers, d: d.d_model, v: d.vocab_size, piece: readable(d.next.piece) }));
+        p.dataset.stage = i;
+        p.addEventListener("click", () => step.go(i));
+        return p;
+      }));
+      stagesFigure(q(stages.el, ".stages-figure"), d, at, (i) => step.go(i), notes);
       stages.say(["W-stages.readout", { at: at + 1, name: names[at], shape: sh[at] }]);
       told(stages, ["W-stages.told", { t: d.tokens, ids: dims(d.ids_shape), emb: dims(d.embedding),
-        n: d.blocks_run, block: dims(d.blocks[1]), logits: dims(d.logits), v: d.vocab_size, piece: piece(d.next.piece) }]);
+        n: d.blocks_run, block: dims(d.blocks[1]), logits: dims(d.logits), v: d.vocab_size, piece: readable(d.next.piece) }]);
     },
   });
   const step = stepper(stages.el, () => STAGES, () => stages.redraw());
@@ -118,12 +134,8 @@ export function mount() {
         norms: fmt.int(parts.norms) }]);
     },
   });
-  const runDepth = debounce(() => depth.run(), 120);
-  byId("depth-n").addEventListener("input", runDepth);
-  depth.el.querySelectorAll(".preset").forEach((b) => b.addEventListener("click", () => {
-    setRange(byId("depth-n"), { value: b.dataset.n });
-    depth.run();
-  }));
+  byId("depth-n").addEventListener("input", debounce(() => depth.run(), 120));
+  presets(depth.el, () => depth.run());
 
   // ---- W-residual: every sublayer adds into the stream, or (the counterfactual) replaces it; both run, one drawn
   const residual = widget("W-residual", {
@@ -135,18 +147,17 @@ export function mount() {
     },
     draw(both) {
       const mode = q(residual.el, "input[name=residual]:checked").value, d = both[mode], name = t(`W-residual.mode.${mode}`);
-      bars(q(residual.el, ".chart"), d.next.map((x) => ({ label: JSON.stringify(x.piece), token: true,
+      bars(q(residual.el, ".chart"), d.next.map((x) => ({ label: pieceLabel(x.piece), token: true,
         value: x.probability, text: fmt.pct(x.probability), mark: mode === "replace" })),
       t("W-residual.chart", { mode: name }), { axis: t("W-residual.axis"), tick: pct });
       cells(q(residual.el, ".cells"), mode);
-      residual.say(["W-residual.readout", { mode: name, shape: d.stream_shapes[0].join(" × "), n: d.stream_shapes.length,
-        piece: piece(d.next[0].piece), p: fmt.pct(d.next[0].probability) }],
-      ...(mode === "replace" ? [["W-residual.erased"]] : []));
+      residual.say(["W-residual.readout", { mode: name, piece: readable(d.next[0].piece), p: fmt.pct(d.next[0].probability) }],
+        ...(mode === "replace" ? [["W-residual.erased"]] : []));
       const kept = [both.add, both.replace].every((r) => r.stream_shapes.every((s) => s.join() === r.stream_shapes[0].join()));
-      told(residual, ["W-residual.told", { a: piece(both.add.next[0].piece), pa: fmt.pct(both.add.next[0].probability),
-        r: piece(both.replace.next[0].piece), pr: fmt.pct(both.replace.next[0].probability) }],
+      told(residual, [["W-residual.told", { a: readable(both.add.next[0].piece), pa: fmt.pct(both.add.next[0].probability),
+        r: readable(both.replace.next[0].piece), pr: fmt.pct(both.replace.next[0].probability) }],
       [kept ? "W-residual.told.kept" : "W-residual.told.changed", { shape: both.add.stream_shapes[0].join(" × "),
-        n: both.add.stream_shapes.length }]);
+        n: both.add.stream_shapes.length }]]);
     },
   });
   residual.el.querySelectorAll("input[name=residual]").forEach((r) => r.addEventListener("change", () => residual.redraw()));
@@ -180,8 +191,8 @@ const whatKey = (d, at) => (at === 1 ? `1.${d.positions}` : at === 3 && !d.final
 
 // The six stages top to bottom; the block stage a band of N thin slabs (drawn taller), each arrow labelled with the
 // tensor it carries. The lit stage is outlined in blue, the ones before it done (✓), the ones after it dashed.
-function stagesFigure(el, d, at, pick, note) {
-  remember(el, () => stagesFigure(el, d, at, pick, note));
+function stagesFigure(el, d, at, pick, notes) {
+  remember(el, () => stagesFigure(el, d, at, pick, notes));
   const width = chartWidth(el), boxW = Math.min(width - 8, 300), x = 4, gap = 36, boxH = 32;
   const slabs = Math.min(d.n_layers, 48), slabH = Math.max(3, Math.min(9, Math.floor(168 / slabs) - 1));
   const bandH = 28 + slabs * (slabH + 1) + 8;
@@ -196,9 +207,9 @@ function stagesFigure(el, d, at, pick, note) {
   arrow(svg, x + 16, y, x + 16, y + 18, { color: COLORS.ink });
   y += 22;
   const names = stageNames(d);
-  let litY = 0;
+  const tops = [];
   heights.forEach((h, i) => {
-    if (i === at) litY = y;
+    tops.push(y);
     const attrs = { "data-stage": i, "data-state": state(i), class: "stage" };
     const mark = i < at ? "✓ " : "";
     if (i === 2) {  // the band: N identical blocks stacked
@@ -218,15 +229,21 @@ function stagesFigure(el, d, at, pick, note) {
         .addEventListener("click", () => pick(i));
     }
     y += h;
-    const lit = i < at, label = i < 5 ? carried[i] : parts("W-stages.carry.next", { piece: piece(d.next.piece) });
+    const lit = i < at, label = i < 5 ? carried[i] : parts("W-stages.carry.next", { piece: readable(d.next.piece) });
     arrow(svg, x + 16, y + 2, x + 16, y + gap - 4, { color: lit ? COLORS.ink : COLORS.dim, width: lit ? 2.5 : 1.5 });
     svg.appendChild(text(x + 30, y + gap / 2 + 5, label, { weight: i === at ? "700" : "400" }));
     y += gap;
   });
   el.replaceChildren(svg);
-  // beside the diagram (a wide page), the lit stage's sentence sits level with its box
-  const beside = getComputedStyle(el.parentElement).display === "grid" && el.offsetLeft < note.offsetLeft;
-  note.style.marginTop = beside ? `${Math.max(0, litY - 4)}px` : "";
+  // beside the diagram (a wide page), each stage's sentence sits level with its box (the svg is drawn at its own
+  // scale: its coordinates are pixels); under it (a phone), only the lit stage's
+  const beside = getComputedStyle(el.parentElement).display === "grid" && el.offsetLeft < notes.offsetLeft;
+  notes.classList.toggle("beside", beside);
+  notes.style.height = beside ? `${total}px` : "";
+  const scale = el.getBoundingClientRect().width / (svg.viewBox.baseVal.width || 1);
+  notes.querySelectorAll(".stage-note").forEach((p, i) => {
+    p.style.top = beside ? `${Math.max(0, (tops[i] + (i === 2 ? 30 : 4)) * scale)}px` : "";
+  });
   el.setAttribute("aria-label", t("W-stages.aria", { at: at + 1, name: names[at], n: d.n_layers,
     shapes: carried.join(" → ") }));
 }

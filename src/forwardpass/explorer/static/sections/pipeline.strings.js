@@ -25,18 +25,28 @@ export default {
   ],
   "W-lookup.told.same": [
     "In this prompt, positions {a} and {b} are both {piece}: the same id ({id}), so the same row, so the same vector. The server compared all {d} numbers of the two lookups, and they are identical. Nothing in that vector says which of the two came first.",
-    "在这个提示词里，位置 {a} 和位置 {b} 都是 {piece}：同一个编号（{id}），于是同一行，于是同一个向量。服务端把两次查表得到的 {d} 个数逐一比过，完全相同。这个向量里没有任何东西能说明两者谁先谁后。",
+    "在这个提示词里，位置 {a} 和位置 {b} 都是 {piece}：同一个编号（{id}），于是同一行，于是同一个向量。运行本页的服务器把两次查表得到的 {d} 个数逐一比过，完全相同。这个向量里没有任何东西能说明两者谁先谁后。",
   ],
   "W-lookup.told.differ": [
     "In this prompt, positions {a} and {b} are both {piece} (id {id}), yet the server found their {d} numbers different: this model's lookup is more than copying a row.",
-    "在这个提示词里，位置 {a} 和位置 {b} 都是 {piece}（编号 {id}），但服务端发现两者的 {d} 个数并不相同：这个模型的查表不只是抄出一行。",
+    "在这个提示词里，位置 {a} 和位置 {b} 都是 {piece}（编号 {id}），但运行本页的服务器发现两者的 {d} 个数并不相同：这个模型的查表不只是抄出一行。",
+  ],
+  "W-lookup.told.bytes-shared": [
+    "In this prompt, positions {a} and {b} are both {piece} (id {id}): one byte, the last of {ca} at position {a} and the last of {cb} at position {b}. Two different characters, one id, so one row and one vector: the server compared all {d} numbers of the two lookups, and they are identical. Which character that byte belongs to is left for the later stages to work out from its neighbours.",
+    "在这个提示词里，位置 {a} 和位置 {b} 都是 {piece}（编号 {id}）：同一个字节，在位置 {a} 是 {ca} 的最后一个字节，在位置 {b} 是 {cb} 的最后一个字节。两个不同的汉字，一个编号，于是同一行、同一个向量：运行本页的服务器把两次查表得到的 {d} 个数逐一比过，完全相同。这个字节属于哪个字，要留给后面的阶段根据它的邻居去判断。",
+  ],
+  "W-lookup.told.bytes": [
+    ({ n }) => (n === 1
+      ? "A piece written as {example} is not text but one raw byte, in hexadecimal. This model's vocabulary has no entry for most Chinese characters, so its tokenizer spells them in their UTF-8 bytes, one to three bytes per token: here {char} is {spelled}. The whole page writes such bytes this way."
+      : "A piece written as {example} is not text but raw bytes, in hexadecimal. This model's vocabulary has no entry for most Chinese characters, so its tokenizer spells them in their UTF-8 bytes, one to three bytes per token: here {char} is {spelled}. The whole page writes such bytes this way."),
+    "写成 {example} 这样的片段不是文字，而是十六进制写出的原始字节。这个模型的词表里没有大多数汉字，分词器就按 UTF-8 字节来拼，每个词元一到三个字节：这里 {char} 拼成了 {spelled}。本页各处都这样写字节。",
   ],
   "W-lookup.told.none": [
     "This prompt uses no token twice. Type one that does (the default prompt has <tok>\" the\"</tok> twice) to watch two positions share one row.",
     "这个提示词里没有重复的词元。换一个有重复的试试（默认提示词里 <tok>\" the\"</tok> 出现了两次），就能看到两个位置共用一行。",
   ],
   "W-lookup.told.kin": [
-    " By contrast, {a} at position {ia} (id {ida}) and {b} at position {ib} (id {idb}) are different tokens: a capital letter and a leading space are part of the piece, so one word can own two rows.",
+    "By contrast, {a} at position {ia} (id {ida}) and {b} at position {ib} (id {idb}) are different tokens: a capital letter and a leading space are part of the piece, so one word can own two rows.",
     "相比之下，位置 {ia} 的 {a}（编号 {ida}）和位置 {ib} 的 {b}（编号 {idb}）是两个不同的词元：大写字母和开头的空格都算在片段里，所以同一个词可以占两行。",
   ],
   "W-lookup.position": ["Token position", "词元位置"],
@@ -47,10 +57,8 @@ export default {
   "W-lookup.col.row": ["embedding row (first 8 of d_model)", "嵌入行（d_model 个数中的前 8 个）"],
   "W-lookup.readout": ["position {at}: {piece} is id {id}, row {id} of the {vocab}-row table",
     "位置 {at}：{piece} 的编号是 {id}，也就是 {vocab} 行嵌入表中的第 {id} 行"],
-  "W-lookup.same": ["; positions {list} share that id and that row — no position yet",
-    "；位置 {list} 共用这个编号和这一行——此时还没有位置信息"],
-  "W-lookup.kin": ["; {piece} at position {position} is another token (id {id}): a leading space and capitals are part of the piece",
-    "；位置 {position} 的 {piece} 是另一个词元（编号 {id}）：前导空格和大小写都算在片段里"],
+  "W-lookup.same": ["; positions {list} share that id and that row", "；位置 {list} 共用这个编号和这一行"],
+  "W-lookup.kin": ["; {piece} at position {position} is another token, id {id}", "；位置 {position} 的 {piece} 是另一个词元，编号 {id}"],
 
   // W-stages
   "title-W-stages": ["Six stages, one of them N deep", "六个阶段，其中一个有 N 层深"],
@@ -59,8 +67,8 @@ export default {
     "下面把整个前向传播画成一张图，由上面的模型处理你的提示词。用箭头按钮一步步走，或者直接点某个阶段：蓝框的是正在运行的阶段，它上面打了勾的都已跑完。每个箭头旁标着传下去的张量形状：(1 条序列, T 个词元, 每个词元 d_model 个数)。",
   ],
   "after-W-stages": [
-    "The block stage is drawn taller because it is not one stage: it is N copies of the same block, stacked, and each copy hands on exactly the shape it was given, which is what lets them stack at all. N is the knob we turn next. Everything attention, its heads and positional encoding build lives inside that band.",
-    "块这一段特意画得更高，因为它不是一个阶段，而是同一个块叠起来的 N 份；每一份交出去的形状和接过来的完全一样，所以才能一层层叠上去。N 就是我们接下来要转的旋钮。注意力、多头和位置编码造出来的一切，都装在这条带子里。",
+    "The block stage is drawn taller because it is not one stage: it is N copies of the same block, stacked, and each copy hands on exactly the shape it was given, which is what lets them stack at all. N is the knob we turn next. Attention and its heads live inside that band, and so, in a model that rotates queries and keys by position (RoPE, like this one), does position.",
+    "块这一段特意画得更高，因为它不是一个阶段，而是同一个块叠起来的 N 份；每一份交出去的形状和接过来的完全一样，所以才能一层层叠上去。N 就是我们接下来要转的旋钮。注意力和它的多个头都在这条带子里；像本页模型这样按位置旋转查询和键的模型（<code>RoPE</code>），位置信息也是在这里进来的。",
   ],
   "W-stages.told": [
     ({ t }) => (t === 1
@@ -120,21 +128,25 @@ export default {
   ],
   "W-depth.told": [
     "GPT-2 small's own N = {n12} lands on {t12} parameters ({t12exact}); set N = {n12} and read it off the curve. Depth alone got it there: the same vocabulary, the same width, {n12} blocks of {block} each, on top of {outside} outside the blocks (the token and position tables, the final norm). Push N to {n48} and the count reaches {t48}, {r48}× as many: the width never moved, and the curve is a straight line.",
-    "GPT-2 small 自己的 N = {n12} 落在 {t12} 个参数（{t12exact}）；把 N 拨到 {n12}，就能从曲线上直接读出来。走到这一步全靠深度：词表没变，宽度没变，只是 {n12} 个各有 {block} 参数的块，再加上块外的 {outside} 个参数（词元表、位置表和最终归一化）。把 N 推到 {n48}，参数量到了 {t48}，是原来的 {r48} 倍：宽度一点没动，曲线还是一条直线。",
+    "GPT-2 small 自己的 N = {n12} 落在 {t12}个参数（{t12exact}）；把 N 拨到 {n12}，就能从曲线上直接读出来。走到这一步全靠深度：词表没变，宽度没变，只是 {n12} 个各有 {block}个参数的块，再加上块外的 {outside}个参数（词元表、位置表和最终归一化）。把 N 推到 {n48}，参数量到了 {t48}，是原来的 {r48} 倍：宽度一点没动，曲线还是一条直线。",
   ],
   "W-depth.told.block": [
     "Each block is {block} parameters: {matrices} in its weight matrices (12d² at d = 768), {biases} in their biases and {norms} in its two LayerNorms.",
     "每个块有 {block} 个参数：权重矩阵里 {matrices} 个（d = 768 时的 12d²），偏置 {biases} 个，两个 <code>LayerNorm</code> 里 {norms} 个。",
   ],
   "W-depth.n": ["N, the number of blocks", "块数 N"],
-  "W-depth.presets": ["the article's settings", "文中的设定"],
+  "W-depth.presets": ["presets", "预设"],
   "W-depth.preset.12": ["N = 12 (GPT-2 small)", "N = 12（GPT-2 small）"],
   "W-depth.preset.48": ["N = 48 (four times as deep)", "N = 48（深四倍）"],
   "W-depth.series": ["parameters", "参数量"],
   "W-depth.x": ["N, blocks", "块数 N"],
   "W-depth.y": ["parameters", "参数量（个）"],
-  "W-depth.readout": ["N = {n}: {total} parameters ({exact}), {ratio}× N = 12; each block {block}",
-    "N = {n}：共 {total} 个参数（{exact}），是 N = 12 时的 {ratio} 倍；每个块 {block}"],
+  "W-depth.readout": [({ n }) => (n === 12
+    ? "N = {n}: {total} parameters ({exact}), GPT-2 small itself; each block {block}"
+    : "N = {n}: {total} parameters ({exact}), {ratio}× GPT-2 small's N = 12; each block {block}"),
+  ({ n }) => (n === 12
+    ? "N = {n}：共 {total}个参数（{exact}），就是 GPT-2 small 本身；每个块 {block}个"
+    : "N = {n}：共 {total}个参数（{exact}），是 GPT-2 small（N = 12）的 {ratio} 倍；每个块 {block}个")],
 
   // W-residual
   "title-W-residual": ["The residual stream: add, never replace", "残差流：只加，不换"],
@@ -151,10 +163,10 @@ export default {
     "用加法时，模型排第一的下一个词元是 {a}，占 {pa}。换成替换，每个子层都把前面写下的东西扔掉，排第一的变成了 {r}，占 {pr}。",
   ],
   "W-residual.told.kept": [
-    " Both ways the stream kept its shape, {shape}, at all {n} block boundaries: its width was never the problem; losing what the earlier blocks wrote was.",
+    "Both ways the stream kept its shape, {shape}, at all {n} block boundaries: its width was never the problem; losing what the earlier blocks wrote was.",
     "两种做法下，残差流在全部 {n} 个块的边界上都保持形状 {shape}：问题从来不在宽度，而在前面各块写下的内容被抹掉了。",
   ],
-  "W-residual.told.changed": [" The stream's shape changed between blocks: {shape} at the first of {n} boundaries, not at all of them.",
+  "W-residual.told.changed": ["The stream's shape changed between blocks: {shape} at the first of {n} boundaries, not at all of them.",
     "残差流的形状在块之间变了：{n} 个边界中第一个是 {shape}，并非处处相同。"],
   "W-residual.legend": ["Each sublayer's output is", "每个子层的输出"],
   "W-residual.add": ["added to the stream", "加到残差流上"],
@@ -170,7 +182,6 @@ export default {
     "嵌入、注意力和 FFN 之后残差流的各个格子：{cells}（每个子层都往里加）"],
   "W-residual.cells.replace": ["the stream's cells after the embedding, attention and FFN: {cells} (each sublayer overwrites them)",
     "嵌入、注意力和 FFN 之后残差流的各个格子：{cells}（每个子层都把它们覆盖）"],
-  "W-residual.readout": ["{mode}: the stream keeps its shape ({shape}) at all {n} boundaries; top next token {piece} at {p}",
-    "{mode}：残差流在全部 {n} 个边界上都保持形状（{shape}）；下一个词元排第一的是 {piece}，占 {p}"],
+  "W-residual.readout": ["{mode}: the top next token is {piece} at {p}", "{mode}：排第一的下一个词元是 {piece}，占 {p}"],
   "W-residual.erased": [" — earlier blocks' work erased", "——前面各块的成果被抹掉了"],
 };

@@ -1,11 +1,16 @@
-// §08 Open the loop again: links back to every section, where each widget's numbers come from (the loaded model, a
-// formula on a fixed shape, or a picture: read off the widgets themselves), and what to read next.
+// §08 Open the loop again: the handful of ideas the page taught, each with the number the page computed for it (asked
+// of the same endpoints, with the same requests, as the widgets that show it: the page's answer cache gives one
+// computation to both), each linked to its section; then where each widget's numbers come from (the loaded model, a
+// formula on a fixed shape, or a picture: read off the widgets themselves), compact, and what to read next.
 
+import { get, post } from "../lib/api.js";
 import { byId, el, q } from "../lib/dom.js";
-import { lang, t } from "../lib/i18n.js";
-import { linkTo, told } from "../lib/prose.js";
+import { fmt, nodes, piece, t } from "../lib/i18n.js";
+import { bytes, linkTo, seconds } from "../lib/prose.js";
 import { state } from "../lib/state.js";
+import { told } from "../lib/told.js";
 import { frame, sectionFrame, widget, widgets } from "../lib/widget.js";
+import { autoregress, ratios } from "./loop.js";
 import strings from "./recap.strings.js";
 
 export { strings };
@@ -23,34 +28,71 @@ function sourceOf(w) {
   return w.runsOn === "runs-on.picture" ? "picture" : "formula";
 }
 
+/** the numbers of the page's ideas, from the requests the widgets that show them make (answered once for both) */
+async function ideas() {
+  const [lookup, split, sampling, loop, kv, intensity, concurrency, model] = await Promise.all([
+    post("/api/lookup", { prompt: state.prompt }),                  // W-lookup
+    get("/api/split", { d: 768 }),                                   // W-split at GPT-2 small's width
+    post("/api/sampling", { prompt: state.prompt, temperature: 1 }), // W-temperature at T = 1
+    autoregress(),                                                   // W-autoregress, W-cache-fill
+    get("/api/kv-here", {}, { model: true }),                        // W-cache-here
+    get("/api/intensity", { prompt: 16 }),                           // W-intensity at P = 16
+    get("/api/concurrency", { sequences: 1 }),                       // W-concurrency
+    get("/api/model-cache", {}, { model: true }),                    // W-concurrency's table, W-loop-walk
+  ]);
+  return { info: state.info, lookup, split, sampling, loop, kv, intensity, concurrency, model };
+}
+
+function idea(section, key, values) {
+  const heading = document.getElementById(section);
+  const a = el("a", { href: `#${section}`, textContent: heading ? heading.querySelector("h2").textContent : section });
+  return el("li", {}, el("p", { className: "idea" }, a, el("br"), ...nodes(key, values)));
+}
+
 export function mount() {
   let back = false;  // the button was pressed: the readout says where the reader is
   const reopen = widget("W-reopen", {
-    runsOn: "W-reopen.runs-on", follows: ["model"],
-    load: async () => state.info,
-    draw(info) {
-      const sections = [...document.querySelectorAll("main > section[id]")].filter((s) => s.id !== "s08");
-      q(reopen.el, ".recap").replaceChildren(...sections.map((s) =>
-        el("li", {}, el("a", { href: `#${s.id}`, textContent: t(`title-${s.id}`) }))));
+    runsOn: "W-reopen.runs-on", follows: ["prompt", "model"],
+    load: ideas,
+    draw(d) {
+      const name = d.info.display_name, steps = d.loop.steps;
+      const mat = d.sampling.toy.find((c) => c.piece === "mat") || d.sampling.toy[0], top = d.sampling.real[0];
+      const naive = steps.reduce((n, s) => n + s.naive_work, 0), cached = steps.reduce((n, s) => n + s.cached_work, 0);
+      const here = d.intensity.machines[0];
+      q(reopen.el, ".recap").replaceChildren(
+        idea("s00", "W-reopen.idea.s00", { model: name, n: d.lookup.tokens.length, d: fmt.int(d.lookup.d_model),
+          vocab: fmt.int(d.lookup.vocab_size) }),
+        idea("s01", "W-reopen.idea.s01", { gpt2: fmt.pct(d.split.ffn_share), model: name,
+          here: fmt.pct(d.info.parameters.ffn / (d.info.parameters.ffn + d.info.parameters.attention)) }),
+        idea("s03", "W-reopen.idea.s03", { vocab: fmt.int(d.sampling.vocab_size), word: piece(mat.piece), mat: fmt.pct(mat.probability),
+          piece: piece(top.piece), p: fmt.pct(top.probability) }),
+        idea("s04", "W-reopen.idea.s04", { steps: steps.length, cached, naive,
+          ratio: ratios(naive / cached, naive / steps.length) }),
+        idea("s05", "W-reopen.idea.s05", { model: name, per: bytes(d.kv.model.per_token),
+          gpt3: fmt.gib(d.kv.gpt3.full_context_gib), ctx: fmt.int(d.kv.gpt3.context) }),
+        idea("s06", "W-reopen.idea.s06", { v: fmt.fixed(d.intensity.decode, 1), n: d.concurrency.crossover - 1 }),
+        idea("s07", "W-reopen.idea.s07", { lines: d.info.loop.length, model: name, weights: bytes(d.model.weights),
+          read: seconds(d.model.weights / here.bandwidth) }));
+      // where the numbers came from: the widgets grouped by source, their links compact
       const groups = { model: [], formula: [], picture: [] };
       for (const w of widgets()) if (w !== reopen) (groups[sourceOf(w)] || groups.formula).push(w);
-      const sep = lang() === "zh" ? "、" : ", ";
-      const list = (ws) => ws.flatMap((w, i) => (i ? [sep, linkTo(w.el)] : [linkTo(w.el)]));
+      const list = (ws) => ws.flatMap((w, i) => (i ? [" · ", linkTo(w.el)] : [linkTo(w.el)]));
       const present = Object.entries(groups).filter(([, ws]) => ws.length);
-      told(reopen, ...present.map(([source, ws]) => [`W-reopen.source.${source}`, { n: ws.length,
-        model: info.display_name }]), ["W-reopen.measured", {}]);
+      told(reopen, ...present.map(([source, ws]) => [`W-reopen.source.${source}`, { n: ws.length, model: name }]),
+        ["W-reopen.measured", {}]);
       const box = q(reopen.el, ".prose.told"), paragraphs = box.querySelectorAll("p");
-      present.forEach(([, ws], i) => paragraphs[i].append(...list(ws), lang() === "zh" ? "。" : "."));
+      present.forEach(([, ws], i) => paragraphs[i].append(...list(ws)));
       box.prepend(el("h4", { textContent: t("W-reopen.sources-title") }));
       if (back) return reopen.say(["W-reopen.back"]);
-      const counted = present.reduce((n, [, ws]) => n + ws.length, 0);
-      reopen.say(["W-reopen.readout", { sections: sections.length, widgets: counted, model: groups.model.length,
-        formula: groups.formula.length, picture: groups.picture.length }]);
+      const sections = document.querySelectorAll("main > section[id]").length;
+      reopen.say(["W-reopen.readout", { sections, widgets: present.reduce((n, [, ws]) => n + ws.length, 0) + 1,
+        model: groups.model.length, formula: groups.formula.length, picture: groups.picture.length }]);
     },
   });
   q(reopen.el, ".reopen").addEventListener("click", () => {
-    byId("s00").scrollIntoView();
-    byId("prompt").focus();
+    document.querySelector("header").scrollIntoView();
+    byId("prompt").focus({ preventScroll: true });
+    byId("prompt").select();
     back = true;
     reopen.redraw();
   });

@@ -3,20 +3,52 @@
 export default {
   "title-s08": ["8. Open the loop again", "8. 再次打开循环"],
   "intro-s08": [
-    "What to keep, where each number on this page came from, and where to read next.",
-    "值得记住的东西、本页每个数字的来历，以及接下来读什么。",
+    "What the page showed, each idea with the number it computed for it; where each number came from; and where to read next.",
+    "本页讲过的几件事，每件配上本页为它算出的数字；这些数字从哪里来；以及接下来读什么。",
   ],
-  "title-W-reopen": ["The whole pass, and where its numbers came from", "整个前向传播，以及数字的来历"],
-  "W-reopen.runs-on": ["The page itself: its sections, and what each widget says it runs on.", "本页自身：它的各节，以及每个组件自己说明的计算依据。"],
+  "title-W-reopen": ["The whole pass, in seven ideas", "整个前向传播，七个要点"],
+  "W-reopen.runs-on": ["Computed on {model} from the prompt at the top, by the same requests as the widgets it names.",
+    "用页面顶部的提示词，在 {model} 上计算，所用的请求和它提到的组件相同。"],
   "before-W-reopen": [
-    "Text becomes ids, ids become rows of a table, blocks add their work into one stream, the last vector becomes scores, a sampler chooses, and the loop runs again with a cache that must stay honest and that, across many users, is what the memory is spent on. Jump back to any part:",
-    "文字变成编号，编号变成表里的行，各个块把计算结果加进同一条残差流，最后一个向量变成分数，采样器做出选择，循环带着缓存再跑一遍；这份缓存必须保持正确，而在许多用户同时使用时，内存主要就花在它身上。跳回任意一部分：",
+    "Seven ideas, one per section, each with a number this page computed; the headings jump back to them.",
+    "七个要点，每节一个，各配一个本页算出的数字；点标题可以跳回那一节。",
   ],
   "after-W-reopen": [
     "Further reading: Vaswani et al., <cite>Attention Is All You Need</cite> (2017); Radford et al., <cite>Language Models are Unsupervised Multitask Learners</cite> (GPT-2, 2019); Holtzman et al., <cite>The Curious Case of Neural Text Degeneration</cite> (top-p, 2019); Kwon et al., <cite>Efficient Memory Management for Large Language Model Serving with PagedAttention</cite> (<cite>vLLM</cite>, 2023); Williams et al., <cite>Roofline: An Insightful Visual Performance Model for Multicore Architectures</cite> (2009); Karpathy's <cite>nanoGPT</cite>; <cite>llama.cpp</cite>.",
-    "延伸阅读：<cite>Vaswani et al., Attention Is All You Need</cite>（2017）；<cite>Radford et al., Language Models are Unsupervised Multitask Learners</cite>（GPT-2，2019）；<cite>Holtzman et al., The Curious Case of Neural Text Degeneration</cite>（top-p，2019）；<cite>Kwon et al., Efficient Memory Management for Large Language Model Serving with PagedAttention</cite>（<cite>vLLM</cite>，2023）；<cite>Williams et al., Roofline: An Insightful Visual Performance Model for Multicore Architectures</cite>（屋顶线模型，2009）；<cite>Karpathy, nanoGPT</cite>；<cite>llama.cpp</cite>。",
+    "延伸阅读：<cite>Vaswani et al., Attention Is All You Need</cite>（2017）；<cite>Radford et al., Language Models are Unsupervised Multitask Learners</cite>（GPT-2，2019）；<cite>Holtzman et al., The Curious Case of Neural Text Degeneration</cite>（top-p，2019）；<cite>Kwon et al., Efficient Memory Management for Large Language Model Serving with PagedAttention</cite>（<cite>vLLM</cite>，2023）；<cite>Williams et al., Roofline: An Insightful Visual Performance Model for Multicore Architectures</cite>（Roofline 模型，2009）；<cite>Karpathy, nanoGPT</cite>；<cite>llama.cpp</cite>。",
   ],
-  "reopen-button": ["Open the loop again", "再次打开循环"],
+  "reopen-button": ["Back to the top: try another prompt", "回到顶部，换个提示词再试"],
+
+  // the ideas, one per section, each with the page's own number
+  "W-reopen.idea.s00": [
+    ({ n }) => `Text becomes token ids, and each id picks one row of a table: on {model} your prompt is ${n === 1 ? "{n} token" : "{n} tokens"}, each a row of {d} numbers out of {vocab}.`,
+    "文字变成词元编号，每个编号取出表里的一行：在 {model} 上，你的提示词是 {n} 个词元，每个对应词表 {vocab} 行中的一行、{d} 个数。",
+  ],
+  "W-reopen.idea.s01": [
+    "Each block reads the residual stream and adds attention's and the FFN's work back into it; most of a block's weights are the FFN's: {gpt2} at GPT-2 small's width, {here} in {model}.",
+    "每个块读取残差流，再把注意力和 FFN 的结果加回去；块里的权重大多属于 FFN：GPT-2 small 的宽度下占 {gpt2}，{model} 里占 {here}。",
+  ],
+  "W-reopen.idea.s03": [
+    "The last vector becomes a score for each of the {vocab} vocabulary entries, and a sampler chooses: at T = 1 softmax gives the toy's {word} {mat}; after your prompt the model's favourite next token is {piece}, at {p}.",
+    "最后一个向量变成词表里 {vocab} 个词条各自的分数，再由采样器选择：T = 1 时，softmax 给玩具例子里的 {word} {mat}；在你的提示词之后，模型最看好的下一个词元是 {piece}，{p}。",
+  ],
+  "W-reopen.idea.s04": [
+    "Generating is that pass in a loop. Keeping the keys and values, {steps} greedy steps on your prompt send {cached} tokens through the model instead of {naive}: {ratio}.",
+    "生成就是把这次前向传播放进循环。保留键和值，在你的提示词上走 {steps} 步贪心生成，只需把 {cached} 个词元送进模型，而不是 {naive} 个：{ratio}。",
+  ],
+  "W-reopen.idea.s05": [
+    "The KV cache keeps one key and one value per token in every block, and must stay exactly that: {per} per token for {model}, {gpt3} for one GPT-3 sequence of {ctx} tokens.",
+    "KV 缓存在每个块里为每个词元存一个键和一个值，而且必须恰好如此：{model} 每个词元 {per}，GPT-3 一条 {ctx} 词元的序列要 {gpt3}。",
+  ],
+  "W-reopen.idea.s06": [
+    "Each step reads every weight once: decode does {v} FLOPs per byte of weights, memory-bound on every machine, and past {n} sequences GPT-3's caches outweigh its weights.",
+    "每一步都要把全部权重读一遍：解码每字节权重只做 {v} 次运算，在哪台机器上都是内存受限的；超过 {n} 条序列，GPT-3 的缓存就比它的权重还重。",
+  ],
+  "W-reopen.idea.s07": [
+    "{lines} lines of code run all of it; on the server running this page no call of {model} can take less than {read}, one read of its {weights} of weights.",
+    "{lines} 行代码就能跑起这一切；在运行本页的服务器上，{model} 的每次调用都不可能少于 {read}，也就是把它 {weights} 的权重读一遍的时间。",
+  ],
+
   "W-reopen.sources-title": ["Where the numbers came from", "数字从哪里来"],
   "W-reopen.source.model": [
     ({ n }) => (n === 1 ? "This widget runs or reads {model}, the model at the top: " : "These {n} widgets run or read {model}, the model at the top, so their numbers change when it does, and most of them follow your prompt too: "),
@@ -31,12 +63,13 @@ export default {
     "这 {n} 个是示意图，不做任何计算：",
   ],
   "W-reopen.measured": [
-    "Wherever a widget shows a time, a rate or a bandwidth, it was measured on this machine when that widget ran, and changes from run to run.",
-    "凡是组件显示的时间、速度或带宽，都是那个组件运行时在这台机器上测得的，每次运行都会有所不同。",
+    "Wherever a widget shows a time, a rate or a bandwidth, it was measured on the server running this page when that widget ran, and changes from run to run.",
+    "凡是组件显示的时间、速度或带宽，都是那个组件运行时在运行本页的服务器上测得的，每次运行都会有所不同。",
   ],
   "W-reopen.readout": [
-    ({ picture }) => `{sections} sections and {widgets} widgets: {model} from the model at the top, {formula} from formulas on fixed shapes${picture ? ", {picture} pictures" : ""}`,
-    ({ picture }) => `共 {sections} 节、{widgets} 个组件：{model} 个来自页面顶部的模型，{formula} 个来自固定形状上的公式${picture ? "，{picture} 个是示意图" : ""}`,
+    ({ picture }) => `{sections} sections and {widgets} widgets: {model} from the model at the top, {formula} from formulas on fixed shapes${picture === 1 ? ", 1 picture" : picture ? ", {picture} pictures" : ""}, and this recap`,
+    ({ picture }) => `共 {sections} 节、{widgets} 个组件：{model} 个来自页面顶部的模型，{formula} 个来自固定形状上的公式${picture ? "，{picture} 个是示意图" : ""}，外加这份回顾`,
   ],
-  "W-reopen.back": ["back at the start: change the prompt and follow it through again", "回到开头：改一下提示词，再从头跟一遍"],
+  "W-reopen.back": ["back at the top: change the prompt, and every widget that follows it follows again",
+    "回到了顶部：改一下提示词，跟随它的组件都会重新计算"],
 };

@@ -4,9 +4,11 @@
 import { get, post } from "../lib/api.js";
 import { byId, debounce, el, q, row, stepper } from "../lib/dom.js";
 import { code, fmt, lang, t } from "../lib/i18n.js";
-import { bytes, linkTo, one, perSecond, seconds, told } from "../lib/prose.js";
+import { bytes, linkTo, perSecond, seconds } from "../lib/prose.js";
 import { state } from "../lib/state.js";
+import { told } from "../lib/told.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
+import { ratios } from "./loop.js";
 import strings from "./runnable.strings.js";
 
 export { strings };
@@ -67,7 +69,7 @@ export function mount() {
       const heads = ["line", "what", "cost", "floor"].map((c) => t(`W-loop-cost.col.${c}`));
       const by = Object.fromEntries(d.rows.map((r) => [r.key, r]));
       q(cost.el, "tbody").replaceChildren(...d.rows.map((r) => {
-        const amount = r.ratio !== undefined ? `${one(r.ratio)}×` : r.bytes !== undefined ? bytes(r.bytes)
+        const amount = r.ratio !== undefined ? el("span", {}, ratios(r.ratio, r.ratio_after_prompt)) : r.bytes !== undefined ? bytes(r.bytes)
           : r.key === "all_decode" ? t("W-loop-cost.flops-calls", { n: fmt.int(r.flops), calls: fmt.int(r.calls) })
             : t("W-loop-cost.flops", { n: fmt.int(r.flops) });
         const floor = r.floor_s !== undefined ? t("W-loop-cost.floor", { time: seconds(r.floor_s), bound: t(`bound.${r.bound}`) })
@@ -80,9 +82,8 @@ export function mount() {
         each: fmt.int(first.flops) }]);
       const m = d.machine;
       told(cost,
-        [["W-loop-cost.told", { p: d.prompt, n: d.new, model: state.info.display_name, prefill: fmt.int(by.prefill.flops),
-          first: fmt.int(first.flops), last: fmt.int((by.last_decode || first).flops), weights: bytes(d.weights_bytes),
-          bw: perSecond(m.bandwidth, "bytes"), read: seconds(d.weights_bytes / m.bandwidth) }],
+        [["W-loop-cost.told", { n: d.new, model: state.info.display_name, last: fmt.int((by.last_decode || first).flops),
+          weights: bytes(d.weights_bytes), bw: perSecond(m.bandwidth, "bytes"), read: seconds(d.weights_bytes / m.bandwidth) }],
         ["W-loop-cost.told-bounds", { n: d.new, pbound: t(`bound.${by.prefill.bound}`),
           dbound: t(`bound.${first.bound}`), calls: by.all_decode ? by.all_decode.calls : 0,
           total: by.all_decode ? seconds(by.all_decode.floor_s) : "" }]]);

@@ -3,12 +3,12 @@
 export default {
   "title-s07": ["7. The runnable loop", "7. 可运行的循环"],
   "intro-s07": [
-    "Everything above fits in a loop of eight lines. Run the stack, turn the last position's scores into probabilities, choose one token, append it, run again; keep a cache so that each run only pays for the newest token; stop when the model says so or the budget runs out. It is the loop behind every widget on this page that generates tokens, and forwardpass's engine runs it for many sequences at once.",
-    "上面的一切都装得进一个八行的循环。跑一遍整个模型，把最后一个位置的分数变成概率，选出一个词元，接到后面，再跑一遍；留着缓存，让每一遍只为最新的那个词元付钱；模型说停、或者预算用完，就停下。本页每一个生成词元的组件背后都是这个循环，forwardpass 的引擎则同时为许多条序列跑它。",
+    "Everything above fits in a loop of nine lines. Start from the prompt's token ids, run the stack, turn the last position's scores into probabilities, choose one token, append it, run again; keep a cache so that each run only pays for the newest token; stop when the model says so or the budget runs out. It is the loop behind every widget on this page that generates tokens, and forwardpass's engine runs it for many sequences at once.",
+    "上面的一切都装得进一个九行的循环。从提示词的词元编号开始，跑一遍整个模型，把最后一个位置的分数变成概率，选出一个词元，接到后面，再跑一遍；留着缓存，让每一遍只为最新的那个词元付钱；模型说停、或者预算用完，就停下。本页每一个生成词元的组件背后都是这个循环，forwardpass 的引擎则同时为许多条序列跑它。",
   ],
   "bridge-s07": [
-    "That is the loop, and what it costs on this machine. The last section gathers the page together and says where each of its numbers came from.",
-    "这就是这个循环，以及它在这台机器上的代价。最后一节把整页收拢起来，并说明页上每个数字从哪里来。",
+    "That is the loop, and what it costs on the server running this page. The last section gathers what the page has shown, each idea with its number, and says where the numbers came from.",
+    "这就是这个循环，以及它在运行本页的服务器上的代价。最后一节把整页收拢起来：每个要点配上本页算出的数字，并说明这些数字从哪里来。",
   ],
   "link.place": ["§{n} · {name}", "§{n} · {name}"],
 
@@ -36,8 +36,8 @@ export default {
   // W-loop-cost
   "title-W-loop-cost": ["What the loop costs here", "这个循环在这里的代价"],
   "before-W-loop-cost": [
-    "The same lines, priced for your prompt on the model at the top. Drag the number of generated tokens. The last column is the least time this machine can take for each call of the model: its FLOPs at the measured matrix rate, or one read of all the weights at the measured bandwidth, whichever is longer; that one is what bounds the call.",
-    "同样这几行，针对你的提示词、在页面顶部的模型上标价。拖动生成的词元数。最后一列是这台机器完成每次模型调用最少要用的时间：按实测的矩阵乘法速度算完它的运算量，或按实测带宽把全部权重读一遍，取较长的那个；较长的那个就是限制这次调用的因素。",
+    "The same lines, priced for your prompt on the model at the top. Drag the number of generated tokens. The last column is the least time the server running this page can take for each call of the model: its FLOPs at the measured matrix rate, or one read of all the weights at the measured bandwidth, whichever is longer; that one is what bounds the call.",
+    "同样这几行，针对你的提示词、在页面顶部的模型上标价。拖动生成的词元数。最后一列是运行本页的服务器完成每次模型调用最少要用的时间：按实测的矩阵乘法速度算完它的运算量，或按实测带宽把全部权重读一遍，取较长的那个；较长的那个就是限制这次调用的因素。",
   ],
   "after-W-loop-cost": [
     "The first call pays for the whole prompt; every later call pays for one token, one full read of the weights, and a cache that keeps growing.",
@@ -53,9 +53,9 @@ export default {
   "W-loop-cost.what.first_decode": ["second call: one token", "第二次调用：一个词元"],
   "W-loop-cost.what.last_decode": ["last call: one token, the longest cache", "最后一次调用：一个词元，缓存最长"],
   "W-loop-cost.what.all_decode": ["every call after the first", "第一次之后的全部调用"],
-  "W-loop-cost.what.cache": ["KV cache when the loop ends ({dtype})", "循环结束时的 KV 缓存（{dtype}）"],
+  "W-loop-cost.what.cache": ["the KV cache this line grows, at the loop's end ({dtype})", "这一行不断写入的 KV 缓存，循环结束时（{dtype}）"],
   "W-loop-cost.what.softmax": ["softmax over the vocabulary, per call", "每次调用对整个词表做 softmax"],
-  "W-loop-cost.what.ratio": ["naive ÷ cached token-work", "朴素与缓存的工作量之比"],
+  "W-loop-cost.what.ratio": ["the work this line saves: naive ÷ cached", "这一行省下的工作量：朴素 ÷ 缓存"],
   "W-loop-cost.flops": ["{n} FLOPs", "{n} FLOPs"],
   "W-loop-cost.flops-calls": ["{n} FLOPs in {calls} calls", "{calls} 次调用共 {n} FLOPs"],
   "W-loop-cost.floor": ["≥ {time} ({bound})", "≥ {time}（{bound}）"],
@@ -65,8 +65,8 @@ export default {
     "提示词 {p} 个词元，生成 {n} 个：预填充 {prefill} FLOPs，之后第一个词元 {each}",
   ],
   "W-loop-cost.told": [
-    ({ n }) => `For your prompt of {p} tokens on {model}, the first call runs all of them through the model at once: {prefill} FLOPs. ${n === 1 ? "That call already chooses the one token asked for." : "Each later call runs one token: {first} FLOPs for the first, growing to {last} by the last, as attention reads a longer cache."} Every call also reads all {weights} of weights, and at this machine's {bw} that read alone takes {read}: no call can be faster than that, whatever its FLOPs.`,
-    ({ n }) => `对你这 {p} 个词元的提示词，在 {model} 上，第一次调用把它们一次全部送进模型：{prefill} FLOPs。${n === 1 ? "这一次调用就已经选出了要的那一个词元。" : "之后每次调用只送一个词元：第一次 {first} FLOPs，到最后一次长到 {last}，因为注意力要读的缓存越来越长。"}每次调用还要把全部 {weights} 的权重读一遍，按这台机器{bw}的带宽，光这一遍就要 {read}：不管运算量多小，没有哪次调用能比这更快。`,
+    ({ n }) => `${n === 1 ? "That first call already chooses the one token asked for." : "Each later call runs one token, its FLOPs growing to {last} by the last as attention reads a longer cache."} Every call also reads all {weights} of {model}'s weights, and at the server's {bw} that read alone takes {read}: no call can be faster than that, whatever its FLOPs.`,
+    ({ n }) => `${n === 1 ? "第一次调用就已经选出了要的那一个词元。" : "之后每次调用只送一个词元，因为注意力要读的缓存越来越长，运算量到最后一次长到 {last} FLOPs。"}每次调用还要把 {model} 全部 {weights} 的权重读一遍，按这台服务器 {bw} 的带宽，光这一遍就要 {read}：不管运算量多小，没有哪次调用能比这更快。`,
   ],
   "W-loop-cost.told-bounds": [
     ({ n }) => `So here the prefill is {pbound}${n === 1 ? "." : ", and each one-token call after it is {dbound}: {calls} of them take at least {total} in all."}`,

@@ -7,10 +7,10 @@
 import { post } from "../lib/api.js";
 import { COLORS, lines } from "../lib/charts.js";
 import { byId, debounce, el, q, setRange, tokenSpan } from "../lib/dom.js";
-import { fmt, lang, nodes, parts, piece, t } from "../lib/i18n.js";
+import { fmt, hasBytes, lang, nodes, onLang, parts, piece, pieceLabel, readable, t } from "../lib/i18n.js";
 import { state } from "../lib/state.js";
 import { stepStrip } from "../lib/stepstrip.js";
-import { hasBytes, pieceLabel, tokenBars } from "../lib/tokenbars.js";
+import { tokenBars } from "../lib/tokenbars.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
 import strings from "./sampling.strings.js";
 
@@ -72,8 +72,8 @@ export const html = sectionFrame("s03", [
 
 /** the article's toy candidates are words the page shows as they are (token pieces, never translated) */
 const word = (s) => piece(s, false);
-/** a model's token piece, shown readably: quoted text, raw bytes as ⟨E5 9D⟩ */
-const tok = (s) => piece(pieceLabel(s), false);
+/** a model's token piece, shown readably: quoted text, raw bytes as ⟨E5 9D⟩, whitespace as ␣ ↵ ⇥ */
+const tok = readable;
 const label = (s) => [{ text: pieceLabel(s), tag: "tok" }];
 /** a word the tokenizer spells in several pieces: " so" + "fa" */
 const spelled = (pieces) => [{ text: pieces.map(pieceLabel).join(" + "), tag: "tok" }];
@@ -110,13 +110,24 @@ function bytesNote(w, pieces) {
 
 const number = (n) => (n <= 10 ? t(`s03.number.${n}`) : fmt.int(n));
 
-/** the toy's five and the real model's top ten, as probabilities (kept ones in colour) */
+/** the probability kept tokens add up to: what renormalizing divides by (1 when nothing is cut) */
+const keptMass = (xs) => xs.filter((x) => x.kept).reduce((s, x) => s + x.probability, 0);
+
+/** a bar's number: its probability, and when a cut renormalized the rest, what it becomes (0 for a token cut) */
+function renormalized(x, mass) {
+  if (mass >= 1 - 1e-6) return pct(x.probability);
+  return t("s03.renormalized", { p: pct(x.probability), q: x.kept ? pct(x.probability / mass) : "0" });
+}
+
+/** the toy's five and the real model's top ten, as probabilities before any cut (kept ones in colour), each with what
+ * it becomes after the kept ones are renormalized */
 function samplingBars(w, d) {
+  const toyMass = keptMass(d.toy);
   tokenBars(q(w.el, ".toy"), d.toy.map((x) => ({ label: x.piece, token: true, value: x.probability,
-    text: pct(x.probability), dim: !x.kept })), { title: t("sampling.toy"), axis: t("s03.axis.probability"),
+    text: renormalized(x, toyMass), dim: !x.kept })), { title: t("sampling.toy"), axis: t("s03.axis.probability"),
     tick: (v) => `${fmt.tick(100 * v)}%` });
   tokenBars(q(w.el, ".real"), d.real.map((x) => ({ label: label(x.piece), token: true, value: x.probability,
-    text: pct(x.probability), dim: !x.kept })), { title: t("sampling.real"), axis: t("s03.axis.probability"),
+    text: renormalized(x, d.real_kept_mass), dim: !x.kept })), { title: t("sampling.real"), axis: t("s03.axis.probability"),
     tick: (v) => `${fmt.tick(100 * v)}%` });
   bytesNote(w, d.real.map((x) => x.piece));
 }
@@ -162,6 +173,8 @@ export function mount() {
       const list = (xs) => fmt.list(xs.map((x) => word(x.word)));
       const split = d.words.filter((x) => x.pieces.length > 1);
       const topIsOne = five.has(top.id);
+      // a top token that is only the start of a word (" cou"): the server says how the model goes on after it
+      const starts = d.top.map((x, i) => [x, i]).filter(([x]) => x.goes_on && !five.has(x.id));
       told(logits,
         ["W-logits.told.toy", { toy: word(toyLead.word), logit: toyLead.toy_logit.toFixed(1),
           gap: (toyLead.toy_logit - toySecond.toy_logit).toFixed(1), second: word(toySecond.word) }],
@@ -173,7 +186,10 @@ export function mount() {
         [topIsOne ? "W-logits.told.top-is-one" : "W-logits.told.top", { top: tok(top.piece), p: pct(top.probability),
           mass: pct(d.five_mass) }],
         ...split.map((x) => ["W-logits.told.split", { word: word(x.word), n: number(x.pieces.length),
-          pieces: fmt.list(x.pieces.map(tok), true) }]));
+          pieces: fmt.list(x.pieces.map(tok), true) }]),
+        ...starts.map(([x, i]) => ["W-logits.told.piece", { rank: t(`W-logits.ordinal.${i + 1}`), piece: tok(x.piece),
+          next: tok(x.goes_on[0].piece), p: pct(x.goes_on[0].probability), next2: tok(x.goes_on[1].piece),
+          p2: pct(x.goes_on[1].probability) }]));
     },
   });
 
@@ -225,8 +241,10 @@ export function mount() {
       topK.say(["W-top-k.readout", { k: d.top_k, kept: fmt.list(kept.map((x) => word(x.piece))),
         toy: pct(1 - kept.reduce((s, x) => s + x.probability, 0)), real: pct(1 - d.real_kept_mass) }]);
       const left = one.toy.filter((x) => x.kept);
+      const leftMass = keptMass(one.toy);
       told(topK, ["W-top-k.told", { k: one.top_k, n: number(left.length), top: fmt.list(left.map((x) => word(x.piece))),
-        cut: pct(1 - left.reduce((s, x) => s + x.probability, 0)), real: pct(1 - one.real_kept_mass) }]);
+        cut: pct(1 - leftMass), real: pct(1 - one.real_kept_mass), p: pct(left[0].probability),
+        q: pct(left[0].probability / leftMass) }]);
     },
   });
   byId("top-k").addEventListener("input", debounce(() => topK.run(), 120));
@@ -241,10 +259,10 @@ export function mount() {
       const kept = d.toy.filter((x) => x.kept);
       topP.say(["W-top-p.readout", { p: d.top_p.toFixed(2), n: kept.length, kept: fmt.list(kept.map((x) => word(x.piece))),
         rk: d.real_kept_count, vocab: d.vocab_size }]);
-      const in9 = nine.toy.filter((x) => x.kept);
+      const in9 = nine.toy.filter((x) => x.kept), mass9 = keptMass(nine.toy);
       told(topP, ["W-top-p.told", { p: nine.top_p, n: number(in9.length), kept: fmt.list(in9.map((x) => word(x.piece)), true),
-        mass: pct(in9.reduce((s, x) => s + x.probability, 0)), pp: `${fmt.tick(100 * nine.top_p)}%`, rk: nine.real_kept_count,
-        vocab: nine.vocab_size }]);
+        mass: pct(mass9), pp: `${fmt.tick(100 * nine.top_p)}%`, rk: nine.real_kept_count, vocab: nine.vocab_size,
+        renorm: fmt.list(in9.map((x) => [word(x.piece), ` ${pct(x.probability / mass9)}`]), true) }]);
     },
   });
   byId("top-p").addEventListener("input", debounce(() => topP.run(), 120));
@@ -272,7 +290,8 @@ export function mount() {
   byId("loop-at").addEventListener("input", () => pick(+byId("loop-at").value));
   byId("loop-prompt").addEventListener("input", () => greedy.outdate("inputs"));
   greedy.pick = pick;
-  renderSeed(greedy, seed);
+  renderSeed(greedy, seed);  // before the first run too, and again when the language changes
+  onLang(() => renderSeed(greedy, greedy.data ? greedy.data.seed : seed));
 }
 
 // ---- W-logit-lens --------------------------------------------------------------------------------------------------
@@ -309,9 +328,11 @@ function drawLens(w, d, k) {
   const last = d.rows[d.rows.length - 1].top[0];
   w.say(["W-logit-lens.readout", { k, n: d.n_layers, top: tok(last.piece), p: pct(last.probability),
     same: t(d.last_row_is_the_models ? "W-logit-lens.same" : "W-logit-lens.differs") }]);
-  told(w, ["W-logit-lens.told", { tail: piece(d.tail, false), answer: tok(d.answer.piece), first: d.first_top,
-    n: d.n_layers }],
-  d.settled !== d.first_top ? ["W-logit-lens.told.settled", { settled: d.settled }] : null,
+  const onlyLast = d.first_top === d.n_layers;  // "from block 30 on" says nothing when block 30 is the last
+  told(w, [onlyLast ? "W-logit-lens.told.only-last" : "W-logit-lens.told", { tail: piece(d.tail, false),
+    answer: tok(d.answer.piece), first: d.first_top, n: d.n_layers }],
+  d.settled === d.first_top ? null : d.settled === d.n_layers ? ["W-logit-lens.told.settled-last", {}]
+    : ["W-logit-lens.told.settled", { settled: d.settled }],
   [d.last_row_is_the_models ? "W-logit-lens.told.same" : "W-logit-lens.told.differs", {}]);
 }
 

@@ -4,8 +4,8 @@
 export default {
   "title-s03": ["3. What comes out: logits and sampling", "3. 输出：logits 与采样"],
   "intro-s03": [
-    "What leaves the stack of blocks is not a word. The final norm and the unembedding turn the stream at the last position into one number for every entry of the vocabulary: a score, called a logit, for how strongly the model puts that entry forward as the next token. That list of scores is all the model answers. Everything after it is choosing: deciding which one entry is written next, and this section is about how that choice is made. We follow the article's example, <tok>the cat sat on the ___</tok>: five candidates with made-up scores first, then the same five words on the model loaded here.",
-    "从这摞块里出来的不是一个词。最终归一化和反嵌入把最后一个位置上的残差流变成一串数，词表里每一项各一个：这个分数叫 logit，表示模型有多想让这一项当下一个词元。这串分数就是模型的全部回答。之后的一切都是在做选择：到底把哪一项写成下一个词元。这一节讲的就是这个选择怎么做。我们沿用文章里的例子 <tok>the cat sat on the ___</tok>：先看五个分数是编出来的候选，再看本页加载的模型怎样给同样这五个词打分。",
+    "What leaves the stack of blocks is not a word. The final norm and the unembedding turn the stream at the last position into one number for every entry of the vocabulary: a score, called a logit, for how strongly the model puts that entry forward as the next token. That list of scores is all the model answers. Everything after it is choosing: deciding which one entry is written next, and this section is about how that choice is made. We follow one example, <tok>the cat sat on the ___</tok>: a toy with five candidates and made-up scores first, then the same five words on the model loaded here.",
+    "从这摞块里出来的不是一个词。最终归一化和反嵌入把最后一个位置上的残差流变成一串数，词表里每一项各一个：这个分数叫 logit，表示模型有多想让这一项当下一个词元。这串分数就是模型的全部回答。之后的一切都是在做选择：到底把哪一项写成下一个词元。这一节讲的就是这个选择怎么做。我们沿用一个例子 <tok>the cat sat on the ___</tok>：先看分数是编出来的五个候选（玩具例子），再看本页加载的模型怎样给同样这五个词打分。",
   ],
   "bridge-s03": [
     "However it is chosen, greedy or drawn, the result is one token. The next section takes that token, appends it to the input and runs the same forward pass again, one token longer. Choosing one token and feeding it back is the whole loop.",
@@ -13,11 +13,11 @@ export default {
   ],
 
   // shared by the section's widgets
-  "sampling.runs-on": ["The toy's five scores are the article's, fixed; the real model's top 10 follow the prompt at the top, on {model}.",
-    "玩具例子的五个分数是文章给的，固定不变；真实模型的前 10 名跟随页面顶部的提示词，在 {model} 上计算。"],
-  "sampling.toy": ["the article's toy", "文章里的玩具例子"],
+  "sampling.runs-on": ["The toy example's five scores are made up and fixed; the real model's top 10 follow the prompt at the top, on {model}.",
+    "玩具例子的五个分数是编出来的，固定不变；真实模型的前 10 名跟随页面顶部的提示词，在 {model} 上计算。"],
+  "sampling.toy": ["the toy example", "玩具例子"],
   "sampling.real": ["the real model's top 10, your prompt", "真实模型的前 10 名（你的提示词）"],
-  "s03.presets": ["The article's settings:", "文章里的设定："],
+  "s03.presets": ["Presets:", "预设："],
   "s03.chart-empty": ["a chart, drawn once its result is here", "图表：结果一到就画出来"],
   "s03.axis.probability": ["probability", "概率"],
   "s03.axis.logit": ["logit (raw score)", "logit（原始分数）"],
@@ -41,17 +41,17 @@ export default {
 
   // W-logits
   "title-W-logits": ["Raw scores, before anything changes them", "原始分数：还没有任何东西动过它们"],
-  "W-logits.runs-on": ["The toy's five scores are the article's, fixed; the real model's are its scores after the article's own prompt (not the one at the top), on {model}.",
-    "玩具例子的五个分数是文章给的，固定不变；真实模型的分数是它在文章自己的那句提示词之后打的分（不是页面顶部的提示词），在 {model} 上计算。"],
+  "W-logits.runs-on": ["The toy example's five scores are made up and fixed; the real model's are its scores after the toy's own sentence, <tok>the cat sat on the</tok> (not the prompt at the top), on {model}.",
+    "玩具例子的五个分数是编出来的，固定不变；真实模型的分数是它在玩具例子那句话 <tok>the cat sat on the</tok> 之后打的分（不是页面顶部的提示词），在 {model} 上计算。"],
   "before-W-logits": [
-    "The first chart is the article's toy: five candidates for the blank, each with a made-up score. The second is the same five words scored by the model on this page after the same words, with each one's rank among all the tokens the model knows. The third shows the tokens the model itself scores highest there. Compare the orders, and look at who leads.",
-    "第一张图是文章里的玩具例子：空格处的五个候选，各有一个编出来的分数。第二张是本页的模型在同一句话后面给这五个词打的分，以及每个词在模型认识的全部词元里排第几。第三张是模型自己在那里打分最高的几个词元。比较这几份次序，看看谁领先。",
+    "The first chart is the toy example: five candidates for the blank, each with a made-up score. The second is the same five words scored by the model on this page after the same words, with each one's rank among all the tokens the model knows. The third shows the tokens the model itself scores highest there. Compare the orders, and look at who leads.",
+    "第一张图是玩具例子：空格处的五个候选，各有一个编出来的分数。第二张是本页的模型在同一句话后面给这五个词打的分，以及每个词在模型认识的全部词元里排第几。第三张是模型自己在那里打分最高的几个词元。比较这几份次序，看看谁领先。",
   ],
   "after-W-logits": [
     "A logit has no fixed scale: only the differences between scores matter, which is why the toy's small numbers and the model's larger ones can tell the same story. Softmax, next, turns those differences into probabilities.",
     "logit 没有固定的刻度：有意义的只是分数之间的差，所以玩具例子的小数字和模型的大数字讲得出同一个故事。下一步，softmax 把这些差变成概率。",
   ],
-  "W-logits.toy": ["the article's toy", "文章里的玩具例子"],
+  "W-logits.toy": ["the toy example", "玩具例子"],
   "W-logits.five": ["the same five words, this model, after “{story}”", "同样五个词，本页模型，接在“{story}”后面"],
   "W-logits.own": ["this model's own top {n} after “{story}”", "本页模型自己在“{story}”后面的前 {n} 名"],
   "W-logits.rank": ["{logit} (rank {rank})", "{logit}（第 {rank} 名）"],
@@ -63,12 +63,12 @@ export default {
     "在玩具例子里，还没有任何东西动过这些分数，{toy} 就以 {logit} 领先，比 {second} 高出 {gap}。",
   ],
   "W-logits.told.agree": [
-    "The model on this page agrees on the leader: of the five, {lead} scores highest, at {logit}, rank {rank} among its {vocab} tokens. Among the five alone it would get {share}, where the toy gives {toy} {toyShare}.",
-    "本页的模型在领先者上意见一致：五个词里 {lead} 分数最高，是 {logit}，在它的 {vocab} 个词元里排第 {rank}。只在这五个词之间比，它能分到 {share}，而玩具例子给 {toy} 的是 {toyShare}。",
+    "The model on this page also puts {lead} first: of the five, {lead} scores highest, at {logit}, rank {rank} among its {vocab} tokens. Among the five alone it would get {share}, where the toy gives {toy} {toyShare}.",
+    "本页的模型同样让 {lead} 领先：五个词里 {lead} 分数最高，是 {logit}，在它的 {vocab} 个词元里排第 {rank}。只在这五个词之间比，它能分到 {share}，而玩具例子给 {toy} 的是 {toyShare}。",
   ],
   "W-logits.told.disagree": [
-    "The model on this page disagrees on the leader: of the five it puts {lead} first, at {logit}, rank {rank} among its {vocab} tokens, not {toy}. Among the five alone {lead} would get {share}.",
-    "本页的模型在领先者上意见不同：五个词里它把 {lead} 排在第一，分数 {logit}，在它的 {vocab} 个词元里排第 {rank}，而不是 {toy}。只在这五个词之间比，{lead} 能分到 {share}。",
+    "The model on this page puts another word first: of the five it ranks {lead} highest, at {logit}, rank {rank} among its {vocab} tokens, not {toy}. Among the five alone {lead} would get {share}.",
+    "本页的模型让另一个词领先：五个词里它把 {lead} 排在第一，分数 {logit}，在它的 {vocab} 个词元里排第 {rank}，而不是 {toy}。只在这五个词之间比，{lead} 能分到 {share}。",
   ],
   "W-logits.told.same-order": ["Its order of the five is the toy's own: {real}.", "它给这五个词排的次序和玩具例子完全一样：{real}。"],
   "W-logits.told.order": ["Its order of the five is {real}; the toy's is {toy}.",
@@ -81,6 +81,15 @@ export default {
     "Its own first choice over the whole vocabulary is one of the five, {top}, at {p}; the five together get {mass} of its probability.",
     "在整个词表里，它自己的第一选择正是这五个词之一：{top}（{p}）；这五个词加起来分到 {mass} 的概率。",
   ],
+  "W-logits.told.piece": [
+    "Its {rank} choice, {piece}, is not a word but the start of one: a word the vocabulary has no single token for is spelled in pieces, and a bar scores only the first piece. After {piece} the model itself goes on with {next} ({p}) or {next2} ({p2}).",
+    "它的{rank}选择 {piece} 不是一个词，而是一个词的开头：词表里没有整词词元的词会被拆成几个片段来拼，柱子上的分数只是第一个片段的分数。在 {piece} 之后，模型自己最可能接 {next}（{p}）或 {next2}（{p2}）。",
+  ],
+  "W-logits.ordinal.1": ["first", "第一"],
+  "W-logits.ordinal.2": ["second", "第二"],
+  "W-logits.ordinal.3": ["third", "第三"],
+  "W-logits.ordinal.4": ["fourth", "第四"],
+  "W-logits.ordinal.5": ["fifth", "第五"],
   "W-logits.told.split": [
     "The word {word} is {n} tokens for this model ({pieces}): its bar shows the first piece's score, and its probability multiplies the pieces', each given the ones before it.",
     "对这个模型来说，{word} 是{n}个词元（{pieces}）：它的柱子是第一个片段的分数，它的概率是各个片段的概率相乘，每个片段都以前面的片段为条件。",
@@ -90,7 +99,7 @@ export default {
   "title-W-logit-lens": ["Reading the answer off every block", "从每一个块读出答案"],
   "before-W-logit-lens": [
     "The final norm and the unembedding need not wait for the last block. Apply them to the stream after block 1, after block 2 and so on, at the last position of your prompt, and every block gets its own guess at the next token: a “logit lens”. The last row is no guess: it is the model's output itself, and the page checks that number by number. Move the slider to show more or fewer tokens per block, and watch where the model's final answer first reaches the top.",
-    "最终归一化和反嵌入不必等到最后一个块。把它们用在第 1 个块之后、第 2 个块之后……的残差流上（取你的提示词的最后一个位置），每个块就都有了自己对下一个词元的猜测，这种读法叫“logit 透镜”。最后一行不是猜测：它就是模型自己的输出，页面会逐个数字地核对。拖动滑块，调整每个块显示几个词元，看模型最后的答案从哪个块起升到第一。",
+    "最终归一化和反嵌入不必等到最后一个块。把它们用在第 1 个块之后、第 2 个块之后……的残差流上（取你的提示词的最后一个位置），每个块就都有了自己对下一个词元的猜测，这种读法叫 logit lens。最后一行不是猜测：它就是模型自己的输出，页面会逐个数字地核对。拖动滑块，调整每个块显示几个词元，看模型最后的答案从哪个块起升到第一。",
   ],
   "after-W-logit-lens": [
     "Early rows are shaky readings: the final norm and the unembedding were trained to read the last block's stream, not an earlier one. What they show is how the answer builds up as each block adds into the stream.",
@@ -112,23 +121,29 @@ export default {
     "每个块显示 {k} 个词元；第 {n} 个块（最后一个）之后，第一名是 {top}（{p}）：{same}"],
   "W-logit-lens.told": [
     "After “{tail}”, the model's answer is {answer}. Read through the lens, it first tops a row after block {first} of {n}.",
-    "接在“{tail}”后面，模型的答案是 {answer}。透过这个透镜看，它在第 {first} 个块（共 {n} 个）之后第一次排到第一。",
+    "接在“{tail}”后面，模型的答案是 {answer}。用 logit lens 读，它在第 {first} 个块（共 {n} 个）之后第一次排到第一。",
+  ],
+  "W-logit-lens.told.only-last": [
+    "After “{tail}”, the model's answer is {answer}. Read through the lens, it tops a row only after the last block, block {n}: no earlier block puts it first.",
+    "接在“{tail}”后面，模型的答案是 {answer}。用 logit lens 读，它只在最后一个块（第 {n} 个）之后才排到第一：之前没有一个块把它排在第一。",
   ],
   "W-logit-lens.told.settled": ["It stays on top from block {settled} on.", "从第 {settled} 个块起，它一直保持第一。"],
+  "W-logit-lens.told.settled-last": ["It loses the top again, and holds it for good only at the last block.",
+    "之后它又掉了下去，直到最后一个块才稳居第一。"],
   "W-logit-lens.told.same": [
     "The last row was compared with the model's own logits, number by number: they are identical, as they must be, since after the last block the lens is exactly the model's own final norm and unembedding.",
-    "最后一行和模型自己的 logits 逐个数字比过：完全相同，也必须相同，因为在最后一个块之后，这个透镜做的正是模型自己的最终归一化和反嵌入。",
+    "最后一行和模型自己的 logits 逐个数字比过：完全相同，也必须相同，因为在最后一个块之后，logit lens 做的正是模型自己的最终归一化和反嵌入。",
   ],
   "W-logit-lens.told.differs": [
     "The last row differs from the model's own logits. It should not: this is a bug in the lens.",
-    "最后一行和模型自己的 logits 不一样。本不该如此：这是透镜的一个错误。",
+    "最后一行和模型自己的 logits 不一样。本不该如此：这是 logit lens 的一个错误。",
   ],
 
   // W-temperature
   "title-W-temperature": ["Temperature reshapes, never reorders", "温度改变形状，不改变次序"],
   "before-W-temperature": [
-    "Softmax turns scores into probabilities that add up to 1, after dividing every score by the temperature T. Drag T, or use the article's settings: above 1 the toy's bars flatten, near 0 they pile onto the leader, and the order never changes. The second chart shows the same for the real model's top tokens on your prompt; “Draw a token” samples one from its whole vocabulary at this T.",
-    "softmax 先把每个分数除以温度 T，再把它们变成加起来等于 1 的概率。拖动 T，或者点文章里的设定：T 大于 1 时玩具例子的柱子被拉平，T 接近 0 时概率全压到领先者身上，而次序从不改变。第二张图里，真实模型对你的提示词给出的前几名也是这样；“抽一个词元”会在当前的 T 下从它的整个词表里抽一个。",
+    "Softmax turns scores into probabilities that add up to 1, after dividing every score by the temperature T. Drag T, or use the presets: above 1 the toy's bars flatten, near 0 they pile onto the leader, and the order never changes. The second chart shows the same for the real model's top tokens on your prompt; “Draw a token” samples one from its whole vocabulary at this T.",
+    "softmax 先把每个分数除以温度 T，再把它们变成加起来等于 1 的概率。拖动 T，或者点预设：T 大于 1 时玩具例子的柱子被拉平，T 接近 0 时概率全压到领先者身上，而次序从不改变。第二张图里，真实模型对你的提示词给出的前几名也是这样；“抽一个词元”会在当前的 T 下从它的整个词表里抽一个。",
   ],
   "after-W-temperature": [
     "Dividing by T scales every gap between scores by the same factor, so the order cannot change; only how decisively the first place wins. At T = 0 the sampler skips the draw and takes the top token: greedy decoding.",
@@ -147,8 +162,8 @@ export default {
   // W-top-k
   "title-W-top-k": ["Top-k: keep the k best", "Top-k：只留前 k 个"],
   "before-W-top-k": [
-    "Argmax is one way to cut off the tail; keeping only the k highest-scoring tokens, then renormalizing, is another. Drag k down, or press k = 1, and watch the probability that is cut off grow.",
-    "argmax 是切掉尾巴的一种办法；只留分数最高的 k 个词元、再重新归一化，是另一种。把 k 往下拖，或者点 k = 1，看被切掉的概率怎么变大。",
+    "Argmax is one way to cut off the tail; keeping only the k highest-scoring tokens, then renormalizing, is another. Drag k down, or press k = 1, and watch the probability that is cut off grow. Each bar is a token's probability before the cut; after the arrow is what it becomes once the kept ones are renormalized to add up to 1.",
+    "argmax 是切掉尾巴的一种办法；只留分数最高的 k 个词元、再重新归一化，是另一种。把 k 往下拖，或者点 k = 1，看被切掉的概率怎么变大。每根柱子是词元在切之前的概率；箭头后面是留下的词元重新归一化、加起来等于 1 之后的概率。",
   ],
   "after-W-top-k": [
     "On a flat distribution a fixed k cuts plausible tokens; on a peaked one it keeps unlikely ones. Top-p, next, lets the cut follow the shape.",
@@ -157,25 +172,26 @@ export default {
   "W-top-k.readout": ["k = {k}: keeps {kept}; cuts {toy} of the toy's mass, {real} of the real model's",
     "k = {k}：保留 {kept}；砍掉玩具例子 {toy} 的概率，真实模型 {real} 的概率"],
   "W-top-k.told": [
-    "At k = {k}, {n} candidate is left, {top}, and no alternative: argmax again. And k never adapts to the shape: it cuts {cut} of the toy's probability and {real} of the real model's for your prompt, and keeps exactly k whatever the distribution looks like.",
-    "k = {k} 时只剩{n}个候选 {top}，没有任何备选：这又是 argmax。而且 k 从不随分布的形状调整：它切掉玩具例子 {cut} 的概率、真实模型在你的提示词上 {real} 的概率，不管分布长什么样，都正好留 k 个。",
+    "At k = {k}, {n} candidate is left, {top}, and no alternative: renormalized, its {p} becomes {q}. That is argmax again. And k never adapts to the shape: it cuts {cut} of the toy's probability and {real} of the real model's for your prompt, and keeps exactly k whatever the distribution looks like.",
+    "k = {k} 时只剩{n}个候选 {top}，没有任何备选：重新归一化后，它的 {p} 变成 {q}。这又是 argmax。而且 k 从不随分布的形状调整：它切掉玩具例子 {cut} 的概率、真实模型在你的提示词上 {real} 的概率，不管分布长什么样，都正好留 k 个。",
   ],
 
   // W-top-p
   "title-W-top-p": ["Top-p: the smallest set that reaches p", "Top-p：累计达到 p 的最小集合"],
   "before-W-top-p": [
-    "Top-p adapts: it keeps the smallest set of tokens whose probabilities add up to at least p, so a confident distribution keeps few and a flat one keeps many. Drag p, or press p = 0.9.",
-    "top-p 是自适应的：只留累计概率至少达到 p 的最小集合，所以分布越尖锐留得越少，越平坦留得越多。拖动 p，或者点 p = 0.9。",
+    "Top-p adapts: it keeps the smallest set of tokens whose probabilities add up to at least p, so a confident distribution keeps few and a flat one keeps many; the kept ones are then renormalized. Drag p, or press p = 0.9. As for top-k, each bar is the probability before the cut, and after the arrow, after renormalizing.",
+    "top-p 是自适应的：只留累计概率至少达到 p 的最小集合，所以分布越尖锐留得越少，越平坦留得越多；留下的再重新归一化。拖动 p，或者点 p = 0.9。和 top-k 一样，每根柱子是切之前的概率，箭头后面是重新归一化之后的。",
   ],
   "after-W-top-p": [
     "Push p down and the set shrinks to one token; push it to 1 and every token with any probability stays.",
     "把 p 往下推，集合能缩到只剩一个词元；推到 1，只要有一点概率的词元就全都留着。",
   ],
+  "s03.renormalized": ["{p} → {q}", "{p} → {q}"],
   "W-top-p.readout": ["p = {p}: {n} of 5 toy candidates survive ({kept}); the real model keeps {rk} of {vocab} tokens",
     "p = {p}：5 个玩具候选中留下 {n} 个（{kept}）；真实模型在 {vocab} 个词元中保留 {rk} 个"],
   "W-top-p.told": [
-    "At p = {p} exactly {n} survive, {kept}: together {mass}, just over {pp}, and the rest never get in. On the real model the same p keeps {rk} of its {vocab} tokens for your prompt.",
-    "p = {p} 时恰好留下{n}个：{kept}，加起来 {mass}，刚过 {pp}，其余的都没进来。在真实模型上，同样的 p 为你的提示词保留了 {vocab} 个词元中的 {rk} 个。",
+    "At p = {p} exactly {n} survive, {kept}: together {mass}, just over {pp}, and the rest never get in. Renormalized, they become {renorm}. On the real model the same p keeps {rk} of its {vocab} tokens for your prompt.",
+    "p = {p} 时恰好留下{n}个：{kept}，加起来 {mass}，刚过 {pp}，其余的都没进来。重新归一化后，它们变成 {renorm}。在真实模型上，同样的 p 为你的提示词保留了 {vocab} 个词元中的 {rk} 个。",
   ],
 
   // W-greedy-loop
