@@ -8,6 +8,8 @@
 //     auto: true,                       // re-run itself when those change (false: on demand, marked out of date)
 //     first: true,                      // on demand, but run once when the page opens (after every automatic one),
 //                                       // so it shows a result, not an empty frame, until the reader runs it
+//     later: true,                      // automatic, but slow (it runs and times the model many times): run after
+//                                       // the other automatic widgets, so they are not kept waiting behind it
 //     load: async () => data,           // fetch (reads its controls and the page's state)
 //     draw: (data) => {},               // draw from data only: called again on a language change
 //     idle: "not-run",                  // the readout before its first result (on-demand widgets)
@@ -53,9 +55,9 @@ export function widget(name, spec) {
 }
 
 class Widget {
-  constructor(name, root, { runsOn, follows = [], auto = true, first = false, load = async () => null, draw = () => {},
-    idle }) {
-    Object.assign(this, { name, el: root, runsOn, follows, auto, first, load, draw, idle });
+  constructor(name, root, { runsOn, follows = [], auto = true, first = false, later = false, load = async () => null,
+    draw = () => {}, idle }) {
+    Object.assign(this, { name, el: root, runsOn, follows, auto, first, later, load, draw, idle });
     this.data = null;
     this.notice = null;  // { key, values } or { error }
     this.seq = 0;
@@ -146,28 +148,31 @@ function errorNode(error) {
   return span;
 }
 
-/** every widget that follows `event` ("prompt", "model"): the automatic ones run again, one after another in the
- * page's order (a newer change takes over the rest), the on-demand ones are marked out of date */
+/** the automatic widgets among `ws` in the order they run: the page's order, the slow ones (later: true) last */
+const inTurn = (ws) => [...ws.filter((w) => w.auto && !w.later), ...ws.filter((w) => w.auto && w.later)];
+
+/** every widget that follows `event` ("prompt", "model"): the automatic ones run again, one after another (inTurn; a
+ * newer change takes over the rest), the on-demand ones are marked out of date */
 let generation = 0;
 export function refresh(event) {
   const mine = ++generation;
   const following = all.filter((w) => w.follows.includes(event));
   following.filter((w) => !w.auto).forEach((w) => w.outdate(event));
   return working((async () => {  // busy from the first request to the last, not idle between two
-    for (const w of following.filter((x) => x.auto)) {
+    for (const w of inTurn(following)) {
       if (mine !== generation) return;
       await w.run();
     }
   })());
 }
 
-/** the first run: widgets on fixed inputs at once, then the rest in the page's order, then the on-demand widgets
- * that show a first result (first: true) */
+/** the first run: widgets on fixed inputs at once, then the rest in turn (inTurn), then the on-demand widgets that
+ * show a first result (first: true) */
 export function start() {
   all.forEach((w) => w.redraw());
   return working((async () => {
     await Promise.all(all.filter((w) => w.auto && !w.follows.includes("prompt")).map((w) => w.run()));
-    for (const w of all.filter((x) => x.auto && x.follows.includes("prompt"))) await w.run();
+    for (const w of inTurn(all.filter((x) => x.follows.includes("prompt")))) await w.run();
     for (const w of all.filter((x) => !x.auto && x.first && x.data === null)) await w.run();
   })());
 }

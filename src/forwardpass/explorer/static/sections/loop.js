@@ -94,7 +94,7 @@ export function mount() {
   // ---- W-naive-vs-cached: both loops run here, step by step: what each ran and how long it took
   let fresh = false;
   const naive = widget("W-naive-vs-cached", {
-    runsOn: "W-naive-vs-cached.runs-on", follows: ["prompt", "model"],
+    runsOn: "W-naive-vs-cached.runs-on", follows: ["prompt", "model"], later: true,
     load: async () => {
       const [run, article] = await Promise.all([post("/api/loop-timing", { prompt: state.prompt, steps: STEPS },
         { fresh }), presetWork()]);
