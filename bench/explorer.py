@@ -1,25 +1,29 @@
 """The explorer's page speed on a model: first paint, the page's words in place, and the time until each widget shows
 its first current result, in Debian's headless Chromium against an explorer started in this process.
 
-    .venv/bin/python bench/explorer.py [--model PATH_OR_NAME] [--runs 3] [--width 1280] [--lang en|zh] [--json]
-                                       [--device cpu] [--threads N]
+    .venv/bin/python bench/explorer.py [--model PATH_OR_NAME] [--prompt TEXT] [--runs 3] [--width 1280]
+                                       [--lang en|zh] [--json] [--device cpu] [--threads N]
 
-Each run opens the page in a fresh browser context (nothing cached) on the same explorer, so the model is loaded once
-and the explorer's own answer cache is cleared between runs. Times are from navigation start, medians over --runs.
-"Every widget live" is the last widget that shows a result without the reader asking (those that follow the prompt
-or the model, and the on-demand ones that run once when the page opens); the widgets that wait for their Run button
-are listed as on demand.
+Each run is the first reader of a newly started explorer: the model is loaded once, but every run starts an explorer
+of its own (nothing remembered), lets it prepare the opening page's slow answers as `forwardpass explore` does when it
+starts, and opens the page in a fresh browser context. `--prompt` opens the page on a prompt of the reader's own,
+which nothing has prepared. Times are from navigation start, medians over --runs. "Every widget live" is the last
+widget that shows a result without the reader asking (those that follow the prompt or the model, and the on-demand
+ones that show a first result when the page opens); the widgets that wait for their Run button are listed as on
+demand.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
 import threading
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 from common import free_port, machine
 
@@ -63,6 +67,31 @@ def one_run(browser, url: str, width: int) -> dict:
         context.close()
 
 
+@contextlib.contextmanager
+def explorer(fp):
+    """A newly started explorer on `fp` (as `forwardpass explore` starts it, the model already loaded), once it has
+    prepared the opening page's slow answers and nothing else is remembered: its address."""
+    import uvicorn
+
+    from forwardpass.explorer import trace
+    from forwardpass.explorer.app import build_explorer
+
+    trace.forget()
+    app = build_explorer(fp, prepare=True)
+    app.state.prepared.join()
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default=None,
@@ -70,6 +99,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--width", type=int, default=1280)
     ap.add_argument("--lang", choices=["en", "zh"], default="en")
+    ap.add_argument("--prompt", default=None,
+                    help="open the page on this prompt (default: the page's own, whose slow answers are prepared)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--json", action="store_true")
@@ -79,11 +110,9 @@ def main() -> None:
     if not Path(CHROMIUM).exists():
         sys.exit(f"error: {CHROMIUM} is not installed (Debian's chromium package)")
 
-    import uvicorn
     from common import checked_device
     from playwright.sync_api import sync_playwright
 
-    from forwardpass.explorer.app import build_explorer
     from forwardpass.explorer.names import display_name
     from forwardpass.pipeline import load
 
@@ -92,29 +121,24 @@ def main() -> None:
         import torch
         torch.set_num_threads(args.threads)
     fp = load(args.model, device=device)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(build_explorer(fp), host="127.0.0.1", port=port, log_level="warning"))
-    threading.Thread(target=server.run, daemon=True).start()
-    while not server.started:
-        time.sleep(0.05)
-    url = f"http://127.0.0.1:{port}/?lang={args.lang}"
+    query = f"?lang={args.lang}" + (f"&prompt={quote(args.prompt)}" if args.prompt else "")
     runs = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         try:
             for i in range(args.runs):
-                runs.append(one_run(browser, url, args.width))
+                with explorer(fp) as url:
+                    runs.append(one_run(browser, url + query, args.width))
                 print(f"run {i + 1}/{args.runs} done", file=sys.stderr)
         finally:
             browser.close()
-    server.should_exit = True
 
     med = lambda xs: statistics.median(xs) if xs else None  # noqa: E731
     names = [w["name"] for w in runs[0]["widgets"]]
     per = {n: med([w["live_ms"] for r in runs for w in r["widgets"] if w["name"] == n and w["live_ms"] is not None])
            for n in names}
     live = [per[n] for n in names if per[n] is not None]
-    result = {"machine": machine(device), "model": display_name("model", fp),
+    result = {"machine": machine(device), "model": display_name("model", fp), "prompt": args.prompt,
               "width": args.width, "lang": args.lang, "runs": args.runs,
               "first_paint_ms": med([r["first_paint_ms"] for r in runs]),
               "words_ms": med([r["words_ms"] for r in runs]),
@@ -126,7 +150,7 @@ def main() -> None:
         return
     m = result["machine"]
     print(f"{m['date']} · {m['cpu']} · {m['cores']} cores · load {m['load_average']} · {args.width}px {args.lang} · "
-          f"median of {args.runs}")
+          f"{'prompt ' + repr(args.prompt) if args.prompt else 'the default prompt'} · median of {args.runs}")
     print(f"first paint {result['first_paint_ms']:.0f} ms · words in place {result['words_ms']:.0f} ms · "
           f"every widget live {result['every_widget_live_ms']:.0f} ms ({len(live)} widgets)")
     for n in sorted(result["widgets"], key=per.get, reverse=True)[:10]:

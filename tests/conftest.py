@@ -1,4 +1,5 @@
-"""Shared fixtures: the real default model and transformers' reference, each loaded once per session."""
+"""Shared fixtures: the real default model and transformers' reference, each loaded once per session; the explorer's
+pages in Chromium, once per module."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 
 import pytest
 import torch
+from test_explorer_fixtures import PAGES, page_set
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 torch.manual_seed(0)
@@ -34,3 +36,17 @@ def hf_smollm():
     tok = transformers.AutoTokenizer.from_pretrained(path.parent, **kwargs)
     model = transformers.AutoModelForCausalLM.from_pretrained(path.parent, dtype=torch.float32, **kwargs)
     return tok, model.eval()
+
+
+# ---- the explorer's pages (tests/test_explorer_fixtures.py) -------------------------------------------------------
+@pytest.fixture(scope="module")
+def pages(smollm):
+    """pages(width=1280, lang="en"): a ready page of one explorer on SmolLM2 in one Chromium, for the whole module"""
+    with page_set(smollm) as at:
+        yield at
+
+
+@pytest.fixture(params=PAGES, ids=lambda p: f"{p[0]}px-{p[1]}")
+def any_page(request, pages):
+    """the page at 1280 and 390 px, in English and in Chinese"""
+    return pages(*request.param)

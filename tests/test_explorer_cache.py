@@ -11,12 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 from test_explorer_fixtures import (
     DEFAULT_PROMPT,
-    PAGE_IDS,
-    PAGES,
     foreign_text,
     idle,
     needs_chromium,
-    page_set,
     preset_button,
     readout,
     set_range,
@@ -89,17 +86,6 @@ def test_the_cache_widgets_answer_on_the_default_model(default_client):
 
 # ---- the page ---------------------------------------------------------------------------------------------------
 pytestmark = needs_chromium
-
-
-@pytest.fixture(scope="module")
-def pages(smollm):
-    with page_set(smollm) as at:
-        yield at
-
-
-@pytest.fixture(params=PAGES, ids=PAGE_IDS)
-def any_page(request, pages):
-    return pages(*request.param)
 
 
 def run_ring(page, capacity: int, prompt: str = "One two three four five") -> str:

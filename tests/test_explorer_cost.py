@@ -12,12 +12,10 @@ from pathlib import Path
 
 import pytest
 from test_explorer_fixtures import (
-    PAGE_IDS,
     PAGES,
     foreign_text,
     idle,
     needs_chromium,
-    page_set,
     readout,
     set_range,
 )
@@ -33,17 +31,6 @@ SMALL = {"requests": 4, "system_tokens": 32, "shared": True, "own_tokens": 8, "n
          "arrival": "staggered"}
 IDS = {"requests": "#mu-requests", "system_tokens": "#mu-system", "own_tokens": "#mu-own", "new_tokens": "#mu-new",
        "pool_blocks": "#mu-pool"}
-
-
-@pytest.fixture(scope="module")
-def pages(smollm):
-    with page_set(smollm) as at:
-        yield at
-
-
-@pytest.fixture(params=PAGES, ids=PAGE_IDS)
-def any_page(request, pages):
-    return pages(*request.param)
 
 
 def api(page, path: str) -> dict:

@@ -1,18 +1,8 @@
 """Fixtures and helpers for the explorer's browser tests (no tests here). A section's test module gets one headless
-Chromium and one explorer on the real default model for the whole module with
+Chromium and one explorer on the real default model for the whole module from tests/conftest.py:
 
-    from test_explorer_fixtures import PAGES, PAGE_IDS, needs_chromium, page_set, …
-
-    pytestmark = needs_chromium
-
-    @pytest.fixture(scope="module")
-    def pages(smollm):
-        with page_set(smollm) as at:
-            yield at                  # pages(width, lang): a ready page at that width (px) and language, reused
-
-    @pytest.fixture(params=PAGES, ids=PAGE_IDS)
-    def any_page(request, pages):     # 1280 and 390 px, English and Chinese
-        return pages(*request.param)
+    pages(width, lang)   a ready page at that width (px) and language, opened on first use and reused
+    any_page             each of 1280 and 390 px, English and Chinese (PAGES)
 
 Helpers: readout, set_range, wait_for, idle, use_prompt, run_all, set_lang, and foreign_text (visible text in the
 other language)."""
@@ -33,17 +23,16 @@ from forwardpass.explorer.app import build_explorer
 
 CHROMIUM = "/usr/bin/chromium"
 DEFAULT_PROMPT = "The cat sat on the mat, and the cat slept."
-PAGES = [(width, lang) for width in (1280, 390) for lang in ("en", "zh")]
-PAGE_IDS = [f"{width}px-{lang}" for width, lang in PAGES]
+PAGES = [(width, lang) for width in (1280, 390) for lang in ("en", "zh")]  # any_page's (conftest.py)
 needs_chromium = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
 
 
 @contextlib.contextmanager
 def explorer(pipeline, others=None):
-    """The explorer on `pipeline` (and the models `others` names) on a free port: its address."""
+    """The explorer on `pipeline` (and the models `others` names) on a free port: its address (url.app: the app)."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(build_explorer(pipeline, others), host="127.0.0.1", port=port,
-                                           log_level="warning"))
+    app = build_explorer(pipeline, others, prepare=True)  # as `forwardpass explore` starts it
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:

@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from test_explorer_fixtures import (
-    PAGE_IDS,
-    PAGES,
     foreign_text,
     idle,
     needs_chromium,
-    page_set,
     readout,
     run_all,
     set_lang,
@@ -22,17 +18,6 @@ from test_explorer_fixtures import (
 )
 
 pytestmark = needs_chromium
-
-
-@pytest.fixture(scope="module")
-def pages(smollm):
-    with page_set(smollm) as at:
-        yield at
-
-
-@pytest.fixture(params=PAGES, ids=PAGE_IDS)
-def any_page(request, pages):
-    return pages(*request.param)
 
 
 def test_every_visible_string_is_in_the_pages_language(any_page):

@@ -107,13 +107,13 @@ def test_one_run_at_a_time_per_explorer(smollm, monkeypatch):
     client = TestClient(build_explorer(smollm))
     first: list = []
     second: list = []
-    worker = threading.Thread(target=lambda: first.append(client.post("/api/many-users", json={})))
-    waiting = threading.Thread(target=lambda: second.append(client.post("/api/many-users", json={})))
+    worker = threading.Thread(target=lambda: first.append(client.post("/api/many-users?fresh=1", json={})))
+    waiting = threading.Thread(target=lambda: second.append(client.post("/api/many-users?fresh=1", json={})))
     worker.start()
     try:
         assert started.wait(10)
         monkeypatch.setattr(many_users, "WAIT_S", 0.2)
-        refused = client.post("/api/many-users", json={})  # the first still runs: past the wait, refused
+        refused = client.post("/api/many-users?fresh=1", json={})  # the first still runs: past the wait, refused
         assert refused.status_code == 400 and refused.json()["code"] == "busy"
         monkeypatch.setattr(many_users, "WAIT_S", 10.0)
         waiting.start()

@@ -11,12 +11,10 @@ import re
 import pytest
 import torch
 from test_explorer_fixtures import (
-    PAGE_IDS,
-    PAGES,
     foreign_text,
     idle,
     needs_chromium,
-    page_set,
+    preset_button,
     readout,
     use_prompt,
 )
@@ -132,17 +130,6 @@ def test_the_sample_step_must_be_in_the_windows_first_half(smollm):
 
 
 # ---- the page -----------------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def pages(smollm):
-    with page_set(smollm) as at:
-        yield at
-
-
-@pytest.fixture(params=PAGES, ids=PAGE_IDS)
-def any_page(request, pages):
-    return pages(*request.param)
-
-
 def widget(page, name):
     return page.locator(f'[data-widget="{name}"]')
 
@@ -154,8 +141,11 @@ def wait_current(page, name):
     idle(page)
 
 
+CONTROL = {"W-temperature": "temperature", "W-top-k": "top-k", "W-top-p": "top-p"}  # each widget's slider
+
+
 def preset(page, name, value):
-    widget(page, name).locator(f'.preset[data-value="{value}"]').click()
+    preset_button(page, name, CONTROL[name], value).click()
     page.wait_for_function("([n, v]) => { const w = document.querySelector(`[data-widget=\"${n}\"]`);"
                            " return w.querySelector('input[type=range]').value === v"
                            " && !w.hasAttribute('aria-busy'); }",
@@ -170,7 +160,7 @@ def kept_bars(page, name):
 
 
 def told(page, name):
-    return widget(page, name).locator(".s03-told").inner_text()
+    return widget(page, name).locator(".prose.told").inner_text()
 
 
 def toy(temperature=1.0):

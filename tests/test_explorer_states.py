@@ -12,7 +12,6 @@ from test_explorer_fixtures import (
     idle,
     needs_chromium,
     open_page,
-    page_set,
     readout,
     set_range,
     use_prompt,
@@ -21,12 +20,6 @@ from test_explorer_fixtures import (
 
 pytestmark = needs_chromium
 CJK = re.compile(r"[\u4e00-\u9fff]")
-
-
-@pytest.fixture(scope="module")
-def pages(smollm):
-    with page_set(smollm) as at:
-        yield at
 
 
 def state_of(page, widget: str) -> str:

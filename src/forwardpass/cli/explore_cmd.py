@@ -45,5 +45,5 @@ def run(args) -> int:
         print(json.dumps({"address": address, "model": fp.config.name}), flush=True)
     else:
         print(f"explorer for {fp.config.name} at {address}", file=sys.stderr, flush=True)
-    uvicorn.run(build_explorer(fp, others(args)), host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(build_explorer(fp, others(args), prepare=True), host=args.host, port=args.port, log_level="warning")
     return 0

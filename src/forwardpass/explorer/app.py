@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from ..errors import ForwardpassError
 from ..pipeline import Pipeline
-from . import anatomy, attention_map, compute, loop_runs, names
+from . import anatomy, answers, attention_map, compute, loop_runs, names
 
 STATIC = Path(__file__).parent / "static"
 log = logging.getLogger("forwardpass.explorer")
@@ -71,10 +71,26 @@ class Models:
             return self.loaded[name]
 
 
-def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | None = None) -> FastAPI:
-    """The explorer on `fp`; `others` name models a page may switch to, each loaded when first asked for."""
+DEFAULT_PROMPT = "The cat sat on the mat, and the cat slept."  # the page's own (static/lib/state.js)
+
+
+def opening() -> list[tuple[str, BaseModel]]:
+    """The slow answers a page asks for when it opens with the default prompt on the first model, in the order it
+    shows them (tests/test_explorer_states.py checks that the page asks exactly these)."""
+    from .many_users import Body as Crowd
+    return [("/api/candidates", Prompt()),  # the article's five words after its own sentence
+            ("/api/ring-overflow", Steps(prompt="One two three four five", capacity=8, steps=10)),
+            ("/api/loop-timing", Steps(prompt=DEFAULT_PROMPT, steps=12)),
+            ("/api/many-users", Crowd())]
+
+
+def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | None = None,
+                   prepare: bool = False) -> FastAPI:
+    """The explorer on `fp`; `others` name models a page may switch to, each loaded when first asked for. `prepare`:
+    compute the opening page's slow answers now, in the background (app.state.prepared: that thread)."""
     app = FastAPI(title="forwardpass explorer", docs_url=None, redoc_url=None)
     models = Models(fp, others)
+    remembered = answers.Answers()
 
     @app.exception_handler(ForwardpassError)
     async def bad_input(_: Request, e: ForwardpassError) -> JSONResponse:
@@ -146,18 +162,26 @@ def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | Non
     posts |= {  # §04–§05 measured here: both loops timed step by step
         "/api/loop-timing": (Steps, lambda b: on_model(loop_runs.timed_loops, b, b.steps)),
     }
-    from . import lens, story  # §03 on the real model: the article's five words, the logit lens
+    from . import lens, many_users, story  # §03 on the real model: the article's five words, the logit lens
     posts |= {
         "/api/candidates": (Prompt, lambda b: on_model(story.candidates, b)),
         "/api/logit-lens": (Prompt, lambda b: on_model(lens.logit_lens, b)),
+        "/api/many-users": (many_users.Body, many_users.runner(models)),  # §06: many users on one engine
     }
-    for path, (shape, fn) in posts.items():
-        def route(body, fn=fn):
-            return fn(body)
-        route.__annotations__ = {"body": shape}
+
+    def ask(path: str, body: BaseModel, fresh: bool = False) -> dict:
+        """the answer to `body` at `path`, remembered (answers.py) under the model it names (None: the first)"""
+        asked = body.model_dump() | {"model": body.model or models.first}
+        return remembered.get(path, asked, lambda: posts[path][1](body), fresh)
+
+    for path, (shape, _) in posts.items():
+        def route(body, request: Request, path=path):
+            return ask(path, body, request.query_params.get("fresh") == "1")
+        route.__annotations__ = {"body": shape, "request": Request}
         app.add_api_route(path, route, methods=["POST"])
 
-    from . import machine_rates, many_users  # §06: the model's cache beside its weights; many users on one engine
+    from . import machine_rates  # §06: the model's cache beside its weights
     machine_rates.register(app, models)
-    many_users.register(app, models)
+    app.state.answers = remembered
+    app.state.prepared = answers.prepare([lambda p=p, b=b: ask(p, b) for p, b in opening()]) if prepare else None
     return app

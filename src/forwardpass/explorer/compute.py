@@ -24,6 +24,7 @@ from ..sampling import (
     top_k_mask,
     top_p_mask,
 )
+from .trace import trace
 
 GPT2, GPT3 = preset("gpt2-small"), preset("gpt3-175b")
 _LOCKS: dict[int, threading.Lock] = {}
@@ -165,53 +166,48 @@ def split(d_model: int) -> dict:
 
 
 def _next(fp: Pipeline, ids: list[int]) -> torch.Tensor:
+    """The model's logits for the token after `ids`, run now (hooks and switches on the model see this run)."""
     with torch.inference_mode():
         return fp.model(torch.tensor([ids], device=fp.device), last_only=True)[0][0, 0].float()
 
 
+def next_logits(fp: Pipeline, ids: list[int]) -> torch.Tensor:
+    """The model's logits for the token after `ids`, from the prompt's watched pass (trace.py): (vocab_size,).
+    Callers hold model_lock(fp)."""
+    return trace(fp, ids).logits
+
+
 def residual(fp: Pipeline, prompt: str, mode: str) -> dict:
-    """W-residual: every block adds into the stream, or (the counterfactual) replaces it."""
+    """W-residual: every block adds into the stream (the model as it is: its watched pass), or (the counterfactual)
+    replaces it."""
     if mode not in ("add", "replace"):
         raise refuse("mode", "mode must be 'add' or 'replace'")
     ids = _ids(fp, prompt)
-    shapes: list[list[int]] = []
-    hooks = [b.register_forward_hook(lambda m, i, o: shapes.append(list(o.shape))) for b in fp.model.blocks]
-    for block in fp.model.blocks:
-        block.residual = mode
-    try:
-        logits = _next(fp, ids)
-    finally:
+    if mode == "add":
+        seen = trace(fp, ids)
+        shapes, logits = seen.output_shapes, seen.logits
+    else:
+        shapes = []
+        hooks = [b.register_forward_hook(lambda m, i, o: shapes.append(list(o.shape))) for b in fp.model.blocks]
         for block in fp.model.blocks:
-            block.residual = "add"
-        for h in hooks:
-            h.remove()
+            block.residual = mode
+        try:
+            logits = _next(fp, ids)
+        finally:
+            for block in fp.model.blocks:
+                block.residual = "add"
+            for h in hooks:
+                h.remove()
     return {"mode": mode, "stream_shapes": shapes, "next": _top(fp, logits, torch.softmax(logits, -1), 5)}
 
 
 def block_steps(fp: Pipeline, prompt: str) -> dict:
-    """W-block-steps: the stream's size at every layer boundary and what each branch adds (last token)."""
-    ids = _ids(fp, prompt)
-    rows: list[dict] = []
-    added: dict[str, float] = {}
-
-    def branch(name):  # what a branch hands back to be added, at the last token
-        def hook(module, inputs, output):
-            added[name] = float(output[0, -1].norm())
-        return hook
-
-    def hook(block, inputs, output):
-        x = inputs[0][0, -1]
-        rows.append({"block": block.index, "stream_in": float(x.norm()), "stream_out": float(output[0, -1].norm()),
-                     "attention_added": added.pop("attention"), "ffn_added": added.pop("ffn")})
-
-    hooks = [b.register_forward_hook(hook) for b in fp.model.blocks]
-    hooks += [h for b in fp.model.blocks for h in (b.attn.register_forward_hook(branch("attention")),
-                                                   b.ffn.register_forward_hook(branch("ffn")))]
-    try:
-        _next(fp, ids)
-    finally:
-        for h in hooks:
-            h.remove()
+    """W-block-steps: the stream's size at every layer boundary and what each branch adds (last token), read off the
+    prompt's watched pass."""
+    seen = trace(fp, _ids(fp, prompt))
+    rows = [{"block": i, "stream_in": float(seen.inputs[i][0, -1].norm()), "stream_out": float(seen.outputs[i].norm()),
+             "attention_added": seen.attention_added[i], "ffn_added": seen.ffn_added[i]}
+            for i in range(fp.config.n_layers)]
     return {"steps": ["read the stream", "normalize a copy", "attention on the copy", "add it back",
                       "normalize a copy", "FFN on the copy", "add it back"], "blocks": rows}
 
@@ -221,14 +217,8 @@ def _attention_inputs(fp: Pipeline, ids: list[int], layer: int) -> tuple:
     RoPE angles of its positions (the layer's own table) and its sliding window."""
     c = fp.config
     block = fp.model.blocks[layer]
-    captured = {}
-    h = block.register_forward_hook(lambda m, i, o: captured.setdefault("x", i[0]))
-    try:
-        _next(fp, ids)
-    finally:
-        h.remove()
     with torch.inference_mode():
-        x = captured["x"]
+        x = trace(fp, ids).inputs[layer]  # (1, T, d_model): the stream the block read
         normed = block.attn_norm(x) if c.norm_position == "pre" else x
         positions = torch.arange(len(ids), device=fp.device)[None]
         rotary = fp.model.rope_local if block.sliding and fp.model.rope_local is not None else fp.model.rope
@@ -291,7 +281,7 @@ def sampling_view(fp: Pipeline, prompt: str, temperature: float, top_k: int, top
         return probs, kept
 
     toy_probs, toy_kept = view(toy)
-    real_logits = _next(fp, _ids(fp, prompt))
+    real_logits = next_logits(fp, _ids(fp, prompt))
     real_probs, real_kept = view(real_logits)
     return {
         "temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
@@ -306,7 +296,7 @@ def sampling_view(fp: Pipeline, prompt: str, temperature: float, top_k: int, top
 def sample(fp: Pipeline, prompt: str, temperature: float, top_k: int, top_p: float, seed: int) -> dict:
     """One draw from the full vocabulary with these settings."""
     params = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
-    token, _ = next_token(_next(fp, _ids(fp, prompt)), params, make_generator(params), [], [])
+    token, _ = next_token(next_logits(fp, _ids(fp, prompt)), params, make_generator(params), [], [])
     return {"id": token, "piece": fp.tokenizer.piece(token)}
 
 

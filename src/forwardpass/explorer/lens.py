@@ -8,7 +8,8 @@ from __future__ import annotations
 import torch
 
 from ..pipeline import Pipeline
-from .compute import _ids, _next
+from .compute import _ids
+from .trace import trace
 
 TOP = 10  # tokens kept per block (the page shows as many of them as its slider says)
 
@@ -37,14 +38,8 @@ def logit_lens(fp: Pipeline, prompt: str) -> dict:
     """One row per block: the top next tokens its output stream would give, for the prompt's last position; and the
     model's own top tokens (its logits from a plain forward pass) to hold the last row against."""
     ids = _ids(fp, prompt)
-    model = fp.model
-    streams: list[torch.Tensor] = []
-    hooks = [b.register_forward_hook(lambda m, i, o: streams.append(o[0, -1].clone())) for b in model.blocks]
-    try:
-        own = _next(fp, ids)  # the model's logits for the next token: (vocab_size,)
-    finally:
-        for h in hooks:
-            h.remove()
+    model, seen = fp.model, trace(fp, ids)  # the prompt's watched pass
+    streams, own = seen.outputs, seen.logits  # every block's output at the last position; the model's logits
     answer = int(own.argmax())
     with torch.inference_mode():
         # the model's own last two stages: the earlier blocks' streams in one batch (one read of the unembedding),

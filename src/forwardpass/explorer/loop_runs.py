@@ -57,7 +57,8 @@ def timed_loops(fp: Pipeline, prompt: str, steps: int) -> dict:
     finally:
         model.fused = fused
     p = len(ids)
-    return {"prompt_tokens": p, "prompt_pieces": [fp.tokenizer.piece(i) for i in ids], "steps": rows,
+    return {"measured_at": time.time(), "prompt_tokens": p, "prompt_pieces": [fp.tokenizer.piece(i) for i in ids],
+            "steps": rows,
             "n_layers": fp.config.n_layers,
             "same_tokens": all(r["naive_id"] == r["cached_id"] for r in rows),
             "naive_total_s": sum(r["naive_s"] for r in rows), "cached_total_s": sum(r["cached_s"] for r in rows),

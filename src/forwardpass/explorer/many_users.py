@@ -183,7 +183,8 @@ def _summary(fp, s: Settings, ids, engine: Engine, seqs, order, arrived_at, fini
                 "ttft_buckets": [m[f"vllm:time_to_first_token_seconds_bucket{{le={float(b)}}}"]
                                  for b in LATENCY_BUCKETS],
                 "blocks_used": m["forwardpass:kv_cache_blocks_used"]}
-    return {"settings": s.__dict__, "block_size": BLOCK_SIZE, "pool_blocks": engine.pool.num_blocks,
+    return {"settings": s.__dict__, "measured_at": time.time(), "block_size": BLOCK_SIZE,
+            "pool_blocks": engine.pool.num_blocks,
             "kv_dtype": str(fp.kv_dtype()).removeprefix("torch."),
             "block_bytes": BlockPool.block_bytes(fp.config, BLOCK_SIZE, fp.kv_dtype()),
             "steps": steps, "requests": per, "seconds": seconds,
@@ -211,10 +212,10 @@ class Body(BaseModel):
 WAIT_S = 30.0  # how long a second run waits for the one in progress (a run is a few seconds) before it is refused
 
 
-def register(app, models) -> None:
-    """POST /api/many-users on `app`: one run at a time per explorer; a second waits its turn (a page runs the widget
-    once when it opens, and a reader may press Run before that run is done), and is refused, clearly, only when the
-    run before it takes longer than WAIT_S."""
+def runner(models):
+    """fn(body) for POST /api/many-users: one run at a time per explorer; a second waits its turn (a page runs the
+    widget once when it opens, and a reader may press Run before that run is done), and is refused, clearly, only
+    when the run before it takes longer than WAIT_S."""
     busy = threading.Lock()
 
     def many_users(body: Body) -> dict:
@@ -227,4 +228,4 @@ def register(app, models) -> None:
         finally:
             busy.release()
 
-    app.add_api_route("/api/many-users", many_users, methods=["POST"])
+    return many_users

@@ -86,6 +86,9 @@ async function main() {
   });
   setLang(startLang());
   performance.mark("forwardpass:text");  // every section's words on the page, before any data
+  // the models and this one's shape, asked together (api.js hands the same answers on below)
+  get("/api/models").catch(() => {});
+  get("/api/model", state.model ? { model: state.model } : {}).catch(() => {});
   document.querySelectorAll("[data-lang]").forEach((b) => b.addEventListener("click", () => setLang(b.dataset.lang)));
 
   const prompt = byId("prompt");

@@ -1,5 +1,5 @@
 // The explorer's JSON endpoints. Every request names the page's model; the same request asked twice (two widgets
-// reading one computation, a redraw) is answered once. A failure is an ApiError whose code names the page's own
+// reading one computation, a redraw) is answered once, here and by the explorer (explorer/answers.py). A failure is an ApiError whose code names the page's own
 // sentence for it (strings/common.js: error.<code>), with the server's English message beside it.
 
 import { state } from "./state.js";
@@ -32,11 +32,12 @@ export function get(path, query = {}, { model = false, fresh = false } = {}) {
   return fresh ? send() : remembered(`GET ${path}?${qs}`, send);
 }
 
-/** POST a JSON body, with the page's model; `fresh` asks again even if it was answered (a random draw) */
+/** POST a JSON body, with the page's model; `fresh` asks again even if it was answered, here or by the explorer (a
+ * new measurement) */
 export function post(path, body, { fresh = false } = {}) {
   const full = { ...body, model: state.model };
-  const send = () => request(path, { method: "POST", headers: { "content-type": "application/json" },
-    body: JSON.stringify(full) });
+  const send = () => request(fresh ? `${path}?fresh=1` : path, { method: "POST",
+    headers: { "content-type": "application/json" }, body: JSON.stringify(full) });
   return fresh ? send() : remembered(`POST ${path} ${JSON.stringify(full)}`, send);
 }
 

@@ -160,7 +160,8 @@ export const nodes = (key, values) => toNodes(parts(key, values));
 
 /** every [data-text*] element under root, in the page's language */
 export function apply(root = document) {
-  root.querySelectorAll("[data-text]").forEach((el) => el.replaceChildren(...nodes(el.dataset.text)));
+  root.querySelectorAll("[data-text]").forEach((el) => el.replaceChildren(...nodes(el.dataset.text,
+    el.dataset.textValues ? JSON.parse(el.dataset.textValues) : undefined)));
   root.querySelectorAll("[data-text-aria]").forEach((el) => el.setAttribute("aria-label", t(el.dataset.textAria)));
   root.querySelectorAll("[data-text-title]").forEach((el) => el.setAttribute("title", t(el.dataset.textTitle)));
 }

@@ -46,3 +46,9 @@ export function seconds(s) {
   if (s < 0.01) return t("unit.ms", { v: (s * 1000).toFixed(1) });
   return s < 1 ? t("unit.ms", { v: fmt.int(s * 1000) }) : t("unit.s", { v: s.toFixed(2) });
 }
+
+/** a moment (seconds since 1970) as this reader's clock shows it: 15:55:03 */
+export function clock(epochS) {
+  const d = new Date(epochS * 1000), two = (n) => String(n).padStart(2, "0");
+  return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+}

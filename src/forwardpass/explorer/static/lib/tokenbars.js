@@ -6,8 +6,6 @@
 import { COLORS, chartWidth, remember, shape, svgOf, text, ticks } from "./charts.js";
 import { fmt } from "./i18n.js";
 
-export { hasBytes, pieceLabel } from "./i18n.js";  // the page's one way to write a piece (raw bytes as ⟨E5 9D⟩)
-
 /** text for a text alternative: token pieces quoted (as the tokenizer's strings are), so they read as pieces */
 function said(s, token = false) {
   const quote = (x) => (x.startsWith('"') ? x : JSON.stringify(x));

@@ -5,6 +5,8 @@
 //   told(w, ...items)   one paragraph per item, after the readout and before the closing prose; an item is a
 //                       [key, values] pair, or a list of pairs joined into one paragraph with the language's
 //                       sentence gap; falsy items (and falsy pairs inside a list) are skipped
+//   preset(set, label, values?) a preset button's markup: it sets the controls {id: value, …}; its label the string
+//                       `label` (with values), or { text } for one the same in every language ("T = 0.1")
 //   presets(root, after?) buttons <button class="preset" data-set='{"id": value, …}'> inside root: each sets those
 //                       controls as if the reader had moved them, then calls after() (default: an input event on its
 //                       first control); each says whether it is the state shown (aria-pressed). Returns sync().
@@ -35,6 +37,15 @@ export function told(w, ...items) {
     pairs.forEach(([key, values], i) => p.append(...(i && gap() ? [gap()] : []), ...nodes(key, values)));
     return p;
   }).filter((p) => p.childNodes.length));
+}
+
+/** a preset button's markup: pressing it sets each control of `set` ({id: value, …}); its label is the string
+ * `label` filled with `values` (lib/i18n.js keeps it in the page's language), or { text }: a symbol and its value, the
+ * same in every language */
+export function preset(set, label, values = null) {
+  const text = typeof label === "string" ? `data-text="${label}"${values ? ` data-text-values='${JSON.stringify(values)}'` : ""}>`
+    : `>${label.text}`;
+  return `<button type="button" class="preset" data-set='${JSON.stringify(set)}' ${text}</button>`;
 }
 
 /** Preset buttons (<button class="preset" data-set='{"id": value, …}'>) inside `root`: each sets those controls, as if

@@ -6,7 +6,7 @@
 //     runsOn: "prompt" | "own-prompt" | "model" | "<string key saying its fixed input>",
 //     follows: ["prompt", "model"],     // what makes its result out of date
 //     auto: true,                       // re-run itself when those change (false: on demand, marked out of date)
-//     first: true,                      // on demand, but run once when the page opens (after every automatic one),
+//     first: true,                      // on demand, but run once when the page opens (beside the automatic ones),
 //                                       // so it shows a result, not an empty frame, until the reader runs it
 //     later: true,                      // automatic, but slow (it runs and times the model many times): run after
 //                                       // the other automatic widgets, so they are not kept waiting behind it
@@ -166,15 +166,21 @@ export function refresh(event) {
   })());
 }
 
-/** the first run: widgets on fixed inputs at once, then the rest in turn (inTurn), then the on-demand widgets that
- * show a first result (first: true) */
+/** the first run, three queues at once: the widgets on fixed inputs, the prompt's widgets in turn (inTurn, their
+ * questions all asked at the start), and the on-demand widgets that show a first result (first: true) one after
+ * another */
 export function start() {
   all.forEach((w) => w.redraw());
-  return working((async () => {
-    await Promise.all(all.filter((w) => w.auto && !w.follows.includes("prompt")).map((w) => w.run()));
-    for (const w of inTurn(all.filter((x) => x.follows.includes("prompt")))) await w.run();
-    for (const w of all.filter((x) => !x.auto && x.first && x.data === null)) await w.run();
-  })());
+  const inOrder = async (ws) => { for (const w of ws) await w.run(); };
+  const chain = inTurn(all.filter((x) => x.follows.includes("prompt")));
+  // every question asked at once (the explorer answers them one after another while the page draws), each widget
+  // drawn in turn from its answer (api.js hands the same answer to its run); the slow ones (later) in their turn
+  chain.filter((w) => !w.later).forEach((w) => w.load().catch(() => {}));
+  return working(Promise.all([
+    ...all.filter((w) => w.auto && !w.follows.includes("prompt")).map((w) => w.run()),
+    inOrder(chain),
+    inOrder(all.filter((x) => !x.auto && x.first && x.data === null)),
+  ]));
 }
 
 /** every widget again in the page's language (from the results it holds: nothing is asked again) */

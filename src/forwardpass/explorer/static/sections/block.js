@@ -8,7 +8,7 @@ import { byId, debounce, q, row, setRange, stepper } from "../lib/dom.js";
 import { heatmaps } from "../lib/heatmap.js";
 import { fmt, lang, nodes, piece, t } from "../lib/i18n.js";
 import { on, state } from "../lib/state.js";
-import { told } from "../lib/told.js";
+import { preset, presets, told } from "../lib/told.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
 import strings from "./block.strings.js";
 
@@ -43,8 +43,8 @@ export const html = sectionFrame("s01", [
   <span class="control"><label for="split-d"><code>d_model</code></label>
     <input id="split-d" type="range" min="64" max="12288" step="64" value="768"></span>
   <div class="presets" role="group" data-text-aria="W-split.presets">
-    <button type="button" class="preset" data-d="768" data-text="W-split.preset.768"></button>
-    <button type="button" class="preset" data-d="64" data-text="W-split.preset.64"></button>
+    ${preset({ "split-d": 768 }, "W-split.preset.768")}
+    ${preset({ "split-d": 64 }, "W-split.preset.64")}
   </div>
   <div class="chart" role="img"></div>`),
   frame("W-norm", `
@@ -225,10 +225,7 @@ export function mount() {
     return why.length ? ["W-split.told.model", { ...values, why: why.flatMap((x, i) => (i ? [lang() === "zh" ? "；" : "; and ", ...x] : x)) }] : null;
   }
   byId("split-d").addEventListener("input", debounce(() => split.run(), 120));
-  split.el.querySelectorAll(".preset").forEach((b) => b.addEventListener("click", () => {
-    setRange(byId("split-d"), { value: b.dataset.d });
-    split.run();
-  }));
+  presets(split.el, () => split.run());
 
   // ---- W-norm: the loaded model's N blocks with the norm on the branch or on the stream; the gradient's way back
   const norm = widget("W-norm", {

@@ -7,10 +7,10 @@ import { byId, debounce, q, setRange } from "../lib/dom.js";
 import { code, fmt, nodes, piece, t } from "../lib/i18n.js";
 import { bytes } from "../lib/prose.js";
 import { state } from "../lib/state.js";
-import { gap, presets, told, times } from "../lib/told.js";
+import { gap, preset, presets, told, times } from "../lib/told.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
 import strings from "./cache.strings.js";
-import { autoregress, chip, preset } from "./loop.js";
+import { autoregress, chip } from "./loop.js";
 
 export { strings };
 
@@ -22,7 +22,7 @@ export const html = sectionFrame("s05", [
   frame("W-cache-memory", `
   <span class="control"><label for="context" data-text="cache.context"></label>
   <input id="context" type="range" min="64" max="2048" step="64" value="2048"></span>
-  <span class="presets">${preset("context", 512, "W-cache-memory.preset-512")}${preset("context", 2048, "W-cache-memory.preset-2048")}</span>
+  <span class="presets">${preset({ "context": 512 }, "W-cache-memory.preset-512")}${preset({ "context": 2048 }, "W-cache-memory.preset-2048")}</span>
   <div class="chart" role="img"></div>`),
   frame("W-cache-here", `
   <div class="chart per-token" role="img"></div>
@@ -33,7 +33,7 @@ export const html = sectionFrame("s05", [
   <span class="control"><label for="ring-capacity" data-text="W-ring-overflow.capacity"></label>
   <input id="ring-capacity" type="range" min="6" max="16" value="8"></span>
   <button type="button" class="run" data-text="W-ring-overflow.run"></button>
-  <span class="presets">${preset("ring-capacity", 8, "W-ring-overflow.preset-8")}${preset("ring-capacity", 16, "W-ring-overflow.preset-16")}</span>
+  <span class="presets">${preset({ "ring-capacity": 8 }, "W-ring-overflow.preset-8")}${preset({ "ring-capacity": 16 }, "W-ring-overflow.preset-16")}</span>
   <p class="caption"></p>
   <div class="slots chart" role="img" data-text-aria="W-ring-overflow.slots-empty"></div>
   <div class="side"><div class="panel correct" data-text-aria="W-ring-overflow.aria.correct"></div><div class="panel ring" data-text-aria="W-ring-overflow.aria.ring"></div></div>`),

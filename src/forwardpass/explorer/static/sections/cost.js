@@ -5,19 +5,17 @@
 import { get, post } from "../lib/api.js";
 import { bars } from "../lib/charts.js";
 import { byId, debounce, el, q, row, setRange } from "../lib/dom.js";
-import { code, fmt, lang, nodes, onLang, t } from "../lib/i18n.js";
+import { code, fmt, lang, nodes, t } from "../lib/i18n.js";
 import { pool } from "../lib/pool.js";
-import { bytes, one, perSecond, seconds } from "../lib/prose.js";
+import { bytes, clock, one, perSecond, seconds } from "../lib/prose.js";
 import { roofline } from "../lib/roofline.js";
 import { state } from "../lib/state.js";
-import { presets, told } from "../lib/told.js";
+import { preset, presets, told } from "../lib/told.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
 import strings from "./cost.strings.js";
 
 export { strings };
 
-const preset = (set, key, values) =>
-  `<button type="button" class="preset" data-set='${JSON.stringify(set)}' data-label="${key}" data-values='${JSON.stringify(values)}'></button>`;
 const slider = (id, key, min, max, value, step = 1) =>
   `<span class="control"><label for="${id}" data-text="${key}"></label>
   <input id="${id}" type="range" min="${min}" max="${max}" step="${step}" value="${value}"></span>`;
@@ -31,7 +29,7 @@ export const html = sectionFrame("s06", [
   frame("W-intensity", `
   <p class="machine"></p>
   ${slider("intensity-p", "W-intensity.p", 1, 512, 16)}
-  <span class="presets">${preset({ "intensity-p": 1 }, "W-intensity.preset", { p: 1 })}${preset({ "intensity-p": 16 }, "W-intensity.preset", { p: 16 })}</span>
+  <span class="presets">${preset({ "intensity-p": 1 }, { text: "P = 1" })}${preset({ "intensity-p": 16 }, { text: "P = 16" })}</span>
   <div class="chart bars" role="img"></div>
   <div class="chart roof" role="img"></div>`),
   frame("W-weights-vs-cache", `
@@ -55,7 +53,7 @@ export const html = sectionFrame("s06", [
   <span class="control"><label for="mu-arrival" data-text="W-many-users.arrival"></label>
   <select id="mu-arrival"><option value="staggered" data-text="W-many-users.arrival.staggered"></option><option value="together" data-text="W-many-users.arrival.together"></option></select></span>
   </div>
-  <span class="presets">${preset(as({ ...MANY, arrival: "staggered" }), "W-many-users.preset.shared", {})}${preset(as({ ...MANY, shared: false, arrival: "staggered" }), "W-many-users.preset.unshared", {})}${preset(as({ ...MANY, pool_blocks: 10, arrival: "staggered" }), "W-many-users.preset.small", {})}</span>
+  <span class="presets">${preset(as({ ...MANY, arrival: "staggered" }), "W-many-users.preset.shared")}${preset(as({ ...MANY, shared: false, arrival: "staggered" }), "W-many-users.preset.unshared")}${preset(as({ ...MANY, pool_blocks: 10, arrival: "staggered" }), "W-many-users.preset.small")}</span>
   <button type="button" class="run" data-text="W-many-users.run"></button>
   <div class="mu-player"><button type="button" class="play" aria-pressed="false" data-text-aria="W-many-users.play">▶</button>
   ${slider("mu-step", "W-many-users.step", 0, 0, 0)}</div>
@@ -78,16 +76,7 @@ const bound = (b) => t(`bound.${b}`);
 const billions = (n) => (lang() === "zh" ? `${(n / 1e8).toFixed(0)} 亿` : `${(n / 1e9).toFixed(1).replace(/\.0$/, "")} B`);
 const machineName = (m) => (m.key === "here" ? t("machine.here") : t(`gpu.${m.key}`));
 
-/** every preset's label in the page's language: at once when the section mounts, and again on a language change */
-function labelPresets(root) {
-  root.querySelectorAll("button.preset").forEach((b) => { b.textContent = t(b.dataset.label, JSON.parse(b.dataset.values)); });
-}
-
 export function mount() {
-  const section = document.getElementById("s06");
-  labelPresets(section);
-  onLang(() => labelPresets(section));
-
   // ---- W-intensity: FLOPs per byte, and where that stands on this machine and on two GPUs -------------------------
   const intensity = widget("W-intensity", {
     runsOn: "W-intensity.runs-on",
@@ -226,6 +215,7 @@ function mountManyUsers() {
   const root = document.querySelector('[data-widget="W-many-users"]');
   const stepInput = byId("mu-step"), playButton = q(root, ".play");
   let shown = null, timer = null, animate = false;  // animate: the reader pressed Run (a run at load shows its peak)
+  let fresh = false;  // the reader asked for a new run (Run, a preset), not the remembered one
 
   const settings = () => ({ requests: +byId("mu-requests").value, system_tokens: +byId("mu-system").value,
     shared: byId("mu-shared").checked, own_tokens: +byId("mu-own").value, new_tokens: +byId("mu-new").value,
@@ -233,7 +223,7 @@ function mountManyUsers() {
 
   const many = widget("W-many-users", {
     runsOn: "W-many-users.runs-on", follows: ["model"], auto: false, first: true, idle: "not-run",
-    load: () => post("/api/many-users", settings(), { fresh: true }),
+    load: () => post("/api/many-users", settings(), { fresh }),  // the opening run: the one the explorer made
     draw(d) {
       if (d !== shown) {  // a new run: its busiest step; after Run, its steps played from the first (unless the
         shown = d;        // reader asked for less motion)
@@ -258,10 +248,11 @@ function mountManyUsers() {
         c.preemptions ? ["W-many-users.told-preempted", { n: c.preemptions }]
           : ["W-many-users.told-room", { peak: d.peak_used, blocks: d.pool_blocks }],
         ["W-many-users.told-ttft", { min: seconds(ttfts[0]), max: seconds(ttfts[ttfts.length - 1]), median: seconds(median) }],
-        d.agrees ? ["W-many-users.metrics-agree", { metrics: code("/metrics"), prompt: fmt.int(m.prompt_tokens),
+        [d.agrees ? ["W-many-users.metrics-agree", { metrics: code("/metrics"), prompt: fmt.int(m.prompt_tokens),
           generated: fmt.int(m.generation_tokens), preemptions: m.preemptions, ttft: m.ttft_count, used: m.blocks_used }]
           : ["W-many-users.metrics-differ", { metrics: code("/metrics"), which: Object.keys(c).filter((k) =>
-            JSON.stringify(c[k]) !== JSON.stringify(m[k])).map((k) => code(k)) }]);
+            JSON.stringify(c[k]) !== JSON.stringify(m[k])).map((k) => code(k)) }],
+        ["W-many-users.measured", { time: clock(d.measured_at) }]]);
     },
   });
   many.el.dataset.source = "model";
@@ -312,7 +303,10 @@ function mountManyUsers() {
     playButton.setAttribute("aria-label", t("W-many-users.play"));
   }
   playButton.addEventListener("click", () => (timer ? stop() : play()));
-  const runNow = () => { animate = true; many.run(); };
+  const runNow = async () => {
+    animate = fresh = true;
+    try { await many.run(); } finally { fresh = false; }
+  };
   stepInput.addEventListener("input", () => { stop(); if (shown) renderStep(shown); });
 
   const sync = presets(root, () => { many.outdate("inputs"); runNow(); });

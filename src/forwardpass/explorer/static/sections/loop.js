@@ -6,17 +6,15 @@ import { COLORS, lines } from "../lib/charts.js";
 import { columns } from "../lib/compare.js";
 import { byId, debounce, q, setRange, tokenSpan } from "../lib/dom.js";
 import { fmt, nodes, piece, t } from "../lib/i18n.js";
-import { linkTo } from "../lib/prose.js";
+import { clock, linkTo } from "../lib/prose.js";
 import { state } from "../lib/state.js";
-import { presets, told, times } from "../lib/told.js";
+import { preset, presets, told, times } from "../lib/told.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
 import strings from "./loop.strings.js";
 
 export { strings };
 
 /** a preset button setting one control (lib/told.js: presets) */
-export const preset = (id, value, key) =>
-  `<button type="button" class="preset" data-set='${JSON.stringify({ [id]: value })}' data-text="${key}"></button>`;
 
 const STEPS = 12;  // greedy steps W-autoregress, W-naive-vs-cached and W-cache-fill show
 const NAIVE = COLORS.bar, CACHED = COLORS.mark;  // as lines() colours its first and second series
@@ -39,12 +37,12 @@ export const html = sectionFrame("s04", [
   frame("W-cost-toy", `
   <span class="control"><label for="cost-toy-n" data-text="loop.generated"></label>
   <input id="cost-toy-n" type="range" min="1" max="40" value="12"></span>
-  <span class="presets">${preset("cost-toy-n", 1, "W-cost-toy.preset-1")}${preset("cost-toy-n", 12, "W-cost-toy.preset-12")}</span>
+  <span class="presets">${preset({ "cost-toy-n": 1 }, "W-cost-toy.preset-1")}${preset({ "cost-toy-n": 12 }, "W-cost-toy.preset-12")}</span>
   <div class="chart" role="img"></div>`),
   frame("W-cost-gpt2", `
   <span class="control"><label for="cost-gpt2-n" data-text="loop.generated"></label>
   <input id="cost-gpt2-n" type="range" min="1" max="200" value="100"></span>
-  <span class="presets">${preset("cost-gpt2-n", 100, "W-cost-gpt2.preset-100")}</span>
+  <span class="presets">${preset({ "cost-gpt2-n": 100 }, "W-cost-gpt2.preset-100")}</span>
   <div class="chart" role="img"></div>`),
   `<p class="prose bridge" data-text="bridge-s04"></p>`,
 ]);
@@ -186,5 +184,5 @@ function drawLoops(w, d) {
     [[time, { w: times(wr), tr: times(tr) }],
       tr < 0.8 * wr && d.fit.per_step_s > 0 && d.fit.per_token_s > 0 && ["W-naive-vs-cached.fit", {
         points: 2 * n, a: ms(d.fit.per_step_s), b: fmt.fixed(1000 * d.fit.per_token_s, 2) }],
-      ["W-naive-vs-cached.measured", {}]]);
+      ["W-naive-vs-cached.measured", { time: clock(d.measured_at) }]]);
 }

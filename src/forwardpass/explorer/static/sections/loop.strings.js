@@ -110,8 +110,8 @@ export default {
     "The time gap, {tr}×, is even wider than the work gap of {w}× this run: the server running this page was busier during the naive steps. Time them again.",
     "这一次时间差距（{tr} 倍）比工作量差距（{w} 倍）还大：朴素循环运行时，运行本页的服务器更忙。请重新计时。",
   ],
-  "W-naive-vs-cached.measured": ["The times were measured just now, on the server running this page.",
-    "时间是刚刚在运行本页的服务器上测得的。"],
+  "W-naive-vs-cached.measured": ["The times were measured at {time} by the server running this page; “Time both again” measures them anew.",
+    "这些时间是运行本页的服务器在 {time} 测得的；按“重新计时”会再测一次。"],
 
   // W-cost-toy
   "title-W-cost-toy": ["What the loop costs: a toy", "循环的代价：玩具例子"],

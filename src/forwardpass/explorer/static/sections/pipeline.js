@@ -6,7 +6,7 @@ import { arrow, box, FILLS } from "../lib/diagram.js";
 import { byId, debounce, el, q, row, setRange, stepper, tokenSpan } from "../lib/dom.js";
 import { fmt, hasBytes, lang, nodes, parts, piece, pieceLabel, readable, t } from "../lib/i18n.js";
 import { state } from "../lib/state.js";
-import { presets, told } from "../lib/told.js";
+import { preset, presets, told } from "../lib/told.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
 import strings from "./pipeline.strings.js";
 
@@ -35,8 +35,8 @@ export const html = sectionFrame("s00", [
   <span class="control"><label for="depth-n" data-text="W-depth.n"></label>
     <input id="depth-n" type="range" min="1" max="96" value="12"></span>
   <div class="presets" role="group" data-text-aria="W-depth.presets">
-    <button type="button" class="preset" data-set='{"depth-n": 12}' data-text="W-depth.preset.12"></button>
-    <button type="button" class="preset" data-set='{"depth-n": 48}' data-text="W-depth.preset.48"></button>
+    ${preset({ "depth-n": 12 }, "W-depth.preset.12")}
+    ${preset({ "depth-n": 48 }, "W-depth.preset.48")}
   </div>
   <div class="chart" role="img"></div>`),
   frame("W-residual", `

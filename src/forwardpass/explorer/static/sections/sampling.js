@@ -10,6 +10,7 @@ import { byId, debounce, el, q, setRange, tokenSpan } from "../lib/dom.js";
 import { fmt, hasBytes, lang, nodes, onLang, parts, piece, pieceLabel, readable, t } from "../lib/i18n.js";
 import { state } from "../lib/state.js";
 import { stepStrip } from "../lib/stepstrip.js";
+import { preset, presets, told } from "../lib/told.js";
 import { tokenBars } from "../lib/tokenbars.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
 import strings from "./sampling.strings.js";
@@ -22,9 +23,10 @@ const ARTICLE = { temperature: [0.1, 1], top_k: [1], top_p: [0.9] };  // the art
 
 const pair = `<div class="pair"><div class="chart toy" role="img" data-text-aria="s03.chart-empty"></div><div class="chart real" role="img" data-text-aria="s03.chart-empty"></div></div>
   <p class="s03-bytes" hidden></p>`;
-const presets = (key, values) => `<div class="presets" role="group" data-text-aria="s03.presets">
+/** the article's settings of the slider `id` (its symbol `name`) as preset buttons */
+const articlePresets = (id, name, values) => `<div class="presets" role="group" data-text-aria="s03.presets">
     <span data-text="s03.presets"></span>
-    ${values.map((v) => `<button type="button" class="preset" data-value="${v}">${key} = ${v}</button>`).join("\n")}
+    ${values.map((v) => preset({ [id]: v }, { text: `${name} = ${v}` })).join("\n")}
   </div>`;
 
 export const html = sectionFrame("s03", [
@@ -40,18 +42,18 @@ export const html = sectionFrame("s03", [
   frame("W-temperature", `
   <div class="s03-control"><label for="temperature" data-text="W-temperature.label"></label>
   <input id="temperature" type="range" min="0" max="3" step="0.05" value="1"></div>
-  ${presets("T", ARTICLE.temperature)}
+  ${articlePresets("temperature", "T", ARTICLE.temperature)}
   <button type="button" class="draw" data-text="W-temperature.draw"></button>
   ${pair}`),
   frame("W-top-k", `
   <div class="s03-control"><label for="top-k">k</label>
   <input id="top-k" type="range" min="1" max="5" value="5"></div>
-  ${presets("k", ARTICLE.top_k)}
+  ${articlePresets("top-k", "k", ARTICLE.top_k)}
   ${pair}`),
   frame("W-top-p", `
   <div class="s03-control"><label for="top-p">p</label>
   <input id="top-p" type="range" min="0.05" max="1" step="0.05" value="1"></div>
-  ${presets("p", ARTICLE.top_p)}
+  ${articlePresets("top-p", "p", ARTICLE.top_p)}
   ${pair}`),
   frame("W-greedy-loop", `
   <label for="loop-prompt" data-text="W-greedy-loop.prompt"></label>
@@ -89,16 +91,6 @@ export function pct(p) {
   }
   if (p > 0 && p < 0.0005) return `<${fmt.pct(0.001)}`;  // never "0.0%" for a token that has some
   return fmt.pct(p);
-}
-
-/** the widget's numbered prose: a paragraph after its readout, written from the same data it draws */
-function told(w, ...items) {
-  let p = w.q(".s03-told");
-  if (!p) {
-    p = el("div", { className: "prose s03-told" });
-    w.q(".prose.after").before(p);
-  }
-  p.replaceChildren(...items.filter(Boolean).map((item) => el("p", {}, nodes(...item))));
 }
 
 /** the note under a chart of real tokens when some of them are raw bytes */
@@ -139,12 +131,6 @@ function views(param, value) {
   return Promise.all([ask(value), ...ARTICLE[param].map(ask)]).then(([now, ...article]) => ({ now, article }));
 }
 
-function wirePresets(w, input) {
-  w.el.querySelectorAll(".preset").forEach((b) => b.addEventListener("click", () => {
-    setRange(input, { value: b.dataset.value });
-    w.run();
-  }));
-}
 
 // ---- the widgets ---------------------------------------------------------------------------------------------------
 export function mount() {
@@ -217,7 +203,7 @@ export function mount() {
   });
   const rerun = debounce(() => temperature.run(), 120);
   byId("temperature").addEventListener("input", () => { drawn = null; rerun(); });
-  wirePresets(temperature, byId("temperature"));
+  presets(temperature.el, () => temperature.run());
   temperature.el.querySelectorAll(".preset").forEach((b) => b.addEventListener("click", () => { drawn = null; }));
   q(temperature.el, ".draw").addEventListener("click", async () => {
     const t0 = +byId("temperature").value;
@@ -248,7 +234,7 @@ export function mount() {
     },
   });
   byId("top-k").addEventListener("input", debounce(() => topK.run(), 120));
-  wirePresets(topK, byId("top-k"));
+  presets(topK.el, () => topK.run());
 
   // W-top-p
   const topP = widget("W-top-p", {
@@ -266,7 +252,7 @@ export function mount() {
     },
   });
   byId("top-p").addEventListener("input", debounce(() => topP.run(), 120));
-  wirePresets(topP, byId("top-p"));
+  presets(topP.el, () => topP.run());
 
   // W-greedy-loop: on its own prompt, on demand; one run tries the sample at every step, the slider picks one
   let seed = 1;
