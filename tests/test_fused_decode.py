@@ -261,8 +261,8 @@ def test_broken_caches_keep_their_own_bookkeeping(smollm):
 def test_the_kernel_refuses_slots_outside_the_cache(smollm):
     import ctypes
 
-    from forwardpass.fused_decode import _Model
-    spec = _Model.from_buffer_copy(smollm.model.fused.spec)
+    from forwardpass.kernels.abi import Model
+    spec = Model.from_buffer_copy(smollm.model.fused.spec)
     cache = smollm.model.new_cache(1, 4)
     spec.capacity, spec.k_cache, spec.v_cache = 4, cache.k.data_ptr(), cache.v.data_ptr()
     logits, greedy = torch.zeros(49152), ctypes.c_int(-7)

@@ -21,36 +21,12 @@ from torch import nn
 
 from . import kernels
 from .errors import ContextLengthError, InvariantError, TokenIdError
+from .kernels.abi import Batch, Layer, Linear, Model
 from .kernels.team import TeamSize, most_threads
 from .kv_cache import KVCache
 from .quant import HalfLinear, QuantizedEmbedding, QuantizedLinear
 
-_p, _i = ctypes.c_void_p, ctypes.c_int
-
-
-class _Linear(ctypes.Structure):
-    _fields_ = [("kind", _i), ("N", _i), ("K", _i), ("w", _p), ("scale", _p), ("minimum", _p), ("bias", _p),
-                ("scales", _i), ("zero", _i)]
-
-
-class _Layer(ctypes.Structure):
-    _fields_ = [("attn_norm", _p), ("ffn_norm", _p), ("qkv", _Linear), ("out", _Linear), ("gate_up", _Linear),
-                ("down", _Linear), ("q_norm", _p), ("k_norm", _p), ("attn_post_norm", _p), ("ffn_post_norm", _p),
-                ("window", _i), ("local_rope", _i)]
-
-
-class _Model(ctypes.Structure):
-    _fields_ = [(name, _i) for name in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "hidden",
-                                        "vocab_size", "context_length", "capacity")] + [
-        ("norm_eps", ctypes.c_float), ("embeddings", _Linear), ("layers", ctypes.POINTER(_Layer)), ("norm_f", _p),
-        ("lm_head", _Linear), ("cos", _p), ("sin", _p), ("k_cache", _p), ("v_cache", _p), ("work", _p),
-        ("threads", _i), ("rows", _i), ("attn_scale", ctypes.c_float), ("embed_scale", ctypes.c_float),
-        ("gelu", _i), ("cos_local", _p), ("sin_local", _p), ("team", _i)]
-
-
-class _Batch(ctypes.Structure):
-    _fields_ = [("rows", _i), ("tokens", _p), ("positions", _p), ("lengths", _p), ("k", _p), ("v", _p), ("slots", _i),
-                ("block_size", _i), ("max_blocks", _i), ("tables", _p), ("half", _i)]
+_i = ctypes.c_int
 
 
 class _Workspace(threading.local):
@@ -58,7 +34,7 @@ class _Workspace(threading.local):
     for every token after: a step allocates nothing. Each thread its own, so threads may decode at once."""
 
     def __init__(self):
-        self.spec: _Model | None = None
+        self.spec: Model | None = None
         self.memory: torch.Tensor | None = None
         self.room = 0  # the cache capacity `memory` is sized for
         self.tokens = (_i * 0)()
@@ -77,37 +53,39 @@ def _ptr(t: torch.Tensor | None) -> int | None:
     return None if t is None else t.data_ptr()
 
 
-def _linear(layer: nn.Module) -> _Linear | None:
+def _linear(layer: nn.Module) -> Linear | None:
     """A linear layer as the kernel reads it, or None for a storage it does not read."""
     bias = layer.bias.detach() if layer.bias is not None else None
     if bias is not None and (bias.dtype != torch.float32 or not bias.is_contiguous()):
         return None
     if isinstance(layer, QuantizedLinear):
-        return _Linear(kernels.KINDS[layer.bits], layer.out_features, layer.in_features, _ptr(layer.q),
-                       _ptr(layer.scale), _ptr(layer.minimum), _ptr(bias), kernels.scales_kind(layer.scale), layer.zero)
+        return Linear(kind=kernels.KINDS[layer.bits], N=layer.out_features, K=layer.in_features, w=_ptr(layer.q),
+                      scale=_ptr(layer.scale), minimum=_ptr(layer.minimum), bias=_ptr(bias),
+                      scales=kernels.scales_kind(layer.scale), zero=layer.zero)
     float_weight = isinstance(layer, (nn.Linear, HalfLinear)) and layer.weight.is_contiguous()
     if float_weight and layer.weight.dtype in kernels.KINDS:
         n, k = layer.weight.shape
-        return _Linear(kernels.KINDS[layer.weight.dtype], n, k, _ptr(layer.weight), None, None, _ptr(bias))
+        return Linear(kind=kernels.KINDS[layer.weight.dtype], N=n, K=k, w=_ptr(layer.weight), bias=_ptr(bias))
     return None
 
 
 class FusedDecode:
     """The native decode step bound to one model's tensors. `build` returns None where it cannot apply."""
 
-    def __init__(self, model: nn.Module, embeddings: _Linear, layers: list[_Layer], lm_head: _Linear):
+    def __init__(self, model: nn.Module, embeddings: Linear, layers: list[Layer], lm_head: Linear):
         c = model.config
         self.model = model
-        self.layers = (_Layer * len(layers))(*layers)
-        self.spec = _Model(c.n_layers, c.d_model, c.n_heads, c.kv_heads, c.head_dim, c.hidden, c.vocab_size,
-                           c.context_length, 0,
-                           model.blocks[0].attn_norm.eps or torch.finfo(torch.float32).eps,
-                           embeddings, self.layers, _ptr(model.norm_f.weight), lm_head,
-                           _ptr(model.rope.cos), _ptr(model.rope.sin), None, None, None, 0, 1,
-                           c.query_scale or c.head_dim**-0.5, c.d_model**0.5 if c.embed_scale else 1.0,
-                           int(c.ffn == "geglu"))
+        self.layers = (Layer * len(layers))(*layers)
         local = model.rope_local or model.rope
-        self.spec.cos_local, self.spec.sin_local = _ptr(local.cos), _ptr(local.sin)
+        self.spec = Model(n_layers=c.n_layers, d_model=c.d_model, n_heads=c.n_heads, n_kv_heads=c.kv_heads,
+                          head_dim=c.head_dim, hidden=c.hidden, vocab_size=c.vocab_size,
+                          context_length=c.context_length,
+                          norm_eps=model.blocks[0].attn_norm.eps or torch.finfo(torch.float32).eps,
+                          embeddings=embeddings, layers=self.layers, norm_f=_ptr(model.norm_f.weight), lm_head=lm_head,
+                          cos=_ptr(model.rope.cos), sin=_ptr(model.rope.sin), rows=1,
+                          attn_scale=c.query_scale or c.head_dim**-0.5,
+                          embed_scale=c.d_model**0.5 if c.embed_scale else 1.0, gelu=int(c.ffn == "geglu"),
+                          cos_local=_ptr(local.cos), sin_local=_ptr(local.sin))  # capacity, work, threads: per thread
         self.fingerprint = self._fingerprint()
         self._work = _Workspace()
 
@@ -130,14 +108,17 @@ class FusedDecode:
                     n is not None and (w is None or w.dtype != torch.float32 or not w.is_contiguous())
                     for n, w in zip(norms, weights, strict=True)):
                 return None
-            layers.append(_Layer(*map(_ptr, weights[:2]), *linears, *map(_ptr, weights[2:]), c.window(i) or 0,
-                                 int(block.sliding and model.rope_local is not None)))
+            attn_norm, ffn_norm, q_norm, k_norm, attn_post_norm, ffn_post_norm = map(_ptr, weights)
+            layers.append(Layer(attn_norm=attn_norm, ffn_norm=ffn_norm, qkv=linears[0], out=linears[1],
+                                gate_up=linears[2], down=linears[3], q_norm=q_norm, k_norm=k_norm,
+                                attn_post_norm=attn_post_norm, ffn_post_norm=ffn_post_norm, window=c.window(i) or 0,
+                                local_rope=int(block.sliding and model.rope_local is not None)))
         lm_head, table = _linear(model.lm_head), model.tok_embeddings
         if isinstance(table, QuantizedEmbedding):
             embeddings = _linear(table.table)
         elif table.weight.dtype == torch.float32 and table.weight.is_contiguous():
-            embeddings = _Linear(kernels.KINDS[torch.float32], *table.weight.shape, _ptr(table.weight), None, None,
-                                 None)
+            n, k = table.weight.shape
+            embeddings = Linear(kind=kernels.KINDS[torch.float32], N=n, K=k, w=_ptr(table.weight))
         else:
             embeddings = None
         if lm_head is None or embeddings is None or model.norm_f.weight is None:
@@ -219,7 +200,7 @@ class FusedDecode:
             if rope is not None:
                 rope.cover(n)
 
-    def _workspace(self, capacity: int, rows: int) -> _Model:
+    def _workspace(self, capacity: int, rows: int) -> Model:
         """This thread's copy of the model's description with a workspace for `capacity` cache slots, `rows` rows and
         the most threads a step may run, made on its first step and again only for more slots or rows or another
         thread count; its team for the next step set (kernels/team.py)."""
@@ -227,7 +208,7 @@ class FusedDecode:
         if work.team is None or work.team.most != threads:
             work.team = TeamSize(threads)
         if work.spec is None or work.room < capacity or work.spec.rows < rows or work.spec.threads != threads:
-            spec = _Model.from_buffer_copy(self.spec)
+            spec = Model.from_buffer_copy(self.spec)
             spec.capacity, spec.threads = max(capacity, work.room), threads
             spec.rows = max(rows, work.spec.rows if work.spec is not None else 1)
             work.memory = torch.empty(kernels.library().decode_workspace(ctypes.byref(spec)))  # 64-byte aligned
@@ -295,7 +276,8 @@ class FusedDecode:
         ints = _i * rows
         token_ids, held, chosen = ints(*tokens), ints(*lengths), ints()
         flat = (_i * (rows * most))(*[b for t in tables for b in t + [0] * (most - len(t))])
-        batch = _Batch(rows, ctypes.addressof(token_ids), ctypes.addressof(held), ctypes.addressof(held),
-                       pool.k.data_ptr(), pool.v.data_ptr(), pool.num_blocks * pool.block_size, pool.block_size, most,
-                       ctypes.addressof(flat), int(pool.k.dtype == torch.float16))
+        batch = Batch(rows=rows, tokens=ctypes.addressof(token_ids), positions=ctypes.addressof(held),
+                      lengths=ctypes.addressof(held), k=pool.k.data_ptr(), v=pool.v.data_ptr(),
+                      slots=pool.num_blocks * pool.block_size, block_size=pool.block_size, max_blocks=most,
+                      tables=ctypes.addressof(flat), half=int(pool.k.dtype == torch.float16))
         return spec, batch, work.logits[:rows], chosen, (token_ids, held, flat)

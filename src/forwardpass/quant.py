@@ -15,9 +15,8 @@ from torch import nn
 
 from . import kernels
 from .errors import ForwardpassError, InvariantError
+from .kernels.abi import BLOCK, GROUP, OCTET  # inputs per block, rows per tile, bytes of factored scales (abi.h)
 
-BLOCK = 32
-GROUP = 16  # rows per quantized tile (kernels/gemv.h)
 DECODE_ROWS = 16  # up to this many rows per call, the native kernels run on float weights (more: PyTorch's matmul)
 
 
@@ -42,7 +41,7 @@ def native_linear(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, out
 class Factored:
     """Block scales (or minimums) as K-quants store them: an unsigned factor per block times an fp16 scale shared by
     a row's 8 consecutive blocks (a 256-block). Each value is exact in float32 (an 11-bit significand times at most
-    8 bits), so the kernels multiply them out as they read (kernels/gemv.h: FACTORS) and get the same numbers."""
+    8 bits), so the kernels multiply them out as they read (kernels/abi.h: FACTORS) and get the same numbers."""
 
     factor: torch.Tensor  # (rows, blocks) uint8
     scale: torch.Tensor  # (rows, blocks / 8) float16
@@ -364,7 +363,6 @@ def stored_scales(buffer: torch.Tensor, part: torch.Tensor, at: slice) -> torch.
     return buffer
 
 
-OCTET = 8 * GROUP + 2 * GROUP  # bytes of factored scales per group and 8 blocks (kernels/gemv.h: FACTORS)
 
 
 def group_span(done: int, rows: int) -> slice:

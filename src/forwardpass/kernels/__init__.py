@@ -28,10 +28,11 @@ from pathlib import Path
 import torch
 
 from ..errors import ForwardpassError
+from . import abi
 
 HERE = Path(__file__).parent
-SOURCES = [HERE / n for n in ("gemv.c", "decode_step.c", "stream_read.c", "dequantize.c", "repack.c")]
-HEADERS = [HERE / n for n in ("gemv.h", "simd.h", "team.h")]
+SOURCES = [HERE / n for n in ("abi.c", "gemv.c", "decode_step.c", "stream_read.c", "dequantize.c", "repack.c")]
+HEADERS = [HERE / n for n in ("abi.h", "gemv.h", "simd.h", "team.h")]
 COMMON_FLAGS = ["-O3", "-fopenmp", "-shared", "-fPIC", "-std=c11"]
 # build → (the CPU flags it needs, as /proc/cpuinfo names them; its compiler flags)
 BUILDS = {
@@ -136,6 +137,8 @@ def _build() -> ctypes.CDLL | None:
 
 
 def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
+    """`lib` with its exports' signatures (abi.h), once its structs and constants are checked against abi.py's."""
+    abi.check(lib)
     p, i = ctypes.c_void_p, ctypes.c_int
     lib.kernel_isa.restype = ctypes.c_char_p
     lib.kernel_isa.argtypes = []
@@ -182,8 +185,8 @@ def library() -> ctypes.CDLL:
     return _LIB
 
 
-KINDS = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, 4: 4, 8: 8}  # gemv.h: F32, F16, BF16, Q4, Q8
-FACTORS, HALVES = 3, 5  # gemv.h: block scales as K-quants keep them (uint8; quant.Factored), float32 per 16 weights
+KINDS = {torch.float32: abi.F32, torch.float16: abi.F16, torch.bfloat16: abi.BF16, 4: abi.Q4, 8: abi.Q8}
+FACTORS, HALVES = abi.FACTORS, abi.HALVES  # block scales as K-quants keep them (uint8; quant.Factored), float32 per 16
 
 
 def gemv(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, n: int, scale: torch.Tensor | None = None,
@@ -213,7 +216,7 @@ def dequantize(bits: int, q: torch.Tensor, scale: torch.Tensor, minimum: torch.T
     return w
 
 
-# ggml type id → (name, tile bytes per group and block, the form of its scales: gemv.h's F16, FACTORS or HALVES, and
+# ggml type id → (name, tile bytes per group and block, the form of its scales: abi.h's F16, FACTORS or HALVES, and
 # for a symmetric grid its zero: every minimum is -zero × its scale, none is kept), for each format repack.c reads
 F16 = KINDS[torch.float16]
 REPACKED = {2: ("Q4_0", 256, F16, 8), 3: ("Q4_1", 256, F16, None), 6: ("Q5_0", 512, F16, 16),
@@ -251,7 +254,7 @@ def repack(kind: int, data, rows: int, cols: int, q: torch.Tensor | None = None)
 
 
 def scales_kind(scale: torch.Tensor | None) -> int:
-    """gemv.h's Linear.scales for quantized weights' scales and minimums: F32, F16, FACTORS for uint8 buffers, HALVES
+    """abi.h's Linear.scales for quantized weights' scales and minimums: F32, F16, FACTORS for uint8 buffers, HALVES
     for float32 ones per 16 weights (4-D) (None: float weights, F32)."""
     if scale is None:
         return KINDS[torch.float32]

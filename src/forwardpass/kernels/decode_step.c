@@ -16,56 +16,6 @@
 #include "gemv.h"
 #include "team.h"
 
-const char *kernel_isa(void) { return KERNEL_ISA; }  // which build of simd.h this library is
-
-typedef struct {
-    const float *attn_norm, *ffn_norm;  // (d_model)
-    Linear qkv;                         // (n_heads + 2 n_kv_heads) head_dim × d_model: Q, K, V rows
-    Linear out;                         // d_model × n_heads head_dim
-    Linear gate_up;                     // 2 hidden × d_model: gate rows, then up rows
-    Linear down;                        // d_model × hidden
-    const float *q_norm, *k_norm;       // (head_dim): QK-norm, each head of q and k RMS-normalized before RoPE; or NULL
-    const float *attn_post_norm, *ffn_post_norm;  // (d_model): sandwich norms on each branch before its add; or NULL
-    int window;                         // attends to its own slot and window - 1 before it; 0: to every earlier one
-    int local_rope;                     // rotates by the model's local tables (cos_local, sin_local)
-} Layer;
-
-typedef struct {
-    int n_layers, d_model, n_heads, n_kv_heads, head_dim, hidden, vocab_size, context_length, capacity;
-    float norm_eps;
-    Linear embeddings;        // vocab_size × d_model: a token's row is its embedding (linear_row)
-    const Layer *layers;      // (n_layers)
-    const float *norm_f;      // (d_model)
-    Linear lm_head;           // vocab_size × d_model
-    const float *cos, *sin;   // (context_length, head_dim / 2), filled past every position a step reads
-    float *k_cache, *v_cache; // (n_layers, n_kv_heads, capacity, head_dim)
-    float *work;              // decode_workspace(this) floats, made once: a step allocates nothing
-    int threads;              // the most threads a step runs; the workspace holds this many threads' buffers, and
-                              // attention splits positions into this many parts
-    int rows;                 // the most sequences one call decodes; the workspace holds this many rows
-    float attn_scale;         // scores q·k × this (1/√head_dim unless the family says otherwise)
-    float embed_scale;        // embeddings × this (1, or √d_model for Gemma)
-    int gelu;                 // the feed-forward's gate: 0 SiLU (SwiGLU), 1 tanh GELU (GeGLU)
-    const float *cos_local, *sin_local;  // (context_length, head_dim / 2): the sliding layers' tables (local_rope)
-    int team;                 // threads the next step runs, 1 … threads (0: threads): fewer while cores are taken
-} Model;
-
-// One call's rows: sequence r's token at positions[r], its pairs so far in its cache's first lengths[r] slots, its
-// new K and V into slot lengths[r]. Without tables: one sequence, m->k_cache / v_cache (n_layers, n_kv_heads,
-// m->capacity, head_dim). With tables: a pool k, v (n_layers, slots / block_size, n_kv_heads, block_size, head_dim)
-// of blocks of block_size slots, slot j of row r in block tables[r × max_blocks + j / block_size], at j % block_size
-// (where the paged engine keeps them, and lengths = positions). A pool holds float32, or with `half` IEEE binary16
-// (each new pair rounded to it as it is stored, and read back widened: the row's own pair too, so a step attends to
-// exactly what later steps will read).
-typedef struct {
-    int rows;
-    const int *tokens, *positions, *lengths;  // (rows)
-    void *k, *v;
-    int slots, block_size, max_blocks;
-    const int *tables;                        // (rows, max_blocks), or NULL
-    int half;                                 // the pool's pairs are binary16 (tables only)
-} Batch;
-
 // Where one sequence's keys (or values) of one layer and K/V head lie: slot j's head_dim values at base + j × stride,
 // or through a block table at base + table[j / block_size] × block_stride + (j % block_size) × stride (in values:
 // float32, or binary16 with `half`)

@@ -21,31 +21,11 @@
 #pragma once
 #include <stdlib.h>
 
+#include "abi.h"
 #include "simd.h"
 
-#define BLOCK 32
-#define GROUP 16  // rows of a quantized tile
-
-enum { F32 = 0, F16 = 1, BF16 = 2, Q4 = 4, Q8 = 8 };  // how a weight matrix is stored
-enum { FACTORS = 3, HALVES = 5 };  // how block scales are stored, beside F32 and F16: u8 factors × an fp16 per 8
-                                   // blocks; float32 per 16 inputs (8-bit tiles only)
-#define OCTET 160      // FACTORS: bytes per group and 8 blocks (128 factors, 16 fp16)
 
 static inline int quantized(int kind) { return kind == Q4 || kind == Q8; }
-
-// A linear layer's weight as the kernels read it: N rows of K. Float kinds are row-major and read as they are
-// (16-bit ones widened to float32 in registers) against the float32 activation row.
-typedef struct {
-    int kind, N, K;
-    const void *w;        // F32: float (N, K); F16, BF16: uint16 (N, K); Q8, Q4: uint8 tiles (groups, K / 32, 512 or 256)
-    const void *scale;    // (groups, K / 32, 16), quantized only, as `scales` says (FACTORS: (groups, K / 256, 160);
-                          // HALVES: (groups, K / 32, 2, 16))
-    const void *minimum;  // the same; NULL: every block's minimum is -zero × its scale
-    const float *bias;    // (N) or NULL
-    int scales;           // F32; F16 where every scale and minimum is exact in 16 bits (a file's own block scales);
-                          // FACTORS (K-quants: K a multiple of 256); HALVES (Q6_K: Q8 only)
-    int zero;             // without minimums, the integer that stands for 0 (Q4_0 8, Q8_0 128: the file stores none)
-} Linear;
 
 // An activation row as the kernels read it
 typedef struct {

@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <stddef.h>
 
+#include "abi.h"
 #include "simd.h"
 
 #define STREAMS 4

@@ -1,0 +1,108 @@
+// The kernels' interface with Python, declared once: the structs Python builds (kernels/abi.py mirrors them by field
+// name), the constants both sides use, and every function the library exports. kernel_abi() reports each struct's
+// size, each field's offset and each constant's value, and Python compares them with its own when it loads the
+// library, refusing a library whose layout differs (abi.c).
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#define BLOCK 32   // inputs per quantization block
+#define GROUP 16   // rows of a quantized tile
+#define OCTET 160  // FACTORS: bytes per group and 8 blocks (128 factors, 16 fp16)
+
+enum { F32 = 0, F16 = 1, BF16 = 2, Q4 = 4, Q8 = 8 };  // how a weight matrix is stored
+enum { FACTORS = 3, HALVES = 5 };  // how block scales are stored, beside F32 and F16: u8 factors × an fp16 per 8
+                                   // blocks; float32 per 16 inputs (8-bit tiles only)
+
+// A linear layer's weight as the kernels read it: N rows of K. Float kinds are row-major and read as they are
+// (16-bit ones widened to float32 in registers) against the float32 activation row.
+typedef struct {
+    int kind, N, K;
+    const void *w;        // F32: float (N, K); F16, BF16: uint16 (N, K); Q8, Q4: uint8 tiles (groups, K / 32, 512 or 256)
+    const void *scale;    // (groups, K / 32, 16), quantized only, as `scales` says (FACTORS: (groups, K / 256, 160);
+                          // HALVES: (groups, K / 32, 2, 16))
+    const void *minimum;  // the same; NULL: every block's minimum is -zero × its scale
+    const float *bias;    // (N) or NULL
+    int scales;           // F32; F16 where every scale and minimum is exact in 16 bits (a file's own block scales);
+                          // FACTORS (K-quants: K a multiple of 256); HALVES (Q6_K: Q8 only)
+    int zero;             // without minimums, the integer that stands for 0 (Q4_0 8, Q8_0 128: the file stores none)
+} Linear;
+
+typedef struct {
+    const float *attn_norm, *ffn_norm;  // (d_model)
+    Linear qkv;                         // (n_heads + 2 n_kv_heads) head_dim × d_model: Q, K, V rows
+    Linear out;                         // d_model × n_heads head_dim
+    Linear gate_up;                     // 2 hidden × d_model: gate rows, then up rows
+    Linear down;                        // d_model × hidden
+    const float *q_norm, *k_norm;       // (head_dim): QK-norm, each head of q and k RMS-normalized before RoPE; or NULL
+    const float *attn_post_norm, *ffn_post_norm;  // (d_model): sandwich norms on each branch before its add; or NULL
+    int window;                         // attends to its own slot and window - 1 before it; 0: to every earlier one
+    int local_rope;                     // rotates by the model's local tables (cos_local, sin_local)
+} Layer;
+
+typedef struct {
+    int n_layers, d_model, n_heads, n_kv_heads, head_dim, hidden, vocab_size, context_length, capacity;
+    float norm_eps;
+    Linear embeddings;        // vocab_size × d_model: a token's row is its embedding (linear_row)
+    const Layer *layers;      // (n_layers)
+    const float *norm_f;      // (d_model)
+    Linear lm_head;           // vocab_size × d_model
+    const float *cos, *sin;   // (context_length, head_dim / 2), filled past every position a step reads
+    float *k_cache, *v_cache; // (n_layers, n_kv_heads, capacity, head_dim)
+    float *work;              // decode_workspace(this) floats, made once: a step allocates nothing
+    int threads;              // the most threads a step runs; the workspace holds this many threads' buffers, and
+                              // attention splits positions into this many parts
+    int rows;                 // the most sequences one call decodes; the workspace holds this many rows
+    float attn_scale;         // scores q·k × this (1/√head_dim unless the family says otherwise)
+    float embed_scale;        // embeddings × this (1, or √d_model for Gemma)
+    int gelu;                 // the feed-forward's gate: 0 SiLU (SwiGLU), 1 tanh GELU (GeGLU)
+    const float *cos_local, *sin_local;  // (context_length, head_dim / 2): the sliding layers' tables (local_rope)
+    int team;                 // threads the next step runs, 1 … threads (0: threads): fewer while cores are taken
+} Model;
+
+// One call's rows: sequence r's token at positions[r], its pairs so far in its cache's first lengths[r] slots, its
+// new K and V into slot lengths[r]. Without tables: one sequence, m->k_cache / v_cache (n_layers, n_kv_heads,
+// m->capacity, head_dim). With tables: a pool k, v (n_layers, slots / block_size, n_kv_heads, block_size, head_dim)
+// of blocks of block_size slots, slot j of row r in block tables[r × max_blocks + j / block_size], at j % block_size
+// (where the paged engine keeps them, and lengths = positions). A pool holds float32, or with `half` IEEE binary16
+// (each new pair rounded to it as it is stored, and read back widened: the row's own pair too, so a step attends to
+// exactly what later steps will read).
+typedef struct {
+    int rows;
+    const int *tokens, *positions, *lengths;  // (rows)
+    void *k, *v;
+    int slots, block_size, max_blocks;
+    const int *tables;                        // (rows, max_blocks), or NULL
+    int half;                                 // the pool's pairs are binary16 (tables only)
+} Batch;
+
+// kernel_abi(&n): n entries, each a name and its value: "Linear" its size in bytes, "Linear.kind" a field's offset,
+// "BLOCK" a constant
+typedef struct {
+    const char *name;
+    long long value;
+} AbiEntry;
+
+const AbiEntry *kernel_abi(int *n);
+const char *kernel_isa(void);  // which build of simd.h this library is
+
+// gemv.c: y (M, N) = x (M, K) @ Wᵀ, W stored as `kind` (w, w_scale, w_min, scales, zero as in Linear)
+void gemv(const float *x, int M, int kind, int K, const void *w, const void *w_scale, const void *w_min, int scales,
+          int zero, int N, float *y);
+// decode_step.c: one sequence's step over the model's own cache, or a batch's over a paged pool (Batch); each row's
+// logits (vocab_size) and, where `greedy` is given, its highest-scoring token; 0, or an error code
+size_t decode_workspace(const Model *m);
+void decode_usage(double *out);  // the last step's CPU time and the time offered its team
+int decode_step(const Model *m, int token, int position, int slot, float *logits, int *greedy);
+int decode_greedy(const Model *m, int token, int position, int slot, int n, const int *stop, int n_stop,
+                  float *logits, int *out);
+int decode_batch(const Model *m, const Batch *b, float *logits, int *greedy);
+int decode_batch_greedy(const Model *m, const Batch *b, int n, const int *stop, int n_stop, float *logits, int *out);
+// dequantize.c: (N, K) float32 from 8- or 4-bit tiles
+void dequantize(int bits, int N, int K, const uint8_t *q, const void *scale, const void *minimum, int scales, int zero,
+                float *w);
+// repack.c: a band of a GGUF tensor in ggml type `kind` into tiles, scales and minimums; nonzero where a scale is not
+// finite in 16 bits
+int repack(int kind, int rows, int K, const uint8_t *src, uint8_t *q, void *scale, void *minimum);
+// stream_read.c: the sum of n floats, read in concurrent streams
+float stream_read(const float *x, size_t n);

@@ -1,0 +1,104 @@
+"""The kernels' interface as Python builds it: abi.h's structs (ctypes, fields by name) and shared constants, and the
+check, when the library loads, that the library laid out every field and defined every constant as this file does
+(`check`: the library's own report, abi.c's kernel_abi)."""
+
+from __future__ import annotations
+
+import ctypes
+
+from ..errors import ForwardpassError
+
+_p, _i, _f = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
+
+BLOCK = 32  # inputs per quantization block
+GROUP = 16  # rows of a quantized tile
+OCTET = 160  # FACTORS: bytes per group and 8 blocks (128 factors, 16 fp16)
+F32, F16, BF16, Q4, Q8 = 0, 1, 2, 4, 8  # how a weight matrix is stored (Linear.kind)
+FACTORS, HALVES = 3, 5  # how block scales are stored, beside F32 and F16 (Linear.scales)
+CONSTANTS = {"BLOCK": BLOCK, "GROUP": GROUP, "OCTET": OCTET, "F32": F32, "F16": F16, "BF16": BF16, "Q4": Q4,
+             "Q8": Q8, "FACTORS": FACTORS, "HALVES": HALVES}
+
+
+class _Struct(ctypes.Structure):
+    """Built by field name only (a field not in abi.h is an error, not a new attribute); the rest start at zero."""
+
+    def __init__(self, **fields):
+        unknown = set(fields) - {name for name, _ in self._fields_}
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no field {', '.join(sorted(unknown))} (kernels/abi.h)")
+        super().__init__(**fields)
+
+
+class Linear(_Struct):
+    _fields_ = [("kind", _i), ("N", _i), ("K", _i), ("w", _p), ("scale", _p), ("minimum", _p), ("bias", _p),
+                ("scales", _i), ("zero", _i)]
+
+
+class Layer(_Struct):
+    _fields_ = [("attn_norm", _p), ("ffn_norm", _p), ("qkv", Linear), ("out", Linear), ("gate_up", Linear),
+                ("down", Linear), ("q_norm", _p), ("k_norm", _p), ("attn_post_norm", _p), ("ffn_post_norm", _p),
+                ("window", _i), ("local_rope", _i)]
+
+
+class Model(_Struct):
+    _fields_ = [("n_layers", _i), ("d_model", _i), ("n_heads", _i), ("n_kv_heads", _i), ("head_dim", _i),
+                ("hidden", _i), ("vocab_size", _i), ("context_length", _i), ("capacity", _i), ("norm_eps", _f),
+                ("embeddings", Linear), ("layers", ctypes.POINTER(Layer)), ("norm_f", _p), ("lm_head", Linear),
+                ("cos", _p), ("sin", _p), ("k_cache", _p), ("v_cache", _p), ("work", _p), ("threads", _i),
+                ("rows", _i), ("attn_scale", _f), ("embed_scale", _f), ("gelu", _i), ("cos_local", _p),
+                ("sin_local", _p), ("team", _i)]
+
+
+class Batch(_Struct):
+    _fields_ = [("rows", _i), ("tokens", _p), ("positions", _p), ("lengths", _p), ("k", _p), ("v", _p),
+                ("slots", _i), ("block_size", _i), ("max_blocks", _i), ("tables", _p), ("half", _i)]
+
+
+STRUCTS = (Linear, Layer, Model, Batch)
+
+
+class _Entry(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_longlong)]
+
+
+def layout(structs=STRUCTS, constants=None) -> dict[str, int]:
+    """What Python expects the library to report: "Linear" → its size, "Linear.kind" → a field's offset, "BLOCK" → a
+    constant's value."""
+    out: dict[str, int] = {}
+    for s in structs:
+        out[s.__name__] = ctypes.sizeof(s)
+        out |= {f"{s.__name__}.{name}": getattr(s, name).offset for name, _ in s._fields_}
+    return out | (CONSTANTS if constants is None else constants)
+
+
+def reported(lib: ctypes.CDLL) -> dict[str, int]:
+    """The library's own report of abi.h (kernel_abi)."""
+    n = ctypes.c_int()
+    entries = lib.kernel_abi(ctypes.byref(n))
+    return {entries[i].name.decode(): entries[i].value for i in range(n.value)}
+
+
+def mismatches(expected: dict[str, int], got: dict[str, int]) -> list[str]:
+    """Every name whose size, offset or value differs between the two sides, or that one side lacks, in words."""
+    what = lambda name: ("constant" if name in CONSTANTS else "field" if "." in name else "struct")  # noqa: E731
+    unit = lambda name: "" if name in CONSTANTS else " bytes"  # noqa: E731
+    said = []
+    for name in [*expected, *(k for k in got if k not in expected)]:
+        if name not in got:
+            said.append(f"{what(name)} {name} is not in the library")
+        elif name not in expected:
+            said.append(f"{what(name)} {name} is not in kernels/abi.py")
+        elif got[name] != expected[name]:
+            place = "size" if what(name) == "struct" else "offset" if what(name) == "field" else "value"
+            said.append(f"{what(name)} {name}: {place} {got[name]}{unit(name)} in the library, {expected[name]}"
+                        f"{unit(name)} in kernels/abi.py")
+    return said
+
+
+def check(lib: ctypes.CDLL, expected: dict[str, int] | None = None) -> None:
+    """Refuse a library whose structs or constants differ from this file's, naming each difference."""
+    lib.kernel_abi.restype = ctypes.POINTER(_Entry)
+    lib.kernel_abi.argtypes = [ctypes.POINTER(ctypes.c_int)]
+    bad = mismatches(layout() if expected is None else expected, reported(lib))
+    if bad:
+        raise ForwardpassError("the native kernels and kernels/abi.py disagree on abi.h: " + "; ".join(bad))

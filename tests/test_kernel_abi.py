@@ -1,0 +1,83 @@
+"""The kernels' interface is declared once (kernels/abi.h) and checked from Python when the library loads: every
+struct's size, every field's offset and every shared constant, as the library reports them (abi.c), against
+kernels/abi.py. A field moved on either side, or a constant changed, refuses the library by name."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+
+import pytest
+
+from forwardpass import kernels
+from forwardpass.errors import ForwardpassError
+from forwardpass.kernels import abi
+
+needs_kernels = pytest.mark.skipif(not kernels.available(), reason="no native kernels on this machine")
+
+
+@needs_kernels
+@pytest.mark.parametrize("build", list(kernels.BUILDS))
+def test_every_build_reports_the_layout_python_builds(build):
+    if kernels.missing(build):
+        pytest.skip(f"this CPU cannot run the {build} build")
+    lib = kernels.load(build)  # loading checks it: a mismatch would raise here
+    assert lib is not None
+    got = abi.reported(lib)
+    assert abi.mismatches(abi.layout(), got) == []
+    assert {name for name in got if "." not in name} >= {"Linear", "Layer", "Model", "Batch", *abi.CONSTANTS}
+
+
+def reordered(struct: type, a: str, b: str) -> type:
+    """`struct` with fields a and b swapped, under the same name"""
+    fields = list(struct._fields_)
+    i, j = (next(k for k, (n, _) in enumerate(fields) if n == name) for name in (a, b))
+    fields[i], fields[j] = fields[j], fields[i]
+    return type(struct.__name__, (ctypes.Structure,), {"_fields_": fields})
+
+
+@needs_kernels
+def test_a_field_moved_on_the_python_side_is_refused_by_name():
+    swapped = reordered(abi.Linear, "scale", "minimum")
+    expected = abi.layout(structs=(swapped, abi.Layer, abi.Model, abi.Batch))
+    with pytest.raises(ForwardpassError) as e:
+        abi.check(kernels.library(), expected)
+    said = str(e.value)
+    assert "field Linear.scale: offset 24 bytes in the library, 32 bytes in kernels/abi.py" in said
+    assert "Linear.minimum" in said and "Model" not in said  # only what differs is named
+
+
+@needs_kernels
+def test_a_changed_constant_is_refused_by_name():
+    with pytest.raises(ForwardpassError, match="constant GROUP: value 16 in the library, 32 in kernels/abi.py"):
+        abi.check(kernels.library(), abi.layout(constants=abi.CONSTANTS | {"GROUP": 32}))
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_a_field_moved_on_the_c_side_is_refused_by_name(tmp_path):
+    """abi.h with Batch's k and v swapped: the library built from it is refused, naming both fields."""
+    header = (kernels.HERE / "abi.h").read_text()
+    assert "    void *k, *v;\n" in header
+    (tmp_path / "abi.h").write_text(header.replace("    void *k, *v;\n", "    void *v, *k;\n"))
+    shutil.copy(kernels.HERE / "simd.h", tmp_path / "simd.h")
+    shutil.copy(kernels.HERE / "abi.c", tmp_path / "abi.c")
+    target = tmp_path / "abi.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-std=c11", str(tmp_path / "abi.c"), "-o", str(target)], check=True)
+    with pytest.raises(ForwardpassError) as e:
+        abi.check(ctypes.CDLL(str(target)))
+    assert "field Batch.k: offset 40 bytes in the library, 32 bytes in kernels/abi.py" in str(e.value)
+    assert "field Batch.v: offset 32 bytes in the library, 40 bytes in kernels/abi.py" in str(e.value)
+
+
+def test_python_builds_the_structs_by_field_name():
+    """A field given by name lands where the library reads it, whatever its position; one not in abi.h is refused."""
+    m = abi.Model(vocab_size=49152, team=2, rows=3)
+    raw = bytes(m)
+    at = lambda name: getattr(abi.Model, name).offset  # noqa: E731
+    assert int.from_bytes(raw[at("vocab_size"):at("vocab_size") + 4], "little") == 49152
+    assert int.from_bytes(raw[at("team"):at("team") + 4], "little") == 2
+    with pytest.raises(TypeError, match="Model has no field vocab"):
+        abi.Model(vocab=1)
+    with pytest.raises(TypeError):
+        abi.Linear(4, 16, 32)  # by name only
