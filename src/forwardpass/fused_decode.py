@@ -59,13 +59,13 @@ def _linear(layer: nn.Module) -> Linear | None:
     if bias is not None and (bias.dtype != torch.float32 or not bias.is_contiguous()):
         return None
     if isinstance(layer, QuantizedLinear):
-        return Linear(kind=kernels.KINDS[layer.bits], N=layer.out_features, K=layer.in_features, w=_ptr(layer.q),
+        return Linear(kind=kernels.WEIGHT_KIND[layer.bits], N=layer.out_features, K=layer.in_features, w=_ptr(layer.q),
                       scale=_ptr(layer.scale), minimum=_ptr(layer.minimum), bias=_ptr(bias),
                       scales=kernels.scales_kind(layer.scale), zero=layer.zero)
     float_weight = isinstance(layer, (nn.Linear, HalfLinear)) and layer.weight.is_contiguous()
-    if float_weight and layer.weight.dtype in kernels.KINDS:
+    if float_weight and layer.weight.dtype in kernels.WEIGHT_KIND:
         n, k = layer.weight.shape
-        return Linear(kind=kernels.KINDS[layer.weight.dtype], N=n, K=k, w=_ptr(layer.weight), bias=_ptr(bias))
+        return Linear(kind=kernels.WEIGHT_KIND[layer.weight.dtype], N=n, K=k, w=_ptr(layer.weight), bias=_ptr(bias))
     return None
 
 
@@ -118,7 +118,7 @@ class FusedDecode:
             embeddings = _linear(table.table)
         elif table.weight.dtype == torch.float32 and table.weight.is_contiguous():
             n, k = table.weight.shape
-            embeddings = Linear(kind=kernels.KINDS[torch.float32], N=n, K=k, w=_ptr(table.weight))
+            embeddings = Linear(kind=kernels.WEIGHT_KIND[torch.float32], N=n, K=k, w=_ptr(table.weight))
         else:
             embeddings = None
         if lm_head is None or embeddings is None or model.norm_f.weight is None:

@@ -226,7 +226,7 @@ class QuantizedLinear(nn.Module):
 
     def dequantize(self) -> torch.Tensor:
         """The weight in float32, (out_features, in_features): natively where the kernels run (one pass over the
-        tiles, about 2.3× faster than the PyTorch ops), the same bits either way."""
+        tiles instead of PyTorch's several ops over them), the same bits either way."""
         if self.fast:
             return kernels.dequantize(self.bits, self.q, self.scale, self.minimum, self.out_features,
                                       self.in_features, self.zero)

@@ -357,8 +357,8 @@ class Engine:
 
     def run(self, until: Callable[[], bool] = lambda: False) -> None:
         """Run steps in the calling thread as work arrives, until `stop()` or `until()`. `serve` runs it in the main
-        thread, where the model was loaded: the kernels' OpenMP team is then the process's only one (here a
-        second thread's team beside the loading thread's ran the decode step about 3× slower). If the loop fails,
+        thread, where the model was loaded: the kernels' OpenMP team is then the process's only one (a second
+        thread's team beside the loading thread's competes with it for the same cores). If the loop fails,
         it says why (`_die`) and waits, taking no more work, until it is told to end."""
         while not self._stop and not until():
             if self.failure is not None or not self.has_work():

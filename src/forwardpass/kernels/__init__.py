@@ -185,7 +185,8 @@ def library() -> ctypes.CDLL:
     return _LIB
 
 
-KINDS = {torch.float32: abi.F32, torch.float16: abi.F16, torch.bfloat16: abi.BF16, 4: abi.Q4, 8: abi.Q8}
+# a weight matrix's storage (a float dtype, or 4 or 8 bits) → abi.h's Linear.kind
+WEIGHT_KIND = {torch.float32: abi.F32, torch.float16: abi.F16, torch.bfloat16: abi.BF16, 4: abi.Q4, 8: abi.Q8}
 FACTORS, HALVES = abi.FACTORS, abi.HALVES  # block scales as K-quants keep them (uint8; quant.Factored), float32 per 16
 
 
@@ -201,7 +202,7 @@ def gemv(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, n: int, scal
     x = x.contiguous()
     y = torch.empty(M, n, dtype=torch.float32)
     scales = [None if t is None else t.data_ptr() for t in (scale, minimum)]
-    (lib or _LIB).gemv(x.data_ptr(), M, KINDS[kind], K, w.data_ptr(), *scales, scales_kind(scale), zero, n,
+    (lib or _LIB).gemv(x.data_ptr(), M, WEIGHT_KIND[kind], K, w.data_ptr(), *scales, scales_kind(scale), zero, n,
                        y.data_ptr())
     return y
 
@@ -218,7 +219,7 @@ def dequantize(bits: int, q: torch.Tensor, scale: torch.Tensor, minimum: torch.T
 
 # ggml type id → (name, tile bytes per group and block, the form of its scales: abi.h's F16, FACTORS or HALVES, and
 # for a symmetric grid its zero: every minimum is -zero × its scale, none is kept), for each format repack.c reads
-F16 = KINDS[torch.float16]
+F16 = WEIGHT_KIND[torch.float16]
 REPACKED = {2: ("Q4_0", 256, F16, 8), 3: ("Q4_1", 256, F16, None), 6: ("Q5_0", 512, F16, 16),
             7: ("Q5_1", 512, F16, None), 8: ("Q8_0", 512, F16, 128), 12: ("Q4_K", 256, FACTORS, None),
             13: ("Q5_K", 512, FACTORS, None), 14: ("Q6_K", 512, HALVES, 32)}
@@ -257,7 +258,7 @@ def scales_kind(scale: torch.Tensor | None) -> int:
     """abi.h's Linear.scales for quantized weights' scales and minimums: F32, F16, FACTORS for uint8 buffers, HALVES
     for float32 ones per 16 weights (4-D) (None: float weights, F32)."""
     if scale is None:
-        return KINDS[torch.float32]
+        return WEIGHT_KIND[torch.float32]
     if scale.dtype == torch.uint8:
         return FACTORS
     if scale.dim() == 4:
@@ -266,7 +267,7 @@ def scales_kind(scale: torch.Tensor | None) -> int:
         return HALVES
     if scale.dtype not in (torch.float32, torch.float16):
         raise ForwardpassError(f"block scales must be float32, float16 or uint8 factors, not {scale.dtype}")
-    return KINDS[scale.dtype]
+    return WEIGHT_KIND[scale.dtype]
 
 
 def stream_read(x: torch.Tensor) -> float:

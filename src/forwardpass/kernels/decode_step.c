@@ -27,9 +27,9 @@ typedef struct {
     int half;
 } Rows;
 
-// How far ahead of its reads attention asks for keys and values (into L2): one sequential stream per core reads
-// memory at about half the rate the bus gives, and a long context's keys and values are most of a step's bytes
-// (one sequence at 3,000 tokens: 79 -> 87-103 tokens/s against 8 positions ahead into L1)
+// How far ahead of its reads attention asks for keys and values (into L2, not L1: the stream must stay ahead of the
+// whole step's reads): one sequential stream per core reads memory at about half the rate the bus gives, and a long
+// context's keys and values are most of a step's bytes
 #define AHEAD 48
 
 static inline void *row_at(const Rows *r, int j) {

@@ -14,7 +14,7 @@
 // float32 scale (and minimum) for each 16 inputs, (groups, blocks, 2, 16): Q6_K scales 16 weights at a time.
 // The activation row is quantized too, per block of 32, to X = 128 hi + lo with hi in [-127, 127] and lo in
 // [-64, 64]: 15 bits, an error under 1/32000 of the block's largest value (plain int8 activations, at 1/254,
-// cost 4% of greedy tokens on the default model). A block's dot product is then
+// change greedy tokens). A block's dot product is then
 //   Σ w x = scale_w step_x Σ q X + min_w step_x Σ X,   Σ q X = 128 Σ q hi + Σ q lo
 // with the integer sum made each build's fastest exact way (simd.h: VS for 4-bit tiles, VQ for 8-bit) and the
 // minimum term one multiply-add per block.
@@ -80,8 +80,8 @@ static __attribute__((unused)) void quantize_row(const float *x, int K, int kind
 
 // How far ahead of its reads each 4-bit weight stream asks for its tiles (into L2: into L1 it was slower). Four
 // VNNI instructions per 64 bytes are enough work that the hardware's own prefetching falls behind when memory runs
-// at its fastest here: a large 4-bit matrix read at 77–85% of a plain read's rate at ~50 GB/s, 84–89% with this.
-// 8-bit tiles (two instructions per 64 bytes) and float weights gain nothing measurable, so only 4-bit asks.
+// at its fastest, and a large 4-bit matrix is read below a plain read's rate without it. 8-bit tiles (two
+// instructions per 64 bytes) and float weights gain nothing from it, so only 4-bit asks.
 #define PREFETCH_BYTES 4096
 
 // Where groups g0, g0 + stride, … (R of them) of a quantized W start: tiles, scales, minimums (stored as `scales`)
@@ -248,7 +248,7 @@ static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *
         } else {
             VS hi[2][2], lo[2][2];
             for (int r = 0; r < R; r++) hi[0][r] = lo[0][r] = hi[1][r] = lo[1][r] = vs_zero();
-            #pragma GCC unroll 1  // unrolled, the tiles' unpacked nibbles spill: a 16-row AVX2 step ran 1.25× longer
+            #pragma GCC unroll 1  // unrolled, the tiles' unpacked nibbles spill out of AVX2's 16 registers
             for (int t = 0; t < tiles; t++) {
                 const int k = b * BLOCK + 8 * t;
                 for (int r = 0; r < R; r++) {
