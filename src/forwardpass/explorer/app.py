@@ -76,7 +76,7 @@ DEFAULT_PROMPT = "The cat sat on the mat, and the cat slept."  # the page's own 
 
 def opening() -> list[tuple[str, BaseModel]]:
     """The slow answers a page asks for when it opens with the default prompt on the first model, in the order it
-    shows them (tests/test_explorer_states.py checks that the page asks exactly these)."""
+    shows them (tests/test_explorer_answers.py checks that the page asks exactly these)."""
     from .many_users import Body as Crowd
     return [("/api/candidates", Prompt()),  # the article's five words after its own sentence
             ("/api/ring-overflow", Steps(prompt="One two three four five", capacity=8, steps=10)),
@@ -84,33 +84,9 @@ def opening() -> list[tuple[str, BaseModel]]:
             ("/api/many-users", Crowd())]
 
 
-def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | None = None,
-                   prepare: bool = False) -> FastAPI:
-    """The explorer on `fp`; `others` name models a page may switch to, each loaded when first asked for. `prepare`:
-    compute the opening page's slow answers now, in the background (app.state.prepared: that thread)."""
-    app = FastAPI(title="forwardpass explorer", docs_url=None, redoc_url=None)
-    models = Models(fp, others)
-    remembered = answers.Answers()
-
-    @app.exception_handler(ForwardpassError)
-    async def bad_input(_: Request, e: ForwardpassError) -> JSONResponse:
-        # code and params: the page's own sentence for the error, in its language (none: it shows `error`)
-        return JSONResponse({"error": str(e), "code": getattr(e, "code", None), "params": getattr(e, "params", {})},
-                            status_code=400)
-
-    @app.exception_handler(Exception)
-    async def internal_error(_: Request, e: Exception) -> JSONResponse:
-        log.error("internal error", exc_info=e)
-        return JSONResponse({"error": f"internal error: {type(e).__name__}: {e}", "code": "internal",
-                             "params": {"type": type(e).__name__}}, status_code=500)
-
-    @app.get("/")
-    async def index() -> FileResponse:
-        return FileResponse(STATIC / "index.html")
-
-    app.mount("/static", StaticFiles(directory=STATIC), name="static")
-
-    get = {  # pure arithmetic: query parameters in, numbers out
+def arithmetic(models: Models) -> dict[str, Callable[..., dict]]:
+    """The GET endpoints: query parameters in, numbers out (formulas, and what a loaded model is)."""
+    return {
         "/api/depth": lambda n=12: compute.depth(int(n)),
         "/api/split": lambda d=768: compute.split(int(d)),
         "/api/work": lambda prompt=5, new=12: compute.work(int(prompt), int(new)),
@@ -124,16 +100,15 @@ def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | Non
             "id": model or models.first, "display_name": models.display_names()[model or models.first]},
         "/api/loop-cost": lambda prompt=5, new=12, model=None: compute.loop_cost(models.get(model), int(prompt),
                                                                                   int(new)),
+        "/api/norm-path": lambda model=None: anatomy.norm_path(models.get(model)),  # W-norm: the model's own
+        "/api/kv-here": lambda model=None: loop_runs.kv_here(models.get(model)),  # W-cache-here: the model's own
     }
-    get["/api/norm-path"] = lambda model=None: anatomy.norm_path(models.get(model))  # W-norm: the model's own
-    get["/api/kv-here"] = lambda model=None: loop_runs.kv_here(models.get(model))  # W-cache-here: the model's own
-    for path, fn in get.items():
-        async def route(request: Request, fn=fn):
-            try:
-                return fn(**dict(request.query_params))
-            except (TypeError, ValueError) as e:
-                raise compute.refuse("bad_query", f"bad query parameters: {e}") from None
-        app.add_api_route(path, route, methods=["GET"])
+
+
+def computations(models: Models) -> dict[str, tuple[type[BaseModel], Callable[[BaseModel], dict]]]:
+    """The POST endpoints that run a model: each one's body and what answers it, one computation at a time on a
+    model."""
+    from . import lens, many_users, story
 
     def on_model(fn, body: Prompt, *args):
         """fn(model, prompt, *args) on the body's model, one computation at a time on it"""
@@ -141,33 +116,67 @@ def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | Non
         with compute.model_lock(chosen):
             return fn(chosen, body.prompt, *args)
 
-    posts = {
+    return {
         "/api/lookup": (Prompt, lambda b: on_model(compute.lookup, b)),
+        "/api/stages": (Prompt, lambda b: on_model(anatomy.stages, b)),  # §00's picture: each stage's shape
         "/api/residual": (Steps, lambda b: on_model(compute.residual, b, b.mode)),
         "/api/block-steps": (Prompt, lambda b: on_model(compute.block_steps, b)),
         "/api/reach": (Steps, lambda b: on_model(compute.reach, b, b.layer, b.head, b.token)),
+        "/api/attention-map": (Steps, lambda b: on_model(attention_map.attention_map, b, b.layer)),
         "/api/attention": (Steps, lambda b: on_model(compute.attention_steps, b, b.layer, b.head, b.token)),
+        "/api/candidates": (Prompt, lambda b: on_model(story.candidates, b)),  # §03: the article's five words
+        "/api/logit-lens": (Prompt, lambda b: on_model(lens.logit_lens, b)),
         "/api/sampling": (Sampling, lambda b: on_model(compute.sampling_view, b, b.temperature, b.top_k, b.top_p,
                                                        b.min_p)),
         "/api/sample": (Sampling, lambda b: on_model(compute.sample, b, b.temperature, b.top_k, b.top_p, b.seed)),
         "/api/greedy-loop": (Steps, lambda b: on_model(compute.greedy_loop, b, b.steps, b.sample_at, b.seed)),
         "/api/autoregress": (Steps, lambda b: on_model(compute.autoregress, b, b.steps)),
+        "/api/loop-timing": (Steps, lambda b: on_model(loop_runs.timed_loops, b, b.steps)),  # both loops timed
         "/api/ring-overflow": (Steps, lambda b: on_model(compute.ring_overflow, b, b.capacity, b.steps)),
         "/api/position-bug": (Steps, lambda b: on_model(compute.position_bug, b, b.steps)),
-    }
-    posts |= {  # §00–§02's pictures: the stages' shapes, every head's attention map in a layer
-        "/api/stages": (Prompt, lambda b: on_model(anatomy.stages, b)),
-        "/api/attention-map": (Steps, lambda b: on_model(attention_map.attention_map, b, b.layer)),
-    }
-    posts |= {  # §04–§05 measured here: both loops timed step by step
-        "/api/loop-timing": (Steps, lambda b: on_model(loop_runs.timed_loops, b, b.steps)),
-    }
-    from . import lens, many_users, story  # §03 on the real model: the article's five words, the logit lens
-    posts |= {
-        "/api/candidates": (Prompt, lambda b: on_model(story.candidates, b)),
-        "/api/logit-lens": (Prompt, lambda b: on_model(lens.logit_lens, b)),
         "/api/many-users": (many_users.Body, many_users.runner(models)),  # §06: many users on one engine
     }
+
+
+def _errors(app: FastAPI) -> None:
+    """A refusal is a 400 with the page's own sentence for it (code and params, in its language); anything else a
+    500 that says what it was."""
+    @app.exception_handler(ForwardpassError)
+    async def bad_input(_: Request, e: ForwardpassError) -> JSONResponse:
+        return JSONResponse({"error": str(e), "code": getattr(e, "code", None), "params": getattr(e, "params", {})},
+                            status_code=400)
+
+    @app.exception_handler(Exception)
+    async def internal_error(_: Request, e: Exception) -> JSONResponse:
+        log.error("internal error", exc_info=e)
+        return JSONResponse({"error": f"internal error: {type(e).__name__}: {e}", "code": "internal",
+                             "params": {"type": type(e).__name__}}, status_code=500)
+
+
+def _get_route(fn: Callable[..., dict]):
+    async def route(request: Request):
+        try:
+            return fn(**dict(request.query_params))
+        except (TypeError, ValueError) as e:
+            raise compute.refuse("bad_query", f"bad query parameters: {e}") from None
+    return route
+
+
+def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | None = None,
+                   prepare: bool = False) -> FastAPI:
+    """The explorer on `fp`; `others` name models a page may switch to, each loaded when first asked for. `prepare`:
+    compute the opening page's slow answers now, in the background (app.state.prepared: that thread)."""
+    from . import machine_rates
+
+    app = FastAPI(title="forwardpass explorer", docs_url=None, redoc_url=None)
+    models, remembered = Models(fp, others), answers.Answers()
+    _errors(app)
+    app.add_api_route("/", lambda: FileResponse(STATIC / "index.html"), methods=["GET"])
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    for path, fn in arithmetic(models).items():
+        app.add_api_route(path, _get_route(fn), methods=["GET"])
+    machine_rates.register(app, models)  # §06: the model's cache beside its weights, this machine's rates
+    posts = computations(models)
 
     def ask(path: str, body: BaseModel, fresh: bool = False) -> dict:
         """the answer to `body` at `path`, remembered (answers.py) under the model it names (None: the first)"""
@@ -179,9 +188,6 @@ def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | Non
             return ask(path, body, request.query_params.get("fresh") == "1")
         route.__annotations__ = {"body": shape, "request": Request}
         app.add_api_route(path, route, methods=["POST"])
-
-    from . import machine_rates  # §06: the model's cache beside its weights
-    machine_rates.register(app, models)
     app.state.answers = remembered
     app.state.prepared = answers.prepare([lambda p=p, b=b: ask(p, b) for p, b in opening()]) if prepare else None
     return app
