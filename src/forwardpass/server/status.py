@@ -1,0 +1,42 @@
+"""The server's state (/health), its metrics (/metrics, Prometheus) and the models it serves (/v1/models)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from ..errors import EngineUnavailableError
+from .served import Served
+
+
+def router(s: Served) -> APIRouter:
+    r = APIRouter()
+
+    @r.get("/health")
+    async def health() -> JSONResponse:
+        """200 while requests are served; 503 once the engine has failed (restart it) or is shutting down."""
+        try:
+            if not s.engine.healthy:
+                raise EngineUnavailableError(f"the engine stopped after an internal error: {s.engine.failure}")
+            s.engine.check_available()
+        except EngineUnavailableError as e:
+            return JSONResponse({"status": "unavailable", "reason": str(e)}, status_code=503)
+        return JSONResponse({"status": "ok"})
+
+    @r.get("/metrics")
+    async def metrics(request: Request) -> Response:
+        s.authorize(request)
+        return Response(s.engine.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    @r.get("/v1/models")
+    async def models(request: Request) -> dict:
+        s.authorize(request)
+        listed = [{"id": s.config.model_name, "object": "model", "created": s.created, "owned_by": "forwardpass",
+                   "max_model_len": s.context}]
+        if s.embedder is not None:
+            listed.append({"id": s.embedder.name, "object": "model", "created": s.created, "owned_by": "forwardpass",
+                           "max_model_len": s.embedder.max_tokens})
+        return {"object": "list", "data": listed}
+
+    return r

@@ -1,0 +1,39 @@
+"""/tokenize and /detokenize: a prompt's token ids (or chat messages' as the chat routes render them), and back."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from . import tools
+from .errors import APIError
+from .protocol import DetokenizeRequest, TokenizeRequest
+from .served import Served, constraint_errors
+
+
+def router(s: Served) -> APIRouter:
+    r = APIRouter()
+
+    @r.post("/tokenize")
+    async def tokenize(request: Request) -> dict:
+        """Token ids of a prompt (or of chat messages as the chat routes render them), and the context length."""
+        req = await s.body(request, TokenizeRequest)
+        s.need_tokenizer()
+        if (req.prompt is None) == (req.messages is None):
+            raise APIError(400, "send either prompt or messages", param="prompt")
+        if req.messages is not None:
+            with constraint_errors(None, "tools"):
+                functions = tools.functions(req.tools or [])
+            ids = s.chat_ids(req.messages, req.add_generation_prompt, functions)
+        else:
+            ids = s.tokenizer.encode(req.prompt)
+        out = {"count": len(ids), "max_model_len": s.context, "tokens": ids}
+        return out | ({"token_strs": [s.tokenizer.piece(i) for i in ids]} if req.return_token_strs else {})
+
+    @r.post("/detokenize")
+    async def detokenize(request: Request) -> dict:
+        req = await s.body(request, DetokenizeRequest)
+        s.need_tokenizer()
+        s.tokenizer.check_ids(req.tokens)
+        return {"prompt": s.tokenizer.decode(req.tokens)}
+
+    return r
