@@ -50,8 +50,8 @@ def idle_then_busy(decode, runs: int, busy: int) -> dict:
 
 def worker_forwardpass(path: Path, runs: int, busy: int, threads: int | None) -> dict:
     import forwardpass
-    from forwardpass.generate import generate
     from forwardpass.kernels.team import most_threads, set_threads
+    from forwardpass.loop import generate
     from forwardpass.sampling import SamplingParams
 
     set_threads(threads)
@@ -106,7 +106,7 @@ def main() -> None:
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     import forwardpass
-    from forwardpass.models import resolve_model
+    from forwardpass.packaged import resolve_model
     try:
         args.model_path = resolve_model(args.model) if args.model else forwardpass.default_model_path()
     except forwardpass.ForwardpassError as e:

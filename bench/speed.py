@@ -104,7 +104,7 @@ def decode_bytes(model) -> int:
 def worker_forwardpass(path: Path, storage: str, runs: int, device: str, long: int, kv_cache_dtype: str) -> dict:
     import forwardpass
     from forwardpass.engine import BlockPool
-    from forwardpass.generate import generate
+    from forwardpass.loop import generate
     from forwardpass.sampling import SamplingParams
 
     start = time.perf_counter()
@@ -308,7 +308,7 @@ def main() -> None:
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     import forwardpass
-    from forwardpass.models import resolve_model
+    from forwardpass.packaged import resolve_model
     try:
         model = resolve_model(args.model) if args.model else forwardpass.default_model_path()
     except forwardpass.ForwardpassError as e:

@@ -111,7 +111,7 @@ def main() -> None:
     args = ap.parse_args()
     import forwardpass
     from forwardpass.errors import ForwardpassError
-    from forwardpass.models import resolve_model
+    from forwardpass.packaged import resolve_model
     from forwardpass.weights import model_file
     files = {"default (SmolLM2-135M Q4_1)": forwardpass.default_model_path()}
     for name in args.model:

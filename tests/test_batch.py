@@ -18,7 +18,7 @@ from cli_helpers import in_process
 from forwardpass.batch import run_batch
 from forwardpass.engine import Engine, EngineConfig
 from forwardpass.errors import ForwardpassError
-from forwardpass.generate import generate
+from forwardpass.loop import generate
 from forwardpass.sampling import SamplingParams
 from forwardpass.server import ServerConfig, build_app
 

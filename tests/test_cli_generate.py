@@ -25,7 +25,7 @@ def cli():
 
 
 def test_generate_json_matches_the_library(smollm, cli):
-    from forwardpass.generate import generate
+    from forwardpass.loop import generate
     from forwardpass.sampling import SamplingParams
 
     r = cli("generate", "The three primary colors are", "--max-tokens", "12", "--json")
@@ -86,7 +86,7 @@ def test_generate_with_values_float32_cannot_hold(cli):
 
 
 def test_chat_is_multi_turn(smollm):
-    from forwardpass.generate import generate
+    from forwardpass.loop import generate
     from forwardpass.sampling import SamplingParams
 
     r = entry("chat", "--max-tokens", "24", "--json", stdin="Remember the number 7.\n/reset\nHi\nWhich number?\n")
@@ -103,7 +103,7 @@ def test_chat_is_multi_turn(smollm):
 def test_chat_goes_on_after_a_line_too_long_for_the_context(smollm, cli):
     """A line whose prompt exceeds the context is one error line, left out of the conversation; the next line is
     answered as the conversation's first turn."""
-    from forwardpass.generate import generate
+    from forwardpass.loop import generate
     from forwardpass.sampling import SamplingParams
 
     long = "word " * 9000

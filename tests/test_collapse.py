@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from forwardpass.collapse import Loop, detect_loop
-from forwardpass.generate import generate
+from forwardpass.loop import generate
 from forwardpass.sampling import SamplingParams
 
 COLLAPSING = "I like to eat apples and bananas and"

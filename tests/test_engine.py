@@ -15,7 +15,7 @@ from forwardpass import Transformer, preset
 from forwardpass.engine import BlockPool, Engine, EngineConfig
 from forwardpass.engine.paged import PagedBatch
 from forwardpass.errors import ContextLengthError, InvariantError
-from forwardpass.generate import generate
+from forwardpass.loop import generate
 from forwardpass.pipeline import Pipeline
 from forwardpass.sampling import SamplingParams
 

@@ -14,7 +14,7 @@ import forwardpass.engine.engine as engine_module
 from forwardpass import Transformer, preset
 from forwardpass.engine import Engine, EngineConfig
 from forwardpass.errors import EngineUnavailableError
-from forwardpass.generate import generate
+from forwardpass.loop import generate
 from forwardpass.pipeline import Pipeline
 from forwardpass.sampling import SamplingParams
 

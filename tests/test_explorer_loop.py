@@ -25,7 +25,7 @@ from test_explorer_fixtures import (
 from forwardpass import cost
 from forwardpass.explorer import compute
 from forwardpass.explorer.app import build_explorer
-from forwardpass.generate import generate
+from forwardpass.loop import generate
 from forwardpass.sampling import SamplingParams
 
 LOOP_WIDGETS = ("W-autoregress", "W-naive-vs-cached", "W-cost-toy", "W-cost-gpt2")

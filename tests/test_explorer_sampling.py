@@ -21,7 +21,7 @@ from test_explorer_fixtures import (
 
 from forwardpass.collapse import detect_loop
 from forwardpass.explorer import compute, greedy, lens, story
-from forwardpass.generate import generate
+from forwardpass.loop import generate
 from forwardpass.sampling import SEED_CANDIDATES, SamplingParams, probabilities
 
 LOOP_PROMPT = "I like to eat apples and bananas and"  # the widget's own default prompt

@@ -17,8 +17,8 @@ from forwardpass.bugs import NaiveRingCache, StuckPositionCache
 from forwardpass.config import ModelConfig
 from forwardpass.errors import ContextLengthError, InvariantError, TokenIdError
 from forwardpass.fused_decode import FusedDecode
-from forwardpass.generate import generate
 from forwardpass.kernels.team import TeamSize, set_threads
+from forwardpass.loop import generate
 from forwardpass.model import RotaryEmbedding
 from forwardpass.quant import HalfLinear, store_linears
 from forwardpass.sampling import SamplingParams

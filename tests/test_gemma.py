@@ -15,7 +15,7 @@ from server_helpers import running_server
 
 import forwardpass
 from forwardpass.errors import ModelFileError
-from forwardpass.generate import generate
+from forwardpass.loop import generate
 from forwardpass.sampling import SamplingParams
 from forwardpass.weights.gguf_file import GGUFFile
 
@@ -24,7 +24,7 @@ PROMPTS = ["The capital of France is", "def fibonacci(n):\n    ", "Les mots fran
 
 @pytest.fixture(scope="session")
 def gemma_path():
-    from forwardpass.models import gemma3_270m
+    from forwardpass.packaged import gemma3_270m
     try:
         return gemma3_270m()
     except ModelFileError as e:
@@ -229,7 +229,7 @@ def test_one_explorer_switches_between_the_two_models(smollm, gemma):
 
 
 def test_a_model_package_that_is_not_installed_is_named():
-    from forwardpass.models import installed
+    from forwardpass.packaged import installed
     with pytest.raises(ModelFileError, match="no-such-model is not installed: make install .*no-such-model==2.0"):
         installed("no-such-model", "model.gguf", "2.0")
 

@@ -8,7 +8,7 @@ import torch
 from forwardpass import Transformer, preset
 from forwardpass.detokenize import TextStream
 from forwardpass.errors import ContextLengthError, ForwardpassError
-from forwardpass.generate import Generation, generate
+from forwardpass.loop import Generation, generate
 from forwardpass.pipeline import Pipeline
 from forwardpass.sampling import SamplingParams
 

@@ -143,7 +143,7 @@ def test_prefill_rows_take_the_native_path(bits):
 @pytest.mark.parametrize("storage", ["int8", "q4"])
 def test_decode_steps_track_fp32_on_the_real_model(smollm, storage):
     import forwardpass
-    from forwardpass.generate import generate
+    from forwardpass.loop import generate
     from forwardpass.sampling import SamplingParams
 
     fp = forwardpass.load(storage=storage)

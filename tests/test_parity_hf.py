@@ -7,7 +7,7 @@ import torch
 import transformers
 
 import forwardpass
-from forwardpass.generate import generate
+from forwardpass.loop import generate
 from forwardpass.pipeline import Pipeline
 from forwardpass.sampling import SamplingParams
 

@@ -11,7 +11,7 @@ import pytest
 from server_helpers import MODEL, running_server
 
 from forwardpass.engine import EngineConfig
-from forwardpass.generate import generate
+from forwardpass.loop import generate
 from forwardpass.sampling import SamplingParams
 
 KEY = "sk-test-key"

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from server_helpers import MODEL, running_server
 
 from forwardpass.engine import EngineConfig
-from forwardpass.generate import generate
+from forwardpass.loop import generate
 from forwardpass.sampling import SamplingParams
 
 

@@ -14,7 +14,7 @@ from server_helpers import MODEL, running_server
 
 from forwardpass.constraints import Constraint, Grammars
 from forwardpass.errors import ConstraintError, ForwardpassError
-from forwardpass.generate import Generation, generate
+from forwardpass.loop import Generation, generate
 from forwardpass.sampling import SamplingParams
 
 PERSON = {

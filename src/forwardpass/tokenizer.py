@@ -299,7 +299,7 @@ def _ranked_merges(tokens: list[str], scores: list[float], types: list[int],
     and this module's source, and read from there after: ranking a 262,144-piece vocabulary's merges takes ~2 s,
     reading them back milliseconds. A cache that cannot be read is ranked again; one that cannot be written is
     skipped."""
-    from .models import cache_dir
+    from .packaged import cache_dir
 
     digest = hashlib.sha256(Path(__file__).read_bytes())
     digest.update("\0".join(tokens).encode("utf-8", "surrogatepass"))

@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import cost
 from ..config import PRESETS, ModelConfig, preset
 from ..errors import ForwardpassError
-from ..models import NAMED, default_model_path, resolve_model
+from ..packaged import NAMED, default_model_path, resolve_model
 from ..weights import read_config
 
 DTYPES = list(cost.BYTES_PER_WEIGHT)

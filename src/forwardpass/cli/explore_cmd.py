@@ -18,7 +18,7 @@ def add_parser(sub):
 
 def others(args) -> dict:
     """The models a page may switch to, each loaded on first use: the embedded default and every named one."""
-    from ..models import NAMED
+    from ..packaged import NAMED
     from ..pipeline import load
 
     def loader(name):

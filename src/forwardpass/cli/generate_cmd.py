@@ -21,7 +21,7 @@ def add_parser(sub):
 def run(args) -> int:
     params = sampling_params(args)
     check_model(args)
-    from ..generate import Generation  # PyTorch: imported once the options are known to be good
+    from ..loop import Generation  # PyTorch: imported once the options are known to be good
     from ..pipeline import load
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
               kv_cache_dtype=args.kv_cache_dtype)

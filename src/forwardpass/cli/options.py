@@ -27,7 +27,7 @@ def check_model(args: argparse.Namespace) -> None:
     """A --model that is missing, or a file that does not start as a GGUF file, is refused now, before PyTorch loads
     (after the command's other options: those are checked first). Its metadata is parsed once, by the load."""
     if args.model is not None:
-        from ..models import resolve_model
+        from ..packaged import resolve_model
         from ..weights import model_file
         model_file(resolve_model(args.model))
 

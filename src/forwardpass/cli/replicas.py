@@ -36,7 +36,7 @@ def replica_spec(args, engine: dict, **server):
         from ..scale.hosted import ReplicaSpec
     except ImportError as e:
         raise ForwardpassError(f"--replicas needs Ray ({e.name} is missing): pip install 'forwardpass[ray]'") from None
-    from ..models import default_model_path, resolve_model
+    from ..packaged import default_model_path, resolve_model
 
     path = default_model_path() if args.model is None else resolve_model(args.model)
     threads = args.threads_per_replica or max(1, (os.cpu_count() or 1) // args.replicas)

@@ -11,7 +11,7 @@ from ..bugs import NaiveRingCache, StuckPositionCache
 from ..collapse import detect_loop
 from ..config import preset
 from ..errors import ContextLengthError, ForwardpassError
-from ..generate import generate
+from ..loop import generate
 from ..pipeline import Pipeline
 from ..sampling import (
     SEED_CANDIDATES,

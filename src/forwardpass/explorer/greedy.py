@@ -13,7 +13,7 @@ import torch
 
 from ..collapse import Loop, detect_loop
 from ..engine import BlockPool, Engine, EngineConfig
-from ..generate import generate
+from ..loop import generate
 from ..pipeline import Pipeline
 from ..sampling import SamplingParams, make_generator, next_token
 

@@ -20,7 +20,7 @@ KV_NAMES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"
 def timed_loops(fp: Pipeline, prompt: str, steps: int) -> dict:
     """The seed's loop on `prompt`, greedy, `steps` steps, both ways, each step timed:
 
-        naive:  logits, _ = model(prompt + tokens, new_cache)   # every token so far, every step (generate.py, naive)
+        naive:  logits, _ = model(prompt + tokens, new_cache)   # every token so far, every step (loop.py, naive)
         cached: logits, cache = model(x, cache)                 # the prompt once, then only the newest token
 
     The two loops take their steps in turn (naive step i, cached step i, …), so a busy moment of the machine falls on

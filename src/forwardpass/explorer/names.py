@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..models import DEFAULT_FILE, GEMMA3_FILE
+from ..packaged import DEFAULT_FILE, GEMMA3_FILE
 from ..pipeline import Pipeline
 
 # the file each name `forwardpass explore` offers stands for, known before it is loaded
