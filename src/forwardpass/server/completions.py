@@ -11,7 +11,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
 from ..engine import RequestOutput
-from ..engine.sequence import Error
 from ..sampling import SamplingParams
 from . import tools
 from .errors import APIError
@@ -127,9 +126,9 @@ def completion_logprobs(s: Served, outs: list[RequestOutput], offset: int = 0) -
 
 async def stream_events(s: Served, submission, req, prompt_tokens, prompt_of, params, chat, rid,
                         calls) -> AsyncIterator[str]:
-    """Server-sent events. A forced tool call streams as OpenAI's do: its id and name, then its arguments piece
-    by piece. With tools and tool_choice "auto", a choice's text is held until it ends: then it goes out as
-    content, or as its tool calls (each whole, in one delta) if it is made of calls."""
+    """Server-sent events: each choice's pieces as its writer makes them (a completion's text, a chat's content, a
+    chat's reply held for its tool calls, a forced tool call), then the usage if asked, an error event if the
+    engine ended a choice early, and [DONE]."""
     kind = "chat.completion.chunk" if chat else "text_completion"
     with_logprobs = params[0].logprobs is not None
     now = int(time.time())
@@ -142,51 +141,17 @@ async def stream_events(s: Served, submission, req, prompt_tokens, prompt_of, pa
         for i in range(len(params)):
             yield chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                           "finish_reason": None}])
-    completion_tokens, cached, offsets = 0, {}, [0] * len(params)
-    error: Error | None = None
-    held, held_scored = [""] * len(params), [[] for _ in params]
-    forced = [tools.ForcedCallStream() for _ in params] if calls is not None and req.forced_call else None
+    n = len(params)
+    writer = (ForcedCall(s, calls, n) if calls is not None and req.forced_call else HeldCalls(s, req, calls, n)
+              if calls is not None else ChatText(s) if chat else CompletionText(s, n))
+    completion_tokens, cached, error = 0, {}, None
     async for ready in submission:
         for i, outs in by_choice(ready):
             last = outs[-1]
-            text = "".join(o.text for o in outs)
             scored = [o for o in outs if o.token_id is not None] if with_logprobs else []
-            if forced is not None:  # the call's name, then its arguments, as they are written
-                deltas = forced[i].feed(text)
-                held_scored[i] += scored
-                if last.finish_reason is not None:
-                    complete = tools.parse(forced[i].text, calls) is not None
-                    rest = forced[i].finish(complete)
-                    deltas = None if rest is None else deltas + rest
-                if deltas is None:  # no call began (cut short): the text is the reply
-                    delta = {"content": forced[i].text}
-                elif deltas or last.finish_reason is not None:
-                    delta = {"tool_calls": deltas} if deltas else {}
-                else:
-                    continue
-                finish = last.finish_reason
-                reason = "tool_calls" if finish == "stop" and deltas is not None else finish
-                lp = {"content": [s.chat_logprob(o) for o in held_scored[i]]} \
-                    if held_scored[i] and finish is not None else None
-                yield chunk([{"index": i, "delta": delta, "logprobs": lp, "finish_reason": reason}])
-            elif calls is not None:
-                held[i] += text
-                held_scored[i] += scored
-                if last.finish_reason is None:
-                    continue
-                message, reason = chat_reply(held[i], last.finish_reason, calls, req.parallel_tool_calls)
-                delta = {"content": message["content"]} if message["content"] is not None else {
-                    "tool_calls": [c | {"index": k} for k, c in enumerate(message["tool_calls"])]}
-                lp = {"content": [s.chat_logprob(o) for o in held_scored[i]]} if held_scored[i] else None
-                yield chunk([{"index": i, "delta": delta, "logprobs": lp, "finish_reason": reason}])
-            elif chat:
-                lp = {"content": [s.chat_logprob(o) for o in scored]} if scored else None
-                yield chunk([{"index": i, "delta": {"content": text} if text else {}, "logprobs": lp,
-                              "finish_reason": last.finish_reason}])
-            else:
-                lp = completion_logprobs(s, scored, offsets[i]) if scored else None
-                yield chunk([{"index": i, "text": text, "logprobs": lp, "finish_reason": last.finish_reason}])
-            offsets[i] += len(text)
+            choice = writer.choice(i, "".join(o.text for o in outs), scored, last.finish_reason)
+            if choice is not None:
+                yield chunk([choice])
             if last.finish_reason is not None:
                 completion_tokens += last.completion_tokens
                 cached[prompt_of[i]] = last.cached_tokens
@@ -196,3 +161,76 @@ async def stream_events(s: Served, submission, req, prompt_tokens, prompt_of, pa
     if error is not None:
         yield engine_error(error, req).event()
     yield "data: [DONE]\n\n"
+
+
+# One writer per kind of stream: choice(i, text, scored, finish) → choice i's entry of the next chunk, or None (nothing
+# to send yet). `scored`: the outputs that carry a token's logprobs (empty without logprobs).
+
+class CompletionText:
+    """/v1/completions: the text as it comes, its logprobs with their offsets in the choice's text."""
+
+    def __init__(self, s: Served, n: int):
+        self.s, self.offsets = s, [0] * n
+
+    def choice(self, i: int, text: str, scored: list, finish: str | None) -> dict:
+        lp = completion_logprobs(self.s, scored, self.offsets[i]) if scored else None
+        self.offsets[i] += len(text)
+        return {"index": i, "text": text, "logprobs": lp, "finish_reason": finish}
+
+
+class ChatText:
+    """A chat without tools: the content as it comes."""
+
+    def __init__(self, s: Served):
+        self.s = s
+
+    def choice(self, i: int, text: str, scored: list, finish: str | None) -> dict:
+        lp = {"content": [self.s.chat_logprob(o) for o in scored]} if scored else None
+        return {"index": i, "delta": {"content": text} if text else {}, "logprobs": lp, "finish_reason": finish}
+
+
+class HeldCalls:
+    """A chat with tools and tool_choice "auto": a choice's text is held until it ends, then goes out as content, or
+    as its tool calls (each whole, in one delta) if it is made of calls."""
+
+    def __init__(self, s: Served, req, calls: dict, n: int):
+        self.s, self.req, self.calls = s, req, calls
+        self.held, self.scored = [""] * n, [[] for _ in range(n)]
+
+    def choice(self, i: int, text: str, scored: list, finish: str | None) -> dict | None:
+        self.held[i] += text
+        self.scored[i] += scored
+        if finish is None:
+            return None
+        message, reason = chat_reply(self.held[i], finish, self.calls, self.req.parallel_tool_calls)
+        delta = {"content": message["content"]} if message["content"] is not None else {
+            "tool_calls": [c | {"index": k} for k, c in enumerate(message["tool_calls"])]}
+        lp = {"content": [self.s.chat_logprob(o) for o in self.scored[i]]} if self.scored[i] else None
+        return {"index": i, "delta": delta, "logprobs": lp, "finish_reason": reason}
+
+
+class ForcedCall:
+    """A forced tool call, as OpenAI's streams send one: its id and name, then its arguments piece by piece; a reply
+    cut short before any call began goes out as content."""
+
+    def __init__(self, s: Served, calls: dict, n: int):
+        self.s, self.calls = s, calls
+        self.streams, self.scored = [tools.ForcedCallStream() for _ in range(n)], [[] for _ in range(n)]
+
+    def choice(self, i: int, text: str, scored: list, finish: str | None) -> dict | None:
+        stream = self.streams[i]
+        deltas = stream.feed(text)
+        self.scored[i] += scored
+        if finish is not None:
+            rest = stream.finish(tools.parse(stream.text, self.calls) is not None)
+            deltas = None if rest is None else deltas + rest
+        if deltas is None:  # no call began (cut short): the text is the reply
+            delta = {"content": stream.text}
+        elif deltas or finish is not None:
+            delta = {"tool_calls": deltas} if deltas else {}
+        else:
+            return None
+        reason = "tool_calls" if finish == "stop" and deltas is not None else finish
+        lp = {"content": [self.s.chat_logprob(o) for o in self.scored[i]]} \
+            if self.scored[i] and finish is not None else None
+        return {"index": i, "delta": delta, "logprobs": lp, "finish_reason": reason}
