@@ -20,12 +20,10 @@ import contextlib
 import json
 import statistics
 import sys
-import threading
-import time
 from pathlib import Path
 from urllib.parse import quote
 
-from common import free_port, machine
+from common import machine
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -71,25 +69,14 @@ def one_run(browser, url: str, width: int) -> dict:
 def explorer(fp):
     """A newly started explorer on `fp` (as `forwardpass explore` starts it, the model already loaded), once it has
     prepared the opening page's slow answers and nothing else is remembered: its address."""
-    import uvicorn
-
     from forwardpass.explorer import trace
-    from forwardpass.explorer.app import build_explorer
+    from forwardpass.explorer.app import build_explorer, served
 
     trace.forget()
     app = build_explorer(fp, prepare=True)
     app.state.prepared.join()
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with served(app) as url:
+        yield url
 
 
 def main() -> None:

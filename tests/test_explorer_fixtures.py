@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import re
-import threading
-import time
 from pathlib import Path
 
 import pytest
-import uvicorn
-from server_helpers import free_port
 
-from forwardpass.explorer.app import build_explorer
+from forwardpass.explorer.app import build_explorer, served
 
 CHROMIUM = "/usr/bin/chromium"
 DEFAULT_PROMPT = "The cat sat on the mat, and the cat slept."
@@ -29,19 +25,10 @@ needs_chromium = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian'
 
 @contextlib.contextmanager
 def explorer(pipeline, others=None):
-    """The explorer on `pipeline` (and the models `others` names) on a free port: its address (url.app: the app)."""
-    port = free_port()
-    app = build_explorer(pipeline, others, prepare=True)  # as `forwardpass explore` starts it
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    """The explorer on `pipeline` (and the models `others` names) on a free port, as `forwardpass explore` starts it
+    (its opening answers prepared in the background): its address."""
+    with served(build_explorer(pipeline, others, prepare=True)) as url:
+        yield url
 
 
 @contextlib.contextmanager

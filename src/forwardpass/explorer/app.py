@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -191,3 +193,24 @@ def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | Non
     app.state.answers = remembered
     app.state.prepared = answers.prepare([lambda p=p, b=b: ask(p, b) for p, b in opening()]) if prepare else None
     return app
+
+
+@contextlib.contextmanager
+def served(app: FastAPI):
+    """`app` served by uvicorn in a thread of this process on a free loopback port (the tests' and the benchmark's
+    explorer): its address, until the block ends."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError("the explorer's server did not start")
+        time.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
