@@ -13,6 +13,7 @@ from gguf.quants import dequantize
 from forwardpass import kernels
 from forwardpass.errors import ForwardpassError
 from forwardpass.quant import BlockRows, QuantizedLinear, Tiles, untiled
+from forwardpass.weights import formats
 from forwardpass.weights.formats import FORMATS, to_blocks
 
 Q = GGMLQuantizationType
@@ -72,17 +73,17 @@ def test_the_kernels_multiply_every_format_as_its_dequantized_weights(kind):
 @pytest.mark.skipif(not kernels.available(), reason="no native kernels here")
 @pytest.mark.parametrize("kind", list(FORMATS), ids=lambda k: k.name)
 def test_native_repacking_gives_the_unpacked_tiles(kind):
-    """kernels.repack tiles every format's blocks straight from the file's bytes: the same layer, bit for bit, as
+    """The native repacking tiles every format's blocks straight from the file's bytes: the same layer, bit for bit, as
     unpacking them (formats.py) and tiling the integers (quant.tile), padding rows included."""
     rows, cols = 37, 512  # the last group part padding; two of K-quants' 256-blocks a row
     raw = random_tensor(kind, rows, cols, seed=5)
     bits = FORMATS[kind].bits
     def repacked(width: int, into: torch.Tensor) -> list[Tiles]:  # the tiles written into the layer's own
-        return [Tiles(*kernels.repack(kind.value, raw, rows, cols, into), rows)]
+        return [Tiles(*formats.repack(kind, raw, rows, cols, into), rows)]
 
     native = QuantizedLinear(BlockRows((rows, cols), bits, lambda: [], repacked))
     with pytest.raises(ForwardpassError, match=r"go into \(3, 16, \d+\) contiguous bytes, not \(3, 16, 1\)"):
-        kernels.repack(kind.value, raw, rows, cols, torch.empty(3, 16, 1, dtype=torch.uint8))
+        formats.repack(kind, raw, rows, cols, torch.empty(3, 16, 1, dtype=torch.uint8))
     unpacked = QuantizedLinear(to_blocks(raw, kind, rows, cols))
     keeps_minimums = kind in (Q.Q4_1, Q.Q5_1, Q.Q4_K, Q.Q5_K)
     assert native.zero == unpacked.zero and (native.minimum is None) == (unpacked.minimum is None) != keeps_minimums
@@ -90,8 +91,8 @@ def test_native_repacking_gives_the_unpacked_tiles(kind):
     form = torch.uint8 if FORMATS[kind].factors else torch.float32 if kind == Q.Q6_K else torch.float16
     assert native.scale.dtype == form
     assert not keeps_minimums or torch.equal(native.minimum, unpacked.minimum)
-    with pytest.raises(ForwardpassError, match="not ggml type 10"):
-        kernels.repack(Q.Q2_K.value, np.zeros((16, GGML_QUANT_SIZES[Q.Q2_K][1]), np.uint8), 16, 256)
+    with pytest.raises(ForwardpassError, match="blocks, not Q2_K"):
+        formats.repack(Q.Q2_K, np.zeros((16, GGML_QUANT_SIZES[Q.Q2_K][1]), np.uint8), 16, 256)
 
 
 @pytest.mark.skipif(not kernels.available(), reason="no native kernels here")
@@ -104,11 +105,11 @@ def test_repacked_bands_of_several_formats_stack_exactly(kinds):
     the weights `gguf` dequantizes, and its products are theirs."""
     cols, sizes = 256, [32, 32, 21][:len(kinds)]
     raws = [random_tensor(k, n, cols, seed=20 + i) for i, (k, n) in enumerate(zip(kinds, sizes, strict=True))]
-    bands = [Tiles(*kernels.repack(k.value, raw, n, cols), n) for k, raw, n in zip(kinds, raws, sizes, strict=True)]
+    bands = [Tiles(*formats.repack(k, raw, n, cols), n) for k, raw, n in zip(kinds, raws, sizes, strict=True)]
     layer = QuantizedLinear(BlockRows((sum(sizes), cols), FORMATS[kinds[0]].bits, lambda: [], lambda b, into: bands))
     want = torch.from_numpy(np.concatenate([dequantize(raw, k) for k, raw in zip(kinds, raws, strict=True)]))
     assert torch.equal(layer.dequantize(), want)
-    assert (layer.minimum is None) == (len({kernels.REPACKED[k.value][3] for k in kinds}) == 1)
+    assert (layer.minimum is None) == (len({FORMATS[k].zero for k in kinds}) == 1)
     x = torch.randn(3, cols, generator=torch.Generator().manual_seed(2))
     got = kernels.gemv(x, layer.bits, layer.q, sum(sizes), layer.scale, layer.minimum, layer.zero)
     exact = fifteen_bits(x).double() @ want.double().T
@@ -233,3 +234,19 @@ def test_q6_k_keeps_a_scale_per_16_weights():
                 got = kernels.gemv(x[:m], 8, w.q, n, w.scale, w.minimum, w.zero)
                 exact = fifteen_bits(x[:m]) @ reference.T
                 assert ((got - exact).abs().max() / exact.abs().max()).item() < 1e-5
+
+
+@pytest.mark.skipif(not kernels.available(), reason="no native kernels here")
+def test_a_block_format_is_one_row_that_the_kernels_state_too():
+    """repack.c's own rows (kernels.repack_formats) agree with weights/formats.py's, field by field; a row changed on
+    either side is refused by name before anything is repacked."""
+    rows = kernels.repack_formats()
+    assert {Q(r["kind"]) for r in rows} == set(FORMATS) == formats.native()
+    assert formats.mismatches(rows) == []
+    changed = [r | {"zero": 4} if r["kind"] == Q.Q4_0.value else r for r in rows]
+    assert formats.mismatches(changed) == ["Q4_0.zero: 4 in repack.c, 8 in weights/formats.py"]
+    changed = [r | {"block_bytes": 200, "tile": 256} if r["kind"] == Q.Q6_K.value else r for r in rows]
+    assert formats.mismatches(changed) == ["Q6_K.block_bytes: 200 in repack.c, 210 in weights/formats.py",
+                                           "Q6_K.tile: 256 in repack.c, 512 in weights/formats.py"]
+    unknown = {"kind": Q.IQ4_NL.value, "block_bytes": 18, "tile": 512, "scales": 1, "zero": 128}
+    assert formats.mismatches([*rows, unknown]) == ["repack.c reads IQ4_NL, which weights/formats.py does not know"]

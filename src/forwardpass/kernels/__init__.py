@@ -4,7 +4,7 @@ Matrix-vector products over weights as they are stored — fp32, fp16, bf16, 8- 
 `gemv.c` runs a decode step's few rows at a time), a whole decode step in one call (`decode_step.c`, driven by
 `forwardpass.fused_decode`), quantized tiles back to float32 for prefill (`dequantize.c`), and a read of memory in
 concurrent streams (`stream_read.c`, the bandwidth roof of `forwardpass.machine`), and a file's blocks in the
-formats REPACKED names straight into the tiles the products read (`repack.c`, for loading).
+formats it names (repack_formats) straight into the tiles the products read (`repack.c`, for loading).
 
 One source, four builds of its vector operations (`simd.h`): avx512 (F, BW, VL and VNNI), avx2 (with FMA and
 F16C), neon (ARM64) and generic (portable C, the reference). The best build this CPU runs is chosen at run time;
@@ -160,6 +160,8 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.dequantize.argtypes = [i, i, i, p, p, p, i, i, p]
     lib.repack.restype = i
     lib.repack.argtypes = [i, i, i, p, p, p, p]
+    lib.repack_formats.restype = ctypes.POINTER(abi.RepackFormat)
+    lib.repack_formats.argtypes = [ctypes.POINTER(ctypes.c_int)]
     lib.stream_read.restype = ctypes.c_float
     lib.stream_read.argtypes = [p, ctypes.c_size_t]
     return lib
@@ -217,26 +219,23 @@ def dequantize(bits: int, q: torch.Tensor, scale: torch.Tensor, minimum: torch.T
     return w
 
 
-# ggml type id → (name, tile bytes per group and block, the form of its scales: abi.h's F16, FACTORS or HALVES, and
-# for a symmetric grid its zero: every minimum is -zero × its scale, none is kept), for each format repack.c reads
-F16 = WEIGHT_KIND[torch.float16]
-REPACKED = {2: ("Q4_0", 256, F16, 8), 3: ("Q4_1", 256, F16, None), 6: ("Q5_0", 512, F16, 16),
-            7: ("Q5_1", 512, F16, None), 8: ("Q8_0", 512, F16, 128), 12: ("Q4_K", 256, FACTORS, None),
-            13: ("Q5_K", 512, FACTORS, None), 14: ("Q6_K", 512, HALVES, 32)}
+def repack_formats(lib: ctypes.CDLL | None = None) -> list[dict]:
+    """The block formats repack.c reads, one row each as it states them (abi.h's RepackFormat; zero -1: the format
+    keeps minimums of its own). weights/formats.py holds its own rows against these."""
+    n = ctypes.c_int()
+    rows = (lib or _LIB).repack_formats(ctypes.byref(n))
+    return [{name: getattr(rows[i], name) for name, _ in abi.RepackFormat._fields_} for i in range(n.value)]
 
 
-def repack(kind: int, data, rows: int, cols: int, q: torch.Tensor | None = None) -> tuple[
-        torch.Tensor, torch.Tensor, torch.Tensor | None, int | None]:
-    """A band of a GGUF tensor (data: a C-contiguous numpy array of its (rows, row bytes)) in one of the formats
-    REPACKED names, as quant.QuantizedLinear tiles it: q (groups, cols/32, 256 or 512) bytes; scale and minimum
-    (groups, cols/32, 16) float16, the file's own (float32 where one is infinite or NaN), for Q4_K and Q5_K
-    (groups, cols/256, 160) factored bytes, for Q6_K (groups, cols/32, 2, 16) float32; and the zero of a symmetric
-    grid, whose minimum is then None. `q`, where given, is where the tiles go (a slice of the layer's own: no copy
-    after). Call only where available()."""
-    if kind not in REPACKED:
-        names = ", ".join(entry[0] for entry in REPACKED.values())
-        raise ForwardpassError(f"the native repacking reads {names} blocks, not ggml type {kind}")
-    _, tile, scales, zero = REPACKED[kind]
+def repack(kind: int, tile: int, scales: int, zero: int | None, data, rows: int, cols: int,
+           q: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, int | None]:
+    """A band of a GGUF tensor of ggml type `kind` (data: a C-contiguous numpy array of its (rows, row bytes)), as
+    quant.QuantizedLinear tiles it: q (groups, cols/32, tile) bytes; scale and minimum as `scales` says: F16
+    (groups, cols/32, 16), the file's own (float32 where one is infinite or NaN), FACTORS (groups, cols/256, 160)
+    bytes, HALVES (groups, cols/32, 2, 16) float32; and the zero of a symmetric grid, whose minimum is then None.
+    The format's facts (tile, scales, zero) are its row in weights/formats.py, which checks them against
+    repack_formats(). `q`, where given, is where the tiles go (a slice of the layer's own: no copy after). Call only
+    where available()."""
     groups, blocks = -(-rows // 16), cols // 32
     if q is None:
         q = torch.empty(groups, blocks, tile, dtype=torch.uint8)
@@ -249,6 +248,8 @@ def repack(kind: int, data, rows: int, cols: int, q: torch.Tensor | None = None)
     minimum = None if zero is not None else torch.empty(shape, dtype=dtype)
     bad = _LIB.repack(kind, rows, cols, data.ctypes.data, q.data_ptr(), scale.data_ptr(),
                       None if minimum is None else minimum.data_ptr())
+    if bad < 0:
+        raise ForwardpassError(f"the native repacking does not read ggml type {kind}")
     if bad:  # kept as float32, so that QuantizedLinear widens the matrix's scales rather than take them as fp16
         scale, minimum = scale.float(), None if minimum is None else minimum.float()
     return q, scale, minimum, zero

@@ -20,6 +20,8 @@ static const AbiEntry ABI[] = {
     AT(Model, embeddings) AT(Model, layers) AT(Model, norm_f) AT(Model, lm_head) AT(Model, cos) AT(Model, sin)
     AT(Model, k_cache) AT(Model, v_cache) AT(Model, work) AT(Model, threads) AT(Model, rows) AT(Model, attn_scale)
     AT(Model, embed_scale) AT(Model, gelu) AT(Model, cos_local) AT(Model, sin_local) AT(Model, team)
+    SIZE(RepackFormat) AT(RepackFormat, kind) AT(RepackFormat, block_bytes) AT(RepackFormat, tile)
+    AT(RepackFormat, scales) AT(RepackFormat, zero)
     SIZE(Batch) AT(Batch, rows) AT(Batch, tokens) AT(Batch, positions) AT(Batch, lengths) AT(Batch, k) AT(Batch, v)
     AT(Batch, slots) AT(Batch, block_size) AT(Batch, max_blocks) AT(Batch, tables) AT(Batch, half)
     CONSTANT(BLOCK) CONSTANT(GROUP) CONSTANT(OCTET) CONSTANT(F32) CONSTANT(F16) CONSTANT(BF16) CONSTANT(Q4)

@@ -76,6 +76,14 @@ typedef struct {
     int half;                                 // the pool's pairs are binary16 (tables only)
 } Batch;
 
+// A block format repack() reads, one row each (weights/formats.py holds the same rows and checks them against
+// repack_formats() before it repacks): ggml's type id, the file's bytes per block, the tile bytes per group of 16 rows
+// and block of 32 inputs (256: 4-bit tiles, 512: 8-bit), the form of its scales (F16, FACTORS or HALVES) and, for a
+// symmetric grid, its zero (every minimum is -zero × its scale; -1: the format keeps minimums of its own).
+typedef struct {
+    int kind, block_bytes, tile, scales, zero;
+} RepackFormat;
+
 // kernel_abi(&n): n entries, each a name and its value: "Linear" its size in bytes, "Linear.kind" a field's offset,
 // "BLOCK" a constant
 typedef struct {
@@ -104,5 +112,6 @@ void dequantize(int bits, int N, int K, const uint8_t *q, const void *scale, con
 // repack.c: a band of a GGUF tensor in ggml type `kind` into tiles, scales and minimums; nonzero where a scale is not
 // finite in 16 bits
 int repack(int kind, int rows, int K, const uint8_t *src, uint8_t *q, void *scale, void *minimum);
+const RepackFormat *repack_formats(int *n);  // the formats repack() reads, n of them
 // stream_read.c: the sum of n floats, read in concurrent streams
 float stream_read(const float *x, size_t n);

@@ -54,7 +54,11 @@ class Batch(_Struct):
                 ("slots", _i), ("block_size", _i), ("max_blocks", _i), ("tables", _p), ("half", _i)]
 
 
-STRUCTS = (Linear, Layer, Model, Batch)
+class RepackFormat(_Struct):
+    _fields_ = [("kind", _i), ("block_bytes", _i), ("tile", _i), ("scales", _i), ("zero", _i)]
+
+
+STRUCTS = (Linear, Layer, Model, Batch, RepackFormat)
 
 
 class _Entry(ctypes.Structure):

@@ -17,6 +17,25 @@
 enum { GGML_Q4_0 = 2, GGML_Q4_1 = 3, GGML_Q5_0 = 6, GGML_Q5_1 = 7, GGML_Q8_0 = 8, GGML_Q4_K = 12, GGML_Q5_K = 13,
        GGML_Q6_K = 14 };  // ggml's type ids
 
+// Every format read here, one row each (abi.h: RepackFormat); weights/formats.py checks its own rows against these.
+static const RepackFormat FORMATS[] = {
+    {GGML_Q4_0, 18, 256, F16, 8},        {GGML_Q4_1, 20, 256, F16, -1},      {GGML_Q5_0, 22, 512, F16, 16},
+    {GGML_Q5_1, 24, 512, F16, -1},       {GGML_Q8_0, 34, 512, F16, 128},     {GGML_Q4_K, 144, 256, FACTORS, -1},
+    {GGML_Q5_K, 176, 512, FACTORS, -1},  {GGML_Q6_K, 210, 512, HALVES, 32},
+};
+#define N_FORMATS (int)(sizeof FORMATS / sizeof FORMATS[0])
+
+const RepackFormat *repack_formats(int *n) {
+    *n = N_FORMATS;
+    return FORMATS;
+}
+
+static const RepackFormat *format_of(int kind) {
+    for (int i = 0; i < N_FORMATS; i++)
+        if (FORMATS[i].kind == kind) return &FORMATS[i];
+    return NULL;
+}
+
 static uint16_t half_at(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }  // little-endian
 
 // Row r's bytes of `tiles` 4-bit tiles at t (tile u: inputs 8u + j in low nibbles, 8u + 4 + j in high ones) from
@@ -60,8 +79,8 @@ static void k_block(int kind, const uint8_t *block, int r, uint8_t *t, uint8_t *
 // Q4_K or Q5_K rows × K → q (groups, K / 32, 256 or 512) tiles and scale, minimum (groups, K / 256, 160) bytes as
 // gemv.h's FACTORS
 static void repack_k(int kind, int rows, int K, const uint8_t *src, uint8_t *q, uint8_t *scale, uint8_t *minimum) {
-    const int nb = K / BLOCK, groups = (rows + GROUP - 1) / GROUP, tile = kind == GGML_Q5_K ? 512 : 256;
-    const int block_bytes = kind == GGML_Q5_K ? 176 : 144;
+    const RepackFormat *f = format_of(kind);
+    const int nb = K / BLOCK, groups = (rows + GROUP - 1) / GROUP, tile = f->tile, block_bytes = f->block_bytes;
     #pragma omp parallel for schedule(static)
     for (int g = 0; g < groups; g++)
         for (int o = 0; o < nb / 8; o++) {
@@ -109,17 +128,18 @@ static void q6_block(const uint8_t *block, int r, uint8_t *t, float *s, float *m
 // Q6_K rows × K → q (groups, K / 32, 512) tiles and scale, minimum (groups, K / 32, 2, 16) float32 as gemv.h's HALVES
 // (minimum NULL: none written)
 static void repack_q6(int rows, int K, const uint8_t *src, uint8_t *q, float *scale, float *minimum) {
-    const int nb = K / BLOCK, groups = (rows + GROUP - 1) / GROUP;
+    const RepackFormat *f = format_of(GGML_Q6_K);
+    const int nb = K / BLOCK, groups = (rows + GROUP - 1) / GROUP, tile = f->tile, block_bytes = f->block_bytes;
     #pragma omp parallel for schedule(static)
     for (int g = 0; g < groups; g++)
         for (int o = 0; o < nb / 8; o++) {
             const size_t first = (size_t)g * nb + 8 * o;  // the 256-block's first block of 32
-            uint8_t *t = q + first * 512;
+            uint8_t *t = q + first * tile;
             float *s = scale + first * 2 * GROUP, *m = minimum ? minimum + first * 2 * GROUP : NULL;
             for (int r = 0; r < GROUP; r++) {
                 const int row = g * GROUP + r;
                 if (row < rows) {
-                    q6_block(src + ((size_t)row * (nb / 8) + o) * 210, r, t, s, m);
+                    q6_block(src + ((size_t)row * (nb / 8) + o) * block_bytes, r, t, s, m);
                     continue;
                 }
                 for (int j = 0; j < 16; j++) s[j * GROUP + r] = 0.f;  // padding: a zero row
@@ -138,6 +158,8 @@ static int finite_half(uint16_t h) { return (h & 0x7C00) != 0x7C00; }
 // -16 and -128 × scale, and write no minimums; Q6_K's are -32 × scale, written unless minimum is NULL. Returns how many
 // of the fp16 scales and minimums are infinite or NaN (0 for the other forms), or -1 for a kind it does not repack.
 int repack(int kind, int rows, int K, const uint8_t *src, uint8_t *q, void *scale, void *minimum) {
+    const RepackFormat *f = format_of(kind);
+    if (!f) return -1;
     if (kind == GGML_Q4_K || kind == GGML_Q5_K) {
         repack_k(kind, rows, K, src, q, scale, minimum);
         return 0;
@@ -147,11 +169,8 @@ int repack(int kind, int rows, int K, const uint8_t *src, uint8_t *q, void *scal
         return 0;
     }
     const int nb = K / BLOCK, groups = (rows + GROUP - 1) / GROUP;
-    const int block_bytes = kind == GGML_Q4_0 ? 18 : kind == GGML_Q4_1 ? 20 : kind == GGML_Q5_0 ? 22
-                          : kind == GGML_Q5_1 ? 24 : kind == GGML_Q8_0 ? 34 : 0;
-    const int tile = kind == GGML_Q4_0 || kind == GGML_Q4_1 ? 256 : 512;
-    const int explicit = kind == GGML_Q4_1 || kind == GGML_Q5_1;  // a minimum of its own after d (fp16)
-    if (!block_bytes) return -1;
+    const int block_bytes = f->block_bytes, tile = f->tile;
+    const int explicit = f->zero < 0;  // a minimum of its own after d (fp16)
     int bad = 0;
     #pragma omp parallel for schedule(static) reduction(+ : bad)
     for (int g = 0; g < groups; g++)

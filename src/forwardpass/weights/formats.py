@@ -1,6 +1,8 @@
-"""GGUF's block formats (ggml's quant types), one entry each: the weights a block holds, its bytes, and how its
-blocks become forwardpass's own (`quant.Blocks`: unsigned integers q in blocks of 32, w = minimum + scale × q, the
-scale and minimum per block or, for Q6_K, per 16 weights).
+"""GGUF's block formats (ggml's quant types), one row each: the weights a block holds, its bytes, the width of the
+tiles that hold its integers, the form of its scales, a symmetric grid's zero, and how its blocks become
+forwardpass's own (`quant.Blocks`: unsigned integers q in blocks of 32, w = minimum + scale × q, the scale and
+minimum per block or, for Q6_K, per 16 weights). The native repacking (kernels/repack.c) states the same rows; they
+are checked against each other before the first band is repacked (`native`).
 
 Every format here is such a grid already, so the repacking is exact: the weights dequantize to what `gguf`
 dequantizes, bit for bit (tests/test_formats.py). A format's integers go to the narrowest width the kernels read
@@ -8,6 +10,7 @@ that holds them (4 or 8 bits)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -15,6 +18,9 @@ import numpy as np
 import torch
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
+from .. import kernels
+from ..errors import ForwardpassError
+from ..kernels.abi import F16, FACTORS, HALVES
 from ..quant import BLOCK, Blocks, Factored
 
 Q = GGMLQuantizationType
@@ -30,11 +36,17 @@ class BlockFormat:
     bits: int  # the kernel width that holds q: 4 or 8
     unpack: Callable[[np.ndarray], Unpacked]  # (blocks, type_size) uint8 → blocks of 32 (kernels/repack.c tiles
     # the same numbers straight from the file's bytes where the kernels run)
+    scales: int = F16  # how the tiles' scales are kept (kernels/abi.h): the file's fp16, FACTORS, or HALVES
+    zero: int | None = None  # a symmetric grid's zero (every minimum -zero × its scale); None: minimums of its own
     factors: Callable[[np.ndarray], Factors] | None = None  # the scales as the file factors them (quant.Factored)
 
     @property
     def type_size(self) -> int:  # bytes per block
         return GGML_QUANT_SIZES[self.kind][1]
+
+    @property
+    def tile(self) -> int:  # tile bytes per group of 16 rows and block of 32 inputs
+        return 256 if self.bits == 4 else 512
 
 
 def _half(b: np.ndarray, at: int) -> np.ndarray:
@@ -126,16 +138,59 @@ def _q6_k(b):
 
 
 FORMATS = {f.kind: f for f in (
-    BlockFormat(Q.Q4_0, 4, _q4_0), BlockFormat(Q.Q4_1, 4, _q4_1), BlockFormat(Q.Q5_0, 8, _q5_0),
-    BlockFormat(Q.Q5_1, 8, _q5_1), BlockFormat(Q.Q8_0, 8, _q8_0),
-    BlockFormat(Q.Q4_K, 4, _q4_k, _k_factors), BlockFormat(Q.Q5_K, 8, _q5_k, _k_factors),
-    BlockFormat(Q.Q6_K, 8, _q6_k),
+    BlockFormat(Q.Q4_0, 4, _q4_0, zero=8),
+    BlockFormat(Q.Q4_1, 4, _q4_1),
+    BlockFormat(Q.Q5_0, 8, _q5_0, zero=16),
+    BlockFormat(Q.Q5_1, 8, _q5_1),
+    BlockFormat(Q.Q8_0, 8, _q8_0, zero=128),
+    BlockFormat(Q.Q4_K, 4, _q4_k, FACTORS, factors=_k_factors),
+    BlockFormat(Q.Q5_K, 8, _q5_k, FACTORS, factors=_k_factors),
+    BlockFormat(Q.Q6_K, 8, _q6_k, HALVES, zero=32),
 )}
 FLOATS = {Q.F32: torch.float32, Q.F16: torch.float16, Q.BF16: torch.bfloat16}
 
 
 def supported() -> list[str]:
     return [k.name for k in (*FLOATS, *FORMATS)]
+
+
+def mismatches(native: list[dict]) -> list[str]:
+    """Where repack.c's rows (kernels.repack_formats) and FORMATS disagree, in words; a format the kernels do not
+    read is not a mismatch (it is unpacked in Python)."""
+    said = []
+    for row in native:
+        kind = Q(row["kind"])
+        if kind not in FORMATS:
+            said.append(f"repack.c reads {kind.name}, which weights/formats.py does not know")
+            continue
+        f = FORMATS[kind]
+        zero = -1 if f.zero is None else f.zero
+        ours = {"block_bytes": f.type_size, "tile": f.tile, "scales": f.scales, "zero": zero}
+        said += [f"{kind.name}.{name}: {row[name]} in repack.c, {value} in weights/formats.py"
+                 for name, value in ours.items() if row[name] != value]
+    return said
+
+
+@functools.cache
+def native() -> frozenset:
+    """The formats the kernels repack, once their rows are checked against FORMATS (a difference is refused by name);
+    none without kernels."""
+    if not kernels.available():
+        return frozenset()
+    rows = kernels.repack_formats()
+    bad = mismatches(rows)
+    if bad:
+        raise ForwardpassError("the native repacking and weights/formats.py disagree: " + "; ".join(bad))
+    return frozenset(Q(row["kind"]) for row in rows)
+
+
+def repack(kind: GGMLQuantizationType, data: np.ndarray, rows: int, cols: int, q: torch.Tensor | None = None):
+    """kernels.repack with the format's own row: (tiles, scale, minimum, zero). Call only for a kind in native()."""
+    if kind not in native():
+        raise ForwardpassError(f"the native repacking reads {', '.join(k.name for k in sorted(native()))} blocks, "
+                               f"not {kind.name}")
+    f = FORMATS[kind]
+    return kernels.repack(kind.value, f.tile, f.scales, f.zero, data, rows, cols, q)
 
 
 def to_blocks(data: np.ndarray, kind: GGMLQuantizationType, rows: int, cols: int) -> Blocks:

@@ -10,12 +10,11 @@ from typing import TypeVar
 import numpy as np
 import torch
 
-from .. import kernels
 from ..errors import ModelFileError, UnsupportedModelError
 from ..quant import GROUP, BlockRows, Blocks, Tiles, as_float, group_span
 from ..tokenizer import Tokenizer
 from . import Checkpoint, Deferred
-from .formats import FLOATS, FORMATS, supported, to_blocks, to_float
+from .formats import FLOATS, FORMATS, native, repack, supported, to_blocks, to_float
 from .gguf_config import gguf_config, open_gguf
 
 BAND_WEIGHTS = 2**21  # weights a band of a large tensor holds while it is read (2 MB unpacked)
@@ -117,8 +116,7 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
         def tiled(width: int, into: torch.Tensor | None = None) -> Iterator[Tiles] | None:
             """The bands repacked natively at the files' own width (None where the kernels do not repack every part),
             their tiles written straight into `into` (the layer's, (groups, cols / 32, tile bytes)) where given."""
-            if any(FORMATS[t.kind].bits != width or t.kind.value not in kernels.REPACKED for t in parts) or (
-                    not kernels.available()):
+            if any(FORMATS[t.kind].bits != width or t.kind not in native() for t in parts):
                 return None
             done = 0  # rows repacked so far: every band but the last is whole groups
 
@@ -126,7 +124,7 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
                 nonlocal done
                 at = None if into is None else into[group_span(done, len(band))]
                 done += len(band)
-                return Tiles(*kernels.repack(t.kind.value, np.ascontiguousarray(band), len(band), cols, at), len(band))
+                return Tiles(*repack(t.kind, np.ascontiguousarray(band), len(band), cols, at), len(band))
             return each(band_tiles)
         return BlockRows((sum(t.n_elements // cols for t in parts), cols), bits, bands, tiled)
 
