@@ -18,7 +18,7 @@ from forwardpass.weights.formats import FORMATS, to_blocks
 
 Q = GGMLQuantizationType
 HALVES = {Q.Q4_0: [0], Q.Q4_1: [0, 2], Q.Q5_0: [0], Q.Q5_1: [0, 2], Q.Q8_0: [0], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2],
-          Q.Q6_K: [208]}  # where each format keeps its fp16 scales (and minimums) in a block
+          Q.Q6_K: [208], Q.IQ4_NL: [0]}  # where each format keeps its fp16 scales (and minimums) in a block
 
 
 def random_tensor(kind: GGMLQuantizationType, rows: int, cols: int, seed: int = 0) -> np.ndarray:
@@ -48,7 +48,7 @@ def test_blocks_dequantize_as_gguf_does(kind):
     layer = QuantizedLinear(blocks)  # tiled as the kernels read it, and back, natively and through PyTorch's ops
     assert torch.equal(layer.dequantize(), got)
     assert torch.equal(untiled(layer.q, layer.scale, layer.minimum, layer.bits, rows, layer.zero), got)
-    zero = {Q.Q4_0: 8, Q.Q5_0: 16, Q.Q8_0: 128, Q.Q6_K: 32}.get(kind)  # a symmetric grid keeps no minimums
+    zero = {Q.Q4_0: 8, Q.Q5_0: 16, Q.Q8_0: 128, Q.Q6_K: 32, Q.IQ4_NL: 128}.get(kind)  # symmetric: no minimums kept
     assert (layer.minimum is None, layer.zero) == (zero is not None, zero or 0)
     assert (layer.scale.dim() == 4) == (kind == Q.Q6_K)  # Q6_K: a scale per 16 weights
 
@@ -248,5 +248,5 @@ def test_a_block_format_is_one_row_that_the_kernels_state_too():
     changed = [r | {"block_bytes": 200, "tile": 256} if r["kind"] == Q.Q6_K.value else r for r in rows]
     assert formats.mismatches(changed) == ["Q6_K.block_bytes: 200 in repack.c, 210 in weights/formats.py",
                                            "Q6_K.tile: 256 in repack.c, 512 in weights/formats.py"]
-    unknown = {"kind": Q.IQ4_NL.value, "block_bytes": 18, "tile": 512, "scales": 1, "zero": 128}
-    assert formats.mismatches([*rows, unknown]) == ["repack.c reads IQ4_NL, which weights/formats.py does not know"]
+    unknown = {"kind": Q.IQ4_XS.value, "block_bytes": 136, "tile": 512, "scales": 1, "zero": 128}
+    assert formats.mismatches([*rows, unknown]) == ["repack.c reads IQ4_XS, which weights/formats.py does not know"]

@@ -1,7 +1,7 @@
 // A band of a GGUF tensor's blocks straight into gemv.h's tiles, for the formats whose blocks already are a grid the
-// kernels read: Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (the file's own fp16 scales, gemv.h's F16), Q4_K and Q5_K (scales
-// factored as gemv.h's FACTORS), Q6_K (float32 scales per 16 weights, gemv.h's HALVES). A symmetric format (every
-// minimum -zero × its scale: Q4_0, Q5_0, Q8_0, and Q6_K where asked) writes no minimums. The numbers
+// kernels read: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and IQ4_NL (the file's own fp16 scales, abi.h's F16), Q4_K and Q5_K
+// (scales factored as FACTORS), Q6_K (float32 scales per 16 weights, HALVES). A symmetric format (every minimum -zero ×
+// its scale: Q4_0, Q5_0, Q8_0, IQ4_NL, and Q6_K where asked) writes no minimums. The numbers
 // weights/formats.py's unpacking and quant.tile give, bit for bit (tests/test_formats.py), without the byte per
 // weight in between: loading a file is a pass over its bytes.
 #include <stddef.h>
@@ -15,13 +15,16 @@
 #endif
 
 enum { GGML_Q4_0 = 2, GGML_Q4_1 = 3, GGML_Q5_0 = 6, GGML_Q5_1 = 7, GGML_Q8_0 = 8, GGML_Q4_K = 12, GGML_Q5_K = 13,
-       GGML_Q6_K = 14 };  // ggml's type ids
+       GGML_Q6_K = 14, GGML_IQ4_NL = 20 };  // ggml's type ids
+
+// IQ4_NL: the value each nibble names (ggml's table; weights/formats.py's IQ4_NL_VALUES)
+static const int8_t IQ4_NL_VALUES[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 // Every format read here, one row each (abi.h: RepackFormat); weights/formats.py checks its own rows against these.
 static const RepackFormat FORMATS[] = {
     {GGML_Q4_0, 18, 256, F16, 8},        {GGML_Q4_1, 20, 256, F16, -1},      {GGML_Q5_0, 22, 512, F16, 16},
     {GGML_Q5_1, 24, 512, F16, -1},       {GGML_Q8_0, 34, 512, F16, 128},     {GGML_Q4_K, 144, 256, FACTORS, -1},
-    {GGML_Q5_K, 176, 512, FACTORS, -1},  {GGML_Q6_K, 210, 512, HALVES, 32},
+    {GGML_Q5_K, 176, 512, FACTORS, -1},  {GGML_Q6_K, 210, 512, HALVES, 32},   {GGML_IQ4_NL, 18, 512, F16, 128},
 };
 #define N_FORMATS (int)(sizeof FORMATS / sizeof FORMATS[0])
 
@@ -197,6 +200,13 @@ int repack(int kind, int rows, int K, const uint8_t *src, uint8_t *q, void *scal
                 uint8_t w[32];
                 if (kind == GGML_Q8_0) {  // int8 + 128 as unsigned
                     for (int i = 0; i < 32; i++) w[i] = block[2 + i] ^ 0x80;
+                    put_bytes(w, r, t);
+                    continue;
+                }
+                if (kind == GGML_IQ4_NL) {  // 8-bit tiles: the value each nibble names, + 128 as unsigned
+                    const uint8_t *qs = block + 2;  // byte i: weight i low, weight i + 16 high
+                    for (int i = 0; i < 32; i++)
+                        w[i] = (uint8_t)(IQ4_NL_VALUES[i < 16 ? qs[i] & 15 : qs[i - 16] >> 4] + 128);
                     put_bytes(w, r, t);
                     continue;
                 }

@@ -90,6 +90,16 @@ def _q8_0(b):
     return b[:, 2:34] ^ np.uint8(128), d, -128 * d  # int8 q + 128, as unsigned
 
 
+IQ4_NL_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], np.int16)
+
+
+def _iq4_nl(b):
+    """IQ4_NL: w = d × the value its nibble names in a fixed table (int8, denser near 0): as an 8-bit grid, q = value
+    + 128 over a minimum of -128 d, every product exact in float32."""
+    d = _half(b, 0)
+    return (IQ4_NL_VALUES[_nibbles(b[:, 2:18])] + 128).astype(np.uint8), d, -128 * d
+
+
 def _k_scales(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Q4_K/Q5_K: each 256-block's 8 six-bit scales and minimums, packed in 12 bytes at byte 4, (blocks, 8) uint8."""
     s = b[:, 4:16]
@@ -146,6 +156,7 @@ FORMATS = {f.kind: f for f in (
     BlockFormat(Q.Q4_K, 4, _q4_k, FACTORS, factors=_k_factors),
     BlockFormat(Q.Q5_K, 8, _q5_k, FACTORS, factors=_k_factors),
     BlockFormat(Q.Q6_K, 8, _q6_k, HALVES, zero=32),
+    BlockFormat(Q.IQ4_NL, 8, _iq4_nl, zero=128),
 )}
 FLOATS = {Q.F32: torch.float32, Q.F16: torch.float16, Q.BF16: torch.bfloat16}
 
