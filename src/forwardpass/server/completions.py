@@ -61,13 +61,20 @@ def usage(prompt_tokens: int, completion_tokens: int, cached: int) -> dict:
     return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens, "prompt_tokens_details": {"cached_tokens": cached}}
 
+
+def finish_reason(finish: str | None, called: bool) -> str | None:
+    """OpenAI's finish reason for a choice the engine ended with `finish`: "tool_calls" where it ended by itself
+    ("stop") on calls, else the engine's own ("length", "abort", …)."""
+    return "tool_calls" if called and finish == "stop" else finish
+
+
 def chat_reply(text: str, reason: str | None, calls: dict | None, parallel: bool = True) -> tuple[dict, str | None]:
     """The assistant message of a finished choice, and its finish reason: with tools, a reply made of calls is
     returned as tool_calls (finish reason "tool_calls"); without `parallel`, its first call only."""
     made = tools.parse(text, calls, parallel) if calls else None
     if made is None:
         return {"role": "assistant", "content": text}, reason
-    return {"role": "assistant", "content": None, "tool_calls": made}, "tool_calls" if reason == "stop" else reason
+    return {"role": "assistant", "content": None, "tool_calls": made}, finish_reason(reason, True)
 
 
 async def respond(s: Served, request: Request, req, groups: list[tuple[list[int], list[SamplingParams]]], chat: bool,
@@ -230,7 +237,7 @@ class ForcedCall:
             delta = {"tool_calls": deltas} if deltas else {}
         else:
             return None
-        reason = "tool_calls" if finish == "stop" and deltas is not None else finish
+        reason = finish_reason(finish, deltas is not None)
         lp = {"content": [self.s.chat_logprob(o) for o in self.scored[i]]} \
             if self.scored[i] and finish is not None else None
         return {"index": i, "delta": delta, "logprobs": lp, "finish_reason": reason}
