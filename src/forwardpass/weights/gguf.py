@@ -61,39 +61,40 @@ def join(parts: list[torch.Tensor | Blocks]) -> torch.Tensor | Blocks:
     return torch.cat([f.to(dtype) for f in floats])
 
 
-def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
-    """The file's config, tokenizer and tensors; each tensor is read (and repacked) only when the model is built,
-    one at a time, so loading never holds the weights twice."""
-    reader = open_gguf(path)
-    config = gguf_config(reader, path)
-    by_name = {t.name: t for t in reader.tensors}
+class _Tensors:
+    """A GGUF file's tensors by name, each read (and repacked) only when the model is built, one at a time, so loading
+    never holds the weights twice; a failure names the file and the tensor."""
 
-    def info(name: str):
-        if name not in by_name:
-            raise ModelFileError(f"{path}: GGUF file lacks tensor {name}")
-        return by_name[name]
+    def __init__(self, reader, path: Path):
+        self.reader, self.path = reader, path
+        self.by_name = {t.name: t for t in reader.tensors}
 
-    def guarded(name: str, read: Callable[[], T]) -> T:
+    def info(self, name: str):
+        if name not in self.by_name:
+            raise ModelFileError(f"{self.path}: GGUF file lacks tensor {name}")
+        return self.by_name[name]
+
+    def guarded(self, name: str, read: Callable[[], T]) -> T:
         """read(), its failure named: the file and the tensor."""
         try:
             return read()
         except UnsupportedModelError as e:
-            raise UnsupportedModelError(f"{path}: {name}: {e}") from None
+            raise UnsupportedModelError(f"{self.path}: {name}: {e}") from None
         except ModelFileError:
             raise
         except Exception as e:
-            raise ModelFileError(f"{path}: cannot read tensor {name} ({type(e).__name__}: {e})") from None
+            raise ModelFileError(f"{self.path}: cannot read tensor {name} ({type(e).__name__}: {e})") from None
 
-    def take(name: str) -> torch.Tensor | Blocks:
-        t = guarded(name, lambda: read_tensor(info(name)))  # a copy: the file's pages can go
-        reader.release(info(name))
+    def take(self, name: str) -> torch.Tensor | Blocks:
+        t = self.guarded(name, lambda: read_tensor(self.info(name)))  # a copy: the file's pages can go
+        self.reader.release(self.info(name))
         return t
 
-    def banded(names: list[str], heads: list[int | None]) -> BlockRows:
+    def banded(self, names: list[str], heads: list[int | None]) -> BlockRows:
         """Block-format tensors stacked by rows (Q and K rows back in rotary halves where heads gives their head
         counts), read band by band (about BAND_WEIGHTS weights each); a tensor's pages of the file are released once
         its bands are copied out. Every tensor but the last holds whole groups of GROUP rows."""
-        parts = [info(n) for n in names]
+        parts, reader, guarded = [self.info(n) for n in names], self.reader, self.guarded
         cols = parts[0].shape[-1]
         step = max(GROUP, BAND_WEIGHTS // cols // GROUP * GROUP)
         bits = max(FORMATS[t.kind].bits for t in parts)
@@ -128,26 +129,33 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
             return each(band_tiles)
         return BlockRows((sum(t.n_elements // cols for t in parts), cols), bits, bands, tiled)
 
-    def one(name: str) -> Deferred:
-        blocks = info(name).kind in FORMATS
-        by_band = blocks and len(info(name).shape) == 2
-        return Deferred(info(name).shape, (lambda: banded([name], [None])) if by_band else (lambda: take(name)),
+    def one(self, name: str) -> Deferred:
+        """A tensor under its own name, read when the model is built."""
+        t = self.info(name)
+        blocks = t.kind in FORMATS
+        by_band = blocks and len(t.shape) == 2
+        return Deferred(t.shape, (lambda: self.banded([name], [None])) if by_band else (lambda: self.take(name)),
                         blocks)
 
-    def joined(names: list[str], heads: list[int | None]) -> Deferred:
+    def joined(self, names: list[str], heads: list[int | None]) -> Deferred:
         """Row-stacked tensors (Q and K back in rotary halves: heads gives their head counts)."""
-        shapes = [info(n).shape for n in names]
+        shapes = [self.info(n).shape for n in names]
         if len({s[1:] for s in shapes}) > 1:
-            raise ModelFileError(f"{path}: {', '.join(names)} have shapes {shapes} that cannot be joined")
+            raise ModelFileError(f"{self.path}: {', '.join(names)} have shapes {shapes} that cannot be joined")
 
         def read():
-            parts = [take(n) for n in names]
+            parts = [self.take(n) for n in names]
             return join([p if h is None else unpermute_rotary(p, h) for p, h in zip(parts, heads, strict=True)])
-        blocks = all(info(n).kind in FORMATS for n in names)
+        blocks = all(self.info(n).kind in FORMATS for n in names)
         by_band = blocks and len(shapes[0]) == 2 and all(s[0] % GROUP == 0 for s in shapes[:-1])
-        stacked = (lambda: banded(names, heads)) if by_band else read
+        stacked = (lambda: self.banded(names, heads)) if by_band else read
         return Deferred((sum(s[0] for s in shapes), *shapes[0][1:]), stacked, blocks)
 
+
+def canonical(config, file: _Tensors) -> dict[str, Deferred]:
+    """The file's tensors under the engine's names (llama.cpp's `blk.N.attn_q.weight` → `blocks.N.attn.qkv.weight`,
+    Q, K and V joined, gate and up joined), Q and K rows back in rotary halves where the file interleaves them."""
+    one, joined = file.one, file.joined
     tensors = {"tok_embeddings.weight": one("token_embd.weight"), "norm_f.weight": one("output_norm.weight")}
     if not config.tied_embeddings:
         tensors["lm_head.weight"] = one("output.weight")
@@ -167,8 +175,17 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
             tensors[b + "ffn_post_norm.weight"] = one(p + "post_ffw_norm.weight")
         tensors[b + "ffn.gate_up.weight"] = joined([p + "ffn_gate.weight", p + "ffn_up.weight"], [None, None])
         tensors[b + "ffn.down.weight"] = one(p + "ffn_down.weight")
-    if "rope_freqs.weight" in by_name:  # Llama 3's RoPE scaling, as divisors of each frequency
+    if "rope_freqs.weight" in file.by_name:  # Llama 3's RoPE scaling, as divisors of each frequency
         tensors["rope.freq_factors"] = one("rope_freqs.weight")
+    return tensors
+
+
+def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
+    """The file's config, tokenizer and tensors; each tensor is read (and repacked) only when the model is built,
+    one at a time, so loading never holds the weights twice."""
+    reader = open_gguf(path)
+    config = gguf_config(reader, path)
+    tensors = canonical(config, _Tensors(reader, path))
     tok_fields = {k: v for k, v in reader.fields.items() if k.startswith("tokenizer.")}
     template = GEMMA3_CHAT_TEMPLATE if config.sandwich_norm else None  # Gemma 3 files carry none
     tokenizer = Tokenizer.from_gguf_fields(tok_fields, template) if "tokenizer.ggml.tokens" in tok_fields else None
