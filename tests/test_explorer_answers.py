@@ -178,3 +178,37 @@ def test_the_widgets_read_the_same_pass(smollm):
     assert [s["stream_out"] for s in steps] == [float(o.norm()) for o in seen.outputs]
     assert view["last_row_is_the_models"] and view["model"]["top"][0]["id"] == int(seen.logits.argmax())
     assert real[0]["id"] == int(seen.logits.argmax()) and real[0]["logit"] == float(seen.logits.max())
+
+
+def test_a_long_prompts_passes_are_not_all_kept(smollm, monkeypatch):
+    """The remembered passes stay under their byte budget (each holds every block's input stream); the newest is
+    kept whatever its size."""
+    from forwardpass.explorer import trace as traces
+    first = trace(smollm, smollm.encode("one two three"))
+    monkeypatch.setattr(traces, "KEPT_BYTES", traces._bytes(first) + 1)
+    trace(smollm, smollm.encode("four five six seven"))
+    kept = traces._TRACES[id(smollm)]
+    assert len(kept) == 1 and tuple(smollm.encode("four five six seven")) in kept
+
+
+def test_the_opening_answers_wait_for_the_machines_rates(smollm, monkeypatch):
+    """The explorer times nothing while it measures this machine's bandwidth and matrix rate."""
+    from forwardpass.explorer import app as explorer_app
+    from forwardpass.explorer import machine_rates
+    order, measured = [], threading.Event()
+
+    def measure(*_):
+        measured.wait(10)
+        order.append(("measured", threading.current_thread().name))
+        return {}
+    monkeypatch.setattr(machine_rates, "measure", measure)
+    monkeypatch.setattr(explorer_app, "opening", lambda: [("/api/lookup", Prompt(prompt="one two"))])
+    lookup = compute.lookup
+    monkeypatch.setattr(compute, "lookup", lambda fp, prompt: order.append(("asked", threading.current_thread().name))
+                        or lookup(fp, prompt))
+    app = build_explorer(smollm, prepare=True)
+    app.state.prepared.join(0.3)
+    assert order == []  # still waiting for the rates
+    measured.set()
+    app.state.prepared.join(30)
+    assert [what for what, thread in order if thread == "explorer-prepare"] == ["measured", "asked"]

@@ -19,6 +19,7 @@ from test_explorer_fixtures import (
     preset_button,
     readout,
     set_range,
+    use_prompt,
     wait_for,
 )
 
@@ -55,7 +56,7 @@ def test_both_loops_run_their_counts_are_cost_pys_and_their_tokens_the_teaching_
         assert sum(naive[:n]) == cost.naive_work(p, n) and sum(cached[:n]) == cost.cached_work(p, n, count_prefill=True)
     assert d["naive_work"] == d["cost_naive_work"] == cost.naive_work(p, steps)
     assert d["cached_work"] == d["cost_cached_work"] == cost.cached_work(p, steps, count_prefill=True)
-    # the same tokens as the seed's teaching loop (generate.py, naive=True), whose own work counters agree
+    # the same tokens as the seed's teaching loop (loop.py, naive=True), whose own work counters agree
     with compute.model_lock(smollm):
         teaching = generate(smollm, DEFAULT_PROMPT, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True),
                             naive=True)
@@ -176,6 +177,9 @@ def test_the_measured_times_on_the_page_are_one_real_run(pages, smollm):
     assert f"= {cost.naive_work(p, 12)}" in prose and f"= {cost.cached_work(p, 12, count_prefill=True)}" in prose
     clock = datetime.datetime.fromtimestamp(d["measured_at"]).strftime("%H:%M:%S")
     assert f"measured at {clock} by the server running this page" in prose
+    use_prompt(page, smollm, "the dog saw the cat")  # away and back: the newer run is shown, not the first one
+    use_prompt(page, smollm, DEFAULT_PROMPT)
+    assert f"measured at {clock} by the server running this page" in told(page, "W-naive-vs-cached")
 
 
 def test_every_chart_of_the_loop_has_ticked_axes_with_titles(any_page):

@@ -24,7 +24,8 @@ class Trace:
     logits: torch.Tensor  # (vocab_size,): the model's logits for the token after the prompt, float32
 
 
-KEPT = 8  # traces remembered per model (a long prompt's is large: every block's input stream)
+KEPT = 8  # traces remembered per model, at most
+KEPT_BYTES = 256 * 2**20  # and at most this much of them (a long prompt's is large: every block's input stream)
 _TRACES: dict[int, OrderedDict[tuple, Trace]] = {}  # id(model) → its passes, dropped with the model
 
 
@@ -37,10 +38,14 @@ def trace(fp: Pipeline, ids: list[int]) -> Trace:
     kept, key = _TRACES[id(fp)], tuple(ids)
     if key not in kept:
         kept[key] = _run(fp, ids)
-        while len(kept) > KEPT:
-            kept.popitem(last=False)
+        while len(kept) > 1 and (len(kept) > KEPT or sum(map(_bytes, kept.values())) > KEPT_BYTES):
+            kept.popitem(last=False)  # the newest is kept whatever its size: its request is reading it
     kept.move_to_end(key)
     return kept[key]
+
+
+def _bytes(t: Trace) -> int:
+    return sum(x.numel() * x.element_size() for x in [*t.inputs, *t.outputs, t.logits])
 
 
 def forget() -> None:

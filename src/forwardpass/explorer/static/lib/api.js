@@ -38,7 +38,9 @@ export function post(path, body, { fresh = false } = {}) {
   const full = { ...body, model: state.model };
   const send = () => request(fresh ? `${path}?fresh=1` : path, { method: "POST",
     headers: { "content-type": "application/json" }, body: JSON.stringify(full) });
-  return fresh ? send() : remembered(`POST ${path} ${JSON.stringify(full)}`, send);
+  const key = `POST ${path} ${JSON.stringify(full)}`;
+  if (fresh) answers.delete(key);  // the new answer replaces the remembered one, here as on the server
+  return remembered(key, send);
 }
 
 function remembered(key, send) {

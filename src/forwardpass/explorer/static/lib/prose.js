@@ -47,8 +47,10 @@ export function seconds(s) {
   return s < 1 ? t("unit.ms", { v: fmt.int(s * 1000) }) : t("unit.s", { v: s.toFixed(2) });
 }
 
-/** a moment (seconds since 1970) as this reader's clock shows it: 15:55:03 */
+/** a moment (seconds since 1970) as this reader's clock shows it: 15:55:03 today, 2026-12-03 15:55:03 another day */
 export function clock(epochS) {
   const d = new Date(epochS * 1000), two = (n) => String(n).padStart(2, "0");
-  return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+  const time = `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+  const day = `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}`;
+  return d.toDateString() === new Date().toDateString() ? time : `${day} ${time}`;
 }
