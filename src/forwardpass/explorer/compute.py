@@ -171,12 +171,6 @@ def _next(fp: Pipeline, ids: list[int]) -> torch.Tensor:
         return fp.model(torch.tensor([ids], device=fp.device), last_only=True)[0][0, 0].float()
 
 
-def next_logits(fp: Pipeline, ids: list[int]) -> torch.Tensor:
-    """The model's logits for the token after `ids`, from the prompt's watched pass (trace.py): (vocab_size,).
-    Callers hold model_lock(fp)."""
-    return trace(fp, ids).logits
-
-
 def residual(fp: Pipeline, prompt: str, mode: str) -> dict:
     """W-residual: every block adds into the stream (the model as it is: its watched pass), or (the counterfactual)
     replaces it."""
@@ -281,7 +275,7 @@ def sampling_view(fp: Pipeline, prompt: str, temperature: float, top_k: int, top
         return probs, kept
 
     toy_probs, toy_kept = view(toy)
-    real_logits = next_logits(fp, _ids(fp, prompt))
+    real_logits = trace(fp, _ids(fp, prompt)).logits  # the prompt's watched pass
     real_probs, real_kept = view(real_logits)
     return {
         "temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
@@ -296,7 +290,7 @@ def sampling_view(fp: Pipeline, prompt: str, temperature: float, top_k: int, top
 def sample(fp: Pipeline, prompt: str, temperature: float, top_k: int, top_p: float, seed: int) -> dict:
     """One draw from the full vocabulary with these settings."""
     params = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
-    token, _ = next_token(next_logits(fp, _ids(fp, prompt)), params, make_generator(params), [], [])
+    token, _ = next_token(trace(fp, _ids(fp, prompt)).logits, params, make_generator(params), [], [])
     return {"id": token, "piece": fp.tokenizer.piece(token)}
 
 

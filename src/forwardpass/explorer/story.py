@@ -7,7 +7,8 @@ import torch
 
 from ..pipeline import Pipeline
 from ..sampling import SEED_CANDIDATES
-from .compute import _ids, _top, next_logits
+from .compute import _ids, _top
+from .trace import trace
 
 STORY = "the cat sat on the"
 
@@ -17,7 +18,7 @@ def candidates(fp: Pipeline, prompt: str = STORY) -> dict:
     the score of its first piece among the next-token logits, that piece's probability and rank in the whole
     vocabulary, and the whole word's probability (each piece's probability given the ones before it, multiplied)."""
     ids = _ids(fp, prompt)
-    logits = next_logits(fp, ids)  # (vocab_size,): the model's scores for the token after the prompt
+    logits = trace(fp, ids).logits  # (vocab_size,): the model's scores for the token after the prompt
     probs = torch.softmax(logits, -1)
     toy = torch.tensor(list(SEED_CANDIDATES.values()))
     toy_probs = torch.softmax(toy, -1)
@@ -27,7 +28,7 @@ def candidates(fp: Pipeline, prompt: str = STORY) -> dict:
         pieces = full[len(ids):] if full[:len(ids)] == ids else fp.encode(" " + word)
         word_p = float(probs[pieces[0]])
         for k in range(1, len(pieces)):  # the later pieces, each given the prompt and the pieces before it
-            word_p *= float(torch.softmax(next_logits(fp, ids + pieces[:k]), -1)[pieces[k]])
+            word_p *= float(torch.softmax(trace(fp, ids + pieces[:k]).logits, -1)[pieces[k]])
         first = pieces[0]
         words.append({"word": word, "toy_logit": toy_logit, "toy_probability": float(toy_probs[i]),
                       "pieces": [fp.tokenizer.piece(p) for p in pieces], "ids": pieces,
@@ -54,7 +55,7 @@ def goes_on(fp: Pipeline, ids: list[int], first: int, n: int = 2) -> list[dict] 
     head = fp.tokenizer.piece(first)
     if not (head.startswith(" ") and _letters(head[1:])):
         return None
-    probs = torch.softmax(next_logits(fp, ids + [first]), -1)
+    probs = torch.softmax(trace(fp, ids + [first]).logits, -1)
     top = torch.topk(probs, n)
     after = [{"id": int(i), "piece": fp.tokenizer.piece(int(i)), "probability": float(p)}
              for p, i in zip(top.values.tolist(), top.indices.tolist(), strict=True)]

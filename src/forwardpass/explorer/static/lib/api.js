@@ -1,6 +1,7 @@
 // The explorer's JSON endpoints. Every request names the page's model; the same request asked twice (two widgets
-// reading one computation, a redraw) is answered once, here and by the explorer (explorer/answers.py). A failure is an ApiError whose code names the page's own
-// sentence for it (strings/common.js: error.<code>), with the server's English message beside it.
+// reading one computation, a redraw) is answered once, here and by the explorer (explorer/answers.py). A failure is
+// an ApiError whose code names the page's own sentence for it (strings/common.js: error.<code>), with the server's
+// English message beside it.
 
 import { state } from "./state.js";
 
@@ -29,7 +30,7 @@ export function get(path, query = {}, { model = false, fresh = false } = {}) {
   const params = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]));
   if (model && state.model) params.set("model", state.model);
   const qs = params.toString(), send = () => request(qs ? `${path}?${qs}` : path);
-  return fresh ? send() : remembered(`GET ${path}?${qs}`, send);
+  return remembered(`GET ${path}?${qs}`, send, fresh);
 }
 
 /** POST a JSON body, with the page's model; `fresh` asks again even if it was answered, here or by the explorer (a
@@ -38,15 +39,16 @@ export function post(path, body, { fresh = false } = {}) {
   const full = { ...body, model: state.model };
   const send = () => request(fresh ? `${path}?fresh=1` : path, { method: "POST",
     headers: { "content-type": "application/json" }, body: JSON.stringify(full) });
-  const key = `POST ${path} ${JSON.stringify(full)}`;
-  if (fresh) answers.delete(key);  // the new answer replaces the remembered one, here as on the server
-  return remembered(key, send);
+  return remembered(`POST ${path} ${JSON.stringify(full)}`, send, fresh);
 }
 
-function remembered(key, send) {
-  if (!answers.has(key)) {
+/** the answer remembered under `key`, or send()'s; `fresh`: send() again, its answer replacing the remembered one
+ * (here as on the server) */
+function remembered(key, send, fresh = false) {
+  if (fresh || !answers.has(key)) {
     const answer = send();
-    answer.catch(() => answers.delete(key));  // a failure is asked again next time
+    answer.catch(() => { if (answers.get(key) === answer) answers.delete(key); });  // a failure is asked again
+    answers.delete(key);  // re-inserted as the newest
     answers.set(key, answer);
     if (answers.size > 200) answers.delete(answers.keys().next().value);
   }
