@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from forwardpass import tokenizer as tokenizer_module
+from forwardpass import sentencepiece_bpe as tokenizer_module
 from forwardpass.tokenizer import Tokenizer
 
 PIECES = ["<unk>", "<s>", "</s>", "▁", "a", "b", "c", "ab", "bc", "abc", "▁a", "▁ab", "▁abc", "ca", "▁c"]

@@ -1,43 +1,21 @@
 """Tokenize (stage 1 of the pipeline): byte-level BPE via Hugging Face `tokenizers`, built from the
-model file's own vocabulary and merges, plus special tokens and the chat template."""
+model file's own vocabulary and merges, plus special tokens and the chat template. What it is built from is read by
+tokenizer_sources.py; the chat template is rendered by chat_template.py."""
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
-import os
 import re
 import secrets
 import threading
 from pathlib import Path
 
-import jinja2
-import jinja2.sandbox
-import numpy as np
-from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers
 from tokenizers import Tokenizer as Backend
 
-from .errors import ModelFileError, TokenIdError, TokenizerError, UnsupportedModelError
+from .chat_template import marked, render_chat
+from .errors import TokenIdError, TokenizerError, UnsupportedModelError
+from .tokenizer_sources import TokenizerParts, directory_parts, gguf_parts
 
-# GPT-2's split, which the byte-level pre-tokenizer applies when use_regex=True
-_LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
-                 r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
-_QWEN2_SPLIT = _LLAMA3_SPLIT.replace(r"\p{N}{1,3}", r"\p{N}")  # Qwen2: every digit on its own
-
-# How each GGUF `tokenizer.ggml.pre` splits text before merging (llama.cpp's table): extra splits first,
-# then the byte-level step; True means the byte-level step applies GPT-2's own regex.
-_PRE_SPLITS: dict[str, tuple[list[str], bool]] = {
-    "default": ([], True),
-    "gpt2": ([], True),
-    "smollm": ([r"\p{N}"], True),  # every digit on its own, then GPT-2's split
-    "starcoder": ([r"\p{N}"], True),
-    "refact": ([r"\p{N}"], True),
-    "llama-bpe": ([_LLAMA3_SPLIT], False),
-    "llama3": ([_LLAMA3_SPLIT], False),
-    "qwen2": ([_QWEN2_SPLIT], False),  # and NFC first (_NFC)
-}
-_NFC = {"qwen2"}  # pre-tokenizers whose reference tokenizer composes the text (Unicode NFC) before splitting
 
 def _byte_level_alphabet() -> dict[str, int]:
     """GPT-2's byte-level alphabet: each byte 0-255 is written as one printable character."""
@@ -53,8 +31,6 @@ def _byte_level_alphabet() -> dict[str, int]:
 
 
 _UNICODE_TO_BYTE = _byte_level_alphabet()
-
-_END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "</s>", "<end_of_turn>", "<eos>")
 
 
 class Tokenizer:
@@ -102,13 +78,7 @@ class Tokenizer:
         mark = re.compile(rf"{tag}(\d+)x", re.I)  # re.I: a template may change the case
 
         def hide(value):
-            if isinstance(value, str):
-                return self._special_text.sub(lambda m: f"{tag}{self.backend.token_to_id(m[0])}x", value)
-            if isinstance(value, dict):
-                return {k: hide(v) for k, v in value.items()}
-            if isinstance(value, list | tuple):
-                return [hide(v) for v in value]
-            return value
+            return marked(value, self._special_text, lambda m: f"{tag}{self.backend.token_to_id(m[0])}x")
 
         rendered = self.apply_chat_template(hide(messages), add_generation_prompt, hide(tools))
         ids = []
@@ -149,21 +119,7 @@ class Tokenizer:
         """One token as text, e.g. ' cat'. A piece holding only part of a UTF-8 character (byte-level BPE splits 猫
         into three) shows those bytes as SentencePiece names its byte pieces: '<0xE7><0x8C>'."""
         text = self.decode([token_id])
-        if "\ufffd" not in text:
-            return text
-        raw, out, i = self.token_bytes(token_id), [], 0
-        while i < len(raw):  # whole characters as text, stray bytes by name
-            for n in (1, 2, 3, 4):
-                try:
-                    out.append(raw[i:i + n].decode())
-                    i += n
-                    break
-                except UnicodeDecodeError:
-                    continue
-            else:
-                out.append(f"<0x{raw[i]:02X}>")
-                i += 1
-        return "".join(out)
+        return text if "\ufffd" not in text else _named_bytes(self.token_bytes(token_id))
 
     def token_bytes(self, token_id: int) -> bytes:
         """The raw bytes a token stands for (a byte-level piece may be part of a UTF-8 character)."""
@@ -191,159 +147,41 @@ class Tokenizer:
         (OpenAI tool declarations) where the template takes them."""
         if not self.chat_template:
             raise UnsupportedModelError("this model has no chat template")
-        env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                                            extensions=["jinja2.ext.loopcontrols"])
-        env.globals["raise_exception"] = _raise_template_error
-        try:
-            template = env.from_string(self.chat_template)
-            return template.render(messages=messages, add_generation_prompt=add_generation_prompt,
-                                   bos_token=self.bos_token, eos_token=self.eos_token,
-                                   **({"tools": tools} if tools else {}))
-        except jinja2.TemplateError as e:
-            raise UnsupportedModelError(f"the model's chat template failed: {e}") from None
+        return render_chat(self.chat_template, messages, add_generation_prompt, tools, self.bos_token, self.eos_token)
 
     @classmethod
     def from_gguf_fields(cls, fields: dict, chat_template: str | None = None) -> Tokenizer:
         """Build from GGUF metadata (`tokenizer.ggml.*`, already decoded to Python values): byte-level BPE
         ("gpt2") or SentencePiece BPE with byte fallback ("llama": Gemma, Llama 2, Mistral). `chat_template`: the
         family's own, for a file that carries none."""
-        kind = fields.get("tokenizer.ggml.model")
-        if kind == "llama":
-            return cls._sentencepiece(fields, chat_template)
-        if kind != "gpt2":
-            raise UnsupportedModelError(f"GGUF tokenizer {kind!r} is not supported (byte-level BPE 'gpt2' and "
-                                        f"SentencePiece 'llama' are)")
-        pre = fields.get("tokenizer.ggml.pre", "default")
-        if pre not in _PRE_SPLITS:
-            raise UnsupportedModelError(f"GGUF pre-tokenizer {pre!r} is not supported; known: {', '.join(_PRE_SPLITS)}")
-        tokens: list[str] = fields["tokenizer.ggml.tokens"]
-        merges = [tuple(m.split(" ", 1)) for m in fields["tokenizer.ggml.merges"]]
-        backend = Backend(models.BPE({t: i for i, t in enumerate(tokens)}, merges, fuse_unk=False))
-        splits, gpt2_regex = _PRE_SPLITS[pre]
-        backend.pre_tokenizer = pre_tokenizers.Sequence(
-            [pre_tokenizers.Split(Regex(s), behavior="isolated") for s in splits]
-            + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=gpt2_regex)])
-        if pre in _NFC:
-            backend.normalizer = normalizers.NFC()
-        backend.decoder = decoders.ByteLevel()
-        types = fields.get("tokenizer.ggml.token_type", [])
-        special = [tokens[i] for i, t in enumerate(types) if t == 3]  # 3: control token
-        backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in special])
-        eos = [i for i, t in enumerate(tokens) if t in _END_OF_TURN and i < len(types) and types[i] == 3]
-        if "tokenizer.ggml.eos_token_id" in fields and not eos:
-            eos = [fields["tokenizer.ggml.eos_token_id"]]
-        bos_id = fields.get("tokenizer.ggml.bos_token_id")
-        return cls(backend, eos, fields.get("tokenizer.chat_template"),
-                   bos_token=tokens[bos_id] if bos_id is not None else "",
-                   eos_token=tokens[eos[0]] if eos else "")
-
-    @classmethod
-    def _sentencepiece(cls, fields: dict, chat_template: str | None) -> Tokenizer:
-        """SentencePiece BPE from the file's pieces and scores: spaces become "▁", adjacent pieces merge while
-        their join is a piece (the highest-scoring join first), and what no piece covers falls back to byte tokens
-        (<0x41>). Written as `tokenizers` BPE, with merges ranked by the score of the piece they make."""
-        tokens: list[str] = fields["tokenizer.ggml.tokens"]
-        scores: list[float] = fields.get("tokenizer.ggml.scores") or [0.0] * len(tokens)
-        types: list[int] = fields.get("tokenizer.ggml.token_type") or [1] * len(tokens)
-        unk = fields.get("tokenizer.ggml.unknown_token_id")
-        prefix = fields.get("tokenizer.ggml.add_space_prefix", True)
-        backend = _sentencepiece_backend(tokens, scores, types, unk, prefix)
-        eos_id = fields.get("tokenizer.ggml.eos_token_id")
-        eos = [i for i, t in enumerate(tokens) if t in _END_OF_TURN and types[i] == 3] or \
-            ([eos_id] if eos_id is not None else [])
-        bos_id = fields.get("tokenizer.ggml.bos_token_id")
-        add_bos = bool(fields.get("tokenizer.ggml.add_bos_token", False)) and bos_id is not None
-        return cls(backend, eos, fields.get("tokenizer.chat_template") or chat_template,
-                   bos_token=tokens[bos_id] if bos_id is not None else "",
-                   eos_token=tokens[eos[0]] if eos else "", bos_id=bos_id if add_bos else None)
+        return cls._of(gguf_parts(fields, chat_template))
 
     @classmethod
     def from_directory(cls, directory: Path) -> Tokenizer | None:
         """Build from a checkpoint directory's `tokenizer.json` (and `tokenizer_config.json`), if it has one."""
-        path = directory / "tokenizer.json"
-        if not path.exists():
-            return None
-        try:
-            backend = Backend.from_file(str(path))
-        except Exception as e:
-            raise ModelFileError(f"{path}: not a readable tokenizer.json ({e})") from None
-        config_path = directory / "tokenizer_config.json"
-        config = json.loads(config_path.read_text()) if config_path.exists() else {}
-        vocab = backend.get_vocab(with_added_tokens=True)
-        eos = [vocab[t] for t in _END_OF_TURN if t in vocab]
-        return cls(backend, eos, config.get("chat_template"), bos_token=_token_text(config.get("bos_token")),
-                   eos_token=_token_text(config.get("eos_token")))
+        parts = directory_parts(directory)
+        return None if parts is None else cls._of(parts)
+
+    @classmethod
+    def _of(cls, p: TokenizerParts) -> Tokenizer:
+        return cls(p.backend, p.eos_ids, p.chat_template, p.bos_token, p.eos_token, p.bos_id)
 
 
-def _sentencepiece_backend(tokens: list[str], scores: list[float], types: list[int], unk: int | None,
-                           prefix: bool) -> Backend:
-    vocab = {t: i for i, t in enumerate(tokens)}
-    backend = Backend(models.BPE(vocab, _ranked_merges(tokens, scores, types, vocab),
-                                 unk_token=tokens[unk] if unk is not None else None, fuse_unk=True,
-                                 byte_fallback=True))
-    backend.normalizer = normalizers.Sequence(([normalizers.Prepend("▁")] if prefix else [])
-                                              + [normalizers.Replace(" ", "▁")])
-    backend.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]
-                                        + ([decoders.Strip(" ", 1, 0)] if prefix else []))
-    # control tokens (3) are special; user-defined ones (4: newline runs, tags) are matched whole, as text
-    backend.add_special_tokens([AddedToken(tokens[i], special=True, normalized=False)
-                                for i, t in enumerate(types) if t == 3])
-    backend.add_tokens([AddedToken(tokens[i], special=False, normalized=False)
-                        for i, t in enumerate(types) if t == 4])
-    return backend
-
-
-def _ranked_merges(tokens: list[str], scores: list[float], types: list[int],
-                   vocab: dict[str, int]) -> list[tuple[str, str]]:
-    """_sentencepiece_merges, kept in the cache as id pairs under a digest of the pieces, their scores and types
-    and this module's source, and read from there after: ranking a 262,144-piece vocabulary's merges takes ~2 s,
-    reading them back milliseconds. A cache that cannot be read is ranked again; one that cannot be written is
-    skipped."""
-    from .packaged import cache_dir
-
-    digest = hashlib.sha256(Path(__file__).read_bytes())
-    digest.update("\0".join(tokens).encode("utf-8", "surrogatepass"))
-    digest.update(np.asarray(scores, np.float32).tobytes() + np.asarray(types, np.int64).tobytes())
-    path = cache_dir() / "tokenizers" / f"merges-{digest.hexdigest()[:24]}.npy"
-    pairs = None
-    try:
-        pairs = np.load(path, allow_pickle=False)
-        if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.dtype != np.int32 or (
-                len(pairs) and not 0 <= int(pairs.min()) <= int(pairs.max()) < len(tokens)):
-            pairs = None
-    except (OSError, ValueError):
-        pass
-    if pairs is None:
-        pairs = np.asarray(_sentencepiece_merges(tokens, scores, types, vocab), np.int32).reshape(-1, 2)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npy")
-            np.save(tmp, pairs)
-            tmp.replace(path)
-        except OSError:
-            pass
-    pieces = np.array(tokens, dtype=object)
-    return list(zip(pieces[pairs[:, 0]].tolist(), pieces[pairs[:, 1]].tolist(), strict=True))
-
-
-def _sentencepiece_merges(tokens: list[str], scores: list[float], types: list[int],
-                          vocab: dict[str, int]) -> list[tuple[int, int]]:
-    """Every (left, right) split of a normal piece into two pieces, as ids, ranked by the joined piece's score
-    (highest first), then by the halves' ids: BPE applying them in that order makes SentencePiece's choices."""
-    found = []
-    get = vocab.get
-    for i, piece in enumerate(tokens):
-        if types[i] != 1 or len(piece) < 2:
-            continue
-        rank = -scores[i]
-        for cut in range(1, len(piece)):
-            left = get(piece[:cut])
-            if left is not None:
-                right = get(piece[cut:])
-                if right is not None:
-                    found.append((rank, left, right))
-    found.sort()
-    return [(left, right) for _, left, right in found]
+def _named_bytes(raw: bytes) -> str:
+    """`raw` with whole UTF-8 characters as text and stray bytes as SentencePiece names its byte pieces: <0xE7>."""
+    out, i = [], 0
+    while i < len(raw):  # whole characters as text, stray bytes by name
+        for n in (1, 2, 3, 4):
+            try:
+                out.append(raw[i:i + n].decode())
+                i += n
+                break
+            except UnicodeDecodeError:
+                continue
+        else:
+            out.append(f"<0x{raw[i]:02X}>")
+            i += 1
+    return "".join(out)
 
 
 def _trie_pattern(words: list[str]) -> str:
@@ -361,13 +199,3 @@ def _trie_pattern(words: list[str]) -> str:
         branches = [re.escape(ch) + pattern(rest) for ch, rest in node.items() if ch] + ([""] if "" in node else [])
         return branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
     return pattern(trie)
-
-
-def _token_text(token) -> str:
-    if isinstance(token, dict):
-        return token.get("content", "")
-    return token or ""
-
-
-def _raise_template_error(message: str):
-    raise jinja2.TemplateError(message)

@@ -1,0 +1,130 @@
+"""What a Tokenizer is built from, read from a model's files: GGUF metadata (`tokenizer.ggml.*`: byte-level BPE split
+as its pre-tokenizer says, or SentencePiece BPE) or a checkpoint directory's tokenizer.json."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers
+from tokenizers import Tokenizer as Backend
+
+from .errors import ModelFileError, UnsupportedModelError
+from .sentencepiece_bpe import sentencepiece_backend
+
+# GPT-2's split, which the byte-level pre-tokenizer applies when use_regex=True
+_LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+                 r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_QWEN2_SPLIT = _LLAMA3_SPLIT.replace(r"\p{N}{1,3}", r"\p{N}")  # Qwen2: every digit on its own
+
+# How each GGUF `tokenizer.ggml.pre` splits text before merging (llama.cpp's table): extra splits first,
+# then the byte-level step; True means the byte-level step applies GPT-2's own regex.
+_PRE_SPLITS: dict[str, tuple[list[str], bool]] = {
+    "default": ([], True),
+    "gpt2": ([], True),
+    "smollm": ([r"\p{N}"], True),  # every digit on its own, then GPT-2's split
+    "starcoder": ([r"\p{N}"], True),
+    "refact": ([r"\p{N}"], True),
+    "llama-bpe": ([_LLAMA3_SPLIT], False),
+    "llama3": ([_LLAMA3_SPLIT], False),
+    "qwen2": ([_QWEN2_SPLIT], False),  # and NFC first (_NFC)
+}
+_NFC = {"qwen2"}  # pre-tokenizers whose reference tokenizer composes the text (Unicode NFC) before splitting
+
+_END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "</s>", "<end_of_turn>", "<eos>")
+
+
+@dataclass
+class TokenizerParts:
+    """A Tokenizer's arguments, as Tokenizer.__init__ takes them."""
+
+    backend: Backend
+    eos_ids: list[int]
+    chat_template: str | None = None
+    bos_token: str = ""
+    eos_token: str = ""
+    bos_id: int | None = None
+
+
+def gguf_parts(fields: dict, chat_template: str | None = None) -> TokenizerParts:
+    """From GGUF metadata (`tokenizer.ggml.*`, already decoded to Python values): byte-level BPE ("gpt2") or
+    SentencePiece BPE with byte fallback ("llama": Gemma, Llama 2, Mistral). `chat_template`: the family's own, for a
+    SentencePiece file that carries none."""
+    kind = fields.get("tokenizer.ggml.model")
+    if kind == "llama":
+        return _sentencepiece(fields, chat_template)
+    if kind != "gpt2":
+        raise UnsupportedModelError(f"GGUF tokenizer {kind!r} is not supported (byte-level BPE 'gpt2' and "
+                                    f"SentencePiece 'llama' are)")
+    return _byte_level_bpe(fields)
+
+
+def _byte_level_bpe(fields: dict) -> TokenizerParts:
+    """Byte-level BPE from the file's tokens and merges, split first as its pre-tokenizer says (_PRE_SPLITS)."""
+    pre = fields.get("tokenizer.ggml.pre", "default")
+    if pre not in _PRE_SPLITS:
+        raise UnsupportedModelError(f"GGUF pre-tokenizer {pre!r} is not supported; known: {', '.join(_PRE_SPLITS)}")
+    tokens: list[str] = fields["tokenizer.ggml.tokens"]
+    merges = [tuple(m.split(" ", 1)) for m in fields["tokenizer.ggml.merges"]]
+    backend = Backend(models.BPE({t: i for i, t in enumerate(tokens)}, merges, fuse_unk=False))
+    splits, gpt2_regex = _PRE_SPLITS[pre]
+    backend.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Split(Regex(s), behavior="isolated") for s in splits]
+        + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=gpt2_regex)])
+    if pre in _NFC:
+        backend.normalizer = normalizers.NFC()
+    backend.decoder = decoders.ByteLevel()
+    types = fields.get("tokenizer.ggml.token_type", [])
+    special = [tokens[i] for i, t in enumerate(types) if t == 3]  # 3: control token
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in special])
+    eos = [i for i, t in enumerate(tokens) if t in _END_OF_TURN and i < len(types) and types[i] == 3]
+    if "tokenizer.ggml.eos_token_id" in fields and not eos:
+        eos = [fields["tokenizer.ggml.eos_token_id"]]
+    bos_id = fields.get("tokenizer.ggml.bos_token_id")
+    return TokenizerParts(backend, eos, fields.get("tokenizer.chat_template"),
+                          bos_token=tokens[bos_id] if bos_id is not None else "",
+                          eos_token=tokens[eos[0]] if eos else "")
+
+
+def _sentencepiece(fields: dict, chat_template: str | None) -> TokenizerParts:
+    """SentencePiece BPE from the file's pieces and scores: spaces become "▁", adjacent pieces merge while
+    their join is a piece (the highest-scoring join first), and what no piece covers falls back to byte tokens
+    (<0x41>). Written as `tokenizers` BPE, with merges ranked by the score of the piece they make."""
+    tokens: list[str] = fields["tokenizer.ggml.tokens"]
+    scores: list[float] = fields.get("tokenizer.ggml.scores") or [0.0] * len(tokens)
+    types: list[int] = fields.get("tokenizer.ggml.token_type") or [1] * len(tokens)
+    unk = fields.get("tokenizer.ggml.unknown_token_id")
+    prefix = fields.get("tokenizer.ggml.add_space_prefix", True)
+    backend = sentencepiece_backend(tokens, scores, types, unk, prefix)
+    eos_id = fields.get("tokenizer.ggml.eos_token_id")
+    eos = [i for i, t in enumerate(tokens) if t in _END_OF_TURN and types[i] == 3] or \
+        ([eos_id] if eos_id is not None else [])
+    bos_id = fields.get("tokenizer.ggml.bos_token_id")
+    add_bos = bool(fields.get("tokenizer.ggml.add_bos_token", False)) and bos_id is not None
+    return TokenizerParts(backend, eos, fields.get("tokenizer.chat_template") or chat_template,
+                          bos_token=tokens[bos_id] if bos_id is not None else "",
+                          eos_token=tokens[eos[0]] if eos else "", bos_id=bos_id if add_bos else None)
+
+
+def directory_parts(directory: Path) -> TokenizerParts | None:
+    """From a checkpoint directory's `tokenizer.json` (and `tokenizer_config.json`), if it has one."""
+    path = directory / "tokenizer.json"
+    if not path.exists():
+        return None
+    try:
+        backend = Backend.from_file(str(path))
+    except Exception as e:
+        raise ModelFileError(f"{path}: not a readable tokenizer.json ({e})") from None
+    config_path = directory / "tokenizer_config.json"
+    config = json.loads(config_path.read_text()) if config_path.exists() else {}
+    vocab = backend.get_vocab(with_added_tokens=True)
+    eos = [vocab[t] for t in _END_OF_TURN if t in vocab]
+    return TokenizerParts(backend, eos, config.get("chat_template"), bos_token=_token_text(config.get("bos_token")),
+                          eos_token=_token_text(config.get("eos_token")))
+
+
+def _token_text(token) -> str:
+    if isinstance(token, dict):
+        return token.get("content", "")
+    return token or ""
