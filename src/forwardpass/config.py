@@ -115,17 +115,6 @@ class ModelConfig:
         return asdict(self)
 
 
-# Gemma 3's switches, whichever file it comes from (weights/safetensors.py, weights/gguf.py)
-GEMMA3 = {"ffn": "geglu", "qk_norm": True, "embed_scale": True, "sandwich_norm": True}
-GEMMA3_SLIDING_PATTERN = 6  # every 6th layer attends to everything, the others through the window
-GEMMA3_LOCAL_ROPE_THETA = 10000.0  # the sliding layers' RoPE base where a file does not say
-
-
-def every_nth_full(n_layers: int, n: int) -> tuple[str, ...]:
-    """Layer types with every n-th layer full attention and the others sliding (Gemma 3's pattern)."""
-    return tuple("sliding" if (i + 1) % n else "full" for i in range(n_layers))
-
-
 def _gpt2(name: str, d_model: int, n_layers: int, n_heads: int) -> ModelConfig:
     return ModelConfig(name, vocab_size=50257, context_length=1024, d_model=d_model, n_layers=n_layers,
                        n_heads=n_heads)

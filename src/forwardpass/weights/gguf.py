@@ -1,5 +1,6 @@
-"""GGUF files (llama.cpp's format): metadata → ModelConfig, tensors → canonical names, each kept in its own format
-(float tensors in their dtype, quantized ones as Blocks: weights/formats.py)."""
+"""GGUF files (llama.cpp's format): metadata → ModelConfig and tensors → the engine's names, as the file's family
+(models/) maps them; each tensor kept in its own format (float tensors in their dtype, quantized ones as Blocks:
+weights/formats.py)."""
 
 from __future__ import annotations
 
@@ -11,23 +12,15 @@ import numpy as np
 import torch
 
 from ..errors import ModelFileError, UnsupportedModelError
+from ..models import Stored
 from ..quant import GROUP, BlockRows, Blocks, Tiles, as_float, group_span
 from ..tokenizer import Tokenizer
 from . import Checkpoint, Deferred
 from .formats import FLOATS, FORMATS, native, repack, supported, to_blocks, to_float
-from .gguf_config import gguf_config, open_gguf
+from .gguf_config import gguf_config, gguf_family, open_gguf
 
 BAND_WEIGHTS = 2**21  # weights a band of a large tensor holds while it is read (2 MB unpacked)
 T = TypeVar("T")
-
-# Gemma's turns: system text opens the first user turn; the assistant is "model"; a tool's answer is a user turn
-GEMMA3_CHAT_TEMPLATE = (
-    "{{ bos_token }}{% set ns = namespace(system='') %}{% for m in messages %}"
-    "{% if m['role'] in ['system', 'developer'] %}{% set ns.system = ns.system + m['content'] + '\\n\\n' %}"
-    "{% else %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' else 'user' }}\n"
-    "{% if m['role'] != 'assistant' %}{{ ns.system }}{% set ns.system = '' %}{% endif %}"
-    "{{ m['content'] | trim }}<end_of_turn>\n{% endif %}{% endfor %}"
-    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
 
 
 def rotary_order(rows: int, n_heads: int) -> torch.Tensor:
@@ -152,43 +145,25 @@ class _Tensors:
         return Deferred((sum(s[0] for s in shapes), *shapes[0][1:]), stacked, blocks)
 
 
-def canonical(config, file: _Tensors) -> dict[str, Deferred]:
-    """The file's tensors under the engine's names (llama.cpp's `blk.N.attn_q.weight` → `blocks.N.attn.qkv.weight`,
-    Q, K and V joined, gate and up joined), Q and K rows back in rotary halves where the file interleaves them."""
-    one, joined = file.one, file.joined
-    tensors = {"tok_embeddings.weight": one("token_embd.weight"), "norm_f.weight": one("output_norm.weight")}
-    if not config.tied_embeddings:
-        tensors["lm_head.weight"] = one("output.weight")
-    gemma = config.sandwich_norm  # Gemma: rotary pairs already in halves; norms stored as their factor (1 + w)
-    for i in range(config.n_layers):
-        p, b = f"blk.{i}.", f"blocks.{i}."
-        heads = [None, None, None] if gemma else [config.n_heads, config.kv_heads, None]
-        tensors[b + "attn.qkv.weight"] = joined([p + f"attn_{x}.weight" for x in "qkv"], heads)
-        tensors[b + "attn.out.weight"] = one(p + "attn_output.weight")
-        tensors[b + "attn_norm.weight"] = one(p + "attn_norm.weight")
-        tensors[b + "ffn_norm.weight"] = one(p + "ffn_norm.weight")
-        if config.qk_norm:
-            tensors[b + "attn.q_norm.weight"] = one(p + "attn_q_norm.weight")
-            tensors[b + "attn.k_norm.weight"] = one(p + "attn_k_norm.weight")
-        if gemma:
-            tensors[b + "attn_post_norm.weight"] = one(p + "post_attention_norm.weight")
-            tensors[b + "ffn_post_norm.weight"] = one(p + "post_ffw_norm.weight")
-        tensors[b + "ffn.gate_up.weight"] = joined([p + "ffn_gate.weight", p + "ffn_up.weight"], [None, None])
-        tensors[b + "ffn.down.weight"] = one(p + "ffn_down.weight")
-    if "rope_freqs.weight" in file.by_name:  # Llama 3's RoPE scaling, as divisors of each frequency
-        tensors["rope.freq_factors"] = one("rope_freqs.weight")
-    return tensors
+def deferred(file: _Tensors, s: Stored) -> Deferred:
+    """One of the engine's tensors, as the family's map says the file stores it, read when the model is built."""
+    if s.add_one or s.transposed:
+        raise ValueError(f"{', '.join(s.names)}: add_one and transposed are safetensors' quirks, not GGUF's")
+    if len(s.names) == 1 and not s.rotary_heads:
+        return file.one(s.names[0])
+    return file.joined(list(s.names), list(s.rotary_heads) or [None] * len(s.names))
 
 
 def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
     """The file's config, tokenizer and tensors; each tensor is read (and repacked) only when the model is built,
     one at a time, so loading never holds the weights twice."""
     reader = open_gguf(path)
-    config = gguf_config(reader, path)
-    tensors = canonical(config, _Tensors(reader, path))
+    family, config = gguf_family(reader, path), gguf_config(reader, path)
+    file = _Tensors(reader, path)
+    tensors = {ours: deferred(file, s) for ours, s in family.gguf_tensors(config, set(file.by_name)).items()}
     tok_fields = {k: v for k, v in reader.fields.items() if k.startswith("tokenizer.")}
-    template = GEMMA3_CHAT_TEMPLATE if config.sandwich_norm else None  # Gemma 3 files carry none
-    tokenizer = Tokenizer.from_gguf_fields(tok_fields, template) if "tokenizer.ggml.tokens" in tok_fields else None
+    tokenizer = Tokenizer.from_gguf_fields(tok_fields, family.chat_template) if "tokenizer.ggml.tokens" in tok_fields \
+        else None
     types = sorted({t.kind.name for t in reader.tensors})
     reader.fields = reader.types = {}  # the metadata is read (about 10 MB of Python values): only the tensors are left
     return Checkpoint(config, tensors, tokenizer, str(path), {"format": "gguf", "tensor_types": types})
