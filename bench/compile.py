@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/compile.py [--storage fp32] [--rounds 5] [--json] [--device cuda]
 
-Batch-1 decode runs the fused native step, which torch.compile cannot reach; what runs in PyTorch is prefill
+Decode runs the native step, which torch.compile cannot reach; what runs in PyTorch is prefill
 and the engine's batched steps. Their pure tensor parts — each block's two norms and its feed-forward (SwiGLU)
 — are compiled (inductor, dynamic shapes); attention stays eager, since it writes the KV cache. Eager and
 compiled alternate round by round in one process, so both see the same machine.

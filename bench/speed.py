@@ -228,34 +228,40 @@ def worker_accuracy(path: Path, device: str) -> dict:
         nll = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:], device=logits.device))
         return logits.argmax(-1).cpu(), math.exp(nll.item()), len(ids)
 
+    def decoded(fp, ids: list[int], kv: torch.dtype) -> torch.Tensor | None:
+        """Logits at every position of `ids`, each token a decode step over a pool of one of `kv` pairs, as the
+        engine's runner steps it: the native step where it binds the pool, else the PyTorch blocks. None where a
+        float16 pool is asked for and the native step does not read it."""
+        from forwardpass.engine import BlockPool
+        from forwardpass.engine.runner import Runner
+
+        pool = BlockPool(fp.config, -(-len(ids) // 16), 16, kv, fp.model.device)
+        table = [pool.allocate() for _ in range(pool.num_blocks)]
+        runner = Runner(fp.model, pool)
+        if kv == torch.float16 and runner.native is None:
+            return None
+        with torch.inference_mode():  # each row cloned: the native step's next call reuses its logits
+            return torch.stack([runner.decode([t], [i], [table])[0][0].clone().float() for i, t in enumerate(ids)])
+
     def run(storage: str, one_by_one: bool = False):
-        """Logits at every position of the text: in one forward (the prefill path), or token by token
-        through the cache (the decode path: the fused native step where it applies)."""
+        """Logits at every position of the text: in one forward (the prefill path), or token by token over a
+        float32 pool (the decode path: the native step where it binds)."""
         fp = forwardpass.load(path, storage=storage, device=device)
         ids = fp.encode(TEXT)
-        with torch.inference_mode():
-            if one_by_one:
-                cache = fp.model.new_cache(1, len(ids))
-                logits = torch.cat([fp.model(torch.tensor([[i]], device=device), cache)[0][0].float() for i in ids])
-            else:
+        if one_by_one:
+            logits = decoded(fp, ids, torch.float32)
+        else:
+            with torch.inference_mode():
                 logits = fp.model(torch.tensor([ids], device=device))[0][0].float()
         return scored(logits, ids)
 
     def half_pool() -> tuple[torch.Tensor, float, int] | None:
-        """The default mode's decode path as the engine runs it with --kv-cache-dtype float16: the native batched step
-        token by token over a pool of binary16 pairs (None where that step does not run)."""
-        from forwardpass.engine import BlockPool
-
+        """The default mode's decode path as the engine runs it with --kv-cache-dtype float16: the native step token
+        by token over a pool of binary16 pairs (None where that step does not run)."""
         fp = forwardpass.load(path, device=device, kv_cache_dtype="float16")
-        if fp.model.fused is None:
-            return None
         ids = fp.encode(TEXT)
-        pool = BlockPool(fp.config, -(-len(ids) // 16), 16, fp.kv_dtype())
-        table = [pool.allocate() for _ in range(pool.num_blocks)]
-        with torch.inference_mode():
-            logits = torch.stack([fp.model.fused.batch_step(pool, [t], [i], [table])[0][0].clone()
-                                  for i, t in enumerate(ids)])
-        return scored(logits, ids)
+        logits = decoded(fp, ids, fp.kv_dtype())
+        return None if logits is None else scored(logits, ids)
 
     reference, ppl32, n = run("fp32")
 

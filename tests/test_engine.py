@@ -83,7 +83,7 @@ def test_a_float16_kv_cache_halves_the_pool_and_keeps_greedy_text(smollm):
     assert 2 * per_block == BlockPool.block_bytes(smollm.config, 16, torch.float32)
     assert small.pool.k.dtype == torch.float16 and small.pool.num_blocks == 16 * 2**20 // per_block
     assert large.pool.num_blocks == 16 * 2**20 // (2 * per_block)
-    assert smollm.model.fused.binds_pool(small.pool)
+    assert small.runner.native is not None
     for prompt in ["The three primary colors are", "def add(a, b):\n", "Water boils at"]:
         ids = smollm.encode(prompt)
         params = SamplingParams(temperature=0, max_tokens=24, logprobs=2)
@@ -114,9 +114,9 @@ def test_prefix_cache_hit_gives_identical_output(smollm):
 
 def test_pool_exhaustion_preempts_and_recomputes(smollm):
     """More demand than blocks: requests wait or are preempted and recomputed — never corrupted or cut."""
-    engine = Engine(smollm, EngineConfig(kv_cache_bytes=0, block_size=16, checked=True))
-    engine.pool = BlockPool(smollm.config, num_blocks=10, block_size=16)  # 160 token slots in all
-    engine.scheduler.pool = engine.pool
+    pool_bytes = 10 * BlockPool.block_bytes(smollm.config, 16, smollm.kv_dtype())  # 160 token slots in all
+    engine = Engine(smollm, EngineConfig(kv_cache_bytes=pool_bytes, block_size=16, checked=True))
+    assert engine.pool.num_blocks == 10
     prompts = [smollm.encode(SYSTEM + q) for q in ("Why is grass green?", "Why is snow white?",
                                                    "Why is the sea salty?", "Why do cats purr?")]
     greedy = SamplingParams(temperature=0, max_tokens=40, ignore_eos=True)  # 5 blocks each, 20 wanted, 10 exist
@@ -228,7 +228,7 @@ def test_greedy_bursts_end_each_row_as_alone(smollm):
 
 def test_prefill_groups_bound_the_padding():
     """Rows of very different lengths run in separate padded batches; alike ones together; none lost."""
-    from forwardpass.engine.engine import prefill_groups
+    from forwardpass.engine.steps import prefill_groups
 
     rows = [(f"s{i}", n) for i, n in enumerate([36, 512, 35, 37, 300, 36, 1])]
     groups = prefill_groups(rows)

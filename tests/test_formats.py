@@ -9,6 +9,7 @@ import torch
 from bits import fifteen_bits
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 from gguf.quants import dequantize
+from stepping import stepped
 
 from forwardpass import kernels
 from forwardpass.errors import ForwardpassError
@@ -165,15 +166,12 @@ def test_a_files_stacked_tensors_load_band_by_band(kind, tmp_path, monkeypatch):
         return
     assert model.blocks[0].attn.qkv.scale.dim() == model.lm_head.scale.dim() == 4  # scales per 16 weights
     assert torch.equal(model.blocks[0].ffn.down.dequantize(), tensors["blk.0.ffn_down.weight"])
-    steps, native = [], model.fused
+    # the native step (which must bind), then the blocks, after the same prefill
+    native, blocks = (stepped(model, [1, 2, 3], [4], native=n)[0] for n in (True, False))
     with torch.inference_mode():
-        for fused in (native, None):  # the native step, then the blocks, after the same prefill
-            model.fused = fused
-            _, cache = model(torch.tensor([[1, 2, 3]]), model.new_cache(1, 16))
-            steps.append(model(torch.tensor([[4]]), cache)[0][0, -1])
         exact = forwardpass.load(path, storage="fp32").model(torch.tensor([[1, 2, 3, 4]]))[0][0, -1]
-    assert native is not None and (steps[0] - steps[1]).abs().max() <= 1e-3 * steps[1].abs().max()
-    assert (steps[1] - exact).abs().max() <= 1e-3 * exact.abs().max()  # 15-bit activations against float32 ones
+    assert (native - blocks).abs().max() <= 1e-3 * blocks.abs().max()
+    assert (blocks - exact).abs().max() <= 1e-3 * exact.abs().max()  # 15-bit activations against float32 ones
 
 
 @pytest.mark.parametrize("kind", [k for k, f in FORMATS.items() if f.factors], ids=lambda k: k.name)

@@ -12,6 +12,7 @@ from gguf.quants import dequantize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from server_helpers import running_server
+from stepping import stepped
 
 import forwardpass
 from forwardpass.errors import ModelFileError
@@ -157,11 +158,8 @@ def test_logits_match_transformers(gemma, gemma_path, reference_model):
         assert (fast - want).abs().max() <= 0.02 and fast.argmax() == want.argmax()
         assert set(fast.topk(20).indices.tolist()) == set(want.topk(20).indices.tolist())
         for pipeline, tol in ((gemma, 1e-3), (stored, 0.02)):  # the last token through the native decode step
-            cache = pipeline.model.new_cache(1, len(ids))
-            with torch.no_grad():
-                pipeline.model(torch.tensor([ids[:-1]]), cache)
-            stepped = pipeline.model.fused.step(ids[-1], cache)[0]
-            assert (stepped - want).abs().max() <= tol and stepped.argmax() == want.argmax()
+            last = stepped(pipeline.model, ids[:-1], [ids[-1]])[0]
+            assert (last - want).abs().max() <= tol and last.argmax() == want.argmax()
 
 
 def test_generation_chat_and_serving(gemma):
@@ -235,9 +233,9 @@ def test_a_model_package_that_is_not_installed_is_named():
 
 
 def test_chat_text_is_never_a_control_token(gemma_path):
-    from forwardpass.models.gemma3 import CHAT_TEMPLATE as GEMMA3_CHAT_TEMPLATE
     """Gemma's turns too: a message writing `<end_of_turn>` and `<start_of_turn>` stays in its own turn, as text (the
     template trims it, and writes <bos>); messages without them get their rendering's ids."""
+    from forwardpass.models.gemma3 import CHAT_TEMPLATE as GEMMA3_CHAT_TEMPLATE
     from forwardpass.tokenizer import Tokenizer
 
     tok = Tokenizer.from_gguf_fields(GGUFFile(gemma_path).fields, GEMMA3_CHAT_TEMPLATE)

@@ -21,6 +21,8 @@ pytestmark = pytest.mark.skipif(not kernels.available(), reason="no native kerne
 CHECK = """
 import json, resource, sys, time, torch
 import forwardpass
+from forwardpass.engine import BlockPool
+from forwardpass.engine.runner import Runner
 from forwardpass.loop import generate
 from forwardpass.quant import QuantizedLinear
 from forwardpass.sampling import SamplingParams
@@ -32,15 +34,17 @@ bits = sorted({l.bits for b in m.blocks for l in (b.attn.qkv, b.attn.out, b.ffn.
                if isinstance(l, QuantizedLinear)})
 ids = fp.encode("Once upon a time")
 out = generate(fp, ids, SamplingParams(temperature=0, max_tokens=4))
-steps = []
+steps, token, at = [], out.token_ids[0], len(ids)
 with torch.inference_mode():
-    for fused in (m.fused, None):  # the native step, then the PyTorch blocks, after the same prefill
-        m.fused = fused
-        logits, cache = m(torch.tensor([ids]), m.new_cache(1, 64))
-        steps.append(m(torch.tensor([[out.token_ids[0]]]), cache)[0][0, -1])
+    for native in (True, False):  # the native step, then the PyTorch blocks, after the same prefill over a pool of one
+        pool = BlockPool(m.config, 1, 64)
+        table, runner = [pool.allocate()], Runner(m, pool)
+        logits = runner.prefill([(ids, table, 0)])
+        steps.append(runner.native.decode(pool, [token], [at], [table])[0][0].clone() if native
+                     else runner.prefill([([token], table, at)])[0])
 held = sum(t.numel() * t.element_size() for t in (*m.parameters(), *m.buffers()))
 print(json.dumps({"loaded_s": loaded, "bits": bits, "head_bits": m.lm_head.bits, "tokens": out.token_ids, "held": held,
-                  "first": int(logits[0, -1].argmax()), "step_diff": float((steps[0] - steps[1]).abs().max()),
+                  "first": int(logits[0].argmax()), "step_diff": float((steps[0] - steps[1]).abs().max()),
                   "step_scale": float(steps[1].abs().max()), "same_top": bool(steps[0].argmax() == steps[1].argmax()),
                   "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 """

@@ -296,7 +296,6 @@ class Transformer(nn.Module):
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tied_embeddings:
             self.lm_head.weight = self.tok_embeddings.weight
-        self.fused = None  # a FusedDecode (fused_decode.py) takes single-token steps where it applies
 
     @property
     def checked(self) -> bool:
@@ -344,8 +343,6 @@ class Transformer(nn.Module):
         batch, T = x.shape
         if T == 0:
             raise TokenIdError("x holds no tokens: a forward pass needs at least one")
-        if self.fused is not None and cache is not None and self.fused.applies(x, cache):
-            return self.fused(x, cache), cache  # the same step in one native call (it checks the token itself)
         if int(x.min()) < 0 or int(x.max()) >= self.config.vocab_size:
             bad = x[(x < 0) | (x >= self.config.vocab_size)][0].item()
             raise TokenIdError(f"token id {bad} is outside the vocabulary [0, {self.config.vocab_size})")

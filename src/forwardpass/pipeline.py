@@ -10,7 +10,6 @@ import torch
 from . import kernels
 from .config import KV_CACHE_DTYPES, STORAGE_MODES, ModelConfig
 from .errors import ContextLengthError, ForwardpassError, ModelFileError
-from .fused_decode import FusedDecode
 from .model import RotaryEmbedding, Transformer
 from .packaged import default_model_path, resolve_model
 from .quant import QuantizedEmbedding, as_float, make_linear
@@ -160,8 +159,8 @@ def load(path: str | Path | None = None, device: str | torch.device | None = "cp
     `storage` (default "stored") keeps float32 arithmetic and stores the linear layers' weights as the file
     does (where the native kernels run them: on the CPU; elsewhere "stored" means fp32), or as fp32, bf16, fp16,
     int8 (blocks of 32) or q4 (4-bit blocks). `dtype` instead makes every tensor,
-    and all arithmetic, that dtype (give one or the other). On the CPU a float32 model decodes through the fused
-    native step (fused_decode.py) where it applies. `kv_cache_dtype` stores the engine's KV pairs as the model's
+    and all arithmetic, that dtype (give one or the other). On the CPU the engine decodes a float32 model through
+    the native step (engine/native.py) where it applies. `kv_cache_dtype` stores the engine's KV pairs as the model's
     dtype ("auto"), float32 or float16 (half the memory and the bytes attention reads; each pair rounded once)."""
     if kv_cache_dtype not in KV_CACHE_DTYPES:
         raise ForwardpassError(f"unknown KV cache dtype {kv_cache_dtype!r}; choose from {', '.join(KV_CACHE_DTYPES)}")
@@ -184,5 +183,4 @@ def load(path: str | Path | None = None, device: str | torch.device | None = "cp
     del checkpoint  # its tensors (and the file's map) go; what they left on the heap goes back to the system
     return_freed_memory()
     model.checked = checked
-    model.fused = FusedDecode.build(model)
     return pipeline

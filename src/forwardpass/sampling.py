@@ -146,8 +146,8 @@ def next_token(logits: torch.Tensor, params: SamplingParams, generator: torch.Ge
                output_ids: list[int], greedy: int | None = None,
                allowed: torch.Tensor | None = None) -> tuple[int, TokenLogprob | None]:
     """One step of sampling: the chosen id, and its log-probability (under the model's own distribution) when the
-    params ask for them. `greedy`: the logits' argmax where the caller already has it (the fused decode step finds
-    it as it writes them). `allowed`: the grammar's mask, for structured output."""
+    params ask for them. `greedy`: the logits' argmax where the caller already has it (the native decode step
+    finds it as it writes them). `allowed`: the grammar's mask, for structured output."""
     if greedy is not None and params.argmax_only:
         token = greedy
     else:

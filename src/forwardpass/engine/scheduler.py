@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from ..errors import InvariantError
 from .paged import BlockPool
 from .sequence import Sequence
 
@@ -126,3 +127,11 @@ class Scheduler:
             prefill.append((seq, n))
             budget -= n
         return Scheduled(decode, prefill)
+
+    def check(self) -> None:
+        """Checked mode, after a step: the pool's own invariants over every live table, and t pairs of a running
+        sequence in exactly ceil(t / block_size) blocks (less than one block wasted)."""
+        self.pool.check([s.blocks for s in self.running + list(self.waiting)])
+        for s in self.running:
+            if len(s.blocks) != -(-s.num_computed // self.pool.block_size):
+                raise InvariantError(f"{s.request_id}: {len(s.blocks)} blocks for {s.num_computed} pairs")

@@ -24,8 +24,8 @@ def timed_loops(fp: Pipeline, prompt: str, steps: int) -> dict:
         cached: logits, cache = model(x, cache)                 # the prompt once, then only the newest token
 
     The two loops take their steps in turn (naive step i, cached step i, …), so a busy moment of the machine falls on
-    both alike. Both call the same PyTorch blocks: the native one-token step (fused_decode.py) is off for the
-    measurement, so the times differ by the work alone. Each step's work is the tokens it ran through all n_layers
+    both alike. Both call the same PyTorch blocks (model.py: the engine's native step is not used here), so the times
+    differ by the work alone. Each step's work is the tokens it ran through all n_layers
     blocks, counted from what was run (cost.py says the same: naive_work, cached_work)."""
     if not 1 <= steps <= 32:
         raise _range("steps", 1, 32)
@@ -33,29 +33,25 @@ def timed_loops(fp: Pipeline, prompt: str, steps: int) -> dict:
     if len(ids) + steps > fp.config.context_length:
         raise refuse("context_fit", "prompt + steps must fit the context", context=fp.config.context_length)
     model, device = fp.model, fp.device
-    fused, model.fused = model.fused, None
     rows, naive_tokens, cache, x = [], [], model.new_cache(1, len(ids) + steps), ids
-    try:
-        with torch.inference_mode():
-            model(torch.tensor([ids], device=device), model.new_cache(1, len(ids)), last_only=True)  # warm up
-            for step in range(steps):
-                sequence = ids + naive_tokens  # naive: the whole text so far, through a fresh cache
-                started = time.perf_counter()
-                logits, _ = model(torch.tensor([sequence], device=device), model.new_cache(1, len(sequence)),
-                                  last_only=True)
-                naive_id = int(logits[0, -1].argmax())
-                naive_s = time.perf_counter() - started
-                started = time.perf_counter()  # cached: only what the cache does not hold yet
-                logits, cache = model(torch.tensor([x], device=device), cache, last_only=True)
-                cached_id = int(logits[0, -1].argmax())
-                cached_s = time.perf_counter() - started
-                rows.append({"step": step, "naive_tokens": len(sequence), "cached_tokens": len(x),
-                             "naive_s": naive_s, "cached_s": cached_s, "naive_id": naive_id, "cached_id": cached_id,
-                             "piece": fp.tokenizer.piece(cached_id), "cache_pairs_per_layer": cache.lengths[0]})
-                naive_tokens.append(naive_id)
-                x = [cached_id]
-    finally:
-        model.fused = fused
+    with torch.inference_mode():
+        model(torch.tensor([ids], device=device), model.new_cache(1, len(ids)), last_only=True)  # warm up
+        for step in range(steps):
+            sequence = ids + naive_tokens  # naive: the whole text so far, through a fresh cache
+            started = time.perf_counter()
+            logits, _ = model(torch.tensor([sequence], device=device), model.new_cache(1, len(sequence)),
+                              last_only=True)
+            naive_id = int(logits[0, -1].argmax())
+            naive_s = time.perf_counter() - started
+            started = time.perf_counter()  # cached: only what the cache does not hold yet
+            logits, cache = model(torch.tensor([x], device=device), cache, last_only=True)
+            cached_id = int(logits[0, -1].argmax())
+            cached_s = time.perf_counter() - started
+            rows.append({"step": step, "naive_tokens": len(sequence), "cached_tokens": len(x),
+                         "naive_s": naive_s, "cached_s": cached_s, "naive_id": naive_id, "cached_id": cached_id,
+                         "piece": fp.tokenizer.piece(cached_id), "cache_pairs_per_layer": cache.lengths[0]})
+            naive_tokens.append(naive_id)
+            x = [cached_id]
     p = len(ids)
     return {"measured_at": time.time(), "prompt_tokens": p, "prompt_pieces": [fp.tokenizer.piece(i) for i in ids],
             "steps": rows,

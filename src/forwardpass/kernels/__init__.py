@@ -2,7 +2,7 @@
 
 Matrix-vector products over weights as they are stored — fp32, fp16, bf16, 8- and 4-bit blocks (`gemv.h`;
 `gemv.c` runs a decode step's few rows at a time), a whole decode step in one call (`decode_step.c`, driven by
-`forwardpass.fused_decode`), quantized tiles back to float32 for prefill (`dequantize.c`), and a read of memory in
+`forwardpass.engine.native`), quantized tiles back to float32 for prefill (`dequantize.c`), and a read of memory in
 concurrent streams (`stream_read.c`, the bandwidth roof of `forwardpass.machine`), and a file's blocks in the
 formats it names (repack_formats) straight into the tiles the products read (`repack.c`, for loading).
 
@@ -144,18 +144,12 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.kernel_isa.argtypes = []
     lib.gemv.restype = None
     lib.gemv.argtypes = [p, i, i, i, p, p, p, i, i, i, p]
-    lib.decode_step.restype = ctypes.c_int
-    lib.decode_step.argtypes = [p, i, i, i, p, p]
     lib.decode_workspace.restype = ctypes.c_size_t
     lib.decode_workspace.argtypes = [p]
     lib.decode_usage.restype = None
     lib.decode_usage.argtypes = [p]
-    lib.decode_greedy.restype = ctypes.c_int
-    lib.decode_greedy.argtypes = [p, i, i, i, i, p, i, p, p]
     lib.decode_batch.restype = ctypes.c_int
-    lib.decode_batch.argtypes = [p, p, p, p]
-    lib.decode_batch_greedy.restype = ctypes.c_int
-    lib.decode_batch_greedy.argtypes = [p, p, i, p, i, p, p]
+    lib.decode_batch.argtypes = [p, p, i, p, i, p, p]
     lib.dequantize.restype = None
     lib.dequantize.argtypes = [i, i, i, p, p, p, i, i, p]
     lib.repack.restype = i

@@ -18,7 +18,7 @@ static const AbiEntry ABI[] = {
     SIZE(Model) AT(Model, n_layers) AT(Model, d_model) AT(Model, n_heads) AT(Model, n_kv_heads) AT(Model, head_dim)
     AT(Model, hidden) AT(Model, vocab_size) AT(Model, context_length) AT(Model, capacity) AT(Model, norm_eps)
     AT(Model, embeddings) AT(Model, layers) AT(Model, norm_f) AT(Model, lm_head) AT(Model, cos) AT(Model, sin)
-    AT(Model, k_cache) AT(Model, v_cache) AT(Model, work) AT(Model, threads) AT(Model, rows) AT(Model, attn_scale)
+    AT(Model, work) AT(Model, threads) AT(Model, rows) AT(Model, attn_scale)
     AT(Model, embed_scale) AT(Model, gelu) AT(Model, cos_local) AT(Model, sin_local) AT(Model, team)
     SIZE(RepackFormat) AT(RepackFormat, kind) AT(RepackFormat, block_bytes) AT(RepackFormat, tile)
     AT(RepackFormat, scales) AT(RepackFormat, zero)

@@ -48,7 +48,6 @@ typedef struct {
     const float *norm_f;      // (d_model)
     Linear lm_head;           // vocab_size × d_model
     const float *cos, *sin;   // (context_length, head_dim / 2), filled past every position a step reads
-    float *k_cache, *v_cache; // (n_layers, n_kv_heads, capacity, head_dim)
     float *work;              // decode_workspace(this) floats, made once: a step allocates nothing
     int threads;              // the most threads a step runs; the workspace holds this many threads' buffers, and
                               // attention splits positions into this many parts
@@ -60,11 +59,10 @@ typedef struct {
     int team;                 // threads the next step runs, 1 … threads (0: threads): fewer while cores are taken
 } Model;
 
-// One call's rows: sequence r's token at positions[r], its pairs so far in its cache's first lengths[r] slots, its
-// new K and V into slot lengths[r]. Without tables: one sequence, m->k_cache / v_cache (n_layers, n_kv_heads,
-// m->capacity, head_dim). With tables: a pool k, v (n_layers, slots / block_size, n_kv_heads, block_size, head_dim)
-// of blocks of block_size slots, slot j of row r in block tables[r × max_blocks + j / block_size], at j % block_size
-// (where the paged engine keeps them, and lengths = positions). A pool holds float32, or with `half` IEEE binary16
+// One call's rows: sequence r's token at positions[r], its pairs so far in its first lengths[r] slots, its new K and V
+// into slot lengths[r]. The pool k, v (n_layers, slots / block_size, n_kv_heads, block_size, head_dim) holds blocks
+// of block_size slots, slot j of row r in block tables[r × max_blocks + j / block_size], at j % block_size (where the
+// paged engine keeps them, and lengths = positions). A pool holds float32, or with `half` IEEE binary16
 // (each new pair rounded to it as it is stored, and read back widened: the row's own pair too, so a step attends to
 // exactly what later steps will read).
 typedef struct {
@@ -72,8 +70,8 @@ typedef struct {
     const int *tokens, *positions, *lengths;  // (rows)
     void *k, *v;
     int slots, block_size, max_blocks;
-    const int *tables;                        // (rows, max_blocks), or NULL
-    int half;                                 // the pool's pairs are binary16 (tables only)
+    const int *tables;                        // (rows, max_blocks)
+    int half;                                 // the pool's pairs are binary16
 } Batch;
 
 // A block format repack() reads, one row each (weights/formats.py holds the same rows and checks them against
@@ -97,15 +95,11 @@ const char *kernel_isa(void);  // which build of simd.h this library is
 // gemv.c: y (M, N) = x (M, K) @ Wᵀ, W stored as `kind` (w, w_scale, w_min, scales, zero as in Linear)
 void gemv(const float *x, int M, int kind, int K, const void *w, const void *w_scale, const void *w_min, int scales,
           int zero, int N, float *y);
-// decode_step.c: one sequence's step over the model's own cache, or a batch's over a paged pool (Batch); each row's
-// logits (vocab_size) and, where `greedy` is given, its highest-scoring token; 0, or an error code
+// decode_step.c: n steps of a batch of sequences over a paged pool (Batch): each row's logits (vocab_size) and its
+// highest-scoring token per step; the steps done, or -1
 size_t decode_workspace(const Model *m);
-void decode_usage(double *out);  // the last step's CPU time and the time offered its team
-int decode_step(const Model *m, int token, int position, int slot, float *logits, int *greedy);
-int decode_greedy(const Model *m, int token, int position, int slot, int n, const int *stop, int n_stop,
-                  float *logits, int *out);
-int decode_batch(const Model *m, const Batch *b, float *logits, int *greedy);
-int decode_batch_greedy(const Model *m, const Batch *b, int n, const int *stop, int n_stop, float *logits, int *out);
+void decode_usage(double *out);  // the calling thread's steps so far: their CPU time and the time offered their teams
+int decode_batch(const Model *m, const Batch *b, int n, const int *stop, int n_stop, float *logits, int *tokens);
 // dequantize.c: (N, K) float32 from 8- or 4-bit tiles
 void dequantize(int bits, int N, int K, const uint8_t *q, const void *scale, const void *minimum, int scales, int zero,
                 float *w);

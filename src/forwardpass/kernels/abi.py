@@ -44,7 +44,7 @@ class Model(_Struct):
     _fields_ = [("n_layers", _i), ("d_model", _i), ("n_heads", _i), ("n_kv_heads", _i), ("head_dim", _i),
                 ("hidden", _i), ("vocab_size", _i), ("context_length", _i), ("capacity", _i), ("norm_eps", _f),
                 ("embeddings", Linear), ("layers", ctypes.POINTER(Layer)), ("norm_f", _p), ("lm_head", Linear),
-                ("cos", _p), ("sin", _p), ("k_cache", _p), ("v_cache", _p), ("work", _p), ("threads", _i),
+                ("cos", _p), ("sin", _p), ("work", _p), ("threads", _i),
                 ("rows", _i), ("attn_scale", _f), ("embed_scale", _f), ("gelu", _i), ("cos_local", _p),
                 ("sin_local", _p), ("team", _i)]
 

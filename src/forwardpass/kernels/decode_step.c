@@ -1,10 +1,9 @@
 // Decode steps of a Llama-family model (RMSNorm, pre-norm, RoPE, grouped-query attention, SwiGLU) in one call, with
 // the switches other families add (QK-norm, sandwich norms, GeGLU, scaled embeddings, sliding windows with their own
-// RoPE tables, a family's attention scale):
-// each row's token embedding in, its logits out, its K and V appended to its cache. One sequence over its own
-// contiguous cache (decode_step, decode_greedy), or a batch of sequences over a paged pool of blocks, each row
-// at its own position and reading its K and V through its block table (decode_batch). The same arithmetic as
-// the PyTorch blocks, without ~20 framework ops per layer and their dispatch.
+// RoPE tables, a family's attention scale): each row's token embedding in, its logits out, its K and V appended to
+// its sequence's blocks of a paged pool, each row at its own position and reading its K and V through its block
+// table (a single sequence is a pool of one). The same arithmetic as the PyTorch blocks, without ~20 framework ops
+// per layer and their dispatch.
 //
 // Threads: one OpenMP team for the whole step, five barriers per layer (team.h's, which sleep soon when a partner
 // is not running). Matrix products split their rows (or groups of rows) across it, each unit of weights read from
@@ -16,9 +15,9 @@
 #include "gemv.h"
 #include "team.h"
 
-// Where one sequence's keys (or values) of one layer and K/V head lie: slot j's head_dim values at base + j × stride,
-// or through a block table at base + table[j / block_size] × block_stride + (j % block_size) × stride (in values:
-// float32, or binary16 with `half`)
+// Where one sequence's keys (or values) of one layer and K/V head lie: slot j's head_dim values, through its block
+// table, at base + table[j / block_size] × block_stride + (j % block_size) × stride (in values: float32, or binary16
+// with `half`)
 typedef struct {
     void *base;
     size_t stride, block_stride;
@@ -33,11 +32,8 @@ typedef struct {
 #define AHEAD 48
 
 static inline void *row_at(const Rows *r, int j) {
-    size_t i = (size_t)j * r->stride;
-    if (r->table) {
-        const int block = r->shift >= 0 ? j >> r->shift : j / r->block_size, at = j - block * r->block_size;
-        i = (size_t)r->table[block] * r->block_stride + (size_t)at * r->stride;
-    }
+    const int block = r->shift >= 0 ? j >> r->shift : j / r->block_size, at = j - block * r->block_size;
+    const size_t i = (size_t)r->table[block] * r->block_stride + (size_t)at * r->stride;
     return (char *)r->base + i * (r->half ? 2 : 4);
 }
 
@@ -62,10 +58,6 @@ static inline void kv_store(const Rows *r, int j, const float *values, int head_
 
 static Rows rows_of(const Model *m, const Batch *b, void *cache, int layer, int row, int g) {
     const int KV = m->n_kv_heads, hd = m->head_dim;
-    if (!b->tables) {
-        const Rows r = {(float *)cache + ((size_t)layer * KV + g) * m->capacity * hd, (size_t)hd, 0, NULL, 1, 0, 0};
-        return r;
-    }
     const int bs = b->block_size, shift = bs & (bs - 1) ? -1 : __builtin_ctz((unsigned)bs), half = b->half != 0;
     const size_t start = ((size_t)layer * b->slots * KV + (size_t)g * bs) * hd;
     const Rows r = {(char *)cache + start * (half ? 2 : 4), (size_t)hd, (size_t)KV * bs * hd,
@@ -460,36 +452,6 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
     }
 }
 
-// logits (vocab_size) for `token` at `position`, and in *greedy their argmax; its K and V go to cache slot `slot`,
-// after slots 0 … slot - 1. m->work holds decode_workspace(m) floats, for this call alone. Returns 0, or -1
-// (touching nothing) for a token, position or slot outside the model's tables or the cache.
-int decode_step(const Model *m, int token, int position, int slot, float *logits, int *greedy) {
-    if (token < 0 || token >= m->vocab_size || position < 0 || position >= m->context_length || slot < 0 ||
-        slot >= m->capacity || m->threads < 1 || m->rows < 1 || !m->work)
-        return -1;
-    const Batch b = {1, &token, &position, &slot, m->k_cache, m->v_cache, 0, 0, 0, NULL, 0};
-    step_rows(m, &b, logits, greedy);
-    return 0;
-}
-
-// Greedy decoding, n steps in one call (no Python between tokens): `token` at `position` into cache slot `slot`,
-// then each step's argmax at the next position and slot, until n tokens are chosen or one is in stop[0 … n_stop-1]
-// (it is chosen but not fed back). The chosen ids go to tokens[0 …], the last step's logits stay in `logits`.
-// Returns how many were chosen (1 … n; each fed token's K and V went to the cache), or -1 (touching nothing) if
-// any of the n steps would fall outside the model's tables or the cache: checked before the first.
-int decode_greedy(const Model *m, int token, int position, int slot, int n, const int *stop, int n_stop,
-                  float *logits, int *tokens) {
-    if (n < 1 || n_stop < 0 || position > m->context_length - n || slot > m->capacity - n)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        if (decode_step(m, token, position + i, slot + i, logits, &token)) return i ? i : -1;
-        tokens[i] = token;
-        for (int s = 0; s < n_stop; s++)
-            if (token == stop[s]) return i + 1;
-    }
-    return n;
-}
-
 // Whether the next `steps` steps of b's rows stay inside the model's tables, the workspace and the pool
 static int batch_fits(const Model *m, const Batch *b, int steps) {
     if (b->rows < 1 || b->rows > m->rows || m->threads < 1 || !m->work || !b->tables || b->block_size < 1 ||
@@ -508,23 +470,14 @@ static int batch_fits(const Model *m, const Batch *b, int steps) {
     return 1;
 }
 
-// One decode step for each of b->rows sequences over a paged pool (Batch): logits (rows × vocab_size) and each
-// row's argmax in greedy[r]. m->capacity must exceed every row's length (it sizes the attention scores) and
-// m->rows be at least b->rows. Returns 0, or -1 (touching nothing) for a token, position, slot or block outside
-// the model's tables, the workspace or the pool.
-int decode_batch(const Model *m, const Batch *b, float *logits, int *greedy) {
-    if (!batch_fits(m, b, 1)) return -1;
-    step_rows(m, b, logits, greedy);
-    return 0;
-}
-
-// Greedy decoding of a batch, n steps in one call (no Python between them): each row's argmax fed back as its next
-// token, until n steps are done or a row chooses one of stop[0 … n_stop-1] (chosen, not fed back; every row stops
-// with it). tokens (n, rows) gets each step's chosen ids, `logits` the last step's. Returns the steps done (1 … n;
-// every fed token's K and V went to its row's slot), or -1 (touching nothing) if any of the n steps would fall
-// outside the model's tables, the workspace or the pool: checked before the first.
-int decode_batch_greedy(const Model *m, const Batch *b, int n, const int *stop, int n_stop, float *logits,
-                        int *tokens) {
+// Decoding b->rows sequences over a paged pool (Batch), n steps in one call (no Python between them): each step's
+// logits (rows × vocab_size) and each row's argmax; with n > 1 each row's argmax is fed back as its next token, until
+// n steps are done or a row chooses one of stop[0 … n_stop-1] (chosen, not fed back; every row stops with it).
+// tokens (n, rows) gets each step's chosen ids, `logits` the last step's. m->capacity must exceed every row's last
+// length (it sizes the attention scores) and m->rows be at least b->rows. Returns the steps done (1 … n; every fed
+// token's K and V went to its row's slot), or -1 (touching nothing) if any of the n steps would fall outside the
+// model's tables, the workspace or the pool: checked before the first.
+int decode_batch(const Model *m, const Batch *b, int n, const int *stop, int n_stop, float *logits, int *tokens) {
     if (n_stop < 0 || !batch_fits(m, b, n)) return -1;
     const int R = b->rows;
     int token[R], position[R], length[R];

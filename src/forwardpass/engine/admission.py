@@ -1,0 +1,52 @@
+"""What a request must be to enter the engine, checked before anything is queued, and the Sequence it becomes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..constraints import Grammar
+from ..detokenize import TextStream
+from ..errors import ContextLengthError, ForwardpassError
+from ..pipeline import Pipeline
+from ..sampling import SamplingParams, make_generator
+from .paged import BlockPool
+from .sequence import RequestOutput, Sequence
+
+
+def check_request(pipeline: Pipeline, pool: BlockPool, prompt_ids: list[int], params: SamplingParams) -> None:
+    """Raise a clear error for a request that can never be served."""
+    context = pipeline.config.context_length
+    pipeline.check_prompt(prompt_ids)
+    if len(prompt_ids) + params.max_tokens > context:
+        raise ContextLengthError(f"max_tokens {params.max_tokens} does not fit: the prompt is {len(prompt_ids)} "
+                                 f"tokens and the context length is {context}", "max_tokens")
+    vocab = pipeline.config.vocab_size
+    for what, ids in (("logit_bias", params.logit_bias), ("stop_token_ids", params.stop_token_ids)):
+        if any(token_id >= vocab for token_id in ids):
+            raise ForwardpassError(f"{what} names token {max(ids)}: the vocabulary has {vocab}", what)
+    blocks = -(-(len(prompt_ids) + params.max_tokens) // pool.block_size)
+    if blocks > pool.num_blocks:
+        raise ContextLengthError(f"the request needs {blocks} KV blocks but the pool holds {pool.num_blocks}")
+
+
+def token_room(pipeline: Pipeline, pool: BlockPool, prompt_ids: list[int]) -> int:
+    """The most tokens a request with this prompt may ask for: what the context and the pool leave."""
+    return min(pipeline.config.context_length, pool.num_blocks * pool.block_size) - len(prompt_ids)
+
+
+def new_sequence(pipeline: Pipeline, request_id: str, prompt_ids: list[int], params: SamplingParams,
+                 on_output: Callable[[RequestOutput], None], grammar: Grammar | None, arrival: float | None,
+                 timeout: float | None) -> Sequence:
+    """The request as the engine keeps it: its sampler, its text stream, its end-of-turn ids, its grammar's matcher
+    (`grammar`: params.constraint compiled), when it arrived and when its time runs out."""
+    tok = pipeline.tokenizer
+    eos = params.end_ids(tok.eos_ids if tok is not None else [])
+    seq = Sequence(request_id, list(prompt_ids), params, make_generator(params, pipeline.device),
+                   TextStream(tok, params.stop) if tok is not None else None, on_output, eos)
+    if grammar is not None:
+        seq.matcher = grammar.matcher()
+    if arrival is not None:
+        seq.arrival = arrival
+    if timeout is not None:
+        seq.deadline = seq.arrival + timeout
+    return seq

@@ -1,0 +1,97 @@
+"""One step's work around the runner: the scheduled decode rows (a greedy burst of several tokens where the native
+step runs them), then the prefill chunks in padded groups; each row's logits handed to the outputs, a failed batch
+ending its own rows only."""
+
+from __future__ import annotations
+
+from .outputs import Outputs
+from .paged import BlockPool
+from .runner import Runner
+from .scheduler import Scheduled, Scheduler
+from .sequence import Sequence
+
+BURST = 8  # greedy steps one native call runs before Python takes the tokens (text streams in bursts this long)
+
+
+def prefill_groups(prefill: list[tuple[Sequence, int]]) -> list[list[tuple[Sequence, int]]]:
+    """Prefill chunks in batches the PyTorch blocks run padded to their longest row: longest first, a row joins a
+    batch while the padded tokens stay within twice the real ones (a 512-token prompt beside 15 short ones would
+    otherwise run 16 × 512 positions)."""
+    groups: list[list[tuple[Sequence, int]]] = []
+    for row in sorted(prefill, key=lambda r: -r[1]):
+        group = groups[-1] if groups else None
+        if group is not None and (len(group) + 1) * group[0][1] <= 2 * (sum(n for _, n in group) + row[1]):
+            group.append(row)
+        else:
+            groups.append([row])
+    return groups
+
+
+class Steps:
+    def __init__(self, runner: Runner, scheduler: Scheduler, pool: BlockPool, outputs: Outputs, context_length: int):
+        self.runner, self.scheduler, self.pool, self.outputs = runner, scheduler, pool, outputs
+        self.context_length = context_length
+
+    def run(self, work: Scheduled, newcomers: bool) -> None:
+        """Run one scheduled step. `newcomers`: requests wait to join (a greedy burst would delay them)."""
+        if work.decode:
+            self._decode(work.decode, newcomers)
+        for group in prefill_groups(work.prefill):
+            self._prefill(group)
+
+    def _prefill(self, batch: list[tuple[Sequence, int]]) -> None:
+        try:
+            logits = self.runner.prefill([(s.token_ids[s.num_computed:s.num_computed + n], s.blocks, s.num_computed)
+                                          for s, n in batch])
+        except Exception as e:
+            self.outputs.fail_batch([s for s, _ in batch], "the forward pass", e)
+            return
+        for (seq, n), row_logits in zip(batch, logits, strict=True):
+            seq.num_computed += n
+            self._register_full_blocks(seq)
+            if seq.to_compute == 0:
+                self.outputs.sample(seq, row_logits)
+
+    def _decode(self, batch: list[Sequence], newcomers: bool) -> None:
+        """One new token for each row, or a greedy burst of several (`_burst`) where the runner runs them."""
+        native = self.runner.native is not None
+        n = self._burst(batch, newcomers) if native else 1
+        stops = tuple(set().union(*(s.eos_ids for s in batch))) if n > 1 else ()
+        try:
+            logits, chosen = self.runner.decode([s.token_ids[s.num_computed] for s in batch],
+                                                [s.num_computed for s in batch], [s.blocks for s in batch], n, stops)
+        except Exception as e:
+            self.outputs.fail_batch(batch, "the decode step" if native else "the forward pass", e)
+            return
+        for r, (seq, row_logits) in enumerate(zip(batch, logits, strict=True)):
+            for token in chosen[r] if chosen is not None else [None]:  # a burst's tokens share the last step's logits:
+                if seq.finish_reason is not None:  # plain greedy reads none of them
+                    break  # an end-of-turn token, a stop string or the length ended it mid-burst
+                seq.num_computed += 1
+                self._register_full_blocks(seq)
+                self.outputs.sample(seq, row_logits, token)
+            if n > 1 and seq.finish_reason is None:
+                self.scheduler.trim(seq)
+
+    def _burst(self, batch: list[Sequence], newcomers: bool) -> int:
+        """Steps one native call may run for these decode rows: up to BURST when every row is plain greedy (its token
+        the raw argmax, no log-probabilities) and nothing waits to join (a burst delays a newcomer by its steps),
+        never past a row's max_tokens or the context, and only as far as free blocks allow; else 1."""
+        if newcomers or any(not s.params.argmax_only or s.params.logprobs is not None for s in batch):
+            return 1
+        n = min([BURST] + [min(s.params.max_tokens - len(s.output_ids), self.context_length - s.num_tokens)
+                           for s in batch])
+        if n > 1 and not all(self.scheduler.reserve(s, s.num_computed + n) for s in batch):
+            for s in batch:
+                self.scheduler.trim(s)  # what the rows that fitted took back; this step runs one token
+                self.scheduler.reserve(s, s.num_computed + 1)
+            return 1
+        return max(n, 1)
+
+    def _register_full_blocks(self, seq: Sequence) -> None:
+        bs = self.pool.block_size
+        while len(seq.hashes) < seq.num_computed // bs:
+            i = len(seq.hashes)
+            prefix = seq.hashes[-1] if seq.hashes else 0
+            seq.hashes.append(self.pool.register(seq.blocks[i], prefix, seq.token_ids[i * bs:(i + 1) * bs],
+                                                 seq.blocks[i - 1] if i else None))

@@ -1,0 +1,35 @@
+"""A sequence stepped token by token over a pool of one, as the engine's runner steps it: the prompt prefilled through
+the PyTorch blocks, then each token through the native step or the PyTorch blocks."""
+
+from __future__ import annotations
+
+import torch
+
+from forwardpass.engine import BlockPool
+from forwardpass.engine.runner import Runner
+
+
+def pool_of_one(model, tokens: int, kv: torch.dtype = torch.float32, block_size: int = 16):
+    """A pool just large enough for one sequence of `tokens`, and that sequence's block table."""
+    pool = BlockPool(model.config, -(-tokens // block_size), block_size, kv, model.device)
+    return pool, [pool.allocate() for _ in range(pool.num_blocks)]
+
+
+@torch.inference_mode()
+def stepped(model, prompt: list[int], tokens: list[int], native: bool = True, kv: torch.dtype = torch.float32,
+            block_size: int = 16) -> torch.Tensor:
+    """Logits (len(tokens), vocab_size): each token's, stepped after the prompt and the tokens before it. `native`:
+    through the native step (which must bind), else through the PyTorch blocks."""
+    pool, table = pool_of_one(model, len(prompt) + len(tokens), kv, block_size)
+    runner = Runner(model, pool)
+    if native:
+        assert runner.native is not None, "the native step does not bind this model and pool"
+    runner.prefill([(prompt, table, 0)])
+    rows = []
+    for i, token in enumerate(tokens):
+        at = len(prompt) + i
+        if native:
+            rows.append(runner.native.decode(pool, [token], [at], [table])[0][0].clone())
+        else:
+            rows.append(runner.prefill([([token], table, at)])[0].clone())
+    return torch.stack(rows)
