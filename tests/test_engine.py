@@ -16,7 +16,7 @@ from forwardpass.engine import BlockPool, Engine, EngineConfig
 from forwardpass.engine.paged import PagedBatch
 from forwardpass.errors import ContextLengthError, InvariantError
 from forwardpass.loop import generate
-from forwardpass.pipeline import Pipeline
+from forwardpass.pipeline import LoadedModel
 from forwardpass.sampling import SamplingParams
 
 SYSTEM = ("You are a careful assistant. Answer in one short sentence, in plain English, without lists, "
@@ -188,7 +188,7 @@ def test_a_seed_gives_the_same_tokens_at_any_batch_size(smollm):
 
 def test_tiny_random_model_without_tokenizer():
     torch.manual_seed(0)
-    fp = Pipeline(Transformer(preset("toy")).eval(), None, "toy", {})
+    fp = LoadedModel(Transformer(preset("toy")).eval(), None, "toy", {})
     engine = Engine(fp, EngineConfig(kv_cache_bytes=8 * 2**20, checked=True))
     outs = run(engine, [[1, 2, 3], [4, 5, 6, 7, 8]], [SamplingParams(temperature=0, max_tokens=7)] * 2)
     assert [len(tokens(o)) for o in outs] == [7, 7]

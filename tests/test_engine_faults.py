@@ -15,7 +15,7 @@ from forwardpass import Transformer, preset
 from forwardpass.engine import Engine, EngineConfig
 from forwardpass.errors import EngineUnavailableError
 from forwardpass.loop import generate
-from forwardpass.pipeline import Pipeline
+from forwardpass.pipeline import LoadedModel
 from forwardpass.sampling import SamplingParams
 
 GREEDY = SamplingParams(temperature=0, max_tokens=6)
@@ -25,7 +25,7 @@ LONG = SamplingParams(temperature=0, max_tokens=900)
 @pytest.fixture(scope="module")
 def toy():
     torch.manual_seed(0)
-    return Pipeline(Transformer(preset("toy")).eval(), None, "toy", {})
+    return LoadedModel(Transformer(preset("toy")).eval(), None, "toy", {})
 
 
 def collect(engine: Engine, prompt: list[int], params: SamplingParams, outs: dict) -> str:
@@ -100,7 +100,7 @@ class FlakyModel(torch.nn.Module):
 
 def test_a_failed_forward_pass_ends_its_batch_and_the_engine_goes_on(toy):
     flaky = FlakyModel(toy.model)
-    engine = Engine(Pipeline(flaky, None, "toy", {}), EngineConfig(kv_cache_bytes=8 * 2**20, checked=True))
+    engine = Engine(LoadedModel(flaky, None, "toy", {}), EngineConfig(kv_cache_bytes=8 * 2**20, checked=True))
     assert engine.runner.native is None  # decode steps run its forward pass too (the toy is GPT-2-shaped)
     outs: dict = {}
     first = [collect(engine, p, LONG, outs) for p in ([1, 2, 3], [4, 5, 6, 7])]

@@ -9,7 +9,7 @@ from forwardpass import Transformer, preset
 from forwardpass.detokenize import TextStream
 from forwardpass.errors import ContextLengthError, ForwardpassError
 from forwardpass.loop import Generation, generate
-from forwardpass.pipeline import Pipeline
+from forwardpass.pipeline import LoadedModel
 from forwardpass.sampling import SamplingParams
 
 GREEDY = SamplingParams(temperature=0, max_tokens=24)
@@ -25,9 +25,9 @@ def test_cached_and_naive_agree_on_real_model(smollm, prompt):
     assert naive.work == [P + i for i in range(n)]  # the whole prefix, every step
 
 
-def toy_pipeline() -> Pipeline:
+def toy_pipeline() -> LoadedModel:
     torch.manual_seed(0)
-    return Pipeline(Transformer(preset("toy")).eval(), None, "toy", {})
+    return LoadedModel(Transformer(preset("toy")).eval(), None, "toy", {})
 
 
 @pytest.mark.parametrize("P,n,ratio", [(5, 1, 5.0), (5, 12, 10.5), (20, 100, 69.5)])

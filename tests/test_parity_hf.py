@@ -8,7 +8,7 @@ import transformers
 
 import forwardpass
 from forwardpass.loop import generate
-from forwardpass.pipeline import Pipeline
+from forwardpass.pipeline import LoadedModel
 from forwardpass.sampling import SamplingParams
 
 VOCAB = 101
@@ -194,7 +194,7 @@ def test_the_engine_generates_what_the_naive_loop_does(pair):
     those of the naive loop, which recomputes everything each step: windows, QK-norm, biases, scaled RoPE
     included."""
     _, fp = pair
-    pipeline = Pipeline(fp, None, "random weights", {})
+    pipeline = LoadedModel(fp, None, "random weights", {})
     prompt = torch.randint(0, VOCAB, (20,), generator=torch.Generator().manual_seed(5)).tolist()
     params = SamplingParams(temperature=0, max_tokens=12)
     assert generate(pipeline, prompt, params).token_ids == generate(pipeline, prompt, params, naive=True).token_ids

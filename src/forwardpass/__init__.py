@@ -16,7 +16,7 @@ from .lazy import lazy_names
 from .packaged import default_model_path
 
 LAZY = {"Generation": "loop", "GenerationResult": "loop", "generate": "loop", "KVCache": "kv_cache",
-        "Transformer": "model", "Pipeline": "pipeline", "load": "pipeline", "SamplingParams": "sampling_params",
+        "Transformer": "model", "LoadedModel": "pipeline", "load": "pipeline", "SamplingParams": "sampling_params",
         "Tokenizer": "tokenizer"}
 
 __getattr__ = lazy_names(__name__, LAZY, globals())
@@ -28,6 +28,6 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "PRESETS", "ContextLengthError", "ForwardpassError", "Generation", "GenerationResult", "InvariantError", "KVCache",
-    "ModelConfig", "ModelFileError", "Pipeline", "SamplingParams", "TokenIdError", "Tokenizer", "Transformer", "cost",
-    "default_model_path", "generate", "load", "preset",
+    "LoadedModel", "ModelConfig", "ModelFileError", "SamplingParams", "TokenIdError", "Tokenizer", "Transformer",
+    "cost", "default_model_path", "generate", "load", "preset",
 ]

@@ -21,7 +21,7 @@ import torch
 from .collapse import Loop, detect_loop
 from .detokenize import TextStream
 from .errors import ForwardpassError
-from .pipeline import Pipeline
+from .pipeline import LoadedModel
 from .sampling import SamplingParams, TokenLogprob, make_generator, next_token
 
 
@@ -62,7 +62,7 @@ class GenerationResult:
 class Generation:
     """One generation, streamed: iterate for text as it is produced; `.result` once it is done."""
 
-    def __init__(self, pipeline: Pipeline, prompt: str | list[int], params: SamplingParams | None = None,
+    def __init__(self, pipeline: LoadedModel, prompt: str | list[int], params: SamplingParams | None = None,
                  naive: bool = False):
         self.pipeline, self.params, self.naive = pipeline, params or SamplingParams(), naive
         self.prompt_ids = pipeline.encode(prompt) if isinstance(prompt, str) else list(prompt)
@@ -165,7 +165,7 @@ class Generation:
         self.result = result
 
 
-def generate(pipeline: Pipeline, prompt: str | list[int], params: SamplingParams | None = None,
+def generate(pipeline: LoadedModel, prompt: str | list[int], params: SamplingParams | None = None,
              naive: bool = False) -> GenerationResult:
     """Run a whole generation and return its result."""
     g = Generation(pipeline, prompt, params, naive)

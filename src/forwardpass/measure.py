@@ -10,7 +10,7 @@ from . import cost
 from .config import ModelConfig
 from .errors import ForwardpassError
 from .machine import matmul_rate, memory_bandwidth
-from .pipeline import Pipeline, load, resolve_device
+from .pipeline import LoadedModel, load, resolve_device
 
 MAX_RANDOM_BYTES = 8 * 2**30  # presets get random weights (speed does not depend on their values)
 
@@ -30,7 +30,7 @@ def measure(c: ModelConfig, path: str | None, prompt: int, new: int, device: str
             raise ForwardpassError(f"{c.name} is too large to instantiate here for --measure "
                                    f"({cost.weight_bytes(c, 'fp32') / 2**30:.0f} GiB in fp32)")
         with torch.device(dev):
-            fp = Pipeline(Transformer(c).eval(), None, c.name, {})
+            fp = LoadedModel(Transformer(c).eval(), None, c.name, {})
     bandwidth = memory_bandwidth(device=dev)
     rate = matmul_rate(prompt, c.d_model, c.hidden, device=dev)
     ids = torch.randint(0, c.vocab_size, (prompt,)).tolist()

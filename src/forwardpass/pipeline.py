@@ -1,4 +1,4 @@
-"""The pipeline (seed §00): a loaded model with its tokenizer, text in, logits out. `load()` builds one."""
+"""Loading a model (seed §00's pipeline: text in, logits out): `load()` reads a file and builds a LoadedModel."""
 
 from __future__ import annotations
 
@@ -97,8 +97,10 @@ def build_model(checkpoint: Checkpoint, device: torch.device, dtype: torch.dtype
 
 
 @dataclass
-class Pipeline:
-    """tokenize → embedding + position → N blocks → final norm → unembedding → logits, for one model."""
+class LoadedModel:
+    """A model as `load()` gives it: the Transformer, its tokenizer, where it came from and how the engine keeps its KV
+    pairs; text in, logits out (seed §00's pipeline: tokenize → embedding + position → N blocks → final norm →
+    unembedding → logits)."""
 
     model: Transformer
     tokenizer: Tokenizer | None
@@ -153,7 +155,7 @@ STORAGE = dict(zip(STORAGE_MODES, (None, torch.float32, torch.bfloat16, torch.fl
 
 def load(path: str | Path | None = None, device: str | torch.device | None = "cpu",
          dtype: str | torch.dtype | None = None, checked: bool = False, progress: bool = False,
-         storage: str | None = None, kv_cache_dtype: str = "auto") -> Pipeline:
+         storage: str | None = None, kv_cache_dtype: str = "auto") -> LoadedModel:
     """Load a model file (default: the embedded SmolLM2-135M-Instruct GGUF) onto `device`.
 
     `storage` (default "stored") keeps float32 arithmetic and stores the linear layers' weights as the file
@@ -178,7 +180,7 @@ def load(path: str | Path | None = None, device: str | torch.device | None = "cp
         if mode == "stored" and not (dev.type == "cpu" and kernels.available()):
             mode = "fp32"  # blocks run fast only through the native kernels
         model = build_model(checkpoint, dev, storage=STORAGE[mode], progress=progress)
-    pipeline = Pipeline(model, checkpoint.tokenizer, checkpoint.source, checkpoint.metadata | {"storage": mode},
+    pipeline = LoadedModel(model, checkpoint.tokenizer, checkpoint.source, checkpoint.metadata | {"storage": mode},
                         kv_cache_dtype)
     del checkpoint  # its tensors (and the file's map) go; what they left on the heap goes back to the system
     return_freed_memory()

@@ -10,7 +10,7 @@ from ..sampling_params import check_temperature
 from .options import check_model, positive_int
 
 if TYPE_CHECKING:
-    from ..pipeline import Pipeline
+    from ..pipeline import LoadedModel
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -21,7 +21,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
-def inspect(fp: Pipeline, prompt: str, top: int, temperature: float) -> dict:
+def inspect(fp: LoadedModel, prompt: str, top: int, temperature: float) -> dict:
     """The whole report as one dict (what --json prints)."""
     import torch
 

@@ -7,13 +7,13 @@ from collections.abc import Callable
 from ..constraints import Grammar
 from ..detokenize import TextStream
 from ..errors import ContextLengthError, ForwardpassError
-from ..pipeline import Pipeline
+from ..pipeline import LoadedModel
 from ..sampling import SamplingParams, make_generator
 from .paged import BlockPool
 from .sequence import RequestOutput, Sequence
 
 
-def check_request(pipeline: Pipeline, pool: BlockPool, prompt_ids: list[int], params: SamplingParams) -> None:
+def check_request(pipeline: LoadedModel, pool: BlockPool, prompt_ids: list[int], params: SamplingParams) -> None:
     """Raise a clear error for a request that can never be served."""
     context = pipeline.config.context_length
     pipeline.check_prompt(prompt_ids)
@@ -29,12 +29,12 @@ def check_request(pipeline: Pipeline, pool: BlockPool, prompt_ids: list[int], pa
         raise ContextLengthError(f"the request needs {blocks} KV blocks but the pool holds {pool.num_blocks}")
 
 
-def token_room(pipeline: Pipeline, pool: BlockPool, prompt_ids: list[int]) -> int:
+def token_room(pipeline: LoadedModel, pool: BlockPool, prompt_ids: list[int]) -> int:
     """The most tokens a request with this prompt may ask for: what the context and the pool leave."""
     return min(pipeline.config.context_length, pool.num_blocks * pool.block_size) - len(prompt_ids)
 
 
-def new_sequence(pipeline: Pipeline, request_id: str, prompt_ids: list[int], params: SamplingParams,
+def new_sequence(pipeline: LoadedModel, request_id: str, prompt_ids: list[int], params: SamplingParams,
                  on_output: Callable[[RequestOutput], None], grammar: Grammar | None, arrival: float | None,
                  timeout: float | None) -> Sequence:
     """The request as the engine keeps it: its sampler, its text stream, its end-of-turn ids, its grammar's matcher

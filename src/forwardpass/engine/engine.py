@@ -23,7 +23,7 @@ import torch
 
 from ..constraints import Grammar, Grammars
 from ..errors import EngineUnavailableError
-from ..pipeline import Pipeline
+from ..pipeline import LoadedModel
 from ..sampling import SamplingParams
 from .admission import check_request, new_sequence, token_room
 from .metrics import EngineMetrics
@@ -49,7 +49,7 @@ class EngineConfig:
 
 
 class Engine:
-    def __init__(self, pipeline: Pipeline, config: EngineConfig | None = None):
+    def __init__(self, pipeline: LoadedModel, config: EngineConfig | None = None):
         self.pipeline, self.config = pipeline, config or EngineConfig()
         c, model = pipeline.config, pipeline.model
         kv = pipeline.kv_dtype()

@@ -6,11 +6,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..pipeline import Pipeline
+from ..pipeline import LoadedModel
 from .compute import _ids
 
 
-def stages(fp: Pipeline, prompt: str) -> dict:
+def stages(fp: LoadedModel, prompt: str) -> dict:
     """The six stages for this prompt: each one's input and output shape as the model's own modules saw them (hooks
     on the embedding table, the first and last block, the final norm and the unembedding), the number of blocks
     that ran, and the next token the last row of logits scores highest."""
@@ -52,7 +52,7 @@ def stages(fp: Pipeline, prompt: str) -> dict:
     }
 
 
-def norm_path(fp: Pipeline) -> dict:
+def norm_path(fp: LoadedModel) -> dict:
     """W-norm: how many norms sit on the residual path itself, the path a gradient takes from the top of the stack
     back to the embedding. Every block wraps each of its sublayers in a norm; pre-norm applies it to the branch's
     copy (the stream never passes through it), post-norm (the 2017 design) to the stream after each add. The count

@@ -15,7 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 
 from ..errors import ForwardpassError
-from ..pipeline import Pipeline
+from ..pipeline import LoadedModel
 from . import anatomy, answers, attention_map, compute, loop_runs, names
 
 STATIC = Path(__file__).parent / "static"
@@ -49,7 +49,7 @@ class Steps(Prompt):
 class Models:
     """The models a page can switch between: the one the explorer started with, and others loaded on first use."""
 
-    def __init__(self, first: Pipeline, others: dict[str, Callable[[], Pipeline]] | None = None):
+    def __init__(self, first: LoadedModel, others: dict[str, Callable[[], LoadedModel]] | None = None):
         self.first = first.config.name
         self.loaded = {self.first: first}
         self.loaders = {k: v for k, v in (others or {}).items() if k != self.first}
@@ -62,7 +62,7 @@ class Models:
         """id → the name the page shows ("SmolLM2 135M Instruct · Q4_1")"""
         return names.unique({n: names.display_name(n, self.loaded.get(n)) for n in self.names()})
 
-    def get(self, name: str | None) -> Pipeline:
+    def get(self, name: str | None) -> LoadedModel:
         name = name or self.first
         with self.lock:  # one load at a time; a failed one is said and may be tried again
             if name not in self.loaded:
@@ -172,7 +172,7 @@ def _post_route(ask: Callable[..., dict], path: str, shape: type[BaseModel]):
     return route
 
 
-def build_explorer(fp: Pipeline, others: dict[str, Callable[[], Pipeline]] | None = None,
+def build_explorer(fp: LoadedModel, others: dict[str, Callable[[], LoadedModel]] | None = None,
                    prepare: bool = False) -> FastAPI:
     """The explorer on `fp`; `others` name models a page may switch to, each loaded when first asked for. `prepare`:
     compute the opening page's slow answers now, in the background (app.state.prepared: that thread)."""

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from ..pipeline import Pipeline
+from ..pipeline import LoadedModel
 from .compute import _attention_inputs, _ids, _range
 
 
-def attention_map(fp: Pipeline, prompt: str, layer: int) -> dict:
+def attention_map(fp: LoadedModel, prompt: str, layer: int) -> dict:
     """Each head's weights of layer `layer`: row i (the query at position i) over keys 0 … i, the causal half
     only (the rest is 0). The same arithmetic as W-attention's table (compute.attention_steps): q·k in float32,
     × the scale, the causal mask and sliding window, softmax per row. Rows sum to 1."""

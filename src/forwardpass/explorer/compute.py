@@ -12,7 +12,7 @@ from ..collapse import detect_loop
 from ..config import preset
 from ..errors import ContextLengthError, ForwardpassError
 from ..loop import generate
-from ..pipeline import Pipeline
+from ..pipeline import LoadedModel
 from ..sampling import (
     SEED_CANDIDATES,
     SamplingParams,
@@ -30,7 +30,7 @@ GPT2, GPT3 = preset("gpt2-small"), preset("gpt3-175b")
 _LOCKS: dict[int, threading.Lock] = {}
 
 
-def model_lock(fp: Pipeline) -> threading.Lock:
+def model_lock(fp: LoadedModel) -> threading.Lock:
     """One widget's computation at a time on a model, across every explorer serving it: some widgets flip the model's
     switches or hook its blocks."""
     return _LOCKS.setdefault(id(fp), threading.Lock())
@@ -61,7 +61,7 @@ def _range(what: str, lo: int, hi: int, message: str | None = None) -> Forwardpa
     return refuse("range", message or f"{what} must be between {lo} and {hi}", what=what, lo=lo, hi=hi)
 
 
-def _ids(fp: Pipeline, prompt: str) -> list[int]:
+def _ids(fp: LoadedModel, prompt: str) -> list[int]:
     try:
         ids = fp.encode(prompt)
     except ContextLengthError as e:
@@ -71,19 +71,19 @@ def _ids(fp: Pipeline, prompt: str) -> list[int]:
     return ids
 
 
-def _top(fp: Pipeline, logits: torch.Tensor, probs: torch.Tensor, k: int) -> list[dict]:
+def _top(fp: LoadedModel, logits: torch.Tensor, probs: torch.Tensor, k: int) -> list[dict]:
     order = torch.topk(probs, k).indices.tolist()
     return [{"id": i, "piece": fp.tokenizer.piece(i), "logit": float(logits[i]), "probability": float(probs[i])}
             for i in order]
 
 
-def model_info(fp: Pipeline) -> dict:
+def model_info(fp: LoadedModel) -> dict:
     c = fp.config
     return {"name": c.name, "config": c.to_dict(), "stages": STAGES, "parameters": cost.parameters(c).to_dict(),
             "norms_on_residual_path": {"post": c.n_layers, "pre": 0}, "loop": [list(x) for x in LOOP]}
 
 
-def lookup(fp: Pipeline, prompt: str) -> dict:
+def lookup(fp: LoadedModel, prompt: str) -> dict:
     """W-lookup: each token is a row number of the embedding table; repeats share the row."""
     ids = _ids(fp, prompt)
     with torch.inference_mode():
@@ -100,7 +100,7 @@ def lookup(fp: Pipeline, prompt: str) -> dict:
     return {"tokens": tokens, "d_model": fp.config.d_model, "vocab_size": fp.config.vocab_size}
 
 
-def _characters(fp: Pipeline, ids: list[int]) -> dict[int, dict]:
+def _characters(fp: LoadedModel, ids: list[int]) -> dict[int, dict]:
     """For each token that holds only part of a UTF-8 character (a byte piece such as <0xE7>): the character(s) its
     bytes belong to ("char") and the positions of every token that holds a byte of them ("char_tokens"), so that
     猫 reads as the three tokens <0xE7> <0x8C> <0xAB>."""
@@ -165,13 +165,13 @@ def split(d_model: int) -> dict:
             "ffn_share": ffn / (attention + ffn), "block_parts": parts, "gpt2_small": _block_parts(GPT2)}
 
 
-def _next(fp: Pipeline, ids: list[int]) -> torch.Tensor:
+def _next(fp: LoadedModel, ids: list[int]) -> torch.Tensor:
     """The model's logits for the token after `ids`, run now (hooks and switches on the model see this run)."""
     with torch.inference_mode():
         return fp.model(torch.tensor([ids], device=fp.device), last_only=True)[0][0, 0].float()
 
 
-def residual(fp: Pipeline, prompt: str, mode: str) -> dict:
+def residual(fp: LoadedModel, prompt: str, mode: str) -> dict:
     """W-residual: every block adds into the stream (the model as it is: its watched pass), or (the counterfactual)
     replaces it."""
     if mode not in ("add", "replace"):
@@ -195,7 +195,7 @@ def residual(fp: Pipeline, prompt: str, mode: str) -> dict:
     return {"mode": mode, "stream_shapes": shapes, "next": _top(fp, logits, torch.softmax(logits, -1), 5)}
 
 
-def block_steps(fp: Pipeline, prompt: str) -> dict:
+def block_steps(fp: LoadedModel, prompt: str) -> dict:
     """W-block-steps: the stream's size at every layer boundary and what each branch adds (last token), read off the
     prompt's watched pass."""
     seen = trace(fp, _ids(fp, prompt))
@@ -206,7 +206,7 @@ def block_steps(fp: Pipeline, prompt: str) -> dict:
                       "normalize a copy", "FFN on the copy", "add it back"], "blocks": rows}
 
 
-def _attention_inputs(fp: Pipeline, ids: list[int], layer: int) -> tuple:
+def _attention_inputs(fp: LoadedModel, ids: list[int], layer: int) -> tuple:
     """What layer `layer`'s attention reads for a fresh prompt: its block, the normalized stream (1, T, d_model), the
     RoPE angles of its positions (the layer's own table) and its sliding window."""
     c = fp.config
@@ -220,14 +220,14 @@ def _attention_inputs(fp: Pipeline, ids: list[int], layer: int) -> tuple:
     return block, normed, rope, c.window(layer)
 
 
-def _check_choice(fp: Pipeline, ids: list[int], layer: int, head: int, token: int) -> None:
+def _check_choice(fp: LoadedModel, ids: list[int], layer: int, head: int, token: int) -> None:
     c = fp.config
     if not (0 <= layer < c.n_layers and 0 <= head < c.n_heads and 0 <= token < len(ids)):
         raise refuse("choice", f"layer < {c.n_layers}, head < {c.n_heads} and token < {len(ids)} are required",
                      layers=c.n_layers, heads=c.n_heads, tokens=len(ids))
 
 
-def reach(fp: Pipeline, prompt: str, layer: int, head: int, token: int) -> dict:
+def reach(fp: LoadedModel, prompt: str, layer: int, head: int, token: int) -> dict:
     """W-reach with real weights: what the picked token's query attends to, in one layer and head."""
     ids = _ids(fp, prompt)
     _check_choice(fp, ids, layer, head, token)
@@ -238,7 +238,7 @@ def reach(fp: Pipeline, prompt: str, layer: int, head: int, token: int) -> dict:
             "attention": [round(float(w), 5) for w in weights[token, : token + 1]], "ffn_reads": [token]}
 
 
-def attention_steps(fp: Pipeline, prompt: str, layer: int, head: int, token: int) -> dict:
+def attention_steps(fp: LoadedModel, prompt: str, layer: int, head: int, token: int) -> dict:
     """Attention opened up for one query (layer, head, token) over the whole prompt: q·k for every key, × the scale,
     the causal mask (and sliding window), softmax, and the weighted sum of the values (its first 8 numbers)."""
     ids = _ids(fp, prompt)
@@ -262,7 +262,7 @@ def attention_steps(fp: Pipeline, prompt: str, layer: int, head: int, token: int
             "output_head": [round(float(x), 4) for x in out[:8]], "output_norm": round(float(out.norm()), 4)}
 
 
-def sampling_view(fp: Pipeline, prompt: str, temperature: float, top_k: int, top_p: float, min_p: float) -> dict:
+def sampling_view(fp: LoadedModel, prompt: str, temperature: float, top_k: int, top_p: float, min_p: float) -> dict:
     """W-logits … W-top-p: the toy's five candidates and the real model's full vocabulary, same functions."""
     SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p)  # validates
     toy = torch.tensor(list(SEED_CANDIDATES.values()))
@@ -287,14 +287,14 @@ def sampling_view(fp: Pipeline, prompt: str, temperature: float, top_k: int, top
     }
 
 
-def sample(fp: Pipeline, prompt: str, temperature: float, top_k: int, top_p: float, seed: int) -> dict:
+def sample(fp: LoadedModel, prompt: str, temperature: float, top_k: int, top_p: float, seed: int) -> dict:
     """One draw from the full vocabulary with these settings."""
     params = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
     token, _ = next_token(trace(fp, _ids(fp, prompt)).logits, params, make_generator(params), [], [])
     return {"id": token, "piece": fp.tokenizer.piece(token)}
 
 
-def greedy_loop(fp: Pipeline, prompt: str, steps: int, sample_at: int | None, seed: int) -> dict:
+def greedy_loop(fp: LoadedModel, prompt: str, steps: int, sample_at: int | None, seed: int) -> dict:
     """W-greedy-loop: greedy decoding that loops, and one sample tried at every step of the window's first half
     (explorer/greedy.py); `forced` is the row of the step `sample_at`."""
     from .greedy import greedy_loop as search
@@ -308,7 +308,7 @@ def greedy_loop(fp: Pipeline, prompt: str, steps: int, sample_at: int | None, se
     return search(fp, _ids(fp, prompt), steps, sample_at, seed)
 
 
-def autoregress(fp: Pipeline, prompt: str, steps: int) -> dict:
+def autoregress(fp: LoadedModel, prompt: str, steps: int) -> dict:
     """W-autoregress, W-cache-fill, W-naive-vs-cached: each step's token, position, cache and work."""
     if not 1 <= steps <= 64:
         raise _range("steps", 1, 64)
@@ -394,7 +394,7 @@ def param_split() -> dict:
     return p.to_dict() | {"block_norms": block_norms, "outside": p.total - p.blocks}  # outside: tables + final norm
 
 
-def loop_cost(fp: Pipeline, prompt_tokens: int, new: int) -> dict:
+def loop_cost(fp: LoadedModel, prompt_tokens: int, new: int) -> dict:
     """W-loop-cost: what each line of the loop costs, for the loaded model: FLOPs and bytes from cost.py, and for each
     call of the model the least time this machine can take for it (its FLOPs at the measured matmul rate, or its
     weights read once at the measured bandwidth, whichever is longer: that one is what bounds it)."""
@@ -428,7 +428,7 @@ def loop_cost(fp: Pipeline, prompt_tokens: int, new: int) -> dict:
     return {"prompt": prompt_tokens, "new": new, "weights_bytes": weights, "machine": here, "rows": rows}
 
 
-def _greedy_through(fp: Pipeline, cache, ids: list[int], steps: int) -> list[int]:
+def _greedy_through(fp: LoadedModel, cache, ids: list[int], steps: int) -> list[int]:
     """Greedy decoding through a given (deliberately broken) cache: the tokens it produces."""
     out, x = [], ids
     with torch.inference_mode():
@@ -439,7 +439,7 @@ def _greedy_through(fp: Pipeline, cache, ids: list[int], steps: int) -> list[int
     return out
 
 
-def ring_overflow(fp: Pipeline, prompt: str, capacity: int, steps: int) -> dict:
+def ring_overflow(fp: LoadedModel, prompt: str, capacity: int, steps: int) -> dict:
     """W-ring-overflow, run for real: a naive ring buffer wraps and overwrites; the guarded cache refuses. What
     happened is reported as it happened: every write that landed on a slot still holding an earlier position's pair
     (`overwrites`), and whether and where the guarded cache of the same capacity refused (`guard`, None: it had
@@ -480,7 +480,7 @@ def _first_difference(a: list[int], b: list[int]) -> int | None:
     return next((i for i in range(n) if a[i] != b[i]), None if len(a) == len(b) else n)
 
 
-def _perplexity(fp: Pipeline, ids: list[int], tokens: list[int]) -> float:
+def _perplexity(fp: LoadedModel, ids: list[int], tokens: list[int]) -> float:
     """How surprised the correct model is by `tokens` after `ids`: exp of their mean negative log-probability."""
     with torch.inference_mode():
         logits, _ = fp.model(torch.tensor([ids + tokens], device=fp.device), fp.model.new_cache(1, len(ids + tokens)))
@@ -489,7 +489,7 @@ def _perplexity(fp: Pipeline, ids: list[int], tokens: list[int]) -> float:
     return float(torch.exp(-chosen.mean()))
 
 
-def position_bug(fp: Pipeline, prompt: str, steps: int) -> dict:
+def position_bug(fp: LoadedModel, prompt: str, steps: int) -> dict:
     """W-position-bug, run for real: every new token written at position 0, beside the correct engine. Both
     continuations token by token, where they first differ, and how likely the correct model finds each (perplexity:
     1 is certain; the larger, the more surprising)."""

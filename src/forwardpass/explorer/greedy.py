@@ -14,7 +14,7 @@ import torch
 from ..collapse import Loop, detect_loop
 from ..engine import BlockPool, Engine, EngineConfig
 from ..loop import generate
-from ..pipeline import Pipeline
+from ..pipeline import LoadedModel
 from ..sampling import SamplingParams, make_generator, next_token
 
 WINDOW = 64  # generated tokens the verdict is measured over (the page's window)
@@ -34,7 +34,7 @@ def same_loop(a: list[int], la: Loop, b: list[int], lb: Loop) -> bool:
     return any(block_a[i:] + block_a[:i] == block_b for i in range(la.period))
 
 
-def draws(fp: Pipeline, ids: list[int], greedy: list[int], steps: int, seed: int) -> list[dict]:
+def draws(fp: LoadedModel, ids: list[int], greedy: list[int], steps: int, seed: int) -> list[dict]:
     """The token one sample at T = 1 with `seed` draws at each of the first `steps` steps of the greedy path: every
     step's distribution comes out of one forward pass over the prompt and the greedy tokens (position p's logits are
     the next-token scores after the first p + 1 tokens)."""
@@ -50,7 +50,8 @@ def draws(fp: Pipeline, ids: list[int], greedy: list[int], steps: int, seed: int
     return out
 
 
-def continue_greedily(fp: Pipeline, shared: list[int], prompts: list[list[int]], lengths: list[int]) -> list[list[int]]:
+def continue_greedily(fp: LoadedModel, shared: list[int], prompts: list[list[int]],
+                      lengths: list[int]) -> list[list[int]]:
     """Greedy decoding after each prompt for its length, all in one engine, as the server would run them at once.
     Every prompt starts with a prefix of `shared`: it is prefilled first, so each prompt finds its full blocks in the
     engine's prefix cache and computes only its own tail."""
@@ -72,7 +73,7 @@ def continue_greedily(fp: Pipeline, shared: list[int], prompts: list[list[int]],
     return out
 
 
-def greedy_loop(fp: Pipeline, ids: list[int], steps: int, sample_at: int | None, seed: int) -> dict:
+def greedy_loop(fp: LoadedModel, ids: list[int], steps: int, sample_at: int | None, seed: int) -> dict:
     """Greedy decoding for `steps` tokens, and the search: at each step of the first half, one token drawn at T = 1
     with `seed`, then greedy decoding to the window's end; for each, whether a loop is there at the end. `forced` is
     the row of the step `sample_at` (the widget's verdict)."""

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import torch
 
-from ..pipeline import Pipeline
+from ..pipeline import LoadedModel
 from .compute import _ids
 from .trace import trace
 
 TOP = 10  # tokens kept per block (the page shows as many of them as its slider says)
 
 
-def _row(fp: Pipeline, logits: torch.Tensor, answer: int) -> dict:
+def _row(fp: LoadedModel, logits: torch.Tensor, answer: int) -> dict:
     probs = torch.softmax(logits, -1)
     top = torch.topk(probs, TOP).indices.tolist()
     return {"top": [{"id": i, "piece": fp.tokenizer.piece(i), "logit": float(logits[i]), "probability": float(probs[i])}
@@ -22,7 +22,7 @@ def _row(fp: Pipeline, logits: torch.Tensor, answer: int) -> dict:
             "answer_rank": int((logits > logits[answer]).sum()) + 1, "answer_probability": float(probs[answer])}
 
 
-def tail(fp: Pipeline, ids: list[int], n: int = 8) -> str:
+def tail(fp: LoadedModel, ids: list[int], n: int = 8) -> str:
     """The prompt's last words, readably: its last n tokens decoded, the cut moved back (at most 3 tokens) to where a
     character starts, "…" where it is cut."""
     special = getattr(fp.tokenizer, "special_ids", set())
@@ -34,7 +34,7 @@ def tail(fp: Pipeline, ids: list[int], n: int = 8) -> str:
     return ("…" + text.lstrip().lstrip("\ufffd")) if start else text
 
 
-def logit_lens(fp: Pipeline, prompt: str) -> dict:
+def logit_lens(fp: LoadedModel, prompt: str) -> dict:
     """One row per block: the top next tokens its output stream would give, for the prompt's last position; and the
     model's own top tokens (its logits from a plain forward pass) to hold the last row against."""
     ids = _ids(fp, prompt)

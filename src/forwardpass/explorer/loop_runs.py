@@ -10,14 +10,14 @@ import torch
 from .. import cost
 from ..config import preset
 from ..engine import BlockPool, EngineConfig
-from ..pipeline import Pipeline
+from ..pipeline import LoadedModel
 from .compute import _ids, _range, refuse
 
 GPT3 = preset("gpt3-175b")
 KV_NAMES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
 
 
-def timed_loops(fp: Pipeline, prompt: str, steps: int) -> dict:
+def timed_loops(fp: LoadedModel, prompt: str, steps: int) -> dict:
     """The seed's loop on `prompt`, greedy, `steps` steps, both ways, each step timed:
 
         naive:  logits, _ = model(prompt + tokens, new_cache)   # every token so far, every step (loop.py, naive)
@@ -84,7 +84,7 @@ def _kv(config, dtype: str, context: int) -> dict:
             "full_context_gib": per_token * context / cost.GiB}
 
 
-def kv_here(fp: Pipeline) -> dict:
+def kv_here(fp: LoadedModel) -> dict:
     """W-cache-here: the loaded model's KV bytes per token (2 × n_layers × n_kv_heads × head_dim × bytes, in the
     engine's KV dtype) and its cache at its own context length, beside GPT-3's in fp16. `pool_per_token` is what the
     engine's paged pool allocates per token (one block / its size): the formula, checked against the engine. A model

@@ -13,7 +13,7 @@ import torch
 from ..engine import BlockPool
 from ..machine import matmul_rate, memory_bandwidth
 from ..model import RotaryEmbedding
-from ..pipeline import Pipeline
+from ..pipeline import LoadedModel
 
 # Published peak rates (dense 16-bit tensor-core FLOP/s, memory bandwidth in bytes/s) from the makers' datasheets:
 # quoted, not measured here.
@@ -93,7 +93,7 @@ def intensity_here(prefill: float, decode: float, device: torch.device | str | N
     return {"machines": out}
 
 
-def weight_bytes(fp: Pipeline) -> int:
+def weight_bytes(fp: LoadedModel) -> int:
     """The bytes of the weights as this process holds them (parameters and quantized blocks; the rotary tables,
     which are computed, not loaded, left out; a tensor held twice counted once)."""
     seen, total = set(), 0
@@ -106,7 +106,7 @@ def weight_bytes(fp: Pipeline) -> int:
     return total
 
 
-def model_cache(fp: Pipeline, context: int | None = None) -> dict:
+def model_cache(fp: LoadedModel, context: int | None = None) -> dict:
     """The loaded model's KV cache per token (in its KV pool's dtype) and per sequence at `context` (default: its
     full context), beside its weights as loaded: the concurrency past which the caches outweigh the weights."""
     c = fp.config

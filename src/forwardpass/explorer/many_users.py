@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from ..engine import BlockPool, Engine, EngineConfig
 from ..engine.metrics import LATENCY_BUCKETS
 from ..engine.sequence import Sequence
-from ..pipeline import Pipeline
+from ..pipeline import LoadedModel
 from ..sampling import SamplingParams
 from .compute import model_lock, refuse
 
@@ -57,7 +57,7 @@ def _cut(ids: list[int], n: int) -> list[int]:
     return (ids * (n // max(len(ids), 1) + 1))[:n]
 
 
-def prompts(fp: Pipeline, s: Settings) -> list[list[int]]:
+def prompts(fp: LoadedModel, s: Settings) -> list[list[int]]:
     """Each request's prompt ids: the system prompt (the same ids for all, or each request's own), then its question,
     cut to the chosen lengths."""
     system = fp.encode(SYSTEM)
@@ -80,7 +80,7 @@ def metrics_of(engine: Engine) -> dict:
     return samples
 
 
-def run(fp: Pipeline, s: Settings) -> dict:
+def run(fp: LoadedModel, s: Settings) -> dict:
     """The requests through a real Engine on `fp` over a pool of s.pool_blocks blocks: a snapshot after every step."""
     s.check()
     ids = prompts(fp, s)

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from ..packaged import DEFAULT_FILE, GEMMA3_FILE
-from ..pipeline import Pipeline
+from ..pipeline import LoadedModel
 
 # the file each name `forwardpass explore` offers stands for, known before it is loaded
 FILES = {"smollm2-135m": Path(DEFAULT_FILE).name, "gemma3-270m": GEMMA3_FILE}
@@ -26,7 +26,7 @@ def from_file(name: str) -> str:
     return " ".join(words) + (f" · {quant.group(1).upper()}" if quant else "")
 
 
-def display_name(model_id: str, fp: Pipeline | None) -> str:
+def display_name(model_id: str, fp: LoadedModel | None) -> str:
     """The menu's name for `model_id`: from its file once loaded, from the file it stands for before; else the id."""
     if fp is not None and fp.source:
         path = Path(fp.source)

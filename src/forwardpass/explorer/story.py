@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ..pipeline import Pipeline
+from ..pipeline import LoadedModel
 from ..sampling import SEED_CANDIDATES
 from .compute import _ids, _top
 from .trace import trace
@@ -13,7 +13,7 @@ from .trace import trace
 STORY = "the cat sat on the"
 
 
-def candidates(fp: Pipeline, prompt: str = STORY) -> dict:
+def candidates(fp: LoadedModel, prompt: str = STORY) -> dict:
     """Each of the five words as the model spells it after `prompt` (with its leading space: one token or several),
     the score of its first piece among the next-token logits, that piece's probability and rank in the whole
     vocabulary, and the whole word's probability (each piece's probability given the ones before it, multiplied)."""
@@ -48,7 +48,7 @@ def _letters(s: str) -> bool:
     return s.isascii() and s.isalpha()
 
 
-def goes_on(fp: Pipeline, ids: list[int], first: int, n: int = 2) -> list[dict] | None:
+def goes_on(fp: LoadedModel, ids: list[int], first: int, n: int = 2) -> list[dict] | None:
     """A top token that is only the start of a word (" cou"): the model's own n likeliest next pieces after it, with
     their probabilities, when the likeliest carries on the same word (letters, no leading space). None for a token
     the model treats as a word of its own (its likeliest next piece starts a new one) or one that starts no word."""

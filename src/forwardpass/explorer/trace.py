@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..pipeline import Pipeline
+from ..pipeline import LoadedModel
 
 
 @dataclass
@@ -29,7 +29,7 @@ KEPT_BYTES = 256 * 2**20  # and at most this much of them (a long prompt's is la
 _TRACES: dict[int, OrderedDict[tuple, Trace]] = {}  # id(model) → its passes, dropped with the model
 
 
-def trace(fp: Pipeline, ids: list[int]) -> Trace:
+def trace(fp: LoadedModel, ids: list[int]) -> Trace:
     """The watched pass over `ids` (remembered per model and ids). Callers hold model_lock(fp), the model as loaded:
     its blocks adding into the stream, no other hooks."""
     if id(fp) not in _TRACES:
@@ -53,7 +53,7 @@ def forget() -> None:
     _TRACES.clear()
 
 
-def _run(fp: Pipeline, ids: list[int]) -> Trace:
+def _run(fp: LoadedModel, ids: list[int]) -> Trace:
     model, n = fp.model, fp.config.n_layers
     t = Trace([None] * n, [None] * n, [None] * n, [0.0] * n, [0.0] * n, None)
 
