@@ -157,7 +157,8 @@ int main(void) {
     for (int i = 0; i < HEADS * HD; i++) q[i] = uniform(-1.f, 1.f);
     for (int i = 0; i < PAST * HD; i++) keys[i] = uniform(-1.f, 1.f), values[i] = uniform(-1.f, 1.f);
     for (int i = 0; i < HD; i++) k_new[i] = uniform(-1.f, 1.f), v_new[i] = uniform(-1.f, 1.f);
-    const Rows k = {keys, HD, 0, NULL, 1, 0, 0}, vr = {values, HD, 0, NULL, 1, 0, 0};
+    static const int one_block[1] = {0};  // the cache as one block of 32 slots (PAST of them held)
+    const Rows k = {keys, HD, 32 * HD, one_block, 32, 5, 0}, vr = {values, HD, 32 * HD, one_block, 32, 5, 0};
     attend_group(q, HEADS, &k, &vr, PAST, k_new, v_new, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
     print("close", "attention", out, HEADS * HD);
     print("close", "attention-top", top, HEADS);
@@ -165,7 +166,7 @@ int main(void) {
     static uint16_t half_keys[PAST * HD], half_values[PAST * HD], half_k_new[HD], half_v_new[HD];  // a binary16 cache
     floats_to_halves(keys, half_keys, PAST * HD), floats_to_halves(values, half_values, PAST * HD);
     floats_to_halves(k_new, half_k_new, HD), floats_to_halves(v_new, half_v_new, HD);
-    const Rows hk = {half_keys, HD, 0, NULL, 1, 0, 1}, hv = {half_values, HD, 0, NULL, 1, 0, 1};
+    const Rows hk = {half_keys, HD, 32 * HD, one_block, 32, 5, 1}, hv = {half_values, HD, 32 * HD, one_block, 32, 5, 1};
     attend_group(q, HEADS, &hk, &hv, PAST, half_k_new, half_v_new, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
     print("close", "attention-half", out, HEADS * HD);
     print("close", "attention-half-top", top, HEADS);

@@ -327,6 +327,9 @@ static void prepare(const float *x, int R, int n, const float *weight, float eps
 }
 
 // The rows' steps: logits (rows × vocab_size) and each row's argmax in greedy[r]. Checked by the callers.
+// One function, longer than the rest: its one OpenMP parallel region spans every layer (one team per step, team.h's
+// barriers between phases), and each phase reads the thread's own buffers cut at its top; a function per phase would
+// pass those dozen buffers and the barrier around, or start a team per layer.
 static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy) {
     const int d = m->d_model, hd = m->head_dim, H = m->n_heads, KV = m->n_kv_heads, group = H / KV;
     const int F = m->hidden, R = b->rows, QKV = (H + 2 * KV) * hd, V = m->vocab_size;
