@@ -57,10 +57,32 @@ export const html = sectionFrame("s01", [
 ]);
 
 export function mount() {
+  spanSliders();
+  const steps = mountBlockSteps();
+  const reach = mountReach();
+  const map = mountAttentionMap(openRow);
+  const attention = mountAttention();
+  /** the map's clicked row, opened in the table: the same block, head and query token (the server's indexes, from 0;
+   * the sliders count from 1) */
+  function openRow(layer, head, token) {
+    setRange(byId("att-layer"), { value: layer + 1 });
+    setRange(byId("att-head"), { value: head + 1 });
+    pending.att = token;
+    attention.run();
+    attention.el.scrollIntoView({ behavior: "smooth", block: "start" });
+  }
+  const split = mountSplit();
+  const norm = mountNorm();
+  // what each runs on, seen at a glance: the loaded model or a formula on a fixed shape
+  const sources = { model: [steps, reach, map, attention, norm], formula: [split] };
+  for (const [source, ws] of Object.entries(sources)) ws.forEach((w) => { w.el.dataset.source = source; });
+}
+
+// Blocks and heads are numbered from 1 wherever the reader sees them (the sliders, labels, readouts, prose); the
+// server counts from 0 (its `layer` and `head`), so a request sends the slider's value - 1 and a result's index is
+// shown + 1.
+function spanSliders() {
   let first = true;
-  // Blocks and heads are numbered from 1 wherever the reader sees them (the sliders, labels, readouts, prose); the
-  // server counts from 0 (its `layer` and `head`), so a request sends the slider's value - 1 and a result's index is
-  // shown + 1.
   on("model", () => {  // the block and head sliders span the page's model
     const { n_layers: layers, n_heads: heads } = state.info.config;
     for (const p of ["reach", "att"]) {
@@ -72,8 +94,10 @@ export function mount() {
     setRange(byId("map-layer"), { min: 1, max: layers, ...(first ? { value: Math.min(3, layers) } : {}) });
     first = false;
   });
+}
 
-  // ---- W-block-steps: the block's seven steps on the fork picture; the stream's length in and out of the blocks
+// ---- W-block-steps: the block's seven steps on the fork picture; the stream's length in and out of the blocks
+function mountBlockSteps() {
   const steps = widget("W-block-steps", {
     runsOn: "prompt", follows: ["prompt", "model"],
     load: () => post("/api/block-steps", { prompt: state.prompt }),
@@ -94,8 +118,11 @@ export function mount() {
     },
   });
   const walk = stepper(steps.el, () => (steps.data ? steps.data.steps.length : 1), () => steps.redraw());
+  return steps;
+}
 
-  // ---- W-reach: a fan of one head's real weights from the picked token, against the FFN's single line
+// ---- W-reach: a fan of one head's real weights from the picked token, against the FFN's single line
+function mountReach() {
   const reach = widget("W-reach", {
     runsOn: "prompt", follows: ["prompt", "model"],
     load: () => choose("reach", (n) => n - 1, "/api/reach"),
@@ -111,8 +138,11 @@ export function mount() {
     },
   });
   wire(reach, "reach");
+  return reach;
+}
 
-  // ---- W-attention-map: every head of one layer, T × T; a click opens that row in W-attention's table
+// ---- W-attention-map: every head of one layer, T × T; a click opens that row in W-attention's table (openRow)
+function mountAttentionMap(openRow) {
   const map = widget("W-attention-map", {
     runsOn: "prompt", follows: ["prompt", "model"],
     load: () => post("/api/attention-map", { prompt: state.prompt, layer: +byId("map-layer").value - 1 }),
@@ -156,8 +186,11 @@ export function mount() {
       height: cell, fill: "none", stroke: COLORS.mark, "stroke-width": 2 }));
     openRow(map.data.layer, +c.dataset.head, +c.dataset.q);
   });
+  return map;
+}
 
-  // ---- W-attention: one query against every key, step by step
+// ---- W-attention: one query against every key, step by step
+function mountAttention() {
   const attention = widget("W-attention", {
     runsOn: "prompt", follows: ["prompt", "model"],
     load: () => choose("att", (n) => Math.floor(n / 2), "/api/attention"),  // a middle token: the mask has work
@@ -182,17 +215,11 @@ export function mount() {
     },
   });
   wire(attention, "att");
-  /** the map's clicked row, opened in the table: the same block, head and query token (the server's indexes, from 0;
-   * the sliders count from 1) */
-  function openRow(layer, head, token) {
-    setRange(byId("att-layer"), { value: layer + 1 });
-    setRange(byId("att-head"), { value: head + 1 });
-    pending.att = token;
-    attention.run();
-    attention.el.scrollIntoView({ behavior: "smooth", block: "start" });
-  }
+  return attention;
+}
 
-  // ---- W-split: 12d² per block, the FFN's 8d² two thirds at any width (arithmetic, no model)
+// ---- W-split: 12d² per block, the FFN's 8d² two thirds at any width (arithmetic, no model)
+function mountSplit() {
   const split = widget("W-split", {
     runsOn: "W-split.runs-on", follows: ["model"],
     load: () => get("/api/split", { d: byId("split-d").value }),
@@ -210,24 +237,28 @@ export function mount() {
         ge: fmt.int(g.block - g.matrices) }]], modelSplit());
     },
   });
-  /** the rule's exception, read off the loaded model: its own blocks' attention and FFN weights (state.info.parameters,
-   * the engine's count: all blocks, so divided by their number) and what in its shape moves the share off 2/3 */
-  function modelSplit() {
-    if (!state.info) return null;
-    const { parameters: p, config: c } = state.info;
-    const attention = p.attention / c.n_layers, ffn = p.ffn / c.n_layers, share = ffn / (attention + ffn);
-    const values = { model: state.info.display_name, share: fmt.pct(share), ffn: fmt.int(ffn), both: fmt.int(attention + ffn) };
-    if (Math.abs(share - 2 / 3) < 5e-4) return ["W-split.told.model.same", values];
-    const why = [];
-    if (c.ffn !== "gelu") why.push(nodes("W-split.why.swiglu", { hidden: fmt.int(c.ffn_hidden), d: fmt.int(c.d_model) }));
-    else if (c.ffn_hidden !== 4 * c.d_model) why.push(nodes("W-split.why.gelu", { hidden: fmt.int(c.ffn_hidden), d: fmt.int(c.d_model) }));
-    if (c.n_kv_heads < c.n_heads) why.push(nodes("W-split.why.kv", { heads: c.n_heads, kv: c.n_kv_heads }));
-    return why.length ? ["W-split.told.model", { ...values, why: why.flatMap((x, i) => (i ? [lang() === "zh" ? "；" : "; and ", ...x] : x)) }] : null;
-  }
   byId("split-d").addEventListener("input", debounce(() => split.run(), 120));
   presets(split.el, () => split.run());
+  return split;
+}
 
-  // ---- W-norm: the loaded model's N blocks with the norm on the branch or on the stream; the gradient's way back
+/** the rule's exception, read off the loaded model: its own blocks' attention and FFN weights (state.info.parameters,
+ * the engine's count: all blocks, so divided by their number) and what in its shape moves the share off 2/3 */
+function modelSplit() {
+  if (!state.info) return null;
+  const { parameters: p, config: c } = state.info;
+  const attention = p.attention / c.n_layers, ffn = p.ffn / c.n_layers, share = ffn / (attention + ffn);
+  const values = { model: state.info.display_name, share: fmt.pct(share), ffn: fmt.int(ffn), both: fmt.int(attention + ffn) };
+  if (Math.abs(share - 2 / 3) < 5e-4) return ["W-split.told.model.same", values];
+  const why = [];
+  if (c.ffn !== "gelu") why.push(nodes("W-split.why.swiglu", { hidden: fmt.int(c.ffn_hidden), d: fmt.int(c.d_model) }));
+  else if (c.ffn_hidden !== 4 * c.d_model) why.push(nodes("W-split.why.gelu", { hidden: fmt.int(c.ffn_hidden), d: fmt.int(c.d_model) }));
+  if (c.n_kv_heads < c.n_heads) why.push(nodes("W-split.why.kv", { heads: c.n_heads, kv: c.n_kv_heads }));
+  return why.length ? ["W-split.told.model", { ...values, why: why.flatMap((x, i) => (i ? [lang() === "zh" ? "；" : "; and ", ...x] : x)) }] : null;
+}
+
+// ---- W-norm: the loaded model's N blocks with the norm on the branch or on the stream; the gradient's way back
+function mountNorm() {
   const norm = widget("W-norm", {
     runsOn: "W-norm.runs-on", follows: ["model"],
     load: () => get("/api/norm-path", {}, { model: true }),
@@ -240,9 +271,7 @@ export function mount() {
     },
   });
   norm.el.querySelectorAll("input[name=norm]").forEach((r) => r.addEventListener("change", () => norm.redraw()));
-  // what each runs on, seen at a glance: the loaded model or a formula on a fixed shape
-  const sources = { model: [steps, reach, map, attention, norm], formula: [split] };
-  for (const [source, ws] of Object.entries(sources)) ws.forEach((w) => { w.el.dataset.source = source; });
+  return norm;
 }
 
 const pending = {};  // a token to open next, set from elsewhere on the page (the attention map's click)
@@ -389,37 +418,8 @@ function placement(el, mode, d) {
     g.appendChild(text(width - 10, y + 18, t("W-norm.block", { b: b + 1 }), { anchor: "end", fill: COLORS.axis }));
     svg.appendChild(g);
     ["attention", "ffn"].forEach((sub, s) => {
-      const y0 = y + headH + s * subH, fy = y0 + 10, my = y0 + (mode === "pre" ? 44 : 38);
-      const bx = sx + 34, normW = Math.max(textWidth(t("W-norm.box.norm")) + 14, 52);
-      const subW = Math.max(textWidth(t(`W-norm.box.${sub}`)) + 16, 70);
-      let x = bx;
-      path(svg, [[sx, fy], [bx, fy]], { color: COLORS.ink, width: 2 });
-      if (mode === "pre") {
-        box(svg, { x, y: fy - 12, w: normW, h: 24, label: t("W-norm.box.norm"), fill: FILLS.norm, stroke: COLORS.mark,
-          attrs: { class: "norm branch" } });
-        x += normW;
-        path(svg, [[x, fy], [x + 8, fy]], { color: COLORS.ink, width: 2 });
-        x += 8;
-      }
-      box(svg, { x, y: fy - 12, w: subW, h: 24, label: t(`W-norm.box.${sub}`), fill: FILLS.sublayer });
-      x += subW;
-      path(svg, [[x, fy], [x + 12, fy], [x + 12, my], [sx + 10, my]], { color: COLORS.ink, width: 2 });
-      arrow(svg, sx + 16, my, sx + 10, my, { color: COLORS.ink, width: 2 });
-      plus(svg, sx, my);
-      path(svg, [[sx, s === 0 ? y : y0], [sx, my - 9]], { color: COLORS.ink, width: 4 });
-      const after = y0 + subH;
-      if (mode === "post") {  // the norm on the stream itself, after the add
-        const ny = my + 14;
-        path(svg, [[sx, my + 9], [sx, ny]], { color: COLORS.ink, width: 4 });
-        const g = box(svg, { x: sx - 44, y: ny, w: 92, h: 20, fill: FILLS.norm, stroke: COLORS.mark,
-          attrs: { class: "norm on-stream" } });
-        g.appendChild(text(sx + 12, ny + 14, t("W-norm.box.norm"), { anchor: "middle" }));
-        path(svg, [[sx, ny + 20], [sx, after]], { color: COLORS.ink, width: 4 });
-        crossed++;
-        marks.push([ny + 10, crossed]);
-      } else {
-        path(svg, [[sx, my + 9], [sx, after]], { color: COLORS.ink, width: 4 });
-      }
+      const y0 = y + headH + s * subH, crossing = branch(svg, { mode, sub, sx, from: s === 0 ? y : y0, y0, subH });
+      if (crossing !== null) marks.push([crossing, ++crossed]);
     });
     y += blockH;
   });
@@ -440,4 +440,41 @@ function placement(el, mode, d) {
   el.replaceChildren(svg);
   el.dataset.crossed = d.crossed[mode];
   el.setAttribute("aria-label", t(`W-norm.aria.${mode}`, { n: d.crossed[mode], layers: N }));
+}
+
+// One sublayer in a block of the placement picture, its band from y0 (subH tall): the branch forks right off the
+// stream (at x = sx), runs through the norm (pre-norm) and the sublayer, and comes back into a +; the stream runs down
+// to it from `from`. Post-norm, the norm then sits on the stream itself: its middle, where the gradient crosses it, is
+// returned (null for pre-norm).
+function branch(svg, { mode, sub, sx, from, y0, subH }) {
+  const fy = y0 + 10, my = y0 + (mode === "pre" ? 44 : 38);
+  const bx = sx + 34, normW = Math.max(textWidth(t("W-norm.box.norm")) + 14, 52);
+  const subW = Math.max(textWidth(t(`W-norm.box.${sub}`)) + 16, 70);
+  let x = bx;
+  path(svg, [[sx, fy], [bx, fy]], { color: COLORS.ink, width: 2 });
+  if (mode === "pre") {
+    box(svg, { x, y: fy - 12, w: normW, h: 24, label: t("W-norm.box.norm"), fill: FILLS.norm, stroke: COLORS.mark,
+      attrs: { class: "norm branch" } });
+    x += normW;
+    path(svg, [[x, fy], [x + 8, fy]], { color: COLORS.ink, width: 2 });
+    x += 8;
+  }
+  box(svg, { x, y: fy - 12, w: subW, h: 24, label: t(`W-norm.box.${sub}`), fill: FILLS.sublayer });
+  x += subW;
+  path(svg, [[x, fy], [x + 12, fy], [x + 12, my], [sx + 10, my]], { color: COLORS.ink, width: 2 });
+  arrow(svg, sx + 16, my, sx + 10, my, { color: COLORS.ink, width: 2 });
+  plus(svg, sx, my);
+  path(svg, [[sx, from], [sx, my - 9]], { color: COLORS.ink, width: 4 });
+  const after = y0 + subH;
+  if (mode === "post") {  // the norm on the stream itself, after the add
+    const ny = my + 14;
+    path(svg, [[sx, my + 9], [sx, ny]], { color: COLORS.ink, width: 4 });
+    const g = box(svg, { x: sx - 44, y: ny, w: 92, h: 20, fill: FILLS.norm, stroke: COLORS.mark,
+      attrs: { class: "norm on-stream" } });
+    g.appendChild(text(sx + 12, ny + 14, t("W-norm.box.norm"), { anchor: "middle" }));
+    path(svg, [[sx, ny + 20], [sx, after]], { color: COLORS.ink, width: 4 });
+    return ny + 10;
+  }
+  path(svg, [[sx, my + 9], [sx, after]], { color: COLORS.ink, width: 4 });
+  return null;
 }

@@ -48,7 +48,17 @@ const gib = (x) => fmt.gib(x);
 const sized = (n) => t("cache.bytes-size", { n: fmt.int(n), size: bytes(n) });
 
 export function mount() {
-  // ---- W-cache-fill: the same twelve greedy steps as §04's W-autoregress (one request answers both)
+  const fill = mountCacheFill();
+  const memory = mountCacheMemory();
+  const here = mountCacheHere();
+  const ring = mountRingOverflow();
+  const position = mountPositionBug();
+  for (const w of [fill, here, ring, position]) w.el.dataset.source = "model";  // what each runs on, beside its line
+  memory.el.dataset.source = "formula";
+}
+
+// ---- W-cache-fill: the same twelve greedy steps as §04's W-autoregress (one request answers both)
+function mountCacheFill() {
   const fill = widget("W-cache-fill", {
     runsOn: "prompt", follows: ["prompt", "model"],
     load: autoregress,
@@ -69,8 +79,11 @@ export function mount() {
     },
   });
   byId("fill-step").addEventListener("input", () => fill.redraw());
+  return fill;
+}
 
-  // ---- W-cache-memory: GPT-3's cache for one sequence; the article's two states from the same formula
+// ---- W-cache-memory: GPT-3's cache for one sequence; the article's two states from the same formula
+function mountCacheMemory() {
   const context = byId("context");
   const memory = widget("W-cache-memory", {
     runsOn: "runs-on.gpt3",
@@ -91,8 +104,11 @@ export function mount() {
   });
   presets(memory.el);
   context.addEventListener("input", debounce(() => memory.run(), 120));
+  return memory;
+}
 
-  // ---- W-cache-here: the model on this page, from its configuration and the engine's KV dtype
+// ---- W-cache-here: the model on this page, from its configuration and the engine's KV dtype
+function mountCacheHere() {
   const here = widget("W-cache-here", {
     runsOn: "W-cache-here.runs-on", follows: ["model"],
     load: () => get("/api/kv-here", {}, { model: true }),
@@ -119,8 +135,11 @@ export function mount() {
         m.sliding_layers > 0 && ["W-cache-here.sliding", { n: m.sliding_layers, layers: m.n_layers, w: m.window }]]);
     },
   });
+  return here;
+}
 
-  // ---- W-ring-overflow: on its own prompt, on demand; every verdict from what the run did
+// ---- W-ring-overflow: on its own prompt, on demand; every verdict from what the run did
+function mountRingOverflow() {
   const capacity = byId("ring-capacity");
   const ring = widget("W-ring-overflow", {
     runsOn: "own-prompt", follows: ["model"], auto: false, first: true, idle: "not-run",
@@ -130,16 +149,18 @@ export function mount() {
   q(ring.el, ".run").addEventListener("click", () => ring.run());
   presets(ring.el, () => ring.run());  // a preset sets the capacity and runs all three at once
   for (const id of ["ring-prompt", "ring-capacity"]) byId(id).addEventListener("input", () => ring.outdate("inputs"));
+  return ring;
+}
 
-  // ---- W-position-bug: the page's prompt, on demand
+// ---- W-position-bug: the page's prompt, on demand
+function mountPositionBug() {
   const position = widget("W-position-bug", {
     runsOn: "prompt", follows: ["prompt", "model"], auto: false, idle: "not-run",
     load: () => post("/api/position-bug", { prompt: state.prompt, steps: 12 }),
     draw: (d) => drawPositions(position, d),
   });
   q(position.el, ".run").addEventListener("click", () => position.run());
-  for (const w of [fill, here, ring, position]) w.el.dataset.source = "model";  // what each runs on, beside its line
-  memory.el.dataset.source = "formula";
+  return position;
 }
 
 /** chips for a generation, the first token where it parts from the other one outlined; `wrong`: the generation

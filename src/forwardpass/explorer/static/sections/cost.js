@@ -77,7 +77,15 @@ const billions = (n) => (lang() === "zh" ? `${(n / 1e8).toFixed(0)} 亿` : `${(n
 const machineName = (m) => (m.key === "here" ? t("machine.here") : t(`gpu.${m.key}`));
 
 export function mount() {
-  // ---- W-intensity: FLOPs per byte, and where that stands on this machine and on two GPUs -------------------------
+  mountIntensity();
+  mountWeightsVsCache();
+  mountConcurrency();
+  mountManyUsers();
+  mountParamSplit();
+}
+
+// ---- W-intensity: FLOPs per byte, and where that stands on this machine and on two GPUs ---------------------------
+function mountIntensity() {
   const intensity = widget("W-intensity", {
     runsOn: "W-intensity.runs-on",
     load: async () => {
@@ -119,8 +127,10 @@ export function mount() {
   intensity.el.dataset.measured = "";
   presets(intensity.el);
   byId("intensity-p").addEventListener("input", debounce(() => intensity.run(), 120));
+}
 
-  // ---- W-weights-vs-cache: one sequence's cache beside GPT-3's weights ---------------------------------------------
+// ---- W-weights-vs-cache: one sequence's cache beside GPT-3's weights -----------------------------------------------
+function mountWeightsVsCache() {
   const wvc = widget("W-weights-vs-cache", {
     runsOn: "runs-on.gpt3",
     load: async () => {
@@ -144,8 +154,10 @@ export function mount() {
   });
   wvc.el.dataset.source = "formula";
   byId("wvc-context").addEventListener("input", debounce(() => wvc.run(), 120));
+}
 
-  // ---- W-concurrency: weights once, a cache per sequence; GPT-3's formula beside the model on this page ------------
+// ---- W-concurrency: weights once, a cache per sequence; GPT-3's formula beside the model on this page --------------
+function mountConcurrency() {
   const concurrency = widget("W-concurrency", {
     runsOn: "W-concurrency.runs-on", follows: ["model"],
     load: async () => {
@@ -187,10 +199,10 @@ export function mount() {
   concurrency.el.dataset.source = "formula";
   presets(concurrency.el);
   byId("sequences").addEventListener("input", debounce(() => concurrency.run(), 120));
+}
 
-  mountManyUsers();
-
-  // ---- W-param-split: where GPT-2 small's parameters live ---------------------------------------------------------
+// ---- W-param-split: where GPT-2 small's parameters live -----------------------------------------------------------
+function mountParamSplit() {
   const split = widget("W-param-split", {
     runsOn: "runs-on.gpt2",
     load: () => get("/api/param-split"),
@@ -234,51 +246,13 @@ function mountManyUsers() {
         animate = false;
       }
       renderStep(d);
-      const c = d.counted, m = d.metrics, ttfts = d.requests.map((r) => r.ttft_s).sort((a, b) => a - b);
-      many.say(["W-many-users.readout", { requests: d.requests.length, generated: c.generation_tokens,
-        seconds: seconds(d.seconds), rate: fmt.int(d.tokens_per_s), peak: d.peak_used, blocks: d.pool_blocks,
-        shared: d.peak_shared, preemptions: c.preemptions }]);
-      const s = d.settings, full = Math.floor(s.system_tokens / d.block_size), rest = s.system_tokens % d.block_size;
-      const median = ttfts[Math.floor((ttfts.length - 1) / 2)];
-      told(many,
-        s.shared && s.system_tokens > 0 && d.prefix_cache.hits > 0 ? [["W-many-users.told-shared", { system: s.system_tokens,
-          full, shared: d.peak_shared, hits: d.prefix_cache.hits }], rest ? ["W-many-users.told-partial", { rest }] : null]
-          : s.shared && s.system_tokens >= d.block_size && s.arrival === "together" ? ["W-many-users.told-together", {}]
-            : !s.shared && s.system_tokens > 0 ? ["W-many-users.told-unshared", { total: fmt.int(c.prompt_tokens) }] : null,
-        c.preemptions ? ["W-many-users.told-preempted", { n: c.preemptions }]
-          : ["W-many-users.told-room", { peak: d.peak_used, blocks: d.pool_blocks }],
-        ["W-many-users.told-ttft", { min: seconds(ttfts[0]), max: seconds(ttfts[ttfts.length - 1]), median: seconds(median) }],
-        [d.agrees ? ["W-many-users.metrics-agree", { metrics: code("/metrics"), prompt: fmt.int(m.prompt_tokens),
-          generated: fmt.int(m.generation_tokens), preemptions: m.preemptions, ttft: m.ttft_count, used: m.blocks_used }]
-          : ["W-many-users.metrics-differ", { metrics: code("/metrics"), which: Object.keys(c).filter((k) =>
-            JSON.stringify(c[k]) !== JSON.stringify(m[k])).map((k) => code(k)) }],
-        ["W-many-users.measured", { time: clock(d.measured_at) }]]);
+      tellRun(many, d);
     },
   });
   many.el.dataset.source = "model";
   many.el.dataset.measured = "";
 
-  function renderStep(d) {
-    const k = Math.min(+stepInput.value, d.steps.length - 1), s = d.steps[k];
-    pool(q(root, ".grid.pool"), s);
-    const waitingNow = s.requests.filter((r) => r.state === "preempted").length;
-    const counts = [["step", t("W-many-users.of", { a: k + 1, b: d.steps.length })], ["time", seconds(s.t)],
-      ["used", t("W-many-users.of", { a: s.used, b: d.pool_blocks })], ["shared", s.shared], ["free", s.free],
-      ["running", s.running], ["waiting", s.waiting + (waitingNow ? ` (${waitingNow})` : "")],
-      ["preempted", s.preemptions], ["generated", fmt.int(s.generated)],
-      ["rate", fmt.int(s.generated / Math.max(s.t, 1e-9))]];
-    q(root, ".mu-counts").replaceChildren(...counts.flatMap(([key, v]) => [el("dt", { textContent: t(`W-many-users.count.${key}`) }),
-      el("dd", { textContent: String(v) })]));
-    const cols = ["request", "prompt", "cached", "state", "blocks", "generated", "ttft", "rate", "preempted"];
-    const heads = cols.map((c) => t(`W-many-users.col.${c}`));
-    q(root, "thead tr").replaceChildren(...heads.map((h) => el("th", { scope: "col", textContent: h })));
-    q(root, "tbody").replaceChildren(...d.requests.map((r, i) => {
-      const now = s.requests[i];
-      return row([String(i + 1), fmt.int(r.prompt_tokens), fmt.int(r.cached_tokens), t(`W-many-users.state.${now.state}`),
-        now.shared ? `${now.blocks} (${now.shared})` : String(now.blocks), String(now.generated), seconds(r.ttft_s),
-        fmt.int(r.tokens_per_s), String(r.preemptions)], heads);
-    }));
-  }
+  function renderStep(d) { drawStep(root, d, +stepInput.value); }
 
   function play(fromStart = false) {
     stop();
@@ -313,4 +287,51 @@ function mountManyUsers() {
   const moved = () => { sync(); many.outdate("inputs"); };
   Object.values(IDS).forEach((id) => byId(id).addEventListener(byId(id).tagName === "SELECT" || byId(id).type === "checkbox" ? "change" : "input", moved));
   q(root, ".run").addEventListener("click", runNow);
+}
+
+/** the run's step `at` (the slider's): the pool's blocks, the counts beside them, and every request's row */
+function drawStep(root, d, at) {
+  const k = Math.min(at, d.steps.length - 1), s = d.steps[k];
+  pool(q(root, ".grid.pool"), s);
+  const waitingNow = s.requests.filter((r) => r.state === "preempted").length;
+  const counts = [["step", t("W-many-users.of", { a: k + 1, b: d.steps.length })], ["time", seconds(s.t)],
+    ["used", t("W-many-users.of", { a: s.used, b: d.pool_blocks })], ["shared", s.shared], ["free", s.free],
+    ["running", s.running], ["waiting", s.waiting + (waitingNow ? ` (${waitingNow})` : "")],
+    ["preempted", s.preemptions], ["generated", fmt.int(s.generated)],
+    ["rate", fmt.int(s.generated / Math.max(s.t, 1e-9))]];
+  q(root, ".mu-counts").replaceChildren(...counts.flatMap(([key, v]) => [el("dt", { textContent: t(`W-many-users.count.${key}`) }),
+    el("dd", { textContent: String(v) })]));
+  const cols = ["request", "prompt", "cached", "state", "blocks", "generated", "ttft", "rate", "preempted"];
+  const heads = cols.map((c) => t(`W-many-users.col.${c}`));
+  q(root, "thead tr").replaceChildren(...heads.map((h) => el("th", { scope: "col", textContent: h })));
+  q(root, "tbody").replaceChildren(...d.requests.map((r, i) => {
+    const now = s.requests[i];
+    return row([String(i + 1), fmt.int(r.prompt_tokens), fmt.int(r.cached_tokens), t(`W-many-users.state.${now.state}`),
+      now.shared ? `${now.blocks} (${now.shared})` : String(now.blocks), String(now.generated), seconds(r.ttft_s),
+      fmt.int(r.tokens_per_s), String(r.preemptions)], heads);
+  }));
+}
+
+/** the readout and the prose, from the whole run: what was shared, what waited, how long the first token took, and
+ * whether the server's /metrics counted the same */
+function tellRun(many, d) {
+  const c = d.counted, m = d.metrics, ttfts = d.requests.map((r) => r.ttft_s).sort((a, b) => a - b);
+  many.say(["W-many-users.readout", { requests: d.requests.length, generated: c.generation_tokens,
+    seconds: seconds(d.seconds), rate: fmt.int(d.tokens_per_s), peak: d.peak_used, blocks: d.pool_blocks,
+    shared: d.peak_shared, preemptions: c.preemptions }]);
+  const s = d.settings, full = Math.floor(s.system_tokens / d.block_size), rest = s.system_tokens % d.block_size;
+  const median = ttfts[Math.floor((ttfts.length - 1) / 2)];
+  told(many,
+    s.shared && s.system_tokens > 0 && d.prefix_cache.hits > 0 ? [["W-many-users.told-shared", { system: s.system_tokens,
+      full, shared: d.peak_shared, hits: d.prefix_cache.hits }], rest ? ["W-many-users.told-partial", { rest }] : null]
+      : s.shared && s.system_tokens >= d.block_size && s.arrival === "together" ? ["W-many-users.told-together", {}]
+        : !s.shared && s.system_tokens > 0 ? ["W-many-users.told-unshared", { total: fmt.int(c.prompt_tokens) }] : null,
+    c.preemptions ? ["W-many-users.told-preempted", { n: c.preemptions }]
+      : ["W-many-users.told-room", { peak: d.peak_used, blocks: d.pool_blocks }],
+    ["W-many-users.told-ttft", { min: seconds(ttfts[0]), max: seconds(ttfts[ttfts.length - 1]), median: seconds(median) }],
+    [d.agrees ? ["W-many-users.metrics-agree", { metrics: code("/metrics"), prompt: fmt.int(m.prompt_tokens),
+      generated: fmt.int(m.generation_tokens), preemptions: m.preemptions, ttft: m.ttft_count, used: m.blocks_used }]
+      : ["W-many-users.metrics-differ", { metrics: code("/metrics"), which: Object.keys(c).filter((k) =>
+        JSON.stringify(c[k]) !== JSON.stringify(m[k])).map((k) => code(k)) }],
+    ["W-many-users.measured", { time: clock(d.measured_at) }]]);
 }

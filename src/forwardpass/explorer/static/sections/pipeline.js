@@ -50,7 +50,17 @@ export const html = sectionFrame("s00", [
 ]);
 
 export function mount() {
-  // ---- W-lookup: a token is a row number; the slider picks one (no request: the table holds every token)
+  const lookup = mountLookup();
+  const stages = mountStages();
+  const depth = mountDepth();
+  const residual = mountResidual();
+  // what each runs on, seen at a glance: the loaded model or a formula on a fixed shape
+  for (const [w, source] of [[lookup, "model"], [stages, "model"], [depth, "formula"], [residual, "model"]])
+    w.el.dataset.source = source;
+}
+
+// ---- W-lookup: a token is a row number; the slider picks one (no request: the table holds every token)
+function mountLookup() {
   const lookup = widget("W-lookup", {
     runsOn: "prompt", follows: ["prompt", "model"],
     load: () => post("/api/lookup", { prompt: state.prompt }),
@@ -93,8 +103,11 @@ export function mount() {
     },
   });
   byId("lookup-pos").addEventListener("input", () => lookup.redraw());
+  return lookup;
+}
 
-  // ---- W-stages: the six stages as one diagram, lit one by one, each arrow the shape handed on (this prompt, this model)
+// ---- W-stages: the six stages as one diagram, lit one by one, each arrow the shape handed on (this prompt, this model)
+function mountStages() {
   const stages = widget("W-stages", {
     runsOn: "prompt", follows: ["prompt", "model"],
     load: () => post("/api/stages", { prompt: state.prompt }),
@@ -116,8 +129,11 @@ export function mount() {
     },
   });
   const step = stepper(stages.el, () => STAGES, () => stages.redraw());
+  return stages;
+}
 
-  // ---- W-depth: GPT-2 small's width, N blocks (cost.py's count: no model is run)
+// ---- W-depth: GPT-2 small's width, N blocks (cost.py's count: no model is run)
+function mountDepth() {
   const depth = widget("W-depth", {
     runsOn: "runs-on.gpt2",
     load: () => get("/api/depth", { n: byId("depth-n").value }),
@@ -136,8 +152,11 @@ export function mount() {
   });
   byId("depth-n").addEventListener("input", debounce(() => depth.run(), 120));
   presets(depth.el, () => depth.run());
+  return depth;
+}
 
-  // ---- W-residual: every sublayer adds into the stream, or (the counterfactual) replaces it; both run, one drawn
+// ---- W-residual: every sublayer adds into the stream, or (the counterfactual) replaces it; both run, one drawn
+function mountResidual() {
   const residual = widget("W-residual", {
     runsOn: "prompt", follows: ["prompt", "model"],
     load: async () => {
@@ -161,9 +180,7 @@ export function mount() {
     },
   });
   residual.el.querySelectorAll("input[name=residual]").forEach((r) => r.addEventListener("change", () => residual.redraw()));
-  // what each runs on, seen at a glance: the loaded model or a formula on a fixed shape
-  for (const [w, source] of [[lookup, "model"], [stages, "model"], [depth, "formula"], [residual, "model"]])
-    w.el.dataset.source = source;
+  return residual;
 }
 
 const pct = (v) => `${Math.round(v * 100)}%`;

@@ -133,10 +133,20 @@ function views(param, value) {
 
 
 // ---- the widgets ---------------------------------------------------------------------------------------------------
-export function mount() {
-  const follows = ["prompt", "model"], runsOn = "sampling.runs-on";
+// what makes a result drawn from the page's prompt out of date, and what W-temperature, W-top-k and W-top-p run on
+const follows = ["prompt", "model"], runsOn = "sampling.runs-on";
 
-  // W-logits: the toy's five scores, the same five on the real model after "the cat sat on the", its own top five
+export function mount() {
+  mountLogits();
+  mountLogitLens();
+  mountTemperature();
+  mountTopK();
+  mountTopP();
+  mountGreedyLoop();
+}
+
+// W-logits: the toy's five scores, the same five on the real model after "the cat sat on the", its own top five
+function mountLogits() {
   const logits = widget("W-logits", {
     runsOn: "W-logits.runs-on", follows: ["model"],
     load: () => post("/api/candidates", {}),
@@ -178,16 +188,20 @@ export function mount() {
           p2: pct(x.goes_on[1].probability) }]));
     },
   });
+}
 
-  // W-logit-lens: the stream after every block, through the final norm and the unembedding
+// W-logit-lens: the stream after every block, through the final norm and the unembedding
+function mountLogitLens() {
   const lens = widget("W-logit-lens", {
     runsOn: "prompt", follows,
     load: () => post("/api/logit-lens", { prompt: state.prompt }),
     draw(d) { drawLens(lens, d, +byId("lens-k").value); },
   });
   byId("lens-k").addEventListener("input", () => lens.redraw());
+}
 
-  // W-temperature
+// W-temperature
+function mountTemperature() {
   let drawn = null;  // the last token drawn at this temperature
   const temperature = widget("W-temperature", {
     runsOn, follows,
@@ -216,8 +230,10 @@ export function mount() {
       temperature.fail(e);
     }
   });
+}
 
-  // W-top-k
+// W-top-k
+function mountTopK() {
   const topK = widget("W-top-k", {
     runsOn, follows,
     load: () => views("top_k", +byId("top-k").value),
@@ -235,8 +251,10 @@ export function mount() {
   });
   byId("top-k").addEventListener("input", debounce(() => topK.run(), 120));
   presets(topK.el, () => topK.run());
+}
 
-  // W-top-p
+// W-top-p
+function mountTopP() {
   const topP = widget("W-top-p", {
     runsOn, follows,
     load: () => views("top_p", +byId("top-p").value),
@@ -253,8 +271,10 @@ export function mount() {
   });
   byId("top-p").addEventListener("input", debounce(() => topP.run(), 120));
   presets(topP.el, () => topP.run());
+}
 
-  // W-greedy-loop: on its own prompt, on demand; one run tries the sample at every step, the slider picks one
+// W-greedy-loop: on its own prompt, on demand; one run tries the sample at every step, the slider picks one
+function mountGreedyLoop() {
   let seed = 1;
   const greedy = widget("W-greedy-loop", {
     runsOn: "own-prompt", follows: ["model"], auto: false, idle: "not-run",
