@@ -212,3 +212,33 @@ def test_the_opening_answers_wait_for_the_machines_rates(smollm, monkeypatch):
     measured.set()
     app.state.prepared.join(30)
     assert [what for what, thread in order if thread == "explorer-prepare"] == ["measured", "asked"]
+
+
+def test_explore_stopped_while_it_prepares_exits_cleanly():
+    """Ctrl-C while the opening answers are still being prepared: the server stops the preparing (and the rates'
+    measuring) before it exits, status 0. A thread left inside PyTorch at exit aborted the process (C++'s
+    "terminate called without an active exception", status 134)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+    from server_helpers import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "forwardpass", "explore", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)  # at once: the opening answers take seconds more
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and "terminate called" not in err, err[-500:]

@@ -59,11 +59,13 @@ class Answers:
             return self.key(path, body) in self.futures
 
 
-def prepare(asks: list[Callable[[], object]]) -> threading.Thread:
-    """Run `asks` one after another on a background thread (each goes through the answers like a page's request):
-    the thread, so a caller may wait for it."""
+def prepare(asks: list[Callable[[], object]], stop: threading.Event) -> threading.Thread:
+    """Run `asks` one after another on a background thread (each goes through the answers like a page's request),
+    none after `stop` is set: the thread, so a caller may wait for it."""
     def run():
         for ask in asks:
+            if stop.is_set():
+                return
             try:
                 ask()
             except Exception:  # noqa: BLE001 - a page asking the same question gets the error then, in its widget

@@ -185,7 +185,7 @@ def build_explorer(fp: LoadedModel, others: dict[str, Callable[[], LoadedModel]]
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     for path, fn in arithmetic(models).items():
         app.add_api_route(path, _get_route(fn), methods=["GET"])
-    machine_rates.register(app, models)  # §06: the model's cache beside its weights, this machine's rates
+    measuring = machine_rates.register(app, models)  # §06: the model's cache beside its weights, this machine's rates
     posts = computations(models)
 
     def ask(path: str, body: BaseModel, fresh: bool = False) -> dict:
@@ -198,7 +198,18 @@ def build_explorer(fp: LoadedModel, others: dict[str, Callable[[], LoadedModel]]
     app.state.answers = remembered
     # after this machine's rates are measured (machine_rates.register started that): neither slows the other's timing
     asks = [machine_rates.measure, *(lambda p=p, b=b: ask(p, b) for p, b in opening())]
-    app.state.prepared = answers.prepare(asks) if prepare else None
+    stop = threading.Event()
+    app.state.prepared = answers.prepare(asks, stop) if prepare else None
+
+    def finish() -> None:
+        """The background work ends before the server does (a thread inside PyTorch as the process exits aborts it):
+        nothing more is prepared, and what is under way finishes."""
+        stop.set()
+        for thread in (measuring, app.state.prepared):
+            if thread is not None:
+                thread.join()
+
+    app.router.on_shutdown.append(finish)
     return app
 
 

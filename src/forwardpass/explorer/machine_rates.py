@@ -122,12 +122,15 @@ def model_cache(fp: LoadedModel, context: int | None = None) -> dict:
             "end_tokens": [fp.tokenizer.piece(i) for i in fp.tokenizer.eos_ids] if fp.tokenizer is not None else []}
 
 
-def register(app, models) -> None:
+def register(app, models) -> threading.Thread:
     """GET /api/model-cache on `app` (the machine's rates come with /api/intensity). The rates are measured now, in the
-    background, while no page is asking the model for anything yet (a request that needs them first waits for them)."""
-    threading.Thread(target=measure, name="forwardpass-machine-rates", daemon=True).start()
+    background, while no page is asking the model for anything yet (a request that needs them first waits for them):
+    the thread measuring them."""
+    measuring = threading.Thread(target=measure, name="forwardpass-machine-rates", daemon=True)
+    measuring.start()
 
     def route(model: str | None = None) -> dict:
         return model_cache(models.get(model))
 
     app.add_api_route("/api/model-cache", route, methods=["GET"])
+    return measuring
