@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from ..errors import ForwardpassError
-from .options import check_model, positive_int
+from .options import add_server_sampling, check_model, positive_int, server_flags
 from .replicas import add_ray_options, refuse_without_replicas, replica_spec
 
 
@@ -27,6 +27,7 @@ def add_parser(sub):
     p.add_argument("--max-num-seqs", type=positive_int, default=32, help="requests decoding at once (default 32)")
     p.add_argument("--default-max-tokens", type=positive_int, default=1024,
                    help="new tokens for a chat request that sets no max_tokens (default 1024)")
+    add_server_sampling(p)
     add_ray_options(p, "engine actors answering through Ray Data")
     return p
 
@@ -40,6 +41,7 @@ def run(args) -> int:
         raise ForwardpassError(f"--kv-cache-gib must be a positive number, got {args.kv_cache_gib}")
     if args.replicas is None:
         refuse_without_replicas(args)
+    args.sampling_flags = server_flags(args)
     check_model(args)
     from ..batch import resumable
     resumable(args.requests, args.output)  # an output that is not a new file or an earlier run's is refused now
@@ -65,13 +67,15 @@ def run(args) -> int:
             from ..engine import Engine, EngineConfig
             from ..pipeline import load
             from ..server import ServerConfig, build_app
+            from ..server.defaults import server_sampling
 
             fp = load(args.model, device=args.device, storage=args.storage,
                       kv_cache_dtype=args.kv_cache_dtype, progress=not args.json)
             engine = Engine(fp, EngineConfig(kv_cache_bytes=int(args.kv_cache_gib * 2**30),
                                              max_num_seqs=args.max_num_seqs))
             name = args.served_model_name or Path(fp.source).name.removesuffix(".gguf")
-            app = build_app(engine, ServerConfig(name, default_max_tokens=args.default_max_tokens))
+            sampling = server_sampling(args.sampling_flags, fp.metadata.get("sampling", {}))
+            app = build_app(engine, ServerConfig(name, default_max_tokens=args.default_max_tokens, sampling=sampling))
             report = run_batch(engine, app, args.requests, args.output, concurrency=args.concurrency or 64,
                                progress=progress, stop=stop)
     if args.json:
@@ -88,7 +92,7 @@ def run(args) -> int:
 def on_ray(args, progress, stop):
     """The same answers from `--replicas` engine actors through Ray Data."""
     spec, threads = replica_spec(args, {"kv_cache_bytes": int(args.kv_cache_gib * 2**30),
-                                        "max_num_seqs": args.max_num_seqs})
+                                        "max_num_seqs": args.max_num_seqs}, sampling_flags=args.sampling_flags)
     from ..scale.data import run_on_ray
     return run_on_ray(spec, args.requests, args.output, args.replicas, threads, args.ray_address, progress, stop,
                       rows_per_batch=args.concurrency or 16)

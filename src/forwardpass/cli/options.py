@@ -63,3 +63,31 @@ def check_listen(host: str, port: int) -> None:
             s.bind(address)
     except OSError as e:
         raise ForwardpassError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+
+
+def add_server_sampling(p: argparse.ArgumentParser) -> None:
+    """The sampling a request gets for each field it leaves out (llama-server's names; server/defaults.py)."""
+    from ..server.defaults import FALLBACK
+    g = p.add_argument_group("sampling for requests that leave it out (else the model file's recommended, else "
+                             "these defaults)")
+    g.add_argument("--temperature", type=float, default=None, help=f"(default {FALLBACK['temperature']})")
+    g.add_argument("--top-k", type=int, default=None, help=f"0: off (default {FALLBACK['top_k']})")
+    g.add_argument("--top-p", type=float, default=None, help=f"(default {FALLBACK['top_p']})")
+    g.add_argument("--min-p", type=float, default=None, help=f"(default {FALLBACK['min_p']})")
+    g.add_argument("--repeat-penalty", type=float, default=None, dest="repetition_penalty",
+                   help=f"1: off (default {FALLBACK['repetition_penalty']})")
+
+
+def server_flags(args: argparse.Namespace) -> dict:
+    """The sampling flags as given (None: not given), each checked against a request's own limits."""
+    from ..errors import ForwardpassError
+    from ..sampling import SamplingParams
+    from ..server.defaults import FALLBACK, FLAGS
+    flags = {f: getattr(args, f) for f in FALLBACK}
+    for f, value in flags.items():
+        try:
+            if value is not None:
+                SamplingParams(**{f: value})
+        except ForwardpassError as e:
+            raise ForwardpassError(f"{FLAGS[f]}: {e}") from None
+    return flags

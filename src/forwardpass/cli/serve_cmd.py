@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from ..errors import ForwardpassError
-from .options import check_listen, check_model, port_number, positive_int, seconds
+from .options import add_server_sampling, check_listen, check_model, port_number, positive_int, seconds, server_flags
 from .replicas import add_ray_options, refuse_without_replicas, replica_spec
 
 
@@ -28,7 +28,7 @@ def add_parser(sub):
     p.add_argument("--max-num-batched-tokens", type=positive_int, default=512, help="tokens per step (default 512)")
     p.add_argument("--no-prefix-caching", action="store_true", help="do not share cached prompt blocks")
     p.add_argument("--max-body-bytes", type=positive_int, default=1 << 20, help="largest request body (default 1 MiB)")
-    p.add_argument("--default-max-tokens", type=positive_int, default=1024,
+    p.add_argument("--max-tokens", "--default-max-tokens", dest="default_max_tokens", type=positive_int, default=1024,
                    help="new tokens for a chat request that sets no max_tokens (default 1024)")
     p.add_argument("--request-timeout", type=seconds, default=600.0,
                    help="end a request this many seconds after it arrives (default 600; 0: no limit)")
@@ -37,6 +37,7 @@ def add_parser(sub):
                         "model at PATH (a directory or a zip of one)")
     p.add_argument("--shutdown-grace", type=seconds, default=5.0,
                    help="on SIGTERM, seconds requests in flight may still run before they are ended (default 5)")
+    add_server_sampling(p)
     add_ray_options(p, "engine replicas behind the same routes")
     ray = p.add_argument_group("routing among replicas")
     ray.add_argument("--routing", choices=("prefix", "round-robin", "pow2"), default=None,
@@ -50,13 +51,15 @@ def run(args) -> int:
         raise ForwardpassError(f"--kv-cache-gib must be a positive number, got {args.kv_cache_gib}")
     if args.ray_address is None:  # a joined cluster's Serve listens on its own node, perhaps on this port already
         check_listen(args.host, args.port)
+    flags = server_flags(args)
     check_model(args)  # (with replicas, the path must exist on every node: here too)
     if args.replicas is not None:
-        return run_replicas(args)
+        return run_replicas(args, flags)
     refuse_without_replicas(args, "routing")
     from ..engine import Engine, EngineConfig  # PyTorch: imported once the options are known to be good
     from ..pipeline import load
     from ..server import ServerConfig, build_app, make_server
+    from ..server.defaults import server_sampling
 
     fp = load(args.model, device=args.device, storage=args.storage,
               kv_cache_dtype=args.kv_cache_dtype, progress=not args.json)
@@ -69,15 +72,18 @@ def run(args) -> int:
     if args.embedding_model is not None:
         from ..embeddings import load_embedder
         embedder = load_embedder(None if args.embedding_model == "default" else args.embedding_model, args.device)
-    app = build_app(engine, ServerConfig(name, args.api_key, args.max_body_bytes, args.default_max_tokens),
-                    embedder)
+    sampling = server_sampling(flags, fp.metadata.get("sampling", {}))
+    app = build_app(engine, ServerConfig(name, args.api_key, args.max_body_bytes, args.default_max_tokens,
+                                         sampling=sampling), embedder)
     server = make_server(app, engine, args.host, args.port, args.shutdown_grace)
     address = f"http://{args.host}:{args.port}/v1"
     if args.json:
-        print(json.dumps({"address": address, "model": name, "kv_blocks": engine.pool.num_blocks}), flush=True)
+        print(json.dumps({"address": address, "model": name, "kv_blocks": engine.pool.num_blocks,
+                          "sampling": sampling}), flush=True)
     else:
-        print(f"serving {name} at {address} ({engine.pool.num_blocks} KV blocks of {args.block_size} tokens)",
-              file=sys.stderr, flush=True)
+        told = ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in sampling.items())
+        print(f"serving {name} at {address} ({engine.pool.num_blocks} KV blocks of {args.block_size} tokens); a "
+              f"request that leaves out sampling gets {told}", file=sys.stderr, flush=True)
     # The engine runs in this thread, where the model was loaded (Engine.run says why); HTTP in another.
     http = threading.Thread(target=server.run, name="forwardpass-http", daemon=True)
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -90,7 +96,7 @@ def run(args) -> int:
     return 0
 
 
-def run_replicas(args) -> int:
+def run_replicas(args, flags: dict) -> int:
     """`serve --replicas N`: the routes on Ray Serve's proxy, the engines in N replicas; ends on SIGINT/SIGTERM."""
     args.routing = args.routing or "prefix"
     spec, threads = replica_spec(
@@ -98,7 +104,7 @@ def run_replicas(args) -> int:
                "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
                "prefix_caching": not args.no_prefix_caching, "request_timeout": args.request_timeout or None},
         api_key=args.api_key, max_body_bytes=args.max_body_bytes, embedding_model=args.embedding_model,
-        grace=args.shutdown_grace)
+        grace=args.shutdown_grace, sampling_flags=flags)
     if not args.json:
         print(f"starting {args.replicas} replicas of {threads} thread(s) on Ray Serve…", file=sys.stderr, flush=True)
     out = sys.stdout

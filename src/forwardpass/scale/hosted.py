@@ -22,6 +22,7 @@ class ReplicaSpec:
     api_key: str | None = None
     max_body_bytes: int = 1 << 20
     default_max_tokens: int = 1024
+    sampling_flags: dict = field(default_factory=dict)  # serve's sampling flags (None: not given; server/defaults.py)
     embedding_model: str | None = None
     grace: float = 5.0
     board: str = "forwardpass-board"
@@ -43,6 +44,7 @@ class HostedEngine:
         from ..engine import Engine, EngineConfig
         from ..pipeline import load
         from ..server import ServerConfig, build_app
+        from ..server.defaults import server_sampling
 
         s = self.spec
         try:
@@ -52,8 +54,9 @@ class HostedEngine:
             if s.embedding_model is not None:
                 from ..embeddings import load_embedder
                 embedder = load_embedder(None if s.embedding_model == "default" else s.embedding_model, s.device)
+            sampling = server_sampling(s.sampling_flags, fp.metadata.get("sampling", {}))
             self.app = build_app(self.engine, ServerConfig(s.model_name, s.api_key, s.max_body_bytes,
-                                                           s.default_max_tokens), embedder)
+                                                           s.default_max_tokens, sampling=sampling), embedder)
         except BaseException as e:  # noqa: BLE001 — said by the constructor
             self.failed = e
             return

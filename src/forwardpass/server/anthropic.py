@@ -25,7 +25,7 @@ def router(s: Served) -> APIRouter:
         with constraint_errors(req):
             chat, declared = req.chat()
             functions = tools.functions(declared)
-            params = req.sampling(functions)
+            params = req.sampling(functions, s.config.sampling)
         prompt_ids = s.chat_ids(chat, functions=functions)
         calls = None if req.tool_mode == "none" else functions
         submission = await s.submit(request, req, [(prompt_ids, [params])], params.constraint)

@@ -15,6 +15,7 @@ from ..constraints import Constraint
 from ..errors import ConstraintError
 from ..sampling import SamplingParams
 from . import tools
+from .defaults import applied
 from .protocol import ChatMessage, Strict, Text, Tool, bounded
 
 # Fields of the Messages API forwardpass does not implement: a request carrying one is refused by name
@@ -194,7 +195,8 @@ class MessagesRequest(Strict):
             return c.name
         return {"any": "required"}.get(c.type, c.type)
 
-    def sampling(self, functions: dict[str, dict]) -> SamplingParams:
+    def sampling(self, functions: dict[str, dict], defaults: dict | None = None) -> SamplingParams:
+        """The request's sampling; `defaults`: the server's, for the fields it leaves out (server/defaults.py)."""
         mode = self.tool_mode
         forced = None if mode in ("none", "auto") else mode
         schema = self.output_config.format if self.output_config is not None else None
@@ -202,7 +204,7 @@ class MessagesRequest(Strict):
             raise ConstraintError("output_config.format and tools cannot apply together (unless tool_choice is none)")
         constraint = tools.constraint(functions, forced) if forced else \
             Constraint("json_schema", schema.schema_) if schema is not None else None
-        return SamplingParams(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k,
+        return SamplingParams(**applied(self, defaults or {}),
                               stop=list(self.stop_sequences or []), max_tokens=self.max_tokens, constraint=constraint)
 
 

@@ -13,6 +13,7 @@ from ..errors import ConstraintError
 from ..sampling import SamplingParams
 from ..sampling_params import MAX_COUNT, MAX_SEED, RANGES
 from . import tools
+from .defaults import applied
 
 # Fields of OpenAI's chat and completions requests that forwardpass does not implement, and why: a request that
 # carries one is refused with a 400 naming it, never served as if the field were absent. Any other field this
@@ -145,13 +146,15 @@ class SamplingFields(Strict):
     def bias(self) -> dict[int, float]:
         return {int(key): value for key, value in (self.logit_bias or {}).items()}
 
-    def sampling(self, max_tokens: int, logprobs: int | None, seed_offset: int = 0) -> SamplingParams:
+    def sampling(self, max_tokens: int, logprobs: int | None, seed_offset: int = 0,
+                 defaults: dict | None = None) -> SamplingParams:
+        """The request's sampling; `defaults`: the server's, for the fields it leaves out (server/defaults.py)."""
         stop = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
         seed = None if self.seed is None else (self.seed + seed_offset) % (MAX_SEED + 1)
         return SamplingParams(
-            temperature=self.temperature, top_p=self.top_p, top_k=self.top_k, min_p=self.min_p, seed=seed, stop=stop,
+            **applied(self, defaults or {}), seed=seed, stop=stop,
             presence_penalty=self.presence_penalty, frequency_penalty=self.frequency_penalty,
-            repetition_penalty=self.repetition_penalty, max_tokens=max_tokens, logprobs=logprobs,
+            max_tokens=max_tokens, logprobs=logprobs,
             ignore_eos=self.ignore_eos, logit_bias=self.bias(), constraint=self.constraint(),
             stop_token_ids=list(self.stop_token_ids or []))
 

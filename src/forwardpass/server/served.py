@@ -9,7 +9,7 @@ import contextlib
 import json
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
@@ -38,6 +38,7 @@ class ServerConfig:
     max_body_bytes: int = 1 << 20
     default_max_tokens: int = DEFAULT_MAX_TOKENS
     constraint_timeout: float = 10.0  # seconds a request's constraint may take to compile (and its time limit's rest)
+    sampling: dict = field(default_factory=dict)  # defaults for the sampling fields a request leaves out (defaults.py)
 
 
 def engine_error(error: Error, req) -> APIError:
@@ -102,7 +103,7 @@ class Served:
             budget = min(self.config.default_max_tokens, self.engine.token_room(prompt_ids))
             budget = max(budget, 1)  # a prompt that leaves no room: check_request names why
         with constraint_errors(req):
-            params = [req.sampling(budget, logprobs, seed_offset=i) for i in range(req.n)]
+            params = [req.sampling(budget, logprobs, i, self.config.sampling) for i in range(req.n)]
         self.engine.check_request(prompt_ids, params[0])
         return params
 

@@ -154,6 +154,18 @@ def deferred(file: _Tensors, s: Stored) -> Deferred:
     return file.joined(list(s.names), list(s.rotary_heads) or [None] * len(s.names))
 
 
+# the sampling a file recommends (llama.cpp's general.sampling.* keys), by the request field each sets
+RECOMMENDED = {"general.sampling.temp": "temperature", "general.sampling.top_k": "top_k",
+               "general.sampling.top_p": "top_p", "general.sampling.min_p": "min_p",
+               "general.sampling.penalty_repeat": "repetition_penalty"}
+
+
+def recommended(fields: dict) -> dict:
+    """The sampling a GGUF file's metadata recommends, by request field name (server/defaults.py reads it)."""
+    return {name: fields[key] for key, name in RECOMMENDED.items()
+            if isinstance(fields.get(key), (int, float)) and not isinstance(fields.get(key), bool)}
+
+
 def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
     """The file's config, tokenizer and tensors; each tensor is read (and repacked) only when the model is built,
     one at a time, so loading never holds the weights twice."""
@@ -165,5 +177,7 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
     tokenizer = Tokenizer.from_gguf_fields(tok_fields, family.chat_template) if "tokenizer.ggml.tokens" in tok_fields \
         else None
     types = sorted({t.kind.name for t in reader.tensors})
+    sampling = recommended(reader.fields)
     reader.fields = reader.types = {}  # the metadata is read (about 10 MB of Python values): only the tensors are left
-    return Checkpoint(config, tensors, tokenizer, str(path), {"format": "gguf", "tensor_types": types})
+    return Checkpoint(config, tensors, tokenizer, str(path), {"format": "gguf", "tensor_types": types,
+                                                              "sampling": sampling})
