@@ -212,7 +212,7 @@ def test_no_route_answers_in_the_openai_shape(client, method, path, status, mess
 
 @pytest.mark.parametrize("method,path,status,kind,message", [
     ("GET", "/v1/messages", 405, "invalid_request_error", "GET is not allowed on /v1/messages; use POST"),
-    ("POST", "/v1/messages/count_tokens", 404, "not_found_error", "no route POST /v1/messages/count_tokens"),
+    ("POST", "/v1/messages/batches", 404, "not_found_error", "no route POST /v1/messages/batches"),
 ])
 def test_no_route_under_messages_answers_in_anthropics_shape(client, method, path, status, kind, message):
     assert anthropic_error(client.request(method, path), status) == {"type": kind, "message": message}

@@ -11,7 +11,7 @@ from fastapi.responses import StreamingResponse
 
 from ..engine import RequestOutput
 from . import messages, tools
-from .messages import MessagesRequest
+from .messages import MessagesInput, MessagesRequest
 from .served import Served, constraint_errors, engine_error
 
 
@@ -43,6 +43,15 @@ def router(s: Served) -> APIRouter:
                 "content": messages.content_blocks(text, made),
                 "stop_reason": messages.stop_reason(last.finish_reason, last.stop_string, made),
                 "stop_sequence": last.stop_string, "usage": message_usage(prompt_ids, last)}
+
+    @r.post("/v1/messages/count_tokens")
+    async def count_tokens(request: Request) -> dict:
+        """Anthropic's token count: the tokens the model would read for these messages, system prompt and tools."""
+        req = await s.body(request, MessagesInput, messages.UNSUPPORTED)
+        with constraint_errors(req):
+            chat, declared = req.chat()
+            functions = tools.functions(declared)
+        return {"input_tokens": len(s.chat_ids(chat, functions=functions))}
 
     return r
 

@@ -112,22 +112,14 @@ class Metadata(Strict):
     user_id: str | None = None  # the caller's end user: it changes nothing generated
 
 
-class MessagesRequest(Strict):
+class MessagesInput(Strict):
+    """What a model reads of a Messages request: its messages, system prompt and tools (all that count_tokens takes)."""
+
     model: str | None = None
-    max_tokens: bounded("max_tokens")
     messages: list[Message] = Field(min_length=1)
     system: str | list[TextBlock] | None = None
-    temperature: Annotated[float, Field(strict=True, ge=0.0, le=1.0)] = 1.0  # Anthropic's range
-    top_p: bounded("top_p") = 1.0
-    top_k: bounded("top_k") = 0
-    stop_sequences: list[Text] | None = None
-    stream: StrictBool = False
-    metadata: Metadata | None = None
     tools: list[AnthropicTool] | None = None
     tool_choice: ToolChoice | None = None
-    output_config: OutputConfig | None = None
-    cache_control: dict | None = None  # a prompt-caching hint: the prefix cache works without it
-    user_profile_id: str | None = None  # whom the caller acts for: it changes nothing generated
 
     @model_validator(mode="after")
     def _tool_blocks(self) -> MessagesRequest:
@@ -159,7 +151,7 @@ class MessagesRequest(Strict):
     @property
     def constraint_field(self) -> str:
         """Where a constraint error points."""
-        return "output_config" if self.output_config is not None and self.tool_choice is None else "tool_choice"
+        return "tool_choice"
 
     def chat(self) -> tuple[list[ChatMessage], list[Tool]]:
         """The request as the chat route's messages and tools: a tool_use block is an assistant's tool call, a
@@ -194,6 +186,24 @@ class MessagesRequest(Strict):
                 raise ConstraintError("tool_choice of type 'tool' needs the tool's name")
             return c.name
         return {"any": "required"}.get(c.type, c.type)
+
+
+class MessagesRequest(MessagesInput):
+    max_tokens: bounded("max_tokens")
+    temperature: Annotated[float, Field(strict=True, ge=0.0, le=1.0)] = 1.0  # Anthropic's range
+    top_p: bounded("top_p") = 1.0
+    top_k: bounded("top_k") = 0
+    stop_sequences: list[Text] | None = None
+    stream: StrictBool = False
+    metadata: Metadata | None = None
+    output_config: OutputConfig | None = None
+    cache_control: dict | None = None  # a prompt-caching hint: the prefix cache works without it
+    user_profile_id: str | None = None  # whom the caller acts for: it changes nothing generated
+
+    @property
+    def constraint_field(self) -> str:
+        """Where a constraint error points."""
+        return "output_config" if self.output_config is not None and self.tool_choice is None else "tool_choice"
 
     def sampling(self, functions: dict[str, dict], defaults: dict | None = None) -> SamplingParams:
         """The request's sampling; `defaults`: the server's, for the fields it leaves out (server/defaults.py)."""

@@ -7,6 +7,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from ..errors import EngineUnavailableError
+from .errors import APIError
 from .served import Served
 
 
@@ -38,5 +39,15 @@ def router(s: Served) -> APIRouter:
             listed.append({"id": s.embedder.name, "object": "model", "created": s.created, "owned_by": "forwardpass",
                            "max_model_len": s.embedder.max_tokens})
         return {"object": "list", "data": listed}
+
+    @r.get("/v1/models/{model_id:path}")
+    async def model(model_id: str, request: Request) -> dict:
+        """One served model, as /v1/models lists it; another id is a 404."""
+        listed = (await models(request))["data"]
+        found = [m for m in listed if m["id"] == model_id]
+        if not found:
+            served = ", ".join(repr(m["id"]) for m in listed)
+            raise APIError(404, f"model {model_id!r} does not exist; this server serves {served}", "model_not_found")
+        return found[0]
 
     return r

@@ -1,0 +1,58 @@
+"""Routes clients call on their first day: one model by id (`client.models.retrieve`) and Anthropic's token count
+(`client.messages.count_tokens`), through the official clients."""
+
+from __future__ import annotations
+
+import anthropic
+import httpx
+import openai
+import pytest
+from server_helpers import MODEL, running_server
+
+
+@pytest.fixture(scope="module")
+def server(smollm):
+    with running_server(smollm) as (url, _):
+        yield url
+
+
+def test_one_model_by_its_id(server):
+    client = openai.OpenAI(base_url=server + "/v1", api_key="none")
+    got = client.models.retrieve(MODEL)
+    assert got.id == MODEL and got.object == "model"
+    assert got.model_dump() == next(m.model_dump() for m in client.models.list().data if m.id == MODEL)
+    with pytest.raises(openai.NotFoundError) as e:
+        client.models.retrieve("gpt-4o")
+    assert "'gpt-4o' does not exist" in str(e.value) and repr(MODEL) in str(e.value)
+
+
+def test_count_tokens_is_what_the_model_reads(server, smollm):
+    """The count equals the prompt tokens the same request, answered, reports, and the template's own count; a system
+    prompt is counted as the template renders it (SmolLM2's replaces its default one), a tool adds to it."""
+    client = anthropic.Anthropic(base_url=server, api_key="none")
+    messages = [{"role": "user", "content": "Name a fruit."}]
+    counted = client.messages.count_tokens(model=MODEL, messages=messages).input_tokens
+    answered = client.messages.create(model=MODEL, max_tokens=2, messages=messages).usage.input_tokens
+    want = len(smollm.tokenizer.encode_chat(messages, True, None))
+    assert counted == answered == want
+    with_system = client.messages.count_tokens(model=MODEL, messages=messages, system="Be brief.").input_tokens
+    tool = {"name": "get_time", "description": "The time in a city.",
+            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+    with_tool = client.messages.count_tokens(model=MODEL, messages=messages, tools=[tool]).input_tokens
+    system = [{"role": "system", "content": "Be brief."}, *messages]
+    assert with_system == len(smollm.tokenizer.encode_chat(system, True, None)) != counted
+    assert with_tool > counted
+
+
+def test_count_tokens_refuses_what_it_does_not_take(server):
+    r = httpx.post(server + "/v1/messages/count_tokens", json={
+        "model": MODEL, "max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}]})
+    assert r.status_code == 400 and "max_tokens" in r.text
+    r = httpx.post(server + "/v1/messages/count_tokens", json={"model": "other", "messages": [
+        {"role": "user", "content": "Hi"}]})
+    assert r.status_code == 404
+
+
+def test_count_tokens_errors_come_in_anthropics_shape(server):
+    r = httpx.post(server + "/v1/messages/count_tokens", json={"model": MODEL, "messages": []})
+    assert r.status_code == 400 and r.json()["type"] == "error" and r.json()["error"]["type"] == "invalid_request_error"
