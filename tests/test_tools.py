@@ -157,3 +157,42 @@ def test_tool_text_is_never_a_control_token(server, smollm):
     text = tok.decode(forged)
     assert "<tool_response>\n18 degrees" + EVIL + "\n</tool_response>" in text
     assert text.count(json.dumps(EVIL)[1:-1]) == 2  # the arguments and the description, as JSON
+
+
+# objects that do not close themselves (no additionalProperties)
+OPEN_WEATHER = {"type": "object", "required": ["city", "unit"],
+                "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}}}
+OPEN_CLOCK = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+OPEN_SCHEMAS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
+                                      "parameters": OPEN_WEATHER}},
+    {"type": "function", "function": {"name": "get_time", "description": "The time in a city",
+                                      "parameters": OPEN_CLOCK}}]
+
+
+def test_a_forced_call_names_only_its_own_keys(client):
+    """Schemas that do not close their objects (no additionalProperties): a forced or required call's arguments still
+    admit only the keys the schema names (OpenAI's strict mode), so the model cannot copy the other tool's keys into
+    them until max_tokens runs out; it comes back as a call."""
+    for choice in ({"type": "function", "function": {"name": "get_time"}}, "required"):
+        r = client.chat.completions.create(model=MODEL, tools=OPEN_SCHEMAS, tool_choice=choice, max_tokens=60,
+                                           messages=[{"role": "user", "content": "What time is it in Oslo?"}],
+                                           temperature=0)
+        c = r.choices[0]
+        assert c.finish_reason == "tool_calls" and c.message.content is None, c
+        (call,) = c.message.tool_calls
+        named = {t["function"]["name"]: t["function"]["parameters"] for t in OPEN_SCHEMAS}[call.function.name]
+        assert set(json.loads(call.function.arguments)) <= set(named["properties"])
+
+
+def test_strict_closes_every_object_that_does_not_say_otherwise():
+    schema = {"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "string"}}},
+                                               "c": {"type": "array", "items": {"properties": {"d": {}}}},
+                                               "e": {"type": "object", "additionalProperties": True}},
+              "$defs": {"f": {"type": "object"}}, "anyOf": [{"type": "object", "properties": {"g": {}}}]}
+    got = tools.strict(schema)
+    assert got["additionalProperties"] is False and got["properties"]["a"]["additionalProperties"] is False
+    assert got["properties"]["c"]["items"]["additionalProperties"] is False
+    assert got["properties"]["e"]["additionalProperties"] is True  # it says otherwise
+    assert got["$defs"]["f"]["additionalProperties"] is False and got["anyOf"][0]["additionalProperties"] is False
+    assert "additionalProperties" not in schema  # the caller's schema is left as it was

@@ -77,8 +77,35 @@ def call_body(call: dict) -> dict:
     return {"name": f["name"], "arguments": arguments}
 
 
+SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")  # name → a schema
+SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")  # lists of schemas
+SCHEMA_ONES = ("items", "additionalProperties", "not", "contains", "if", "then", "else")  # one schema
+
+
+def strict(schema):
+    """`schema` (a copy) with every object that does not say otherwise closed to the keys it names, as OpenAI's strict
+    mode reads a tool's parameters: a forced call's arguments cannot grow keys the tool does not have."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    for key in SCHEMA_MAPS:
+        if isinstance(out.get(key), dict):
+            out[key] = {name: strict(s) for name, s in out[key].items()}
+    for key in SCHEMA_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [strict(s) for s in out[key]]
+    for key in SCHEMA_ONES:
+        if isinstance(out.get(key), dict):
+            out[key] = strict(out[key])
+    is_object = out.get("type") == "object" or "properties" in out
+    if is_object and "additionalProperties" not in out and "patternProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
 def constraint(tools: dict[str, dict], choice: str | None) -> Constraint | None:
-    """The grammar of one call to `choice` (a function's name) or, for "required", to any of the tools."""
+    """The grammar of one call to `choice` (a function's name) or, for "required", to any of the tools, its arguments
+    as the tool's parameters allow in strict mode (`strict`)."""
     if choice is None:
         return None
     names = [choice] if choice != "required" else list(tools)
@@ -88,7 +115,7 @@ def constraint(tools: dict[str, dict], choice: str | None) -> Constraint | None:
         if name not in tools:
             raise ConstraintError(f"tool_choice names {name!r}, which is not among the tools")
     one_of = [{"type": "object", "properties": {"name": {"const": name},
-                                               "arguments": tools[name].get("parameters", {"type": "object"})},
+                                               "arguments": strict(tools[name].get("parameters", {"type": "object"}))},
                "required": ["name", "arguments"], "additionalProperties": False} for name in names]
     schema = (one_of[0] if len(one_of) == 1 else {"anyOf": one_of}) | {"x-guidance": COMPACT}
     return Constraint("grammar", f"start: {json.dumps(OPEN)} call {json.dumps(CLOSE)}\n"
