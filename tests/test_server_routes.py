@@ -56,3 +56,26 @@ def test_count_tokens_refuses_what_it_does_not_take(server):
 def test_count_tokens_errors_come_in_anthropics_shape(server):
     r = httpx.post(server + "/v1/messages/count_tokens", json={"model": MODEL, "messages": []})
     assert r.status_code == 400 and r.json()["type"] == "error" and r.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_cross_origin_pages_only_where_the_server_allows_them(smollm):
+    """--cors-origins: a browser page from a listed origin gets its preflight answered and its answers readable; one
+    from another origin, or any origin without the option, does not."""
+    from fastapi.testclient import TestClient
+
+    from forwardpass.engine import Engine, EngineConfig
+    from forwardpass.server import ServerConfig, build_app
+
+    engine = Engine(smollm, EngineConfig(kv_cache_bytes=16 * 2**20))
+    preflight = {"Origin": "http://localhost:3000", "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "content-type,authorization"}
+    with TestClient(build_app(engine, ServerConfig(MODEL, cors_origins=("http://localhost:3000",)))) as c:
+        r = c.options("/v1/chat/completions", headers=preflight)
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "http://localhost:3000"
+        got = c.get("/v1/models", headers={"Origin": "http://localhost:3000"})
+        assert got.headers["access-control-allow-origin"] == "http://localhost:3000"
+        other = c.options("/v1/chat/completions", headers=preflight | {"Origin": "http://evil.example"})
+        assert other.status_code == 400 and "access-control-allow-origin" not in other.headers
+    with TestClient(build_app(engine, ServerConfig(MODEL))) as c:
+        assert "access-control-allow-origin" not in c.get("/v1/models", headers={"Origin": "http://a.b"}).headers
+        assert c.options("/v1/chat/completions", headers=preflight).status_code == 405

@@ -21,6 +21,9 @@ def add_parser(sub):
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=port_number, default=8000)
     p.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' (on /metrics too)")
+    p.add_argument("--cors-origins", default="", metavar="ORIGINS",
+                   help="comma-separated origins whose browser pages may call the API, e.g. http://localhost:3000 "
+                        "('*': any; default: none)")
     p.add_argument("--served-model-name", default=None, help="the model id clients send (default: the file's name)")
     p.add_argument("--kv-cache-gib", type=float, default=1.0, help="KV block pool size (default 1 GiB)")
     p.add_argument("--block-size", type=positive_int, default=16, help="tokens per KV block (default 16)")
@@ -46,14 +49,27 @@ def add_parser(sub):
     return p
 
 
+def origins(text: str) -> tuple[str, ...]:
+    """--cors-origins as a tuple; an origin that is not '*' or scheme://host[:port] is refused by name."""
+    listed = tuple(o.strip().rstrip("/") for o in text.split(",") if o.strip())
+    for o in listed:
+        scheme, _, rest = o.partition("://")
+        if o != "*" and (scheme not in ("http", "https") or not rest or "/" in rest):
+            raise ForwardpassError(f"--cors-origins: {o!r} is not an origin (scheme://host[:port], or '*')")
+    return listed
+
+
 def run(args) -> int:
     if not (math.isfinite(args.kv_cache_gib) and args.kv_cache_gib > 0):
         raise ForwardpassError(f"--kv-cache-gib must be a positive number, got {args.kv_cache_gib}")
     if args.ray_address is None:  # a joined cluster's Serve listens on its own node, perhaps on this port already
         check_listen(args.host, args.port)
     flags = server_flags(args)
+    origins(args.cors_origins)
     check_model(args)  # (with replicas, the path must exist on every node: here too)
     if args.replicas is not None:
+        if args.cors_origins:
+            raise ForwardpassError("--cors-origins applies to one server, not yet to --replicas")
         return run_replicas(args, flags)
     refuse_without_replicas(args, "routing")
     from ..engine import Engine, EngineConfig  # PyTorch: imported once the options are known to be good
@@ -74,7 +90,7 @@ def run(args) -> int:
         embedder = load_embedder(None if args.embedding_model == "default" else args.embedding_model, args.device)
     sampling = server_sampling(flags, fp.metadata.get("sampling", {}))
     app = build_app(engine, ServerConfig(name, args.api_key, args.max_body_bytes, args.default_max_tokens,
-                                         sampling=sampling), embedder)
+                                         sampling=sampling, cors_origins=origins(args.cors_origins)), embedder)
     server = make_server(app, engine, args.host, args.port, args.shutdown_grace)
     address = f"http://{args.host}:{args.port}/v1"
     if args.json:

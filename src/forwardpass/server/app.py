@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
@@ -37,6 +38,9 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
     served = Served(engine, config, embedder)
     for api in (status, completions, anthropic_api, embeddings, tokens):
         app.include_router(api.router(served))
+    if config.cors_origins:  # pages served from these origins may call the API from a browser (preflight answered)
+        app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST"],
+                           allow_headers=["*"])
     return app
 
 

@@ -39,6 +39,7 @@ class ServerConfig:
     default_max_tokens: int = DEFAULT_MAX_TOKENS
     constraint_timeout: float = 10.0  # seconds a request's constraint may take to compile (and its time limit's rest)
     sampling: dict = field(default_factory=dict)  # defaults for the sampling fields a request leaves out (defaults.py)
+    cors_origins: tuple[str, ...] = ()  # origins whose browser pages may call the API ("*": any); none: same origin
 
 
 def engine_error(error: Error, req) -> APIError:
