@@ -129,3 +129,18 @@ def test_a_process_peak_memory_is_its_own_not_its_parents():
                          capture_output=True, text=True, check=True)
     assert 0 < int(out.stdout) < 256 * 2**20
     del held
+
+
+def test_a_model_is_reported_under_the_id_a_server_serves_it_as():
+    """The id typed is the id reported (an installed name, a preset, else the file's name): the one `serve` answers
+    to; the file's own display name beside it."""
+    from forwardpass.packaged import model_id
+
+    for typed, want in (("gemma3-270m", "gemma3-270m"), (None, default_model_path().name.removesuffix(".gguf")),
+                        ("gpt3-175b", "gpt3-175b")):
+        r = cli(*([typed] if typed else []), "--json")
+        assert r.returncode == 0, r.stderr
+        d = json.loads(r.stdout)
+        assert d["model"] == want and d["name"]
+    assert model_id("gemma3-270m", "/cache/gemma-3-270m-q4_k_m.gguf") == "gemma3-270m"
+    assert model_id("/models/my.gguf", "/models/my.gguf") == "my" and model_id(None, "/x/ckpt") == "ckpt"

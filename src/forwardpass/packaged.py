@@ -72,6 +72,12 @@ def gemma3_270m() -> Path:
 NAMED = {"gemma3-270m": gemma3_270m}
 
 
+def model_id(typed: str | None, path: str | Path) -> str:
+    """The id a model is served and reported under: the installed name typed (`gemma3-270m`), else its file's name
+    without `.gguf` (a checkpoint directory's name). Display names (the file's general.name) are for people."""
+    return typed if typed in NAMED else Path(path).name.removesuffix(".gguf")
+
+
 def resolve_model(name_or_path: str | Path) -> Path:
     """A model name (NAMED) → its file; anything else is a path."""
     return NAMED[name_or_path]() if isinstance(name_or_path, str) and name_or_path in NAMED else Path(name_or_path)

@@ -65,6 +65,7 @@ def run(args) -> int:
         else:
             from ..batch import run_batch  # PyTorch: imported once the options are known to be good
             from ..engine import Engine, EngineConfig
+            from ..packaged import model_id
             from ..pipeline import load
             from ..server import ServerConfig, build_app
             from ..server.defaults import server_sampling
@@ -73,7 +74,7 @@ def run(args) -> int:
                       kv_cache_dtype=args.kv_cache_dtype, progress=not args.json)
             engine = Engine(fp, EngineConfig(kv_cache_bytes=int(args.kv_cache_gib * 2**30),
                                              max_num_seqs=args.max_num_seqs))
-            name = args.served_model_name or Path(fp.source).name.removesuffix(".gguf")
+            name = args.served_model_name or model_id(args.model, fp.source)
             sampling = server_sampling(args.sampling_flags, fp.metadata.get("sampling", {}))
             app = build_app(engine, ServerConfig(name, default_max_tokens=args.default_max_tokens, sampling=sampling))
             report = run_batch(engine, app, args.requests, args.output, concurrency=args.concurrency or 64,

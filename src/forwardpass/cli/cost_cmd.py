@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import cost
 from ..config import PRESETS, ModelConfig, preset
 from ..errors import ForwardpassError
-from ..packaged import NAMED, default_model_path, resolve_model
+from ..packaged import NAMED, default_model_path, model_id, resolve_model
 from ..weights import read_config
 
 DTYPES = list(cost.BYTES_PER_WEIGHT)
@@ -106,6 +106,9 @@ def run(args) -> int:
         raise ForwardpassError("--plan measures a replica: give a model file, not a preset")
     context = c.context_length if args.context is None else args.context
     data = report(c, context, args.prompt, args.new, args.dtype, args.concurrency)
+    typed = args.target or args.model
+    data["model"] = typed if path is None else model_id(typed, path)  # a preset's name, or the id a server serves
+    data["name"] = c.name
     if args.measure:
         from ..measure import measure
         data["measured"] = measure(c, path, args.prompt, args.new, args.device, progress=not args.json)

@@ -21,10 +21,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
-def inspect(fp: LoadedModel, prompt: str, top: int, temperature: float) -> dict:
-    """The whole report as one dict (what --json prints)."""
+def inspect(fp: LoadedModel, prompt: str, top: int, temperature: float, typed: str | None = None) -> dict:
+    """The whole report as one dict (what --json prints); `typed`: the --model given (the id it is reported under)."""
     import torch
 
+    from ..packaged import model_id
     from ..sampling import probabilities
 
     ids = fp.encode(prompt)
@@ -37,7 +38,8 @@ def inspect(fp: LoadedModel, prompt: str, top: int, temperature: float) -> dict:
                        "embedding_row": token_id, "same_as_position": first_seen.get(token_id),
                        "embedding_head": [round(v, 4) for v in rows[position, :4].tolist()]})
         first_seen.setdefault(token_id, position)
-    report = {"model": fp.config.name, "prompt": prompt, "tokens": tokens, "temperature": temperature, "next": []}
+    report = {"model": model_id(typed, fp.source), "name": fp.config.name, "prompt": prompt, "tokens": tokens,
+              "temperature": temperature, "next": []}
     if ids:
         logits = fp.next_token_logits(ids)
         probs = probabilities(logits, temperature)
@@ -54,7 +56,7 @@ def run(args) -> int:
     from ..pipeline import load
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
               kv_cache_dtype=args.kv_cache_dtype)
-    report = inspect(fp, args.prompt, args.top, args.temperature)
+    report = inspect(fp, args.prompt, args.top, args.temperature, args.model)
     if args.json:
         print(json.dumps(report, ensure_ascii=False))
         return 0

@@ -36,12 +36,12 @@ def replica_spec(args, engine: dict, **server):
         from ..scale.hosted import ReplicaSpec
     except ImportError as e:
         raise ForwardpassError(f"--replicas needs Ray ({e.name} is missing): pip install 'forwardpass[ray]'") from None
-    from ..packaged import default_model_path, resolve_model
+    from ..packaged import default_model_path, model_id, resolve_model
 
     path = default_model_path() if args.model is None else resolve_model(args.model)
     threads = args.threads_per_replica or max(1, (os.cpu_count() or 1) // args.replicas)
     spec = ReplicaSpec(model=str(Path(path).resolve()),
-                       model_name=args.served_model_name or Path(path).name.removesuffix(".gguf"),
+                       model_name=args.served_model_name or model_id(args.model, path),
                        storage=args.storage, kv_cache_dtype=args.kv_cache_dtype, device=args.device, engine=engine,
                        default_max_tokens=args.default_max_tokens, **server)
     return spec, threads

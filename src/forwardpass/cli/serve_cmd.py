@@ -9,7 +9,6 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
 from ..errors import ForwardpassError
 from .options import add_server_sampling, check_listen, check_model, port_number, positive_int, seconds, server_flags
@@ -24,7 +23,8 @@ def add_parser(sub):
     p.add_argument("--cors-origins", default="", metavar="ORIGINS",
                    help="comma-separated origins whose browser pages may call the API, e.g. http://localhost:3000 "
                         "('*': any; default: none)")
-    p.add_argument("--served-model-name", default=None, help="the model id clients send (default: the file's name)")
+    p.add_argument("--served-model-name", default=None,
+                   help="the model id clients send (default: the installed name typed, else the file's name)")
     p.add_argument("--kv-cache-gib", type=float, default=1.0, help="KV block pool size (default 1 GiB)")
     p.add_argument("--block-size", type=positive_int, default=16, help="tokens per KV block (default 16)")
     p.add_argument("--max-num-seqs", type=positive_int, default=32, help="requests running at once (default 32)")
@@ -73,6 +73,7 @@ def run(args) -> int:
         return run_replicas(args, flags)
     refuse_without_replicas(args, "routing")
     from ..engine import Engine, EngineConfig  # PyTorch: imported once the options are known to be good
+    from ..packaged import model_id
     from ..pipeline import load
     from ..server import ServerConfig, build_app, make_server
     from ..server.defaults import server_sampling
@@ -83,7 +84,7 @@ def run(args) -> int:
                                      max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
                                      prefix_caching=not args.no_prefix_caching,
                                      request_timeout=args.request_timeout or None))
-    name = args.served_model_name or Path(fp.source).name.removesuffix(".gguf")
+    name = args.served_model_name or model_id(args.model, fp.source)
     embedder = None
     if args.embedding_model is not None:
         from ..embeddings import load_embedder
