@@ -65,6 +65,8 @@ class Generation:
     def __init__(self, pipeline: LoadedModel, prompt: str | list[int], params: SamplingParams | None = None,
                  naive: bool = False):
         self.pipeline, self.params, self.naive = pipeline, params or SamplingParams(), naive
+        if not isinstance(prompt, str) and not all(isinstance(i, int) and not isinstance(i, bool) for i in prompt):
+            raise ForwardpassError("a prompt is text or token ids; to answer chat messages, use fp.chat(messages)")
         self.prompt_ids = pipeline.encode(prompt) if isinstance(prompt, str) else list(prompt)
         pipeline.check_prompt(self.prompt_ids)
         if naive and self.params.constraint is not None:

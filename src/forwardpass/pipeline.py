@@ -140,6 +140,29 @@ class LoadedModel:
             raise ContextLengthError(f"the prompt is {len(ids)} tokens, leaving no room to generate: "
                                      f"the context length is {context}")
 
+    def complete(self, prompt: str | list[int], stream: bool = False, **sampling):
+        """Continue `prompt` (text or ids): the GenerationResult (`.text`, `.token_ids`, `.stop_reason`, …), or with
+        `stream` a Generation to iterate for text as it comes (then `.result`). `sampling`: SamplingParams' fields
+        (`temperature=0` greedy, `max_tokens`, `stop`, `seed`, …)."""
+        from .loop import Generation
+        from .sampling import SamplingParams
+
+        generation = Generation(self, prompt, SamplingParams(**sampling))
+        if stream:
+            return generation
+        for _ in generation:
+            pass
+        return generation.result
+
+    def chat(self, messages: list[dict], stream: bool = False, **sampling):
+        """The assistant's reply to `messages` ({"role", "content"} dicts, as the chat API takes them), rendered through
+        the model's chat template: as `complete`, whole or streamed."""
+        if self.tokenizer is None or not self.tokenizer.chat_template:
+            raise ForwardpassError(f"{self.source}: this model has no chat template: use complete(prompt)")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            raise ForwardpassError("messages must be a list of {'role': …, 'content': …} dicts")
+        return self.complete(self.tokenizer.encode_chat(messages, True, None), stream, **sampling)
+
     @torch.inference_mode()
     def next_token_logits(self, ids: list[int]) -> torch.Tensor:
         """Logits (vocab_size,) for the token after `ids`, in float32."""
