@@ -79,3 +79,36 @@ def test_cross_origin_pages_only_where_the_server_allows_them(smollm):
     with TestClient(build_app(engine, ServerConfig(MODEL))) as c:
         assert "access-control-allow-origin" not in c.get("/v1/models", headers={"Origin": "http://a.b"}).headers
         assert c.options("/v1/chat/completions", headers=preflight).status_code == 405
+
+
+def test_one_log_line_per_request_with_its_true_counts(smollm, caplog):
+    """The access log: each request once its response has ended, whole or streamed, with the usage the response
+    reported; a refused one with its status."""
+    import json as json_
+
+    from fastapi.testclient import TestClient
+
+    from forwardpass.engine import Engine, EngineConfig
+    from forwardpass.server import ServerConfig, build_app
+
+    engine = Engine(smollm, EngineConfig(kv_cache_bytes=16 * 2**20))
+    engine.start()
+    ask = {"model": MODEL, "max_tokens": 6, "temperature": 0, "messages": [{"role": "user", "content": "Hi"}]}
+    try:
+        with TestClient(build_app(engine, ServerConfig(MODEL, access_log="json"))) as c, \
+                caplog.at_level("INFO", logger="forwardpass.server.access"):
+            whole = c.post("/v1/chat/completions", json=ask | {"n": 2}).json()["usage"]
+            with c.stream("POST", "/v1/chat/completions", json=ask | {"stream": True,
+                                                                      "stream_options": {"include_usage": True}}) as s:
+                events = [line.removeprefix("data: ") for line in s.iter_lines() if line.startswith("data: ")]
+            streamed = json_.loads(events[-2])["usage"]
+            assert c.post("/v1/chat/completions", json=ask | {"max_tokens": -1}).status_code == 400
+    finally:
+        engine.stop()
+    lines = [json_.loads(r.getMessage()) for r in caplog.records if r.name == "forwardpass.server.access"]
+    first, second, refused = lines
+    for line, usage in ((first, whole), (second, streamed)):
+        assert (line["prompt_tokens"], line["completion_tokens"]) == (usage["prompt_tokens"],
+                                                                       usage["completion_tokens"])
+        assert line["status"] == 200 and line["model"] == MODEL and 0 < line["ttft_s"] <= line["total_s"]
+    assert refused["status"] == 400 and refused["prompt_tokens"] is None and refused["path"] == "/v1/chat/completions"

@@ -20,6 +20,9 @@ def add_parser(sub):
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=port_number, default=8000)
     p.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' (on /metrics too)")
+    p.add_argument("--log-format", choices=("text", "json", "off"), default="text",
+                   help="one line per request on stderr: method and path, status, model, tokens in and out, time to "
+                        "first token, total time (default text)")
     p.add_argument("--cors-origins", default="", metavar="ORIGINS",
                    help="comma-separated origins whose browser pages may call the API, e.g. http://localhost:3000 "
                         "('*': any; default: none)")
@@ -47,6 +50,20 @@ def add_parser(sub):
                      help="how requests pick a replica: the one caching the longest prompt prefix, balanced against "
                           "load (default); each in turn; or the less loaded of two at random")
     return p
+
+
+def access_log(log_format: str) -> str | None:
+    """The access log's form, its lines going to stderr as they are; None: off."""
+    if log_format == "off":
+        return None
+    import logging
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    access = logging.getLogger("forwardpass.server.access")
+    access.addHandler(handler)
+    access.setLevel(logging.INFO)
+    access.propagate = False
+    return log_format
 
 
 def origins(text: str) -> tuple[str, ...]:
@@ -91,7 +108,8 @@ def run(args) -> int:
         embedder = load_embedder(None if args.embedding_model == "default" else args.embedding_model, args.device)
     sampling = server_sampling(flags, fp.metadata.get("sampling", {}))
     app = build_app(engine, ServerConfig(name, args.api_key, args.max_body_bytes, args.default_max_tokens,
-                                         sampling=sampling, cors_origins=origins(args.cors_origins)), embedder)
+                                         sampling=sampling, cors_origins=origins(args.cors_origins),
+                                         access_log=access_log(args.log_format)), embedder)
     server = make_server(app, engine, args.host, args.port, args.shutdown_grace)
     address = f"http://{args.host}:{args.port}/v1"
     if args.json:
@@ -110,6 +128,8 @@ def run(args) -> int:
     http.join()
     if not server.started:
         raise ForwardpassError(f"could not listen on {args.host}:{args.port}")
+    if not args.json:
+        print(f"stopped serving {name}", file=sys.stderr, flush=True)
     return 0
 
 

@@ -21,6 +21,7 @@ from ..engine import Engine
 from ..errors import ContextLengthError, EngineUnavailableError, ForwardpassError
 from . import anthropic as anthropic_api
 from . import completions, embeddings, status, tokens
+from .access_log import AccessLog
 from .errors import APIError
 from .served import Served, ServerConfig
 from .submission import GraceOver
@@ -38,6 +39,8 @@ def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = 
     served = Served(engine, config, embedder)
     for api in (status, completions, anthropic_api, embeddings, tokens):
         app.include_router(api.router(served))
+    if config.access_log is not None:
+        app.add_middleware(AccessLog, as_json=config.access_log == "json")
     if config.cors_origins:  # pages served from these origins may call the API from a browser (preflight answered)
         app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST"],
                            allow_headers=["*"])

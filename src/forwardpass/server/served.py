@@ -39,6 +39,7 @@ class ServerConfig:
     default_max_tokens: int = DEFAULT_MAX_TOKENS
     constraint_timeout: float = 10.0  # seconds a request's constraint may take to compile (and its time limit's rest)
     sampling: dict = field(default_factory=dict)  # defaults for the sampling fields a request leaves out (defaults.py)
+    access_log: str | None = None  # one line per request: "text" or "json" (access_log.py); None: none
     cors_origins: tuple[str, ...] = ()  # origins whose browser pages may call the API ("*": any); none: same origin
 
 
@@ -90,6 +91,7 @@ class Served:
         except ValidationError as e:
             raise refusal(e, data, unsupported) from None
         served = served or self.config.model_name
+        request.state.model = parsed.model or served  # for the access log
         if parsed.model is not None and parsed.model != served:
             raise APIError(404, f"model {parsed.model!r} does not exist; this server serves {served!r} here",
                            "model_not_found", "model")

@@ -4,6 +4,7 @@ the request or a shutdown's grace period."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,7 @@ from ..engine import Engine, RequestOutput
 from ..engine.sequence import Error
 from ..errors import ForwardpassError
 from ..sampling import SamplingParams
+from .access_log import Tally
 
 if TYPE_CHECKING:
     from ..constraints import Grammar
@@ -57,14 +59,17 @@ class Submission:
     def __init__(self, engine: Engine, request: Request, groups: list[tuple[list[int], list[SamplingParams]]],
                  grammar: Grammar | None = None, arrival: float | None = None):
         self.engine, self.request = engine, request
+        self.tally = request.state.tally = Tally(arrival or time.perf_counter())  # what the access log says
         self.extra = {"grammar": grammar, "arrival": arrival}  # every choice shares the request's compiled constraint
         self.loop = asyncio.get_running_loop()
         self.queue: asyncio.Queue = asyncio.Queue()
+        self.prompt_of: dict[int, int] = {}  # choice index → its prompt's first choice (a prompt is counted once)
         leaders, self.pending, index = [], {}, 0  # pending: a prompt's first choice → the choices that follow it
         for prompt_ids, params in groups:
             for p in params[1:]:  # the first is checked as it is submitted
                 engine.check_request(prompt_ids, p)
             leaders.append((index, prompt_ids, params[0]))
+            self.prompt_of.update({index + j: index for j in range(len(params))})
             self.pending[index] = [(index + j, prompt_ids, p) for j, p in enumerate(params[1:], 1)]
             index += len(params)
         self.running: dict[str, int] = {}  # engine request id → choice index
@@ -89,6 +94,7 @@ class Submission:
             except ForwardpassError as e:  # the engine stopped taking requests meanwhile
                 self.queue.put_nowait((j, RequestOutput(f"choice-{j}", None, "", finish_reason="error",
                                                         error=Error(str(e), "failed"))))
+        self.tally.add(i, self.prompt_of.get(i, i), out.prompt_tokens, out.completion_tokens, out.token_id is not None)
         self.queue.put_nowait((i, out))
 
     def abort(self) -> None:
