@@ -107,6 +107,9 @@ def _compile(build: str) -> Path | None:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    if sys.stderr.isatty():  # a person waiting at a terminal is told why the first run takes a while
+        print(f"forwardpass: compiling the {build} kernels for this CPU (once: kept in {target.parent})…",
+              file=sys.stderr, flush=True)
     r = subprocess.run(["cc", *flags, *map(str, SOURCES), "-o", str(tmp)], capture_output=True, text=True)
     if r.returncode:
         if build not in _SAID:
