@@ -13,10 +13,8 @@ def permute_rotary(w: torch.Tensor, n_heads: int) -> torch.Tensor:
     return w.reshape(n_heads, 2, rows // n_heads // 2, cols).swapaxes(1, 2).reshape(rows, cols)
 
 
-def write_llama_gguf(hf, path, arch: str = "llama", dtype=np.float32, drop: str | None = None) -> None:
-    c = hf.config
-    w = GGUFWriter(str(path), arch)
-    w.add_name("tiny-test-llama")
+def add_shape(w: GGUFWriter, c) -> None:
+    """A Llama-like transformers config's shape, as llama.cpp's converter writes it under the file's architecture."""
     w.add_context_length(c.max_position_embeddings)
     w.add_embedding_length(c.hidden_size)
     w.add_block_count(c.num_hidden_layers)
@@ -24,6 +22,13 @@ def write_llama_gguf(hf, path, arch: str = "llama", dtype=np.float32, drop: str 
     w.add_head_count(c.num_attention_heads)
     w.add_head_count_kv(c.num_key_value_heads)
     w.add_layer_norm_rms_eps(c.rms_norm_eps)
+
+
+def write_llama_gguf(hf, path, arch: str = "llama", dtype=np.float32, drop: str | None = None) -> None:
+    c = hf.config
+    w = GGUFWriter(str(path), arch)
+    w.add_name("tiny-test-llama")
+    add_shape(w, c)
     w.add_rope_freq_base(c.rope_parameters["rope_theta"])
     w.add_vocab_size(c.vocab_size)
     sd = {k: v.detach() for k, v in hf.state_dict().items()}

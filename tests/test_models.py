@@ -13,6 +13,7 @@ import pytest
 import torch
 import transformers
 from gguf import GGUFWriter
+from gguf_files import add_shape
 
 import forwardpass
 from forwardpass import models
@@ -63,13 +64,7 @@ def fused_tensors(config, names: set[str]) -> TensorMap:
 def write_fused_gguf(hf, path: Path) -> None:
     c, sd = hf.config, {k: v.detach() for k, v in hf.state_dict().items()}
     w = GGUFWriter(str(path), "fused")
-    w.add_context_length(c.max_position_embeddings)
-    w.add_embedding_length(c.hidden_size)
-    w.add_block_count(c.num_hidden_layers)
-    w.add_feed_forward_length(c.intermediate_size)
-    w.add_head_count(c.num_attention_heads)
-    w.add_head_count_kv(c.num_key_value_heads)
-    w.add_layer_norm_rms_eps(c.rms_norm_eps)
+    add_shape(w, c)
     w.add_vocab_size(c.vocab_size)
     tensors = {"token_embd.weight": sd["model.embed_tokens.weight"], "output_norm.weight": sd["model.norm.weight"],
                "output.weight": sd["lm_head.weight"]}

@@ -10,6 +10,7 @@ import pytest
 import torch
 import transformers
 from gguf import GGUFWriter
+from gguf_files import add_shape
 
 import forwardpass
 from forwardpass import kernels
@@ -75,14 +76,8 @@ def write_phi3_gguf(hf, path, dtype=np.float32, longrope: bool = False) -> None:
     head_dim = c.hidden_size // c.num_attention_heads
     w = GGUFWriter(str(path), "phi3")
     w.add_name("tiny-test-phi3")
-    w.add_context_length(c.max_position_embeddings)
+    add_shape(w, c)
     w.add_rope_scaling_orig_ctx_len(c.original_max_position_embeddings)
-    w.add_embedding_length(c.hidden_size)
-    w.add_feed_forward_length(c.intermediate_size)
-    w.add_block_count(c.num_hidden_layers)
-    w.add_head_count(c.num_attention_heads)
-    w.add_head_count_kv(c.num_key_value_heads)
-    w.add_layer_norm_rms_eps(c.rms_norm_eps)
     w.add_rope_dimension_count(head_dim)
     w.add_rope_freq_base(c.rope_parameters["rope_theta"])
     w.add_sliding_window(c.sliding_window or 0)  # 0: no window (Phi-4)

@@ -18,22 +18,22 @@ MODEL_TYPES = tuple(f.model_type for f in FAMILIES if f.model_type)
 GGUF_ARCHITECTURES = tuple(f.gguf_arch for f in FAMILIES if f.gguf_arch)
 
 
+def _declared(attribute: str, value: str | None, what: str, supported: tuple[str, ...], where: str) -> Family:
+    """The family whose `attribute` is `value`, or a clear error naming `what` it is and listing the supported ones."""
+    family = next((f for f in FAMILIES if getattr(f, attribute) is not None and getattr(f, attribute) == value), None)
+    if family is None:
+        raise UnsupportedModelError(f"{where}: {what} {value!r} is not supported (supported: {', '.join(supported)})")
+    return family
+
+
 def by_model_type(kind: str | None, where: str) -> Family:
     """The family of a config.json's model_type, or a clear error listing the supported ones."""
-    family = next((f for f in FAMILIES if f.model_type is not None and f.model_type == kind), None)
-    if family is None:
-        raise UnsupportedModelError(f"{where}: model_type {kind!r} is not supported "
-                                    f"(supported: {', '.join(MODEL_TYPES)})")
-    return family
+    return _declared("model_type", kind, "model_type", MODEL_TYPES, where)
 
 
 def by_gguf_arch(arch: str | None, where: str) -> Family:
     """The family of a GGUF file's general.architecture, or a clear error listing the supported ones."""
-    family = next((f for f in FAMILIES if f.gguf_arch is not None and f.gguf_arch == arch), None)
-    if family is None:
-        raise UnsupportedModelError(f"{where}: GGUF architecture {arch!r} is not supported "
-                                    f"(supported: {', '.join(GGUF_ARCHITECTURES)})")
-    return family
+    return _declared("gguf_arch", arch, "GGUF architecture", GGUF_ARCHITECTURES, where)
 
 
 __all__ = ["FAMILIES", "GGUF_ARCHITECTURES", "MODEL_TYPES", "Family", "GGUFMetadata", "Stored", "TensorMap",
