@@ -24,6 +24,8 @@ def test_serve_answers_then_sigterm_ends_streams_and_exits():
     try:
         info = json.loads(proc.stdout.readline())
         assert info["address"] == f"http://127.0.0.1:{port}/v1" and info["model"] == "smol"
+        assert {"POST /v1/chat/completions", "POST /v1/messages", "GET /health"} <= set(info["routes"])
+        assert info["threads"] >= 1 and info["embedding_model"] is None and info["sampling"]["temperature"] == 0.8
         deadline = time.time() + 60
         while True:
             try:

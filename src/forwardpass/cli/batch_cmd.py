@@ -68,7 +68,7 @@ def run(args) -> int:
             from ..packaged import model_id
             from ..pipeline import load
             from ..server import ServerConfig, build_app
-            from ..server.defaults import server_sampling
+            from ..server_defaults import server_sampling
 
             fp = load(args.model, device=args.device, storage=args.storage,
                       kv_cache_dtype=args.kv_cache_dtype, progress=not args.json)

@@ -66,8 +66,8 @@ def check_listen(host: str, port: int) -> None:
 
 
 def add_server_sampling(p: argparse.ArgumentParser) -> None:
-    """The sampling a request gets for each field it leaves out (llama-server's names; server/defaults.py)."""
-    from ..server.defaults import FALLBACK
+    """The sampling a request gets for each field it leaves out (llama-server's names; server_defaults.py)."""
+    from ..server_defaults import FALLBACK
     g = p.add_argument_group("sampling for requests that leave it out (else the model file's recommended, else "
                              "these defaults)")
     g.add_argument("--temperature", type=float, default=None, help=f"(default {FALLBACK['temperature']})")
@@ -81,8 +81,8 @@ def add_server_sampling(p: argparse.ArgumentParser) -> None:
 def server_flags(args: argparse.Namespace) -> dict:
     """The sampling flags as given (None: not given), each checked against a request's own limits."""
     from ..errors import ForwardpassError
-    from ..sampling import SamplingParams
-    from ..server.defaults import FALLBACK, FLAGS
+    from ..sampling_params import SamplingParams
+    from ..server_defaults import FALLBACK, FLAGS
     flags = {f: getattr(args, f) for f in FALLBACK}
     for f, value in flags.items():
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import re
 import signal
 import sys
 import threading
@@ -52,6 +53,28 @@ def add_parser(sub):
     return p
 
 
+def routes(app) -> list[str]:
+    """The API's routes as `METHOD /path`, in the order they were added (routers included as they are, unprefixed)."""
+    said = []
+    for r in app.routes:
+        if hasattr(r, "original_router"):
+            said += routes(r.original_router)
+        elif getattr(r, "methods", None) and r.path != "/openapi.json":
+            path = re.sub(r":\w+}", "}", r.path)  # /v1/models/{model_id}, without its converter
+            said += [f"{m} {path}" for m in sorted(r.methods) if m != "HEAD"]
+    return said
+
+
+def banner(name: str, address: str, engine, block_size: int, sampling: dict, embedder, app, threads: int) -> str:
+    """What `serve` says when it starts: where, what, with what, and what a bare request gets."""
+    told = ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in sampling.items())
+    lines = [f"serving {name} at {address}" + (f", embeddings with {embedder.name}" if embedder else ""),
+             f"  {threads} thread(s); KV pool {engine.pool.num_blocks} blocks of {block_size} tokens",
+             f"  a request that leaves out sampling gets {told}",
+             "  routes: " + ", ".join(routes(app))]
+    return "\n".join(lines)
+
+
 def access_log(log_format: str) -> str | None:
     """The access log's form, its lines going to stderr as they are; None: off."""
     if log_format == "off":
@@ -90,10 +113,11 @@ def run(args) -> int:
         return run_replicas(args, flags)
     refuse_without_replicas(args, "routing")
     from ..engine import Engine, EngineConfig  # PyTorch: imported once the options are known to be good
+    from ..kernels.team import most_threads
     from ..packaged import model_id
     from ..pipeline import load
     from ..server import ServerConfig, build_app, make_server
-    from ..server.defaults import server_sampling
+    from ..server_defaults import server_sampling
 
     fp = load(args.model, device=args.device, storage=args.storage,
               kv_cache_dtype=args.kv_cache_dtype, progress=not args.json)
@@ -114,11 +138,11 @@ def run(args) -> int:
     address = f"http://{args.host}:{args.port}/v1"
     if args.json:
         print(json.dumps({"address": address, "model": name, "kv_blocks": engine.pool.num_blocks,
-                          "sampling": sampling}), flush=True)
+                          "sampling": sampling, "embedding_model": embedder.name if embedder else None,
+                          "threads": most_threads(), "routes": routes(app)}), flush=True)
     else:
-        told = ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in sampling.items())
-        print(f"serving {name} at {address} ({engine.pool.num_blocks} KV blocks of {args.block_size} tokens); a "
-              f"request that leaves out sampling gets {told}", file=sys.stderr, flush=True)
+        print(banner(name, address, engine, args.block_size, sampling, embedder, app, most_threads()), file=sys.stderr,
+              flush=True)
     # The engine runs in this thread, where the model was loaded (Engine.run says why); HTTP in another.
     http = threading.Thread(target=server.run, name="forwardpass-http", daemon=True)
     for sig in (signal.SIGINT, signal.SIGTERM):

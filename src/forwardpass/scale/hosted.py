@@ -22,7 +22,7 @@ class ReplicaSpec:
     api_key: str | None = None
     max_body_bytes: int = 1 << 20
     default_max_tokens: int = 1024
-    sampling_flags: dict = field(default_factory=dict)  # serve's sampling flags (None: not given; server/defaults.py)
+    sampling_flags: dict = field(default_factory=dict)  # serve's sampling flags (None: not given; server_defaults.py)
     embedding_model: str | None = None
     grace: float = 5.0
     board: str = "forwardpass-board"
@@ -44,7 +44,7 @@ class HostedEngine:
         from ..engine import Engine, EngineConfig
         from ..pipeline import load
         from ..server import ServerConfig, build_app
-        from ..server.defaults import server_sampling
+        from ..server_defaults import server_sampling
 
         s = self.spec
         try:

@@ -14,8 +14,8 @@ from pydantic_core import PydanticCustomError
 from ..constraints import Constraint
 from ..errors import ConstraintError
 from ..sampling import SamplingParams
+from ..server_defaults import applied
 from . import tools
-from .defaults import applied
 from .protocol import ChatMessage, Strict, Text, Tool, bounded
 
 # Fields of the Messages API forwardpass does not implement: a request carrying one is refused by name
@@ -206,7 +206,7 @@ class MessagesRequest(MessagesInput):
         return "output_config" if self.output_config is not None and self.tool_choice is None else "tool_choice"
 
     def sampling(self, functions: dict[str, dict], defaults: dict | None = None) -> SamplingParams:
-        """The request's sampling; `defaults`: the server's, for the fields it leaves out (server/defaults.py)."""
+        """The request's sampling; `defaults`: the server's, for the fields it leaves out (server_defaults.py)."""
         mode = self.tool_mode
         forced = None if mode in ("none", "auto") else mode
         schema = self.output_config.format if self.output_config is not None else None

@@ -12,8 +12,8 @@ from ..constraints import Constraint
 from ..errors import ConstraintError
 from ..sampling import SamplingParams
 from ..sampling_params import MAX_COUNT, MAX_SEED, RANGES
+from ..server_defaults import applied
 from . import tools
-from .defaults import applied
 
 # Fields of OpenAI's chat and completions requests that forwardpass does not implement, and why: a request that
 # carries one is refused with a 400 naming it, never served as if the field were absent. Any other field this
@@ -148,7 +148,7 @@ class SamplingFields(Strict):
 
     def sampling(self, max_tokens: int, logprobs: int | None, seed_offset: int = 0,
                  defaults: dict | None = None) -> SamplingParams:
-        """The request's sampling; `defaults`: the server's, for the fields it leaves out (server/defaults.py)."""
+        """The request's sampling; `defaults`: the server's, for the fields it leaves out (server_defaults.py)."""
         stop = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
         seed = None if self.seed is None else (self.seed + seed_offset) % (MAX_SEED + 1)
         return SamplingParams(

@@ -161,7 +161,7 @@ RECOMMENDED = {"general.sampling.temp": "temperature", "general.sampling.top_k":
 
 
 def recommended(fields: dict) -> dict:
-    """The sampling a GGUF file's metadata recommends, by request field name (server/defaults.py reads it)."""
+    """The sampling a GGUF file's metadata recommends, by request field name (server_defaults.py reads it)."""
     return {name: fields[key] for key, name in RECOMMENDED.items()
             if isinstance(fields.get(key), (int, float)) and not isinstance(fields.get(key), bool)}
 
