@@ -171,3 +171,24 @@ def test_threads_sets_the_most_a_step_runs(cli):
         assert run("--threads", "1") == run("--threads", "2") == run()
     finally:
         set_threads(None)  # the command set it for this whole (test) process
+
+
+def test_logprobs_come_as_token_text(smollm, cli):
+    """--logprobs N: a table of each chosen token's text, its log-probability and its N alternatives (text, not ids), in
+    generate and in chat; --json gives each id's text beside it."""
+    from forwardpass.loop import generate
+    from forwardpass.sampling import SamplingParams
+
+    want = generate(smollm, "The three primary colors are", SamplingParams(temperature=0, max_tokens=4, logprobs=2))
+    r = cli("generate", "The three primary colors are", "--max-tokens", "4", "--logprobs", "2", "--storage", "fp32")
+    assert r.returncode == 0, r.stderr  # (the fixture's storage: the same numbers)
+    for i, lp in enumerate(want.logprobs):
+        row = next(line for line in r.stdout.splitlines() if line.startswith(f"│ {i + 1} "))
+        assert repr(smollm.tokenizer.piece(lp.token_id)) in row and f"{lp.logprob:.3f}" in row
+        assert all(f"{smollm.tokenizer.piece(j)!r} {v:.2f}" in row for j, v in lp.top)
+    out = json.loads(cli("generate", "The three primary colors are", "--max-tokens", "4", "--logprobs", "2",
+                         "--storage", "fp32", "--json").stdout)
+    assert [e["token"] for e in out["logprobs"]] == [smollm.tokenizer.piece(i) for i in want.token_ids]
+    assert out["logprobs"][0]["top_tokens"] == [smollm.tokenizer.piece(i) for i, _ in want.logprobs[0].top]
+    chat = cli("chat", "--max-tokens", "3", "--logprobs", "1", stdin="Hi\n")
+    assert chat.returncode == 0 and "log-probabilities" in chat.stdout and "alternatives" in chat.stdout

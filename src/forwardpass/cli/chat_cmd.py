@@ -77,6 +77,7 @@ def run(args) -> int:
     from ..loop import Generation  # PyTorch: imported once the options are known to be good
     from ..packaged import model_id
     from ..pipeline import load
+    from .generate_cmd import print_logprobs
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
               kv_cache_dtype=args.kv_cache_dtype)
     if fp.tokenizer is None or not fp.tokenizer.chat_template:
@@ -124,3 +125,5 @@ def run(args) -> int:
                               "turn": len(messages) // 2}, ensure_ascii=False), flush=True)
         elif stop_reason != "interrupted":
             print(flush=True)
+            if g.result.logprobs:
+                print_logprobs(g.result.logprobs, fp.tokenizer)

@@ -18,6 +18,30 @@ def add_parser(sub):
     return p
 
 
+def with_pieces(report: dict, tokenizer) -> dict:
+    """--json's log-probabilities with each token's text beside its id (`token`, and `top_tokens` in `top`'s order)."""
+    for entry in report.get("logprobs") or []:
+        entry["token"] = tokenizer.piece(entry["token_id"])
+        entry["top_tokens"] = [tokenizer.piece(i) for i, _ in entry["top"]]
+    return report
+
+
+def print_logprobs(logprobs: list, tokenizer) -> None:
+    """--logprobs N as a table: each chosen token's text and log-probability, and its N likeliest alternatives."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(title="log-probabilities")
+    for column in ("#", "token", "logprob", "alternatives"):
+        t.add_column(column, justify="right" if column in ("#", "logprob") else "left")
+    for i, lp in enumerate(logprobs):
+        others = ", ".join(f"{tokenizer.piece(j)!r} {v:.2f}" for j, v in lp.top)
+        cells = (str(i + 1), repr(tokenizer.piece(lp.token_id)), f"{lp.logprob:.3f}", others)
+        t.add_row(*(Text(c) for c in cells))  # token text as it is, never read as markup
+    Console().print(t)
+
+
 def run(args) -> int:
     params = sampling_params(args)
     check_model(args)
@@ -35,9 +59,11 @@ def run(args) -> int:
             sys.stdout.flush()
     r = g.result
     if args.json:
-        print(json.dumps(r.to_dict(), ensure_ascii=False))
+        print(json.dumps(with_pieces(r.to_dict(), fp.tokenizer), ensure_ascii=False))
     else:
         print()
+        if r.logprobs:
+            print_logprobs(r.logprobs, fp.tokenizer)
         loop = f", loops with period {r.loop.period} from token {r.loop.start}" if r.loop else ""
         print(f"[{len(r.token_ids)} tokens, stop: {r.stop_reason}{loop}; prefill {r.prefill_tokens_per_s:.1f} tok/s, "
               f"decode {r.decode_tokens_per_s:.1f} tok/s, {r.mode}]", file=sys.stderr)
