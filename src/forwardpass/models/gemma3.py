@@ -6,11 +6,12 @@ rotary pairs in halves and carry no chat template."""
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 from ..config import ModelConfig
 from ..errors import UnsupportedModelError
 from . import llama
-from .family import Family, GGUFMetadata, TensorMap, stored
+from .family import Family, GGUFMetadata, TensorMap
 from .rope_scaling import rope_scaling
 
 SWITCHES = {"ffn": "geglu", "qk_norm": True, "embed_scale": True, "sandwich_norm": True}
@@ -69,12 +70,10 @@ def hf_config(c: dict, name: str, where: str) -> ModelConfig:
 def hf_tensors(config: ModelConfig, names: set[str]) -> TensorMap:
     """Llama's names, with a norm before and after each sublayer (Llama's "post-attention" norm is here the attention's
     post-norm), every norm stored as w for 1 + w."""
-    out = llama.hf_tensors(config, names)
-    for i in range(config.n_layers):
-        p, b = f"model.layers.{i}.", f"blocks.{i}."
-        out[b + "attn_post_norm.weight"] = stored(p + "post_attention_layernorm.weight")
-        out[b + "ffn_norm.weight"] = stored(p + "pre_feedforward_layernorm.weight")
-        out[b + "ffn_post_norm.weight"] = stored(p + "post_feedforward_layernorm.weight")
+    out = llama.per_layer(llama.hf_tensors(config, names), config.n_layers, "model.layers.{}.", {
+        "attn_post_norm.weight": "post_attention_layernorm.weight",
+        "ffn_norm.weight": "pre_feedforward_layernorm.weight",
+        "ffn_post_norm.weight": "post_feedforward_layernorm.weight"})
     return {ours: replace(s, add_one=True) if "norm" in ours else s for ours, s in out.items()}  # norm_f, q_norm …
 
 
@@ -87,15 +86,9 @@ def gguf_config(meta: GGUFMetadata) -> ModelConfig:
         local_rope_theta=LOCAL_ROPE_THETA, layer_types=every_nth_full(config.n_layers, SLIDING_PATTERN), **SWITCHES)
 
 
-def gguf_tensors(config: ModelConfig, names: set[str]) -> TensorMap:
-    """Llama's names, rotary pairs in halves, and each sublayer's post-norm."""
-    tensors = llama.gguf_tensors(config, names, interleaved=False)
-    for i in range(config.n_layers):
-        p, b = f"blk.{i}.", f"blocks.{i}."
-        tensors[b + "attn_post_norm.weight"] = stored(p + "post_attention_norm.weight")
-        tensors[b + "ffn_post_norm.weight"] = stored(p + "post_ffw_norm.weight")
-    return tensors
-
+# GGUF: Llama's names, rotary pairs in halves, and each sublayer's post-norm
+POST_NORMS = {"attn_post_norm.weight": "post_attention_norm.weight", "ffn_post_norm.weight": "post_ffw_norm.weight"}
 
 GEMMA3 = Family("Gemma 3", model_type="gemma3_text", hf_config=hf_config, hf_tensors=hf_tensors, gguf_arch="gemma3",
-                gguf_config=gguf_config, gguf_tensors=gguf_tensors, chat_template=CHAT_TEMPLATE)
+                gguf_config=gguf_config, gguf_tensors=partial(llama.gguf_tensors, interleaved=False, own=POST_NORMS),
+                chat_template=CHAT_TEMPLATE)

@@ -95,9 +95,19 @@ def gguf_config(meta: GGUFMetadata) -> ModelConfig:
     )
 
 
-def gguf_tensors(config: ModelConfig, names: set[str], *, interleaved: bool = True) -> TensorMap:
+def per_layer(tensors: TensorMap, n_layers: int, layer: str, own: dict[str, str]) -> TensorMap:
+    """`tensors` with a family's own tensors of every layer added, or put in place of Llama's: `own` maps the engine's
+    name inside block i to the file's inside layer i, whose names start with `layer` (formatted with i)."""
+    for i in range(n_layers):
+        tensors |= {f"blocks.{i}.{ours}": stored(layer.format(i) + theirs) for ours, theirs in own.items()}
+    return tensors
+
+
+def gguf_tensors(config: ModelConfig, names: set[str], *, interleaved: bool = True,
+                 own: dict[str, str] | None = None) -> TensorMap:
     """llama.cpp's names (blk.N.attn_q.weight …) → the engine's: Q, K and V joined, gate and up joined. `interleaved`:
-    llama.cpp's converter interleaved Q's and K's rotary pairs (Llama's files; Gemma's keep them in halves)."""
+    llama.cpp's converter interleaved Q's and K's rotary pairs (Llama's files; Gemma's keep them in halves). `own`: a
+    family's own tensors of each layer (`per_layer`)."""
     tensors = {"tok_embeddings.weight": stored("token_embd.weight"), "norm_f.weight": stored("output_norm.weight")}
     if not config.tied_embeddings:
         tensors["lm_head.weight"] = stored("output.weight")
@@ -115,7 +125,7 @@ def gguf_tensors(config: ModelConfig, names: set[str], *, interleaved: bool = Tr
         tensors[b + "ffn.down.weight"] = stored(p + "ffn_down.weight")
     if "rope_freqs.weight" in names:  # Llama 3's RoPE scaling, as divisors of each frequency
         tensors["rope.freq_factors"] = stored("rope_freqs.weight")
-    return tensors
+    return per_layer(tensors, config.n_layers, "blk.{}.", own or {})
 
 
 LLAMA = Family("Llama", model_type="llama", hf_config=partial(hf_config, kind="llama"), hf_tensors=hf_tensors,

@@ -11,7 +11,7 @@ from functools import partial
 from ..config import ModelConfig
 from ..errors import UnsupportedModelError
 from . import llama
-from .family import Family, GGUFMetadata, TensorMap, stored
+from .family import Family, GGUFMetadata
 
 LONGROPE = ("rope_factors_long.weight", "rope_factors_short.weight")  # the converter's long-context RoPE factors
 
@@ -24,17 +24,11 @@ def gguf_config(meta: GGUFMetadata) -> ModelConfig:
     return llama.gguf_config(meta).with_(sliding_window=meta.get("attention.sliding_window", 0) or None)
 
 
-def gguf_tensors(config: ModelConfig, names: set[str]) -> TensorMap:
-    """Llama's names, with Q, K, V in one tensor and gate, up in one ffn_up (gate rows first)."""
-    tensors = llama.gguf_tensors(config, names, interleaved=False)
-    for i in range(config.n_layers):
-        p, b = f"blk.{i}.", f"blocks.{i}."
-        tensors[b + "attn.qkv.weight"] = stored(p + "attn_qkv.weight")
-        tensors[b + "ffn.gate_up.weight"] = stored(p + "ffn_up.weight")
-    return tensors
-
+# Llama's names, with Q, K, V in one tensor and gate, up in one ffn_up (gate rows first)
+FUSED = {"attn.qkv.weight": "attn_qkv.weight", "ffn.gate_up.weight": "ffn_up.weight"}
 
 PHI3 = Family("Phi-3", model_type="phi3",
               hf_config=partial(llama.hf_config, kind="phi3", window=True, own_head_dim=True),
               hf_tensors=partial(llama.hf_tensors, fused_qkv=True, fused_gate_up=True),
-              gguf_arch="phi3", gguf_config=gguf_config, gguf_tensors=gguf_tensors)
+              gguf_arch="phi3", gguf_config=gguf_config,
+              gguf_tensors=partial(llama.gguf_tensors, interleaved=False, own=FUSED))
