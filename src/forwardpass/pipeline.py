@@ -144,15 +144,11 @@ class LoadedModel:
         """Continue `prompt` (text or ids): the GenerationResult (`.text`, `.token_ids`, `.stop_reason`, …), or with
         `stream` a Generation to iterate for text as it comes (then `.result`). `sampling`: SamplingParams' fields
         (`temperature=0` greedy, `max_tokens`, `stop`, `seed`, …)."""
-        from .loop import Generation
+        from .loop import Generation, generate
         from .sampling import SamplingParams
 
-        generation = Generation(self, prompt, SamplingParams(**sampling))
-        if stream:
-            return generation
-        for _ in generation:
-            pass
-        return generation.result
+        params = SamplingParams(**sampling)
+        return Generation(self, prompt, params) if stream else generate(self, prompt, params)
 
     def chat(self, messages: list[dict], stream: bool = False, **sampling):
         """The assistant's reply to `messages` ({"role", "content"} dicts, as the chat API takes them), rendered through

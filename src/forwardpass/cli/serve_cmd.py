@@ -104,11 +104,10 @@ def run(args) -> int:
         raise ForwardpassError(f"--kv-cache-gib must be a positive number, got {args.kv_cache_gib}")
     if args.ray_address is None:  # a joined cluster's Serve listens on its own node, perhaps on this port already
         check_listen(args.host, args.port)
-    flags = server_flags(args)
-    origins(args.cors_origins)
+    flags, cors = server_flags(args), origins(args.cors_origins)
     check_model(args)  # (with replicas, the path must exist on every node: here too)
     if args.replicas is not None:
-        if args.cors_origins:
+        if cors:
             raise ForwardpassError("--cors-origins applies to one server, not yet to --replicas")
         return run_replicas(args, flags)
     refuse_without_replicas(args, "routing")
@@ -132,7 +131,7 @@ def run(args) -> int:
         embedder = load_embedder(None if args.embedding_model == "default" else args.embedding_model, args.device)
     sampling = server_sampling(flags, fp.metadata.get("sampling", {}))
     app = build_app(engine, ServerConfig(name, args.api_key, args.max_body_bytes, args.default_max_tokens,
-                                         sampling=sampling, cors_origins=origins(args.cors_origins),
+                                         sampling=sampling, cors_origins=cors,
                                          access_log=access_log(args.log_format)), embedder)
     server = make_server(app, engine, args.host, args.port, args.shutdown_grace)
     address = f"http://{args.host}:{args.port}/v1"
