@@ -1,6 +1,7 @@
 """The native step (engine/native.py) against the PyTorch blocks it stands in for, over the engine's paged pool (a
 single sequence is a pool of one): the same logits and the same K and V in every storage mode, on odd widths, with
-biases, any grouped-query grouping and every family it runs, over float32 and float16 pools; the greedy token torch's
+biases, any grouped-query grouping and every family it runs, over float32, float16 and q8_0 pools; the greedy token
+torch's
 argmax picks; the same bits for a row alone or batched, for a greedy burst or its steps one by one, and on any thread
 team; one workspace per thread, reused; refusals (a slot outside the pool, a token outside the vocabulary, a burst
 that does not fit) that touch nothing, in Python and in the kernel itself; and the step unbound (the blocks run) by
@@ -29,6 +30,7 @@ from forwardpass.engine.runner import Runner, native_step
 from forwardpass.errors import InvariantError, TokenIdError
 from forwardpass.kernels.abi import Batch, Model
 from forwardpass.kernels.team import TeamSize, set_threads
+from forwardpass.kv_q8_0 import Q8_0, dequantize
 from forwardpass.loop import generate
 from forwardpass.model import RotaryEmbedding
 from forwardpass.quant import HalfLinear, store_linears
@@ -72,11 +74,14 @@ def widened(model: Transformer) -> Transformer:
 # path rounds activations to bf16 too; the native step keeps them float32, so it meets a widened copy exactly
 # (every token a decode step then, the first one too: no prompt is prefilled). A float16 pool rounds each new pair
 # as it is stored, in both paths; a pair whose float32 values differ in the last bit now and then rounds the other
-# way (one binary16 step), and the two runs' later steps read those pairs: their logits drift further apart.
+# way (one binary16 step), and the two runs' later steps read those pairs: their logits drift further apart. A q8_0
+# pool the same, a step being 1/127 of its block's largest number: in fp32 the two paths stored the same bytes here
+# (logits within 2e-5); `stored`'s 15-bit activations move some numbers across a step's edge (logits within 0.16).
 @pytest.mark.parametrize("storage,tol,kv", [("fp32", 1e-4, torch.float32), ("fp16", 1e-4, torch.float32),
                                             ("bf16", 1e-4, torch.float32), ("int8", 0.05, torch.float32),
                                             ("q4", 0.05, torch.float32), ("stored", 0.05, torch.float32),
-                                            ("fp32", 0.03, torch.float16), ("stored", 0.05, torch.float16)])
+                                            ("fp32", 0.03, torch.float16), ("stored", 0.05, torch.float16),
+                                            ("fp32", 1e-4, Q8_0), ("stored", 0.25, Q8_0)])
 def test_the_step_equals_the_blocks_on_the_real_model(smollm, storage, tol, kv):
     fp = smollm if storage == "fp32" else forwardpass.load(storage=storage)
     ids = smollm.encode("The capital of France is Paris. The capital of Germany is")
@@ -90,6 +95,9 @@ def test_the_step_equals_the_blocks_on_the_real_model(smollm, storage, tol, kv):
     assert torch.equal(got.argmax(-1), want.argmax(-1))
     for held, ref in ((pool.k, reference.k), (pool.v, reference.v)):  # rounding grows with the values
         assert held.dtype == ref.dtype == kv
+        if kv == Q8_0:  # a step, and in `stored` the drift earlier steps' different pairs leave (up to 0.04 here)
+            assert q8_close(held, ref, tol / 5)
+            continue
         held, ref = held.float(), ref.float()
         step = 2**-10 if kv == torch.float16 else 2e-6  # binary16's step at the largest value, or float32 rounding
         assert (held - ref).abs().max().item() < tol / 10 + step * ref.abs().max().item()
@@ -139,6 +147,15 @@ def tiny_llama(bias: bool, n_heads: int = 3, n_kv_heads: int = 1) -> Transformer
 
 def close(got: torch.Tensor, want: torch.Tensor, rel: float = 1e-3) -> bool:
     return (got.float() - want.float()).abs().max().item() < rel * want.float().abs().max().item()
+
+
+def q8_close(got: torch.Tensor, want: torch.Tensor, apart: float = 0.0) -> bool:
+    """Two q8_0 pools' numbers within a step of `want`'s block (its scale) of each other, beyond `apart` (how far the
+    two paths' float32 numbers may be): a number can round to the neighbouring step (1), its block's scale to the
+    neighbouring binary16 (at most 127 × 2^-11 ≈ 0.06 steps more)."""
+    scale = want.unflatten(-1, (-1, 34))[..., :2].contiguous().view(torch.float16).float()  # (..., blocks, 1)
+    diff = (dequantize(got) - dequantize(want)).unflatten(-1, (-1, 32)).abs()
+    return bool((diff <= 1.07 * scale + apart).all())
 
 
 @pytest.mark.parametrize("storage", [None, torch.float16, torch.bfloat16, 8, 4])
@@ -207,12 +224,12 @@ def test_rope_tables_fill_as_positions_are_reached():
 
 
 def test_the_step_binds_only_where_it_applies(smollm):
-    """binds(pool): a float32 or float16 pool on the CPU, and a model neither in checked mode (which proves the
+    """binds(pool): a float32, float16 or q8_0 pool on the CPU, and a model neither in checked mode (which proves the
     blocks' writes) nor in the W-residual counterfactual; the runner takes the blocks wherever it does not bind."""
     model, step = smollm.model, native_step(smollm.model)
-    pools = {dtype: BlockPool(model.config, 1, 16, dtype) for dtype in (torch.float32, torch.float16, torch.bfloat16,
-                                                                         torch.float64)}
-    assert step.binds(pools[torch.float32]) and step.binds(pools[torch.float16])
+    pools = {dtype: BlockPool(model.config, 1, 16, dtype) for dtype in (torch.float32, torch.float16, Q8_0,
+                                                                         torch.bfloat16, torch.float64)}
+    assert step.binds(pools[torch.float32]) and step.binds(pools[torch.float16]) and step.binds(pools[Q8_0])
     assert not step.binds(pools[torch.bfloat16]) and not step.binds(pools[torch.float64])
     pool = pools[torch.float32]
     runner = Runner(model, pool)
@@ -458,9 +475,10 @@ def test_the_team_drops_a_thread_without_its_cores_and_tries_one_back(monkeypatc
     assert size.threads == 1
 
 
-def prefilled(model, ids: list[int], slots: int, block_size: int = 16) -> tuple[BlockPool, list[int]]:
+def prefilled(model, ids: list[int], slots: int, block_size: int = 16,
+              kv: torch.dtype = torch.float32) -> tuple[BlockPool, list[int]]:
     """A pool of one with room for `slots` pairs, `ids` prefilled into it through the PyTorch blocks."""
-    pool, table = pool_of_one(model, slots, block_size=block_size)
+    pool, table = pool_of_one(model, slots, kv, block_size)
     with torch.inference_mode():
         Runner(model, pool).prefill([(ids, table, 0)])
     return pool, table
@@ -485,16 +503,16 @@ def slots(t: torch.Tensor, n: int) -> torch.Tensor:
     return t.permute(0, 2, 1, 3, 4).reshape(layers, heads, blocks * size, dim)[:, :, :n]
 
 
-@pytest.mark.parametrize("storage", [None, 4])
-def test_greedy_bursts_are_single_steps_back_to_back(storage):
+@pytest.mark.parametrize("storage,kv", [(None, torch.float32), (4, torch.float32), (4, Q8_0)])
+def test_greedy_bursts_are_single_steps_back_to_back(storage, kv):
     """n greedy steps in one native call: the same ids, the same last logits and the same pool, bit for bit, as
     n calls of one step; a stop id ends the burst after it is chosen, without feeding it, and decoding goes on from
     it as if the burst had never stopped."""
     model = bound(tiny_llama(False), storage)
     step = native_step(model)
-    want_pool, table = prefilled(model, [1, 2], 32)
+    want_pool, table = prefilled(model, [1, 2], 32, kv=kv)
     want_logits, want = one_by_one(step, want_pool, table, 5, 2, 12)
-    got_pool, table = prefilled(model, [1, 2], 32)
+    got_pool, table = prefilled(model, [1, 2], 32, kv=kv)
     with torch.inference_mode():
         got_logits, got = step.decode(got_pool, [5], [2], [table], 12)
     assert got == [want] and len(set(want)) > 3
@@ -502,7 +520,7 @@ def test_greedy_bursts_are_single_steps_back_to_back(storage):
     assert same_bits(got_pool.k, want_pool.k) and same_bits(got_pool.v, want_pool.v)
     stop = want[6]
     first = want.index(stop) + 1
-    pool, table = prefilled(model, [1, 2], 32)
+    pool, table = prefilled(model, [1, 2], 32, kv=kv)
     with torch.inference_mode():
         _, chosen = step.decode(pool, [5], [2], [table], 12, (299, stop))
     assert chosen == [want[:first]]
@@ -560,12 +578,15 @@ def paged_rows(model, pool: BlockPool) -> tuple[list[list[int]], list[int]]:
                                                      (torch.bfloat16, 4, torch.float32), (8, 4, torch.float32),
                                                      (4, 4, torch.float32), (None, 5, torch.float32),
                                                      (4, 16, torch.float32), (None, 4, torch.float16),
-                                                     (4, 5, torch.float16)])
+                                                     (4, 5, torch.float16), (None, 4, Q8_0), (4, 5, Q8_0),
+                                                     (8, 16, Q8_0)])
 def test_batched_rows_equal_the_blocks(storage, block_size, kv):
     """Rows at different lengths over scattered and shared blocks give, row by row, the PyTorch blocks' logits over
     the same pool, and write the same new K and V into each row's own slot. Block sizes of every kind: a power of
-    two (slots found by a shift) or not (by a division); pools of float32 or float16 pairs (each new pair rounded as
-    it is stored, the row's own one included)."""
+    two (slots found by a shift) or not (by a division); pools of float32, float16 or q8_0 pairs (each new pair rounded
+    as it is stored, the row's own one included). With integer weights, a new pair's q8_0 value a step apart (its
+    float32 numbers straddling a step's edge) moves these large random weights' logits by up to 2e-3 of their
+    largest; with float32 weights the two paths store the same bytes (4e-7)."""
     model = bound(tiny_llama(False), storage)
     pool = BlockPool(model.config, num_blocks=12, block_size=block_size, dtype=kv)
     tables, lengths = paged_rows(model, pool)
@@ -581,13 +602,16 @@ def test_batched_rows_equal_the_blocks(storage, block_size, kv):
         want, _ = plain(torch.tensor([[t] for t in tokens]), PagedBatch(reference, tables, lengths))
     want = want[:, 0]
     assert got.shape == want.shape == (3, 300)
-    assert close(got, want)
+    assert close(got, want, 5e-3 if kv == Q8_0 and storage is not None else 1e-3)
     assert chosen == [[int(row.argmax())] for row in got]
     assert torch.equal(got.argmax(-1), want.argmax(-1))
+    assert pool.k.dtype == reference.k.dtype == kv
+    if kv == Q8_0:
+        assert q8_close(pool.k, reference.k) and q8_close(pool.v, reference.v)
+        return
     tol = 1e-3 * max(reference.k.float().abs().max().item(), reference.v.float().abs().max().item())
     assert (pool.k.float() - reference.k.float()).abs().max().item() < tol
     assert (pool.v.float() - reference.v.float()).abs().max().item() < tol
-    assert pool.k.dtype == reference.k.dtype == kv
 
 
 def assert_rows_as_alone(model, tokens: list[int]) -> None:

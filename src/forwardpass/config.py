@@ -9,7 +9,9 @@ from .errors import ForwardpassError
 
 # how a model's weights are held: as the file stores them, a float dtype, or re-quantized into 8- or 4-bit blocks
 STORAGE_MODES = ("stored", "fp32", "bf16", "fp16", "int8", "q4")
-KV_CACHE_DTYPES = ("auto", "float32", "float16")  # the engine's KV pool: the model's dtype, or one of these
+# the engine's KV pool: auto (float16 for quantized weights, else the model's dtype), or one of these; q8_0: blocks of
+# 32 int8 values with a float16 scale each (kv_q8_0.py)
+KV_CACHE_DTYPES = ("auto", "float32", "float16", "q8_0")
 
 
 @dataclass(frozen=True)

@@ -139,11 +139,11 @@ def weight_bytes(c: ModelConfig, dtype: str = "fp16") -> float:
 
 def kv_bytes_per_token(c: ModelConfig, dtype: str = "fp16") -> int:
     """2 (K and V) × n_layers × n_kv_heads × head_dim × bytes per element (grouped-query attention
-    stores n_kv_heads, not n_heads)."""
-    element = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}.get(dtype)
+    stores n_kv_heads, not n_heads; q8_0: 34 bytes per block of 32 numbers)."""
+    element = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "q8_0": 34 / 32}.get(dtype)
     if element is None:
-        raise ForwardpassError(f"KV cache storage must be fp32, fp16, bf16 or int8, not {dtype!r}")
-    return 2 * c.n_layers * c.kv_heads * c.head_dim * element
+        raise ForwardpassError(f"KV cache storage must be fp32, fp16, bf16, int8 or q8_0, not {dtype!r}")
+    return int(2 * c.n_layers * c.kv_heads * c.head_dim * element)
 
 
 def kv_bytes(c: ModelConfig, tokens: int, dtype: str = "fp16", sequences: int = 1) -> int:

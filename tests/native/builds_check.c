@@ -158,7 +158,8 @@ int main(void) {
     for (int i = 0; i < PAST * HD; i++) keys[i] = uniform(-1.f, 1.f), values[i] = uniform(-1.f, 1.f);
     for (int i = 0; i < HD; i++) k_new[i] = uniform(-1.f, 1.f), v_new[i] = uniform(-1.f, 1.f);
     static const int one_block[1] = {0};  // the cache as one block of 32 slots (PAST of them held)
-    const Rows k = {keys, HD, 32 * HD, one_block, 32, 5, 0}, vr = {values, HD, 32 * HD, one_block, 32, 5, 0};
+    const Rows k = {(char *)keys, 4 * HD, 4 * 32 * HD, one_block, 32, 5, KV_F32};
+    const Rows vr = {(char *)values, 4 * HD, 4 * 32 * HD, one_block, 32, 5, KV_F32};
     attend_group(q, HEADS, &k, &vr, PAST, k_new, v_new, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
     print("close", "attention", out, HEADS * HD);
     print("close", "attention-top", top, HEADS);
@@ -166,11 +167,42 @@ int main(void) {
     static uint16_t half_keys[PAST * HD], half_values[PAST * HD], half_k_new[HD], half_v_new[HD];  // a binary16 cache
     floats_to_halves(keys, half_keys, PAST * HD), floats_to_halves(values, half_values, PAST * HD);
     floats_to_halves(k_new, half_k_new, HD), floats_to_halves(v_new, half_v_new, HD);
-    const Rows hk = {half_keys, HD, 32 * HD, one_block, 32, 5, 1}, hv = {half_values, HD, 32 * HD, one_block, 32, 5, 1};
+    const Rows hk = {(char *)half_keys, 2 * HD, 2 * 32 * HD, one_block, 32, 5, KV_F16};
+    const Rows hv = {(char *)half_values, 2 * HD, 2 * 32 * HD, one_block, 32, 5, KV_F16};
     attend_group(q, HEADS, &hk, &hv, PAST, half_k_new, half_v_new, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
     print("close", "attention-half", out, HEADS * HD);
     print("close", "attention-half-top", top, HEADS);
     print("close", "attention-half-total", total, HEADS);
+    enum { Q8_ROW = HD / BLOCK * KV_BLOCK_BYTES };  // a q8_0 cache: each row as blocks of an fp16 scale and 32 bytes
+    static uint8_t q8_keys[PAST * Q8_ROW], q8_values[PAST * Q8_ROW], q8_k_new[Q8_ROW], q8_v_new[Q8_ROW];
+    for (int j = 0; j < PAST; j++) {
+        kv_encode(KV_Q8_0, keys + j * HD, q8_keys + j * Q8_ROW, HD);
+        kv_encode(KV_Q8_0, values + j * HD, q8_values + j * Q8_ROW, HD);
+    }
+    kv_encode(KV_Q8_0, k_new, q8_k_new, HD), kv_encode(KV_Q8_0, v_new, q8_v_new, HD);
+    const Rows qk = {(char *)q8_keys, Q8_ROW, 32 * Q8_ROW, one_block, 32, 5, KV_Q8_0};
+    const Rows qv = {(char *)q8_values, Q8_ROW, 32 * Q8_ROW, one_block, 32, 5, KV_Q8_0};
+    attend_group(q, HEADS, &qk, &qv, PAST, q8_k_new, q8_v_new, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
+    print("close", "attention-q8_0", out, HEADS * HD);
+    print("close", "attention-q8_0-top", top, HEADS);
+    print("close", "attention-q8_0-total", total, HEADS);
+
+    // numbers → q8_0 blocks → numbers, as a q8_0 cache stores and reads keys and values: blocks of every magnitude
+    // (binary16's subnormal scales, its largest), a zero block, ties, values past 127 × the rounded scale
+    enum { Q8_IN = 64 * BLOCK };
+    static float q8_in[Q8_IN], q8_out[Q8_IN];
+    static uint8_t q8_blocks[Q8_IN / BLOCK * KV_BLOCK_BYTES];
+    for (int i = 0; i < Q8_IN; i++) {
+        const int block = i / BLOCK;
+        q8_in[i] = block == 0 ? 0.f : block == 1 ? (float)(i % BLOCK - 16) * 0.5f
+                 : ldexpf(uniform(-1.f, 1.f), block % 48 - 30);  // 2^-30 … 2^17
+    }
+    q8_in[3 * BLOCK] = ldexpf(127.f, -24) * 1.0004f;  // a scale that rounds down: max / scale just past 127
+    q8_0_encode(q8_in, q8_blocks, Q8_IN);
+    for (int i = 0; i < Q8_IN; i += LANES)
+        v_store(q8_out + i, kv_load(q8_blocks + i / BLOCK * KV_BLOCK_BYTES, KV_Q8_0, i % BLOCK));
+    print("exact", "q8_0-in", q8_in, Q8_IN);
+    print("exact", "q8_0-out", q8_out, Q8_IN);
     printf("isa %s\n", kernel_isa());
     return 0;
 }

@@ -7,8 +7,8 @@ blocks in one call: RMSNorm, Q/K/V, RoPE, the cache append, grouped-query attent
 SwiGLU, the residual adds, the final norm and the unembedding, with the switches other families declare
 (QK-norm, sandwich norms, GeGLU, scaled embeddings, per-layer sliding windows and RoPE tables, the attention
 scale): Qwen2/3, Mistral, Phi-3 and Gemma 3 decode through it as Llama does. It reads the model's own tensors
-(float32, or int8/q4 blocks) and writes into the pool's blocks (float32 or float16 pairs), so prefill (the PyTorch
-blocks) and decode (native) share one cache. It applies on the CPU to a float32 model; everything else takes the
+(float32, or int8/q4 blocks) and writes into the pool's blocks (float32, float16 or q8_0 pairs), so prefill (the
+PyTorch blocks) and decode (native) share one cache. It applies on the CPU to a float32 model; everything else takes the
 PyTorch blocks.
 """
 
@@ -23,12 +23,14 @@ from torch import nn
 
 from .. import kernels
 from ..errors import InvariantError, TokenIdError
-from ..kernels.abi import Batch, Layer, Linear, Model
+from ..kernels.abi import KV_F16, KV_F32, KV_Q8_0, Batch, Layer, Linear, Model
 from ..kernels.team import TeamSize, most_threads
+from ..kv_q8_0 import Q8_0
 from ..quant import HalfLinear, QuantizedEmbedding, QuantizedLinear
 from .paged import BlockPool
 
 _i = ctypes.c_int
+KV_FORMAT = {torch.float32: KV_F32, torch.float16: KV_F16, Q8_0: KV_Q8_0}  # a pool's dtype → abi.h's Batch.kv
 
 
 class _Workspace(threading.local):
@@ -190,9 +192,9 @@ class NativeStep:
         return self.fits(pool) and self.ready()
 
     def fits(self, pool: BlockPool) -> bool:
-        """A float32 or float16 block pool on the CPU (engine/paged.py) the step reads and writes, and the model's
-        tensors where they were when the step was bound (`bound`)."""
-        return (pool.k.dtype in (torch.float32, torch.float16) and pool.k.device.type == "cpu"
+        """A block pool of float32, float16 or q8_0 pairs on the CPU (engine/paged.py) the step reads and writes, and
+        the model's tensors where they were when the step was bound (`bound`)."""
+        return (pool.k.dtype in KV_FORMAT and pool.k.device.type == "cpu"
                 and all(getattr(o(), name, None) is v for o, name, v in self.bound))
 
     def ready(self) -> bool:
@@ -228,7 +230,7 @@ class NativeStep:
         batch = Batch(rows=rows, tokens=ctypes.addressof(token_ids), positions=ctypes.addressof(held),
                       lengths=ctypes.addressof(held), k=pool.k.data_ptr(), v=pool.v.data_ptr(),
                       slots=pool.num_blocks * pool.block_size, block_size=pool.block_size, max_blocks=most,
-                      tables=ctypes.addressof(flat), half=int(pool.k.dtype == torch.float16))
+                      tables=ctypes.addressof(flat), kv=KV_FORMAT[pool.k.dtype])
         chosen = (_i * (n * rows))()
         done = kernels.library().decode_batch(ctypes.byref(spec), ctypes.byref(batch), n, stops, len(stop),
                                               logits.data_ptr(), chosen)

@@ -12,6 +12,7 @@ import torch
 
 from ..config import ModelConfig
 from ..errors import ContextLengthError, InvariantError
+from ..kv_q8_0 import Q8_0, dequantize, quantize, row_bytes
 
 
 def zeroed(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
@@ -29,17 +30,19 @@ def zeroed(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device | st
 class BlockPool:
     """K and V for `num_blocks` blocks of `block_size` token slots, every layer.
 
-    k, v: (n_layers, num_blocks, n_kv_heads, block_size, head_dim). Within a block each K/V head's slots lie
-    together, so attention, which reads one head's keys position after position, reads memory in one stream (with
-    the heads interleaved slot by slot, a 3-head model's long-context decode read about three times the bytes it
-    used)."""
+    k, v: (n_layers, num_blocks, n_kv_heads, block_size, head_dim) in `dtype` (float32, float16, …), or with dtype
+    Q8_0 (n_layers, num_blocks, n_kv_heads, block_size, head_dim / 32 × 34) bytes, each slot's row as q8_0 blocks
+    (kv_q8_0.py). Within a block each K/V head's slots lie together, so attention, which reads one head's keys
+    position after position, reads memory in one stream (with the heads interleaved slot by slot, a 3-head model's
+    long-context decode read about three times the bytes it used)."""
 
     def __init__(self, config: ModelConfig, num_blocks: int, block_size: int = 16, dtype: torch.dtype = torch.float32,
                  device: torch.device | str = "cpu", prefix_caching: bool = True):
         if num_blocks <= 0 or block_size <= 0:
             raise ContextLengthError(f"a block pool needs blocks > 0 and block_size > 0, got {num_blocks} and "
                                      f"{block_size}")
-        shape = (config.n_layers, num_blocks, config.kv_heads, block_size, config.head_dim)
+        width = row_bytes(config.head_dim, dtype) if dtype == Q8_0 else config.head_dim  # q8_0: whole blocks only
+        shape = (config.n_layers, num_blocks, config.kv_heads, block_size, width)
         try:
             self.k, self.v = zeroed(shape, dtype, device), zeroed(shape, dtype, device)
         except (OSError, MemoryError, RuntimeError) as e:  # the system's refusal (CUDA's is a RuntimeError)
@@ -57,8 +60,8 @@ class BlockPool:
 
     @staticmethod
     def block_bytes(config: ModelConfig, block_size: int, dtype: torch.dtype) -> int:
-        """Bytes of K and V one block holds, every layer."""
-        return 2 * config.n_layers * config.kv_heads * config.head_dim * block_size * dtype.itemsize
+        """Bytes of K and V one block holds, every layer (`dtype` Q8_0: its blocks' bytes, scales included)."""
+        return 2 * config.n_layers * config.kv_heads * block_size * row_bytes(config.head_dim, dtype)
 
     @property
     def used(self) -> int:
@@ -185,21 +188,24 @@ class PagedBatch:
         return positions
 
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Store the real new pairs in their blocks (rounded to the pool's dtype); return each row's pairs as the pool
-        holds them, in k's dtype (batch, n_kv_heads, end, head_dim)."""
+        """Store the real new pairs in their blocks (rounded to the pool's dtype, or quantized to q8_0 blocks); return
+        each row's pairs as the pool holds them, in k's dtype (batch, n_kv_heads, end, head_dim)."""
         pool_k, pool_v = self.pool.k[layer], self.pool.v[layer]  # (num_blocks, n_kv_heads, block_size, head_dim)
         (rb, ro), (wb, wo) = self.read_at, self.write_at
         held = [(rb[b, :n], ro[b, :n]) for b, n in enumerate(self.lengths)] if self.checked else None
         before = [(pool_k[b, :, o].clone(), pool_v[b, :, o].clone()) for b, o in held] if held else None
-        pool_k[wb, :, wo] = k.transpose(1, 2)[self.rows, self.cols].to(pool_k.dtype)  # (N, n_kv_heads, head_dim)
-        pool_v[wb, :, wo] = v.transpose(1, 2)[self.rows, self.cols].to(pool_v.dtype)
+        store = quantize if pool_k.dtype == Q8_0 else lambda x: x.to(pool_k.dtype)
+        pool_k[wb, :, wo] = store(k.transpose(1, 2)[self.rows, self.cols])  # (N, n_kv_heads, head_dim)
+        pool_v[wb, :, wo] = store(v.transpose(1, 2)[self.rows, self.cols])
         if before is not None:
             for row, ((b, o), (k_before, v_before)) in enumerate(zip(held, before, strict=True)):
                 if not (torch.equal(pool_k[b, :, o], k_before) and torch.equal(pool_v[b, :, o], v_before)):
                     raise InvariantError(f"layer {layer}: appending to sequence {row} rewrote a (K, V) pair it "
                                          f"already held (its block table sends a new pair onto an old one)")
-        keys, values = pool_k[rb, :, ro].transpose(1, 2), pool_v[rb, :, ro].transpose(1, 2)  # (batch, end, …) → …
-        return keys.to(k.dtype), values.to(v.dtype)
+        keys, values = pool_k[rb, :, ro], pool_v[rb, :, ro]  # (batch, end, n_kv_heads, head_dim or its blocks' bytes)
+        if pool_k.dtype == Q8_0:
+            keys, values = dequantize(keys, k.dtype), dequantize(values, v.dtype)
+        return keys.transpose(1, 2).to(k.dtype), values.transpose(1, 2).to(v.dtype)
 
     def commit(self) -> None:
         self.lengths = [length + n for length, n in zip(self.lengths, self._pending, strict=True)]

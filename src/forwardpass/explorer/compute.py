@@ -404,7 +404,7 @@ def loop_cost(fp: LoadedModel, prompt_tokens: int, new: int) -> dict:
     if not (1 <= prompt_tokens and 1 <= new and prompt_tokens + new <= c.context_length):
         raise refuse("context_fit", "prompt + new tokens must fit the context", context=c.context_length)
     context = prompt_tokens + new
-    kv = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}[fp.kv_dtype()]
+    kv = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "q8_0": "q8_0"}[fp.kv_format()]
     here, weights = measure(), weight_bytes(fp)
     line = {name: LOOP[i][0].strip() for i, name in enumerate(["tokens", "cache", "while", "x", "model", "softmax"])}
     model_line, calls = line["model"], new - 1  # the prefill chooses the first token, one call each after it

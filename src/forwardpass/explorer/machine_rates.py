@@ -114,7 +114,7 @@ def model_cache(fp: LoadedModel, context: int | None = None) -> dict:
     per_token = BlockPool.block_bytes(c, 1, fp.kv_dtype())
     weights = weight_bytes(fp)
     per_sequence = per_token * context
-    return {"kv_dtype": str(fp.kv_dtype()).removeprefix("torch."), "per_token": per_token, "context": context,
+    return {"kv_dtype": fp.kv_format(), "per_token": per_token, "context": context,
             "n_layers": c.n_layers, "kv_heads": c.kv_heads, "head_dim": c.head_dim,
             "per_sequence": per_sequence, "weights": weights, "weights_per_sequence": weights / per_sequence,
             "crossover": int(weights // per_sequence) + 1,

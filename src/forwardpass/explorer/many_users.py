@@ -185,7 +185,7 @@ def _summary(fp, s: Settings, ids, engine: Engine, seqs, order, arrived_at, fini
                 "blocks_used": m["forwardpass:kv_cache_blocks_used"]}
     return {"settings": s.__dict__, "measured_at": time.time(), "block_size": BLOCK_SIZE,
             "pool_blocks": engine.pool.num_blocks,
-            "kv_dtype": str(fp.kv_dtype()).removeprefix("torch."),
+            "kv_dtype": fp.kv_format(),
             "block_bytes": BlockPool.block_bytes(fp.config, BLOCK_SIZE, fp.kv_dtype()),
             "steps": steps, "requests": per, "seconds": seconds,
             "tokens_per_s": counted["generation_tokens"] / seconds,

@@ -13,6 +13,8 @@
 enum { F32 = 0, F16 = 1, BF16 = 2, Q4 = 4, Q8 = 8 };  // how a weight matrix is stored
 enum { FACTORS = 3, HALVES = 5 };  // how block scales are stored, beside F32 and F16: u8 factors × an fp16 per 8
                                    // blocks; float32 per 16 inputs (8-bit tiles only)
+enum { KV_F32 = 0, KV_F16 = 1, KV_Q8_0 = 2 };  // how a KV pool stores its pairs (Batch.kv)
+#define KV_BLOCK_BYTES 34  // KV_Q8_0: a block of BLOCK numbers, its binary16 scale then BLOCK int8 values (kv_q8_0.py)
 
 // A linear layer's weight as the kernels read it: N rows of K. Float kinds are row-major and read as they are
 // (16-bit ones widened to float32 in registers) against the float32 activation row.
@@ -62,16 +64,17 @@ typedef struct {
 // One call's rows: sequence r's token at positions[r], its pairs so far in its first lengths[r] slots, its new K and V
 // into slot lengths[r]. The pool k, v (n_layers, slots / block_size, n_kv_heads, block_size, head_dim) holds blocks
 // of block_size slots, slot j of row r in block tables[r × max_blocks + j / block_size], at j % block_size (where the
-// paged engine keeps them, and lengths = positions). A pool holds float32, or with `half` IEEE binary16
-// (each new pair rounded to it as it is stored, and read back widened: the row's own pair too, so a step attends to
-// exactly what later steps will read).
+// paged engine keeps them, and lengths = positions). A slot holds one K (or V) head's row of head_dim numbers as `kv`
+// says: float32, IEEE binary16, or q8_0 blocks (head_dim / BLOCK of KV_BLOCK_BYTES each; head_dim a multiple of
+// BLOCK). Each new pair is rounded to the format as it is stored, and read back widened: the row's own pair too, so a
+// step attends to exactly what later steps will read.
 typedef struct {
     int rows;
     const int *tokens, *positions, *lengths;  // (rows)
     void *k, *v;
     int slots, block_size, max_blocks;
     const int *tables;                        // (rows, max_blocks)
-    int half;                                 // the pool's pairs are binary16
+    int kv;                                   // KV_F32, KV_F16 or KV_Q8_0
 } Batch;
 
 // A block format repack() reads, one row each (weights/formats.py holds the same rows and checks them against

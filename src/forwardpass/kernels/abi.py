@@ -15,8 +15,11 @@ GROUP = 16  # rows of a quantized tile
 OCTET = 160  # FACTORS: bytes per group and 8 blocks (128 factors, 16 fp16)
 F32, F16, BF16, Q4, Q8 = 0, 1, 2, 4, 8  # how a weight matrix is stored (Linear.kind)
 FACTORS, HALVES = 3, 5  # how block scales are stored, beside F32 and F16 (Linear.scales)
+KV_F32, KV_F16, KV_Q8_0 = 0, 1, 2  # how a KV pool stores its pairs (Batch.kv)
+KV_BLOCK_BYTES = 34  # KV_Q8_0: a block of BLOCK numbers, its binary16 scale then BLOCK int8 values (kv_q8_0.py)
 CONSTANTS = {"BLOCK": BLOCK, "GROUP": GROUP, "OCTET": OCTET, "F32": F32, "F16": F16, "BF16": BF16, "Q4": Q4,
-             "Q8": Q8, "FACTORS": FACTORS, "HALVES": HALVES}
+             "Q8": Q8, "FACTORS": FACTORS, "HALVES": HALVES, "KV_F32": KV_F32, "KV_F16": KV_F16, "KV_Q8_0": KV_Q8_0,
+             "KV_BLOCK_BYTES": KV_BLOCK_BYTES}
 
 
 class _Struct(ctypes.Structure):
@@ -51,7 +54,7 @@ class Model(_Struct):
 
 class Batch(_Struct):
     _fields_ = [("rows", _i), ("tokens", _p), ("positions", _p), ("lengths", _p), ("k", _p), ("v", _p),
-                ("slots", _i), ("block_size", _i), ("max_blocks", _i), ("tables", _p), ("half", _i)]
+                ("slots", _i), ("block_size", _i), ("max_blocks", _i), ("tables", _p), ("kv", _i)]
 
 
 class RepackFormat(_Struct):

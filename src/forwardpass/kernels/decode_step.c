@@ -15,16 +15,21 @@
 #include "gemv.h"
 #include "team.h"
 
-// Where one sequence's keys (or values) of one layer and K/V head lie: slot j's head_dim values, through its block
-// table, at base + table[j / block_size] × block_stride + (j % block_size) × stride (in values: float32, or binary16
-// with `half`)
+// Where one sequence's keys (or values) of one layer and K/V head lie: slot j's row of head_dim numbers, through its
+// block table, at base + table[j / block_size] × block_stride + (j % block_size) × stride bytes, stored as `kv` says
+// (abi.h: float32, binary16 or q8_0 blocks; stride is a row's bytes)
 typedef struct {
-    void *base;
+    char *base;
     size_t stride, block_stride;
     const int *table;
     int block_size, shift;  // shift: log2 of a power-of-two block_size (a shift, not a division, per slot), else -1
-    int half;
+    int kv;
 } Rows;
+
+// Bytes of one row of head_dim numbers stored as `kv`
+static inline size_t kv_row_bytes(int kv, int head_dim) {
+    return kv == KV_Q8_0 ? (size_t)head_dim / BLOCK * KV_BLOCK_BYTES : (size_t)head_dim * (kv == KV_F16 ? 2 : 4);
+}
 
 // How far ahead of its reads attention asks for keys and values (into L2, not L1: the stream must stay ahead of the
 // whole step's reads): one sequential stream per core reads memory at about half the rate the bus gives, and a long
@@ -33,35 +38,63 @@ typedef struct {
 
 static inline void *row_at(const Rows *r, int j) {
     const int block = r->shift >= 0 ? j >> r->shift : j / r->block_size, at = j - block * r->block_size;
-    const size_t i = (size_t)r->table[block] * r->block_stride + (size_t)at * r->stride;
-    return (char *)r->base + i * (r->half ? 2 : 4);
+    return r->base + (size_t)r->table[block] * r->block_stride + (size_t)at * r->stride;
 }
 
-// Ask for slot j's head_dim values, if j is before `end` (a later slot's are not in the cache yet)
-static inline void ask_ahead(const Rows *r, int j, int end, int head_dim) {
+// Ask for slot j's row, if j is before `end` (a later slot's are not in the cache yet)
+static inline void ask_ahead(const Rows *r, int j, int end) {
     if (j < end)
-        for (int c = 0; c < head_dim * (r->half ? 2 : 4); c += 64) __builtin_prefetch((char *)row_at(r, j) + c, 0, 2);
+        for (size_t c = 0; c < r->stride; c += 64) __builtin_prefetch((char *)row_at(r, j) + c, 0, 2);
 }
 
-// LANES values of a cached key or value row from value `at` on, as float32
-static inline V kv_load(const void *row, int half, int at) {
-    return half ? v_load_f16_n((const uint16_t *)row + at, LANES) : v_load((const float *)row + at);
+// LANES numbers of a cached key or value row from number `at` on (a multiple of LANES), as float32. A q8_0 block's
+// LANES values × its scale: each product exact in float32, the numbers kv_q8_0.dequantize reads.
+static inline V kv_load(const void *row, int kv, int at) {
+    if (kv == KV_Q8_0) {
+        const uint8_t *block = (const uint8_t *)row + (size_t)(at / BLOCK) * KV_BLOCK_BYTES;
+        uint16_t scale;
+        memcpy(&scale, block, 2);
+        return v_mul(v_load_i8((const int8_t *)block + 2 + at % BLOCK), v_set1(half_float(scale)));
+    }
+    return kv == KV_F16 ? v_load_f16_n((const uint16_t *)row + at, LANES) : v_load((const float *)row + at);
 }
 
-// A new key or value row into its slot, in the cache's format
-static inline void kv_store(const Rows *r, int j, const float *values, int head_dim) {
-    if (r->half)
-        floats_to_halves(values, (uint16_t *)row_at(r, j), head_dim);
+// A row of n numbers (a multiple of BLOCK) as q8_0 blocks (kv_q8_0.quantize, bit for bit): scale = max|x| / 127 as
+// binary16, each value x / scale rounded to nearest, ties to even (a zero scale: every value 0; a NaN: the scale NaN).
+// Scalar, the same in every build: a step stores only its new keys and values.
+static void q8_0_encode(const float *x, uint8_t *out, int n) {
+    for (int b = 0; b < n / BLOCK; b++, x += BLOCK, out += KV_BLOCK_BYTES) {
+        float most = 0.f;
+        for (int i = 0; i < BLOCK; i++) {
+            const float a = fabsf(x[i]);
+            most = a > most || a != a ? a : most;  // a NaN stays
+        }
+        const uint16_t half = float_half(most / 127.f);
+        const float scale = half_float(half), by = scale > 0.f ? scale : 1.f;
+        memcpy(out, &half, 2);
+        for (int i = 0; i < BLOCK; i++) {
+            const float q = nearbyintf(x[i] / by);
+            out[2 + i] = (uint8_t)(int8_t)(q > 127.f ? 127.f : q < -127.f ? -127.f : q == q ? q : 0.f);
+        }
+    }
+}
+
+// A row of head_dim numbers as `kv` stores it, into `out` (kv_row_bytes)
+static void kv_encode(int kv, const float *values, void *out, int head_dim) {
+    if (kv == KV_Q8_0)
+        q8_0_encode(values, out, head_dim);
+    else if (kv == KV_F16)
+        floats_to_halves(values, out, head_dim);
     else
-        memcpy(row_at(r, j), values, sizeof(float) * head_dim);
+        memcpy(out, values, sizeof(float) * head_dim);
 }
 
 static Rows rows_of(const Model *m, const Batch *b, void *cache, int layer, int row, int g) {
-    const int KV = m->n_kv_heads, hd = m->head_dim;
-    const int bs = b->block_size, shift = bs & (bs - 1) ? -1 : __builtin_ctz((unsigned)bs), half = b->half != 0;
-    const size_t start = ((size_t)layer * b->slots * KV + (size_t)g * bs) * hd;
-    const Rows r = {(char *)cache + start * (half ? 2 : 4), (size_t)hd, (size_t)KV * bs * hd,
-                    b->tables + (size_t)row * b->max_blocks, bs, shift, half};
+    const int KV = m->n_kv_heads, bs = b->block_size, shift = bs & (bs - 1) ? -1 : __builtin_ctz((unsigned)bs);
+    const size_t bytes = kv_row_bytes(b->kv, m->head_dim);
+    const size_t start = ((size_t)layer * b->slots * KV + (size_t)g * bs) * bytes;
+    const Rows r = {(char *)cache + start, bytes, (size_t)KV * bs * bytes, b->tables + (size_t)row * b->max_blocks, bs,
+                    shift, b->kv};
     return r;
 }
 
@@ -108,7 +141,7 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
                                                                const Rows *v, int past, const void *k_new,
                                                                const void *v_new, int head_dim, float scale, int lo,
                                                                int hi, float *scores, float *out, float *top,
-                                                               float *total, const int half) {
+                                                               float *total, const int kv) {
     const int nv = head_dim / LANES, len = hi - lo;
     for (int j = lo; j < hi; j += 4) {  // scores q·k × scale: four positions, every head
         const void *row[4];
@@ -116,14 +149,14 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
             const int at = j + r < hi ? j + r : j;  // past the range: a repeat, not stored
             row[r] = at < past ? row_at(k, at) : k_new;
         }
-        for (int r = 0; r < 4; r++) ask_ahead(k, j + AHEAD + r, hi < past ? hi : past, head_dim);
+        for (int r = 0; r < 4; r++) ask_ahead(k, j + AHEAD + r, hi < past ? hi : past);
         V acc[4][4];  // [head][position]
         for (int h = 0; h < n; h++)
             for (int r = 0; r < 4; r++) acc[h][r] = v_zero();
         for (int c = 0; c < nv; c++)
             for (int r = 0; r < 4; r++) {
-                const V kv = kv_load(row[r], half, LANES * c);
-                for (int h = 0; h < n; h++) acc[h][r] = v_fma(v_load(q + h * head_dim + LANES * c), kv, acc[h][r]);
+                const V key = kv_load(row[r], kv, LANES * c);
+                for (int h = 0; h < n; h++) acc[h][r] = v_fma(v_load(q + h * head_dim + LANES * c), key, acc[h][r]);
             }
         const int kept = hi - j < 4 ? hi - j : 4;
         for (int h = 0; h < n; h++)
@@ -146,11 +179,11 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
         for (int h = 0; h < n; h++)
             for (int c = 0; c < 4; c++) acc[h][c] = v_zero();
         for (int j = lo; j < hi; j++) {
-            if (c0 == 0) ask_ahead(v, j + AHEAD, hi < past ? hi : past, head_dim);
+            if (c0 == 0) ask_ahead(v, j + AHEAD, hi < past ? hi : past);
             const void *vj = j < past ? row_at(v, j) : v_new;
             for (int c = 0; c < 4; c++)
                 if (c0 + c < nv) {
-                    const V vv = kv_load(vj, half, LANES * (c0 + c));
+                    const V vv = kv_load(vj, kv, LANES * (c0 + c));
                     for (int h = 0; h < n; h++) acc[h][c] = v_fma(v_set1(scores[h * len + j - lo]), vv, acc[h][c]);
                 }
         }
@@ -159,27 +192,26 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
     }
 }
 
-// attend_heads for any n ≤ 4 and either format, each compiled on its own (its accumulators stay in registers)
+// attend_heads for any n ≤ 4 and each format, each compiled on its own (its accumulators stay in registers)
 static void attend_group(const float *q, int n, const Rows *k, const Rows *v, int past, const void *k_new,
                          const void *v_new, int head_dim, float scale, int lo, int hi, float *scores, float *out,
                          float *top, float *total) {
-#define ATTEND(N, HALF) \
-    attend_heads(q, N, k, v, past, k_new, v_new, head_dim, scale, lo, hi, scores, out, top, total, HALF)
-    if (k->half) {
-        switch (n) {
-        case 1: ATTEND(1, 1); break;
-        case 2: ATTEND(2, 1); break;
-        case 3: ATTEND(3, 1); break;
-        default: ATTEND(4, 1);
-        }
-        return;
+#define ATTEND(N, KV) \
+    attend_heads(q, N, k, v, past, k_new, v_new, head_dim, scale, lo, hi, scores, out, top, total, KV)
+#define EACH_N(KV)                \
+    switch (n) {                  \
+    case 1: ATTEND(1, KV); break; \
+    case 2: ATTEND(2, KV); break; \
+    case 3: ATTEND(3, KV); break; \
+    default: ATTEND(4, KV);       \
     }
-    switch (n) {
-    case 1: ATTEND(1, 0); break;
-    case 2: ATTEND(2, 0); break;
-    case 3: ATTEND(3, 0); break;
-    default: ATTEND(4, 0);
-    }
+    if (k->kv == KV_Q8_0)
+        EACH_N(KV_Q8_0)
+    else if (k->kv == KV_F16)
+        EACH_N(KV_F16)
+    else
+        EACH_N(KV_F32)
+#undef EACH_N
 #undef ATTEND
 }
 
@@ -359,7 +391,8 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
         for (int i = 0; i < t; i++) cut_own(&mine, m);
         const Own o = cut_own(&mine, m);
         float *xn = o.xn, *rotated = o.rotated, *scores = o.scores, *attn = o.attn;
-        uint16_t *own = (uint16_t *)o.own;  // a binary16 pool's new pairs, each row's (KV keys, then KV values)
+        uint8_t *own = (uint8_t *)o.own;  // a binary16 or q8_0 pool's new pairs, each row's (KV keys, then KV values)
+        const size_t row_bytes = kv_row_bytes(b->kv, hd);
         Activation a[R];
         for (int r = 0; r < R; r++)
             a[r] = activation_in(o.act + (size_t)r * activation_floats(widest_row(m)), widest_row(m));
@@ -387,11 +420,11 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
                         memcpy(rot + i * hd, q + i * hd, sizeof(float) * hd);
                     rope(rot + i * hd, cos, sin, hd);
                 }
-                uint16_t *mine = own + (size_t)r * 2 * KV * hd;
-                if (b->half)  // the row's own pair as the cache will hold it
+                uint8_t *mine = own + (size_t)r * 2 * KV * row_bytes;
+                if (b->kv != KV_F32)  // the row's own pair as the cache will hold it
                     for (int g = 0; g < KV; g++) {
-                        floats_to_halves(rot + (H + g) * hd, mine + g * hd, hd);
-                        floats_to_halves(q + (H + KV + g) * hd, mine + (KV + g) * hd, hd);
+                        kv_encode(b->kv, rot + (H + g) * hd, mine + g * row_bytes, hd);
+                        kv_encode(b->kv, q + (H + KV + g) * hd, mine + (KV + g) * row_bytes, hd);
                     }
                 for (int c = t; c < P; c += T) {
                     const int lo = first + span * c / P, hi = first + span * (c + 1) / P;
@@ -400,8 +433,9 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
                         n = (g + 1) * group - i < 4 ? (g + 1) * group - i : 4;
                         const Rows k = rows_of(m, b, b->k, l, r, g), v = rows_of(m, b, b->v, l, r, g);
                         const size_t part = ((size_t)r * P + c) * H + i;
-                        const void *k_new = b->half ? (const void *)(mine + g * hd) : rot + (H + g) * hd;
-                        const void *v_new = b->half ? (const void *)(mine + (KV + g) * hd) : q + (H + KV + g) * hd;
+                        const void *k_new = b->kv != KV_F32 ? (const void *)(mine + g * row_bytes) : rot + (H + g) * hd;
+                        const void *v_new = b->kv != KV_F32 ? (const void *)(mine + (KV + g) * row_bytes)
+                                                            : q + (H + KV + g) * hd;
                         attend_group(rot + i * hd, n, &k, &v, past, k_new, v_new, hd, m->attn_scale, lo, hi, scores,
                                      part_out + part * hd, part_top + part, part_total + part);
                     }
@@ -413,8 +447,8 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
                     for (int g = 0; g < KV; g++) {
                         const Rows k = rows_of(m, b, b->k, l, r, g), v = rows_of(m, b, b->v, l, r, g);
                         const float *q = qkv + (size_t)r * QKV;
-                        kv_store(&k, b->lengths[r], rotated + ((size_t)r * (H + KV) + H + g) * hd, hd);
-                        kv_store(&v, b->lengths[r], q + (H + KV + g) * hd, hd);
+                        kv_encode(b->kv, rotated + ((size_t)r * (H + KV) + H + g) * hd, row_at(&k, b->lengths[r]), hd);
+                        kv_encode(b->kv, q + (H + KV + g) * hd, row_at(&v, b->lengths[r]), hd);
                     }
             for (int r = 0; r < R; r++)
                 merge_heads(part_out + (size_t)r * P * H * hd, part_top + (size_t)r * P * H,
@@ -458,7 +492,8 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
 // Whether the next `steps` steps of b's rows stay inside the model's tables, the workspace and the pool
 static int batch_fits(const Model *m, const Batch *b, int steps) {
     if (b->rows < 1 || b->rows > m->rows || m->threads < 1 || !m->work || !b->tables || b->block_size < 1 ||
-        b->max_blocks < 1 || b->slots < b->block_size || steps < 1)
+        b->max_blocks < 1 || b->slots < b->block_size || steps < 1 ||
+        (b->kv != KV_F32 && b->kv != KV_F16 && (b->kv != KV_Q8_0 || m->head_dim % BLOCK)))
         return 0;
     for (int r = 0; r < b->rows; r++) {
         const int last = b->lengths[r] + steps - 1;  // the slot of the last step's new pair

@@ -109,6 +109,8 @@ static inline V v_load_f16_n(const uint16_t *p, int n) {
 }
 // 16 unsigned bytes as floats (block scale factors)
 static inline V v_load_u8(const uint8_t *p) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p))); }
+// 16 signed bytes as floats (a q8_0 KV block's values)
+static inline V v_load_i8(const int8_t *p) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p))); }
 static inline V v_load_bf16_n(const uint16_t *p, int n) {
     const __m256i h = n >= 16 ? _mm256_loadu_si256((const __m256i *)p) : _mm256_maskz_loadu_epi16(first_n(n), p);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -206,6 +208,10 @@ static inline V v_load_f16_n(const uint16_t *p, int n) {
 static inline V v_load_u8(const uint8_t *p) {
     const __m128i b = _mm_loadu_si128((const __m128i *)p);
     return v_make(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(b, 8))));
+}
+static inline V v_load_i8(const int8_t *p) {
+    const __m128i b = _mm_loadu_si128((const __m128i *)p);
+    return v_make(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(b, 8))));
 }
 static inline V v_load_bf16_n(const uint16_t *p, int n) {
     const __m256i h = load_u16_n(p, n);
@@ -342,6 +348,14 @@ static inline V v_load_u8(const uint8_t *p) {
     r.v[2] = vcvtq_f32_u32(vmovl_u16(vget_low_u16(hi))), r.v[3] = vcvtq_f32_u32(vmovl_u16(vget_high_u16(hi)));
     return r;
 }
+static inline V v_load_i8(const int8_t *p) {
+    const int8x16_t b = vld1q_s8(p);
+    const int16x8_t lo = vmovl_s8(vget_low_s8(b)), hi = vmovl_s8(vget_high_s8(b));
+    V r;
+    r.v[0] = vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))), r.v[1] = vcvtq_f32_s32(vmovl_s16(vget_high_s16(lo)));
+    r.v[2] = vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))), r.v[3] = vcvtq_f32_s32(vmovl_s16(vget_high_s16(hi)));
+    return r;
+}
 static inline V v_load_bf16_n(const uint16_t *p, int n) {
     uint16_t tmp[16] = {0};
     memcpy(tmp, p, sizeof(uint16_t) * (n < 16 ? (n > 0 ? n : 0) : 16));
@@ -409,6 +423,7 @@ static inline V v_load_f16_n(const uint16_t *p, int n) {
     return v;
 }
 static inline V v_load_u8(const uint8_t *p) { V v; EACH(v.f[l] = (float)p[l]) return v; }
+static inline V v_load_i8(const int8_t *p) { V v; EACH(v.f[l] = (float)p[l]) return v; }
 static inline V v_load_bf16_n(const uint16_t *p, int n) {
     V v;
     EACH(uint32_t bits = l < n ? (uint32_t)p[l] << 16 : 0; memcpy(&v.f[l], &bits, 4))
