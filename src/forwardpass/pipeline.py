@@ -10,9 +10,10 @@ import torch
 from . import kernels
 from .config import KV_CACHE_DTYPES, STORAGE_MODES, ModelConfig
 from .errors import ContextLengthError, ForwardpassError, ModelFileError
+from .kv_q8_0 import Q8_0, row_bytes
 from .model import RotaryEmbedding, Transformer
 from .packaged import default_model_path, resolve_model
-from .quant import QuantizedEmbedding, as_float, make_linear
+from .quant import QuantizedEmbedding, QuantizedLinear, as_float, make_linear
 from .tokenizer import Tokenizer
 from .weights import Checkpoint, is_blocks, read_checkpoint, resolve, return_freed_memory
 from .weights.progress import track
@@ -31,6 +32,7 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     return dev
 
 
+KV_DTYPES = {"float32": torch.float32, "float16": torch.float16, "q8_0": Q8_0}  # KV_CACHE_DTYPES but auto
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
           "float16": torch.float16, "fp16": torch.float16}
 
@@ -106,7 +108,12 @@ class LoadedModel:
     tokenizer: Tokenizer | None
     source: str
     metadata: dict
-    kv_cache_dtype: str = "auto"  # the engine's KV pool (KV_CACHE_DTYPES): the model's dtype, float32 or float16
+    kv_cache_dtype: str = "auto"  # the engine's KV pool (KV_CACHE_DTYPES): auto, float32, float16 or q8_0 (kv_dtype)
+    trained_context_length: int | None = None  # the file's own; config.context_length is what load's ctx_size kept
+
+    def __post_init__(self) -> None:
+        if self.trained_context_length is None:
+            self.trained_context_length = self.config.context_length
 
     @property
     def config(self) -> ModelConfig:
@@ -117,8 +124,19 @@ class LoadedModel:
         return self.model.device
 
     def kv_dtype(self) -> torch.dtype:
-        """The dtype the engine's paged KV pool stores its pairs in (attention computes in the model's dtype)."""
-        return self.model.dtype if self.kv_cache_dtype == "auto" else DTYPES[self.kv_cache_dtype]
+        """The dtype the engine's paged KV pool stores its pairs in (attention computes in the model's dtype); q8_0 is
+        kv_q8_0.Q8_0. "auto": float16 where the linear layers hold quantized blocks (stored of a quantized file, int8,
+        q4: their rounding is far coarser than binary16's, llama.cpp's default too), else the model's dtype (float32 in
+        the fp32 reference mode)."""
+        if self.kv_cache_dtype != "auto":
+            return KV_DTYPES[self.kv_cache_dtype]
+        quantized = any(isinstance(m, QuantizedLinear) for m in self.model.modules())
+        return torch.float16 if quantized and self.model.dtype == torch.float32 else self.model.dtype
+
+    def kv_format(self) -> str:
+        """The KV pool's format by name: float32, float16, bfloat16 or q8_0."""
+        dtype = self.kv_dtype()
+        return "q8_0" if dtype == KV_DTYPES["q8_0"] else str(dtype).removeprefix("torch.")
 
     def encode(self, text: str) -> list[int]:
         if self.tokenizer is None:
@@ -172,17 +190,36 @@ class LoadedModel:
 STORAGE = dict(zip(STORAGE_MODES, (None, torch.float32, torch.bfloat16, torch.float16, 8, 4), strict=True))
 
 
+def shorten_context(checkpoint: Checkpoint, ctx_size: int) -> None:
+    """The checkpoint as a model of `ctx_size` positions: what reads config.context_length (admission, the stop at
+    the context, the RoPE tables, the cost) sees the shorter one, and a learned position table keeps its first rows.
+    RoPE's frequencies come from the trained context (rope_scaling), so every position computes as before."""
+    trained = checkpoint.config.context_length
+    if ctx_size > trained:
+        raise ForwardpassError(f"ctx_size {ctx_size} exceeds the model's trained context length {trained}")
+    checkpoint.config = checkpoint.config.with_(context_length=ctx_size)
+    table = checkpoint.tensors.get("pos_embeddings.weight")
+    if table is not None:
+        checkpoint.tensors["pos_embeddings.weight"] = as_float(resolve(table))[:ctx_size].clone()
+
+
 def load(path: str | Path | None = None, device: str | torch.device | None = "cpu",
          dtype: str | torch.dtype | None = None, checked: bool = False, progress: bool = False,
-         storage: str | None = None, kv_cache_dtype: str = "auto") -> LoadedModel:
+         storage: str | None = None, kv_cache_dtype: str = "auto", ctx_size: int | None = None) -> LoadedModel:
     """Load a model file (default: the embedded SmolLM2-135M-Instruct GGUF) onto `device`.
 
     `storage` (default "stored") keeps float32 arithmetic and stores the linear layers' weights as the file
     does (where the native kernels run them: on the CPU; elsewhere "stored" means fp32), or as fp32, bf16, fp16,
     int8 (blocks of 32) or q4 (4-bit blocks). `dtype` instead makes every tensor,
     and all arithmetic, that dtype (give one or the other). On the CPU the engine decodes a float32 model through
-    the native step (engine/native.py) where it applies. `kv_cache_dtype` stores the engine's KV pairs as the model's
-    dtype ("auto"), float32 or float16 (half the memory and the bytes attention reads; each pair rounded once)."""
+    the native step (engine/native.py) where it applies. `kv_cache_dtype` stores the engine's KV pairs as float32,
+    float16 (half the memory and the bytes attention reads; each pair rounded once) or q8_0 (blocks of 32 int8 values
+    and a float16 scale: 34 bytes per 32 numbers, a head_dim multiple of 32); "auto" is float16 where the weights are
+    quantized blocks, else the model's dtype (LoadedModel.kv_dtype).
+    `ctx_size` (None or 0: the model's trained context) limits the tokens a sequence holds, prompt and reply together:
+    it becomes config.context_length, at most the trained one (never stretched past the positions it was trained on)."""
+    if ctx_size is not None and (not isinstance(ctx_size, int) or ctx_size < 0):
+        raise ForwardpassError(f"ctx_size must be a number of tokens ≥ 0 (0: the model's own), got {ctx_size!r}")
     if kv_cache_dtype not in KV_CACHE_DTYPES:
         raise ForwardpassError(f"unknown KV cache dtype {kv_cache_dtype!r}; choose from {', '.join(KV_CACHE_DTYPES)}")
     if storage is not None and storage not in STORAGE:
@@ -192,6 +229,11 @@ def load(path: str | Path | None = None, device: str | torch.device | None = "cp
     path = default_model_path() if path is None else resolve_model(path)
     dev = resolve_device(device)
     checkpoint = read_checkpoint(path, progress)
+    if kv_cache_dtype == "q8_0":
+        row_bytes(checkpoint.config.head_dim, Q8_0)  # refuses a head_dim that is no whole number of blocks
+    trained = checkpoint.config.context_length
+    if ctx_size:
+        shorten_context(checkpoint, ctx_size)
     if dtype is not None:
         model, mode = build_model(checkpoint, dev, resolve_dtype(dtype)), str(resolve_dtype(dtype)).split(".")[-1]
     else:
@@ -200,7 +242,7 @@ def load(path: str | Path | None = None, device: str | torch.device | None = "cp
             mode = "fp32"  # blocks run fast only through the native kernels
         model = build_model(checkpoint, dev, storage=STORAGE[mode], progress=progress)
     pipeline = LoadedModel(model, checkpoint.tokenizer, checkpoint.source, checkpoint.metadata | {"storage": mode},
-                        kv_cache_dtype)
+                        kv_cache_dtype, trained)
     del checkpoint  # its tensors (and the file's map) go; what they left on the heap goes back to the system
     return_freed_memory()
     model.checked = checked

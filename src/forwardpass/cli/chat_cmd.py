@@ -79,7 +79,7 @@ def run(args) -> int:
     from ..pipeline import load
     from .generate_cmd import print_logprobs
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
-              kv_cache_dtype=args.kv_cache_dtype)
+              kv_cache_dtype=args.kv_cache_dtype, ctx_size=args.ctx_size)
     if fp.tokenizer is None or not fp.tokenizer.chat_template:
         raise ForwardpassError("this model has no chat template; use `forwardpass generate`")
     start = [{"role": "system", "content": args.system}] if args.system else []

@@ -48,7 +48,7 @@ def run(args) -> int:
     from ..loop import Generation  # PyTorch: imported once the options are known to be good
     from ..pipeline import load
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
-              kv_cache_dtype=args.kv_cache_dtype)
+              kv_cache_dtype=args.kv_cache_dtype, ctx_size=args.ctx_size)
     prompt = args.prompt
     if args.chat:
         prompt = fp.tokenizer.encode_chat([{"role": "user", "content": prompt}])  # the text is text, never a turn

@@ -38,8 +38,9 @@ def inspect(fp: LoadedModel, prompt: str, top: int, temperature: float, typed: s
                        "embedding_row": token_id, "same_as_position": first_seen.get(token_id),
                        "embedding_head": [round(v, 4) for v in rows[position, :4].tolist()]})
         first_seen.setdefault(token_id, position)
-    report = {"model": model_id(typed, fp.source), "name": fp.config.name, "prompt": prompt, "tokens": tokens,
-              "temperature": temperature, "next": []}
+    report = {"model": model_id(typed, fp.source), "name": fp.config.name,
+              "context_length": fp.config.context_length, "trained_context_length": fp.trained_context_length,
+              "prompt": prompt, "tokens": tokens, "temperature": temperature, "next": []}
     if ids:
         logits = fp.next_token_logits(ids)
         probs = probabilities(logits, temperature)
@@ -55,7 +56,7 @@ def run(args) -> int:
     check_model(args)
     from ..pipeline import load
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
-              kv_cache_dtype=args.kv_cache_dtype)
+              kv_cache_dtype=args.kv_cache_dtype, ctx_size=args.ctx_size)
     report = inspect(fp, args.prompt, args.top, args.temperature, args.model)
     if args.json:
         print(json.dumps(report, ensure_ascii=False))
@@ -69,7 +70,9 @@ def show(report: dict) -> None:
     from rich.table import Table
 
     console = Console()
-    t = Table(title=f"{len(report['tokens'])} tokens · {report['model']}")
+    context, trained = report["context_length"], report["trained_context_length"]
+    of = f" of {trained}" if context != trained else ""  # --ctx-size kept less than the trained context
+    t = Table(title=f"{len(report['tokens'])} tokens · {report['model']} · context {context}{of}")
     for col in ("pos", "id", "piece", "embedding row (first 4 of d_model)"):
         t.add_column(col, justify="right" if col in ("pos", "id") else "left")
     for tok in report["tokens"]:

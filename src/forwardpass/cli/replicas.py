@@ -42,6 +42,7 @@ def replica_spec(args, engine: dict, **server):
     threads = args.threads_per_replica or max(1, (os.cpu_count() or 1) // args.replicas)
     spec = ReplicaSpec(model=str(Path(path).resolve()),
                        model_name=args.served_model_name or model_id(args.model, path),
-                       storage=args.storage, kv_cache_dtype=args.kv_cache_dtype, device=args.device, engine=engine,
+                       storage=args.storage, kv_cache_dtype=args.kv_cache_dtype, ctx_size=args.ctx_size,
+                       device=args.device, engine=engine,
                        default_max_tokens=args.default_max_tokens, **server)
     return spec, threads

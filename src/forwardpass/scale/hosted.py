@@ -17,6 +17,7 @@ class ReplicaSpec:
     model_name: str
     storage: str | None = None
     kv_cache_dtype: str = "auto"
+    ctx_size: int = 0  # 0: the model's trained context
     device: str | None = "cpu"
     engine: dict = field(default_factory=dict)  # EngineConfig's fields
     api_key: str | None = None
@@ -48,7 +49,8 @@ class HostedEngine:
 
         s = self.spec
         try:
-            fp = load(s.model, device=s.device, storage=s.storage, kv_cache_dtype=s.kv_cache_dtype)
+            fp = load(s.model, device=s.device, storage=s.storage, kv_cache_dtype=s.kv_cache_dtype,
+                      ctx_size=s.ctx_size)
             self.engine = Engine(fp, EngineConfig(**s.engine))
             embedder = None
             if s.embedding_model is not None:
