@@ -85,6 +85,23 @@ def test_a_forced_tool_is_a_valid_tool_use_block(client):
     assert final.stop_reason == "tool_use" and final.content[0].input == r.content[0].input
 
 
+def test_a_forced_tool_use_cut_by_max_tokens_is_still_a_tool_use_block(client):
+    """max_tokens inside the arguments (`{"city":"Os`) or after them, inside the closing tag: a tool_use block whose
+    input holds what was written whole (the unfinished string left out), stop_reason max_tokens, never a text block
+    with the raw `<tool_call>` wrapper; streamed, the same message."""
+    ask = [{"role": "user", "content": "What is the weather in Oslo?"}]
+    for max_tokens, given in ((19, {}), (24, {"city": "Oslo"})):
+        kw = {"model": MODEL, "max_tokens": max_tokens, "messages": ask, "tools": [WEATHER],
+              "tool_choice": {"type": "any"}, **GREEDY}
+        r = client.messages.create(**kw)
+        (block,) = r.content
+        assert (r.stop_reason, block.type, block.name, block.input) == ("max_tokens", "tool_use", "get_weather", given)
+        with client.messages.stream(**kw) as s:
+            final = s.get_final_message()
+        assert final.stop_reason == "max_tokens" and [(b.type, b.name, b.input) for b in final.content] == [
+            ("tool_use", "get_weather", given)]
+
+
 def test_a_conversation_with_tool_use_and_results(client):
     history = [{"role": "user", "content": "What is the weather in Oslo?"},
                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",

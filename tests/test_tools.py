@@ -196,3 +196,80 @@ def test_strict_closes_every_object_that_does_not_say_otherwise():
     assert got["properties"]["e"]["additionalProperties"] is True  # it says otherwise
     assert got["$defs"]["f"]["additionalProperties"] is False and got["anyOf"][0]["additionalProperties"] is False
     assert "additionalProperties" not in schema  # the caller's schema is left as it was
+
+
+NAMED = {"type": "function", "function": {"name": "get_weather"}}
+WHOLE = '{"city":"Paris","unit":"celsius"}'  # the greedy call's arguments (max_tokens 80)
+
+
+def cut(client, choice, max_tokens: int, stream: bool = False):
+    kw = {"model": MODEL, "messages": ASK, "tools": TOOLS, "tool_choice": choice, "temperature": 0,
+          "max_tokens": max_tokens}
+    if not stream:
+        return client.chat.completions.create(**kw).choices[0]
+    return [c.choices[0] for c in client.chat.completions.create(**kw, stream=True) if c.choices]
+
+
+@pytest.mark.parametrize("choice", [NAMED, "required"], ids=["named", "required"])
+def test_a_forced_call_cut_by_max_tokens_is_still_a_call(client, choice):
+    """max_tokens that ends inside the arguments, or inside the closing tag after them: tool_calls with the arguments
+    written so far (a prefix of the whole call's JSON), finish_reason "length", never content with the raw
+    `<tool_call>` wrapper; streamed, the same call in OpenAI's deltas."""
+    whole = cut(client, choice, 80)
+    assert whole.finish_reason == "tool_calls" and whole.message.tool_calls[0].function.arguments == WHOLE
+    for max_tokens, arguments in ((20, '{"city":"Paris","'), (26, WHOLE)):
+        c = cut(client, choice, max_tokens)
+        assert c.finish_reason == "length" and c.message.content is None, c
+        (call,) = c.message.tool_calls
+        assert call.id.startswith("call_") and call.function.name == "get_weather"
+        assert call.function.arguments == arguments and WHOLE.startswith(arguments)
+        chunks = cut(client, choice, max_tokens, stream=True)
+        deltas = [d for ch in chunks for d in ch.delta.tool_calls or []]
+        assert not any(ch.delta.content for ch in chunks) and chunks[-1].finish_reason == "length"
+        assert deltas[0].id.startswith("call_") and deltas[0].function.name == "get_weather"
+        assert all(d.index == 0 and d.id is None and d.function.name is None for d in deltas[1:])
+        assert "".join(d.function.arguments for d in deltas) == arguments
+
+
+def test_a_forced_call_cut_before_its_arguments(client):
+    """Three tokens write `<tool_`: a named call is still that call, with empty arguments; "required" has not yet
+    told which tool it calls (both start `get_`), so no call comes back, and no content either."""
+    c = cut(client, NAMED, 3)
+    (call,) = c.message.tool_calls
+    assert (c.finish_reason, c.message.content, call.function.name, call.function.arguments) == (
+        "length", None, "get_weather", "")
+    c = cut(client, "required", 3)
+    assert (c.finish_reason, c.message.content, c.message.tool_calls) == ("length", None, [])
+    for choice, names in ((NAMED, ["get_weather"]), ("required", [])):
+        chunks = cut(client, choice, 3, stream=True)
+        deltas = [d for ch in chunks for d in ch.delta.tool_calls or []]
+        assert [(d.function.name, d.function.arguments) for d in deltas] == [(n, "") for n in names]
+        assert not any(ch.delta.content for ch in chunks) and chunks[-1].finish_reason == "length"
+
+
+def test_a_cut_call_is_read_as_far_as_it_goes():
+    """read_calls and the stream on texts cut at each place: the tag, the name (while it may be either tool, and once
+    it is one), the arguments, the closing tag."""
+    known = {"get_weather": {"name": "get_weather"}, "get_time": {"name": "get_time"}}
+    whole = tools.head("get_weather") + '{"city":"Paris"}' + "}" + tools.CLOSE
+
+    def read(text: str, forced: str) -> tuple:
+        made, complete = tools.read_calls(text, known, forced=forced)
+        return [(c["function"]["name"], c["function"]["arguments"]) for c in made], complete
+
+    assert read(whole, "required") == ([("get_weather", '{"city":"Paris"}')], True)
+    assert read("<tool", "get_weather") == ([("get_weather", "")], False)
+    assert read("<tool", "required") == ([], False)
+    assert read(tools.OPEN + '{"name":"get_', "required") == ([], False)
+    assert read(tools.OPEN + '{"name":"get_t', "required") == ([("get_time", "")], False)
+    assert read(whole[:-20], "required") == ([("get_weather", '{"city":"P')], False)
+    assert read(whole[:-3], "required") == ([("get_weather", '{"city":"Paris"}')], False)  # only the tag was cut
+    assert tools.read_calls(whole[:-3], known) == (None, False)  # not forced: text, as the model wrote it
+    for end in (-20, -3, len(whole)):
+        stream = tools.ForcedCallStream(["get_weather", "get_time"])
+        sent = [d for k in range(0, len(whole[:end]), 4) for d in stream.feed(whole[:end][k:k + 4])]
+        sent += stream.finish(end == len(whole))
+        assert sent[0]["function"]["name"] == "get_weather"
+        assert "".join(d["function"]["arguments"] for d in sent) == read(whole[:end], "required")[0][0][1]
+    assert tools.arguments_value('{"city":"Par') == {} and tools.arguments_value("") == {}
+    assert tools.arguments_value('{"city":"Paris","unit":"cel') == {"city": "Paris"}

@@ -1,7 +1,7 @@
 """Structured output: a grammar that every generated token must keep satisfiable.
 
-A request's constraint (a JSON Schema, any JSON object, a regular expression, a Lark grammar or a list of choices)
-becomes an llguidance grammar; each sequence gets a `Matcher` that, before every token, says which of the
+A request's constraint (a JSON Schema, any JSON object, a regular expression, a Lark grammar, a GBNF grammar or a list
+of choices) becomes an llguidance grammar; each sequence gets a `Matcher` that, before every token, says which of the
 vocabulary's tokens keep the output a prefix of some string the grammar accepts, and then follows the token chosen.
 The sampler sets the others to -inf after penalties and logit bias, before temperature and the filters (so every
 sampling option still applies, within the grammar). An end-of-turn token is allowed only where the grammar is
@@ -24,20 +24,24 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import threading
 import weakref
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from .errors import ConstraintError
-from .tokenizer import Tokenizer
 
-KINDS = ("json_schema", "json_object", "regex", "grammar", "choice")
+if TYPE_CHECKING:  # PyTorch is imported where a mask is first made: `check` runs without it (the CLI's options)
+    import torch
+
+    from .tokenizer import Tokenizer
+
+KINDS = ("json_schema", "json_object", "regex", "grammar", "gbnf", "choice")
 PROBE_STEPS = 8  # masks computed, along the lowest allowed tokens, before a compiled constraint is accepted
 MAX_GRAMMARS = 64  # compiled constraints kept for reuse
 MAX_CACHED_BYTES = 256 << 20  # and at most this much memory among them (a larger one serves its own request only)
@@ -47,8 +51,9 @@ MAX_LEXER_STATES = 50_000  # the library's default, 250,000 at 1-2 kB each, lets
 @dataclass(frozen=True)
 class Constraint:
     """What the output must be. kind: "json_schema" (spec: the schema, a dict), "json_object" (any JSON object),
-    "regex" (spec: a pattern the whole output matches), "grammar" (spec: a Lark grammar, llguidance's dialect) or
-    "choice" (spec: a list of strings, the output is one of them)."""
+    "regex" (spec: a pattern the whole output matches), "grammar" (spec: a Lark grammar, llguidance's dialect),
+    "gbnf" (spec: a GBNF grammar, llama.cpp's format, its `root` rule the whole output) or "choice" (spec: a list of
+    strings, the output is one of them)."""
 
     kind: str
     spec: Any = None
@@ -75,6 +80,8 @@ class Constraint:
         if self.kind == "grammar":
             _need_text(self.spec, "a grammar")
             return m.grammar_from_lark(self.spec)
+        if self.kind == "gbnf":
+            return m.grammar_from_lark(self.lark())
         if self.kind == "choice":
             if not isinstance(self.spec, list) or not self.spec or not all(isinstance(c, str) and c for c in self.spec):
                 raise ConstraintError("choice must be a non-empty list of non-empty strings")
@@ -82,9 +89,60 @@ class Constraint:
             return m.grammar_from_regex("|".join(_literal(c) for c in self.spec))
         raise ConstraintError(f"unknown constraint kind {self.kind!r}; choose from {', '.join(KINDS)}")
 
+    def lark(self) -> str:
+        """A GBNF grammar as the library's Lark dialect, through the library's own converter (`root` becomes
+        `start`, rules whose alternatives are all terminals become upper-case lexer rules)."""
+        from llguidance.gbnf_to_lark import gbnf_to_lark
+
+        _need_text(self.spec, "a GBNF grammar")
+        try:
+            return gbnf_to_lark(UNICODE_ESCAPE.sub(_unescaped, self.spec))
+        except Exception as e:  # the converter raises bare Exceptions ("Rule 'x' not found") and GbnfToLarkError
+            raise ConstraintError(f"invalid GBNF grammar: {e}") from None
+
+    @property
+    def what(self) -> str:
+        """The constraint's kind in words, as its errors name it."""
+        return "GBNF grammar" if self.kind == "gbnf" else self.kind.replace("_", " ")
+
+    def check(self) -> None:
+        """Refuse (ConstraintError) a constraint whose grammar does not compile, before any model is loaded: only
+        what shows without the vocabulary (its syntax, unknown rules); `Grammar` checks the rest."""
+        import llguidance
+
+        problem = llguidance.LLMatcher.validate_grammar(self.grammar())
+        if problem and not problem.startswith("WARNING"):
+            raise ConstraintError(self.invalid(problem))
+
+    def invalid(self, problem: str) -> str:
+        """The library's complaint that the grammar is not valid, as one line: its first line and the parser's reason
+        (its `error:` line). For a GBNF grammar the place it names is in the converted text: that line is quoted
+        instead of its number, which the client's grammar does not have."""
+        lines = [line.strip() for line in problem.splitlines() if line.strip()]
+        detail = next((line for line in lines[1:] if line.startswith("error:")), "")  # the parser's reason
+        first, place = lines[0], ""
+        if self.kind == "gbnf" and (at := re.match(r"(?:at )?(\d+)\(\d+\):\s*", first)):
+            converted, row = self.lark().splitlines(), int(at[1]) - 1
+            first = first[at.end():]
+            place = f" (in the rule converted to Lark as `{converted[row].strip()}`)" if row < len(converted) else ""
+        return f"{f'invalid {self.what}: {first} {detail}'.strip()}{place}"
+
 
 # JSON without optional whitespace: a small model given the freedom to add spaces and newlines may never stop
 COMPACT = {"whitespace_flexible": False}
+
+
+# The converter writes GBNF's \uXXXX as \u and the digits without their leading zeros ("\u00e9" → "\ue9"), which the
+# library cannot read: such an escape goes in as its character (as \xHH below 0x80, where it may be syntax). An
+# escaped backslash is matched first, so the "u0041" of "\\u0041" stays text.
+UNICODE_ESCAPE = re.compile(r"\\(\\|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})")
+
+
+def _unescaped(m: re.Match) -> str:
+    code = int(m[1][1:], 16) if m[1] != "\\" else None
+    if code is None or 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:  # not a character: the converter's to refuse
+        return m[0]
+    return f"\\x{code:02x}" if code < 0x80 else chr(code)
 
 
 def _need_text(spec: Any, what: str) -> None:
@@ -134,6 +192,8 @@ class Matcher:
         self._m = matcher  # llguidance.LLMatcher, this sequence's own
         self.vocab_size = vocab_size
         self.eos_ids = eos_ids  # allowed only where the grammar is complete
+        import torch
+
         self._bits = torch.zeros((vocab_size + 31) // 32, dtype=torch.int32)
 
     def _check(self) -> None:
@@ -147,6 +207,8 @@ class Matcher:
         bits = np.unpackbits(self._bits.numpy().view(np.uint8), bitorder="little")[: self.vocab_size]
         if not bits.any():
             raise ConstraintError("structured output failed: the grammar allows no next token")
+        import torch
+
         return torch.from_numpy(bits.view(np.bool_))
 
     def advance(self, token_id: int) -> None:
@@ -173,13 +235,11 @@ class Grammar:
     def __init__(self, constraint: Constraint, vocab, vocab_size: int, eos_ids: frozenset[int]):
         import llguidance
 
-        what = constraint.kind.replace("_", " ")
+        what = constraint.what
         text = constraint.grammar()
         problem = llguidance.LLMatcher.validate_grammar(text, vocab)
         if problem and not problem.startswith("WARNING"):
-            lines = [line.strip() for line in problem.splitlines() if line.strip()]
-            detail = next((line for line in lines[1:] if line.startswith("error:")), "")  # the parser's reason
-            raise ConstraintError(f"invalid {what}: {lines[0]} {detail}".strip())
+            raise ConstraintError(constraint.invalid(problem))
         # errors never echo the library's internal state (the schema, the parser's rows)
         limits = llguidance.LLParserLimits(verbose_errors=False, max_lexer_states=MAX_LEXER_STATES)
         before = _heap_bytes()

@@ -35,6 +35,8 @@ def add_sampling_options(p: argparse.ArgumentParser, max_tokens: int = 128) -> N
     shape.add_argument("--json-object", action="store_true", help="output one JSON object")
     shape.add_argument("--regex", metavar="PATTERN", help="output a whole match of this regular expression")
     shape.add_argument("--grammar", metavar="FILE", help="output a string of this Lark grammar (llguidance's dialect)")
+    shape.add_argument("--grammar-file", metavar="PATH", help="output a string of this GBNF grammar (llama.cpp's "
+                       "format: its root rule is the whole output)")
 
 
 def sampling_params(args) -> SamplingParams:
@@ -57,26 +59,40 @@ def bias(text: str) -> tuple[int, float]:
 
 
 def constraint(args) -> Constraint | None:
-    if not (args.json_object or args.regex is not None or args.grammar is not None or args.json_schema is not None):
-        return None
-    from ..constraints import Constraint  # PyTorch, and the grammar library
-
+    """The output's constraint, checked as far as it can be without the model, before PyTorch is imported: a file
+    that cannot be read or a grammar that does not compile is one line naming the option (and the file)."""
     if args.json_object:
-        return Constraint("json_object")
-    if args.regex is not None:
-        return Constraint("regex", args.regex)
-    if args.grammar is not None:
-        return Constraint("grammar", read_text(args.grammar, "--grammar"))
-    text = args.json_schema if args.json_schema.lstrip().startswith("{") else read_text(args.json_schema,
-                                                                                        "--json-schema")
+        kind, spec, option = "json_object", None, "--json-object"
+    elif args.regex is not None:
+        kind, spec, option = "regex", args.regex, "--regex"
+    elif args.grammar is not None:
+        kind, spec, option = "grammar", read_text(args.grammar, "--grammar"), f"--grammar {args.grammar}"
+    elif args.grammar_file is not None:
+        kind, spec = "gbnf", read_text(args.grammar_file, "--grammar-file")
+        option = f"--grammar-file {args.grammar_file}"
+    elif args.json_schema is not None:
+        text = args.json_schema if args.json_schema.lstrip().startswith("{") else read_text(args.json_schema,
+                                                                                            "--json-schema")
+        try:
+            kind, spec, option = "json_schema", json.loads(text), "--json-schema"
+        except json.JSONDecodeError as e:
+            raise ConstraintError(f"--json-schema is not JSON: {e}") from None
+    else:
+        return None
+    from ..constraints import Constraint  # the grammar library (PyTorch waits for the first mask)
+
+    c = Constraint(kind, spec)
     try:
-        return Constraint("json_schema", json.loads(text))
-    except json.JSONDecodeError as e:
-        raise ConstraintError(f"--json-schema is not JSON: {e}") from None
+        c.check()
+    except ConstraintError as e:
+        raise ConstraintError(f"{option}: {e}") from None
+    return c
 
 
 def read_text(path: str, option: str) -> str:
     try:
-        return Path(path).read_text()
+        return Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise ForwardpassError(f"{option}: cannot read {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ForwardpassError(f"{option}: {path} is not UTF-8 text") from None

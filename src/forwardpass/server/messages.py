@@ -227,10 +227,11 @@ def message_id() -> str:
 
 
 def content_blocks(text: str, calls: list[dict] | None) -> list[dict]:
-    """A reply as content blocks: its tool calls as tool_use blocks, else its text."""
-    if calls:
+    """A reply as content blocks: its tool calls as tool_use blocks (a call cut short: its input as far as it was
+    written; a forced call cut before its name: none), else its text."""
+    if calls is not None:
         return [{"type": "tool_use", "id": "toolu_" + c["id"].removeprefix("call_"), "name": c["function"]["name"],
-                 "input": json.loads(c["function"]["arguments"])} for c in calls]
+                 "input": tools.arguments_value(c["function"]["arguments"])} for c in calls]
     return [{"type": "text", "text": text}]
 
 

@@ -103,15 +103,28 @@ class SamplingFields(Strict):
     logit_bias: dict[str, bounded("logit_bias")] | None = None
     response_format: ResponseFormat | None = None
     structured_outputs: StructuredOutputs | None = None  # an extension (as in vLLM)
+    # an extension (as llama-server's): a GBNF grammar the whole output matches; "" is none, as there
+    grammar: str | None = None
+
+    def constraining(self) -> list[str]:
+        """The fields given that constrain the output, in the order errors name them (a response_format of type
+        text constrains nothing)."""
+        given = {"response_format": self.response_format is not None and self.response_format.type != "text",
+                 "structured_outputs": self.structured_outputs is not None, "grammar": bool(self.grammar)}
+        return [name for name, present in given.items() if present]
 
     @property
     def constraint_field(self) -> str:
-        return "structured_outputs" if self.structured_outputs is not None else "response_format"
+        return (self.constraining() or ["response_format"])[-1]
 
     def constraint(self) -> Constraint | None:
-        """The one constraint the request names (response_format or structured_outputs), if any."""
-        if self.response_format is not None and self.structured_outputs is not None:
-            raise ConstraintError("give response_format or structured_outputs, not both")
+        """The one constraint the request names (response_format, structured_outputs or grammar), if any."""
+        given = self.constraining()
+        if len(given) > 1:
+            raise ConstraintError(f"give {given[0]} or {given[1]}, not both" if len(given) == 2 else
+                                  f"give one of {', '.join(given[:-1])} and {given[-1]}, not {len(given)}")
+        if self.grammar:
+            return Constraint("gbnf", self.grammar)
         f = self.response_format
         if f is not None:
             if f.type == "json_schema":
@@ -300,7 +313,8 @@ class ChatCompletionRequest(SamplingFields):
         """A forced tool call's grammar, or the response format's."""
         own = super().constraint()
         if self.tool_mode != "none" and own is not None:
-            raise ConstraintError("response_format and tools cannot apply together (unless tool_choice is 'none')")
+            raise ConstraintError(f"{super().constraint_field} and tools cannot apply together (unless tool_choice is "
+                                  f"'none')")
         return tools.constraint(self.functions(), self.forced_call) if self.forced_call else own
 
 

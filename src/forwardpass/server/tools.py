@@ -6,13 +6,16 @@ renders them itself; for one that does not (the default model's), the tools are 
 in that convention. With `tool_choice` "required" or a named function the output is constrained to one such call
 whose arguments validate against the function's parameters (constraints.py); with "auto" the model writes freely
 and a reply made of well-formed calls to known functions is read back as calls; with "none" the tools are
-described but nothing is parsed."""
+described but nothing is parsed. A forced call cut short (max_tokens, a stop string) is still a call, as OpenAI
+returns one: its arguments are the JSON text written so far (`read_calls`)."""
 
 from __future__ import annotations
 
 import json
 import re
 import uuid
+
+from pydantic_core import from_json
 
 from ..constraints import COMPACT, Constraint
 from ..errors import ConstraintError
@@ -103,12 +106,22 @@ def strict(schema):
     return out
 
 
+def callable_names(tools: dict[str, dict], choice: str) -> list[str]:
+    """The functions a forced call (`choice`: a function's name, or "required") may call."""
+    return [choice] if choice != "required" else list(tools)
+
+
+def head(name: str) -> str:
+    """A forced call's text up to its arguments, as its grammar has the model write it (compact, the name first)."""
+    return f'{OPEN}{{"name":{json.dumps(name)},"arguments":'
+
+
 def constraint(tools: dict[str, dict], choice: str | None) -> Constraint | None:
     """The grammar of one call to `choice` (a function's name) or, for "required", to any of the tools, its arguments
     as the tool's parameters allow in strict mode (`strict`)."""
     if choice is None:
         return None
-    names = [choice] if choice != "required" else list(tools)
+    names = callable_names(tools, choice)
     if not names:
         raise ConstraintError("tool_choice is 'required' but the request has no tools")
     for name in names:
@@ -143,6 +156,47 @@ def parse(text: str, tools: dict[str, dict], parallel: bool = True) -> list[dict
     return calls if parallel else calls[:1]
 
 
+def read_calls(text: str, tools: dict[str, dict], parallel: bool = True,
+               forced: str | None = None) -> tuple[list[dict] | None, bool]:
+    """The calls a reply makes (`parse`), and whether they are whole. A forced call (`forced`: a function's name or
+    "required") that does not parse was cut short: it comes back as the call so far, never as text holding the
+    `<tool_call>` wrapper; or as no call ([]) where the text does not yet tell which of the tools it calls."""
+    made = parse(text, tools, parallel)
+    if made is not None or forced is None:
+        return made, made is not None
+    cut = cut_call(text, callable_names(tools, forced))
+    return ([] if cut is None else [{"id": call_id(), "type": "function",
+                                     "function": {"name": cut[0], "arguments": cut[1]}}]), False
+
+
+def cut_call(text: str, names: list[str]) -> tuple[str, str] | None:
+    """A forced call's text cut short: (the function it calls, the arguments text written so far, a prefix of JSON),
+    or None while the text may still call more than one of `names` (a name half written)."""
+    fits = [n for n in names if head(n).startswith(text) or text.startswith(head(n))]
+    if len(fits) != 1:
+        return None
+    return fits[0], cut_arguments(text[len(head(fits[0])):])
+
+
+def cut_arguments(text: str) -> str:
+    """The arguments in a cut call's text after its head: all of it, or the arguments alone where they are whole and
+    only the closing `}` and tag were cut."""
+    try:
+        _, end = json.JSONDecoder().raw_decode(text)
+    except json.JSONDecodeError:
+        return text
+    return text[:end]
+
+
+def arguments_value(arguments: str):
+    """A call's arguments text as JSON: for a call cut short (a prefix of JSON), as much as it holds, its unfinished
+    last value left out (`{"city":"Par` is `{}`)."""
+    try:
+        return json.loads(arguments)
+    except json.JSONDecodeError:
+        return from_json(arguments or "{}", allow_partial=True)
+
+
 def call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
@@ -164,13 +218,14 @@ def raw_arguments(body: str, arguments: dict) -> str:
 
 class ForcedCallStream:
     """A forced call streamed as OpenAI streams calls: a first delta with the call's id and name once the name is
-    written, then the arguments text as it comes, holding back only what may be the closing `}` and tag."""
+    written, then the arguments text as it comes, holding back only what may be the closing `}` and tag. `names`:
+    the functions it may call (`callable_names`)."""
 
     HEAD = re.compile(r'<tool_call>\n\{"name":("(?:[^"\\]|\\.)*"),"arguments":')
     TAIL = len("}" + CLOSE)
 
-    def __init__(self):
-        self.text, self.id, self.start, self.sent = "", call_id(), None, 0
+    def __init__(self, names: list[str]):
+        self.text, self.id, self.start, self.sent, self.names = "", call_id(), None, 0, names
 
     def feed(self, text: str) -> list[dict]:
         """The tool_calls deltas this much more text allows."""
@@ -189,12 +244,20 @@ class ForcedCallStream:
             self.sent = ready - self.start
         return out
 
-    def finish(self, complete: bool) -> list[dict] | None:
-        """The last deltas: the rest of the arguments (without the closing tail when the call is complete). None
-        when no call began (the caller sends the reply another way)."""
-        if self.start is None:
-            return None
-        end = len(self.text) - self.TAIL if complete else len(self.text)
+    def finish(self, complete: bool) -> list[dict]:
+        """The last deltas: the rest of the arguments, without the closing tail when the call is complete. A call cut
+        short sends its arguments as far as they were written (`cut_call`), after its id and name where they were
+        not sent yet; none where the text does not tell which function it calls."""
+        out, end = [], len(self.text) - self.TAIL
+        if not complete:
+            cut = cut_call(self.text, self.names)
+            if cut is None:
+                return out
+            name, arguments = cut
+            if self.start is None:
+                out.append({"index": 0, "id": self.id, "type": "function", "function": {"name": name, "arguments": ""}})
+                self.start = len(head(name))
+            end = self.start + len(arguments)  # never before what was sent: held back is more than the cut tail
         rest = self.text[self.start + self.sent:end]
         self.sent += len(rest)
-        return [{"index": 0, "function": {"arguments": rest}}] if rest else []
+        return out + ([{"index": 0, "function": {"arguments": rest}}] if rest else [])
