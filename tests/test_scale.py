@@ -25,8 +25,8 @@ from server_helpers import free_port, running_server
 pytest.importorskip("ray.serve", reason="the extra forwardpass[ray] is not installed")
 
 from forwardpass.scale import asgi  # noqa: E402
-from forwardpass.scale.ingress import labelled  # noqa: E402
 from forwardpass.scale.router import CHUNK, prefix_hashes, route_key  # noqa: E402
+from forwardpass.server.exposition import labelled  # noqa: E402
 
 KEY = "sekret"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -285,7 +285,7 @@ def test_labelled_merges_families_with_a_replica_label():
     one = ("# HELP c Things.\n# TYPE c counter\nc_total 3.0\n"
            '# HELP h Hist.\n# TYPE h histogram\nh_bucket{le="1"} 2.0\n')
     two = "# HELP c Things.\n# TYPE c counter\nc_total 5.0\n"
-    text = labelled({"a": one, "b": two}, ["up 1"])
+    text = labelled({"a": one, "b": two}, "replica", ["up 1"])
     assert text.splitlines() == ["up 1", "# HELP c Things.", "# TYPE c counter", 'c_total{replica="a"} 3.0',
                                  'c_total{replica="b"} 5.0', "# HELP h Hist.", "# TYPE h histogram",
                                  'h_bucket{replica="a",le="1"} 2.0']

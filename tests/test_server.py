@@ -158,7 +158,7 @@ def test_health_and_metrics(server):
 
 def metric(url: str, name: str) -> float:
     for line in httpx.get(url + "/metrics", headers=AUTH).text.splitlines():
-        if line.startswith(name + " "):
+        if line.startswith(name + "{model_name="):  # one model: one series
             return float(line.split()[1])
     raise KeyError(name)
 

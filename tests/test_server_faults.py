@@ -27,7 +27,7 @@ def server(smollm):
 
 def metric(url: str, name: str) -> float:
     for line in httpx.get(url + "/metrics").text.splitlines():
-        if line.startswith(name + " "):
+        if line.startswith(name + "{model_name="):  # one model: one series
             return float(line.split()[1])
     raise KeyError(name)
 

@@ -28,6 +28,7 @@ from .errors import ForwardpassError
 
 if TYPE_CHECKING:  # checking the files (the command does, before the model loads) needs no PyTorch
     from .engine import Engine
+    from .server.registry import Registry
 
 URLS = ("/v1/chat/completions", "/v1/completions", "/v1/messages")
 FIELDS = {"custom_id", "method", "url", "body"}
@@ -232,10 +233,11 @@ def answer(line: Line, status: int | None, body: dict | None) -> dict:
             "response": {"status_code": status, "body": body}, "error": None}
 
 
-def run_batch(engine: Engine, app, requests: Path, output: Path, concurrency: int = 64,
+def run_batch(engines: Engine | Registry, app, requests: Path, output: Path, concurrency: int = 64,
               progress: Callable[[int, int], None] | None = None, stop: threading.Event | None = None) -> Report:
-    """Answer every request of `requests` not yet in `output` through `app` (the server's routes over `engine`),
-    appending the answers in input order. The engine runs in the calling thread (where the model was loaded); the
+    """Answer every request of `requests` not yet in `output` through `app` (the server's routes over `engines`: one
+    engine, or a registry of the models the requests name), appending the answers in input order. The engines run in
+    the calling thread (where the first model was loaded); the
     requests are sent from another. `stop` set: no new request starts, those running finish, and every answer
     before the first unfinished one is written. `progress(done, total)` after each answer written."""
     todo, report = pending(requests, output)
@@ -254,7 +256,7 @@ def run_batch(engine: Engine, app, requests: Path, output: Path, concurrency: in
 
     sender = threading.Thread(target=client, name="forwardpass-batch", daemon=True)
     sender.start()
-    engine.run(until=finished.is_set)
+    engines.run(until=finished.is_set)
     sender.join()
     if failed:
         raise failed[0]

@@ -69,7 +69,7 @@ def gemma3_270m() -> Path:
     return target
 
 
-NAMED = {"gemma3-270m": gemma3_270m}
+NAMED = {"smollm2-135m": default_model_path, "gemma3-270m": gemma3_270m}
 
 
 def model_id(typed: str | None, path: str | Path) -> str:

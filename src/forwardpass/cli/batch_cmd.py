@@ -42,7 +42,12 @@ def run(args) -> int:
     if args.replicas is None:
         refuse_without_replicas(args)
     args.sampling_flags = server_flags(args)
-    check_model(args)
+    models = check_model(args)
+    if len(models) > 1 and args.served_model_name is not None:
+        raise ForwardpassError("--served-model-name names one model; with several --model, name each ALIAS=PATH")
+    if args.replicas is not None and len(models) > 1:
+        raise ForwardpassError("several --model apply to one process, not yet to --replicas")
+    args.model = models[0].typed if args.replicas is not None else args.model
     from ..batch import resumable
     resumable(args.requests, args.output)  # an output that is not a new file or an earlier run's is refused now
     stop = threading.Event()
@@ -64,20 +69,17 @@ def run(args) -> int:
             report = on_ray(args, progress, stop)
         else:
             from ..batch import run_batch  # PyTorch: imported once the options are known to be good
-            from ..engine import Engine, EngineConfig
-            from ..packaged import model_id
-            from ..pipeline import load
             from ..server import ServerConfig, build_app
-            from ..server_defaults import server_sampling
+            from .serve_cmd import hosting
 
-            fp = load(args.model, device=args.device, storage=args.storage,
-                      kv_cache_dtype=args.kv_cache_dtype, progress=not args.json)
-            engine = Engine(fp, EngineConfig(kv_cache_bytes=int(args.kv_cache_gib * 2**30),
-                                             max_num_seqs=args.max_num_seqs))
-            name = args.served_model_name or model_id(args.model, fp.source)
-            sampling = server_sampling(args.sampling_flags, fp.metadata.get("sampling", {}))
-            app = build_app(engine, ServerConfig(name, default_max_tokens=args.default_max_tokens, sampling=sampling))
-            report = run_batch(engine, app, args.requests, args.output, concurrency=args.concurrency or 64,
+            if args.served_model_name is not None:
+                models[0] = type(models[0])(args.served_model_name, models[0].typed)
+            config = ServerConfig(models[0].id, default_max_tokens=args.default_max_tokens)
+            registry = hosting(args, models, config, {"kv_cache_bytes": int(args.kv_cache_gib * 2**30),
+                                                      "max_num_seqs": args.max_num_seqs}, args.sampling_flags)
+            registry.load_now(models[0].id, progress=not args.json)
+            app = build_app(registry, config)
+            report = run_batch(registry, app, args.requests, args.output, concurrency=args.concurrency or 64,
                                progress=progress, stop=stop)
     if args.json:
         print(json.dumps(report.__dict__))

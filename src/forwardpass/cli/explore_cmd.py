@@ -16,28 +16,36 @@ def add_parser(sub):
     return p
 
 
-def others(args) -> dict:
-    """The models a page may switch to, each loaded on first use: the embedded default and every named one."""
-    from ..packaged import NAMED
+def others(args, models: list) -> dict:
+    """The models a page may switch to, each loaded on first use: the embedded default, every installed one and every
+    other --model (catalog.ModelSpec), each under its id."""
+    from ..packaged import NAMED, default_model_path, resolve_model
     from ..pipeline import load
+    from ..weights import read_config
 
     def loader(name):
-        return lambda: load(name, device=args.device, storage=args.storage, kv_cache_dtype=args.kv_cache_dtype)
-    found = {"smollm2-135m": loader(None)} if args.model is not None else {}
-    found.update({name: loader(name) for name in NAMED if name != args.model})
+        def load_it():  # --ctx-size holds where it fits; a model of a shorter context keeps its own
+            path = default_model_path() if name is None else resolve_model(name)
+            ctx = args.ctx_size and min(args.ctx_size, read_config(path).context_length)
+            return load(path, device=args.device, storage=args.storage, kv_cache_dtype=args.kv_cache_dtype,
+                        ctx_size=ctx)
+        return load_it
+    found = {name: loader(name) for name in NAMED}
+    found.pop(models[0].typed or "smollm2-135m", None)  # the first, loaded already under its own id
+    found.update({m.id: loader(m.typed) for m in models[1:]})
     return found
 
 
 def run(args) -> int:
     check_listen(args.host, args.port)
-    check_model(args)
+    models = check_model(args)
     import uvicorn
 
     from ..explorer.app import build_explorer
     from ..pipeline import load  # PyTorch: imported once the options are known to be good
 
-    fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
-              kv_cache_dtype=args.kv_cache_dtype)
+    fp = load(models[0].typed, device=args.device, progress=not args.json, storage=args.storage,
+              kv_cache_dtype=args.kv_cache_dtype, ctx_size=args.ctx_size)
     if fp.tokenizer is None:
         raise ForwardpassError("the explorer needs a model with a tokenizer")
     address = f"http://{args.host}:{args.port}/"
@@ -45,5 +53,6 @@ def run(args) -> int:
         print(json.dumps({"address": address, "model": fp.config.name}), flush=True)
     else:
         print(f"explorer for {fp.config.name} at {address}", file=sys.stderr, flush=True)
-    uvicorn.run(build_explorer(fp, others(args), prepare=True), host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(build_explorer(fp, others(args, models), prepare=True), host=args.host, port=args.port,
+                log_level="warning")
     return 0

@@ -23,13 +23,16 @@ def apply_threads(args: argparse.Namespace) -> None:
         set_threads(args.threads)
 
 
-def check_model(args: argparse.Namespace) -> None:
-    """A --model that is missing, or a file that does not start as a GGUF file, is refused now, before PyTorch loads
-    (after the command's other options: those are checked first). Its metadata is parsed once, by the load."""
-    if args.model is not None:
-        from ..packaged import resolve_model
-        from ..weights import model_file
-        model_file(resolve_model(args.model))
+def check_model(args: argparse.Namespace) -> list:
+    """The models --model names (catalog.ModelSpec; none: the embedded default), each refused now if it is missing or
+    a file that does not start as a GGUF file does, before PyTorch loads (after the command's other options: those are
+    checked first). Its metadata is parsed once, by the load."""
+    from ..catalog import specs
+    from ..weights import model_file
+    listed = specs(args.model if isinstance(args.model, list) else None if args.model is None else [args.model])
+    for spec in listed:
+        model_file(spec.path)
+    return listed
 
 
 def checked(convert, ok, must: str):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import re
 import signal
 import sys
@@ -28,7 +29,14 @@ def add_parser(sub):
                    help="comma-separated origins whose browser pages may call the API, e.g. http://localhost:3000 "
                         "('*': any; default: none)")
     p.add_argument("--served-model-name", default=None,
-                   help="the model id clients send (default: the installed name typed, else the file's name)")
+                   help="the model id clients send (default: the installed name typed, else the file's name; with "
+                        "several --model, name each ALIAS=PATH instead)")
+    p.add_argument("--max-models", type=positive_int, default=4,
+                   help="chat models loaded at once; the least recently used idle one is unloaded to load another "
+                        "(default 4)")
+    p.add_argument("--max-memory-gib", type=float, default=None,
+                   help="the most memory the loaded chat models may hold together, weights and KV pools (default: 90%% "
+                        "of the memory available at start)")
     p.add_argument("--kv-cache-gib", type=float, default=1.0, help="KV block pool size (default 1 GiB)")
     p.add_argument("--block-size", type=positive_int, default=16, help="tokens per KV block (default 16)")
     p.add_argument("--max-num-seqs", type=positive_int, default=32, help="requests running at once (default 32)")
@@ -65,13 +73,18 @@ def routes(app) -> list[str]:
     return said
 
 
-def banner(name: str, address: str, engine, block_size: int, sampling: dict, embedder, app, threads: int) -> str:
+def banner(models: list, address: str, served, block_size: int, embedder, app, threads: int, registry) -> str:
     """What `serve` says when it starts: where, what, with what, and what a bare request gets."""
-    told = ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in sampling.items())
-    lines = [f"serving {name} at {address}" + (f", embeddings with {embedder.name}" if embedder else ""),
-             f"  {threads} thread(s); KV pool {engine.pool.num_blocks} blocks of {block_size} tokens",
-             f"  a request that leaves out sampling gets {told}",
-             "  routes: " + ", ".join(routes(app))]
+    told = ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in served.sampling.items())
+    engine = served.engine
+    lines = [f"serving {models[0].id} at {address}" + (f", embeddings with {embedder.name}" if embedder else "")]
+    if len(models) > 1:
+        budget = f"{registry.max_bytes / 2**30:.1f} GiB"
+        lines.append(f"  also {', '.join(m.id for m in models[1:])}, each loaded on its first request (at most "
+                     f"{registry.max_models} at once, {budget} in all)")
+    lines += [f"  {threads} thread(s); KV pool {engine.pool.num_blocks} blocks of {block_size} tokens",
+              f"  a request that leaves out sampling gets {told}",
+              "  routes: " + ", ".join(routes(app))]
     return "\n".join(lines)
 
 
@@ -100,60 +113,92 @@ def origins(text: str) -> tuple[str, ...]:
 
 
 def run(args) -> int:
-    if not (math.isfinite(args.kv_cache_gib) and args.kv_cache_gib > 0):
-        raise ForwardpassError(f"--kv-cache-gib must be a positive number, got {args.kv_cache_gib}")
+    for name, value in (("kv-cache-gib", args.kv_cache_gib), ("max-memory-gib", args.max_memory_gib)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise ForwardpassError(f"--{name} must be a positive number, got {value}")
     if args.ray_address is None:  # a joined cluster's Serve listens on its own node, perhaps on this port already
         check_listen(args.host, args.port)
     flags, cors = server_flags(args), origins(args.cors_origins)
-    check_model(args)  # (with replicas, the path must exist on every node: here too)
+    models = check_model(args)  # (with replicas, the path must exist on every node: here too)
+    if len(models) > 1 and args.served_model_name is not None:
+        raise ForwardpassError("--served-model-name names one model; with several --model, name each ALIAS=PATH")
     if args.replicas is not None:
         if cors:
             raise ForwardpassError("--cors-origins applies to one server, not yet to --replicas")
+        if len(models) > 1:
+            raise ForwardpassError("several --model apply to one server, not yet to --replicas")
+        args.model = models[0].typed
         return run_replicas(args, flags)
     refuse_without_replicas(args, "routing")
-    from ..engine import Engine, EngineConfig  # PyTorch: imported once the options are known to be good
-    from ..kernels.team import most_threads
-    from ..packaged import model_id
-    from ..pipeline import load
+    from ..kernels.team import most_threads  # PyTorch: imported once the options are known to be good
     from ..server import ServerConfig, build_app, make_server
-    from ..server_defaults import server_sampling
 
-    fp = load(args.model, device=args.device, storage=args.storage,
-              kv_cache_dtype=args.kv_cache_dtype, progress=not args.json)
-    engine = Engine(fp, EngineConfig(kv_cache_bytes=int(args.kv_cache_gib * 2**30), block_size=args.block_size,
-                                     max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
-                                     prefix_caching=not args.no_prefix_caching,
-                                     request_timeout=args.request_timeout or None))
-    name = args.served_model_name or model_id(args.model, fp.source)
+    if args.served_model_name is not None:
+        models[0] = type(models[0])(args.served_model_name, models[0].typed)
+    engine_config = {"kv_cache_bytes": int(args.kv_cache_gib * 2**30), "block_size": args.block_size,
+                     "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
+                     "prefix_caching": not args.no_prefix_caching, "request_timeout": args.request_timeout or None}
+    config = ServerConfig(models[0].id, args.api_key, args.max_body_bytes, args.default_max_tokens,
+                          cors_origins=cors, access_log=access_log(args.log_format))
+    registry = hosting(args, models, config, engine_config, flags)
+    first = registry.load_now(models[0].id, progress=not args.json)
     embedder = None
     if args.embedding_model is not None:
         from ..embeddings import load_embedder
         embedder = load_embedder(None if args.embedding_model == "default" else args.embedding_model, args.device)
-    sampling = server_sampling(flags, fp.metadata.get("sampling", {}))
-    app = build_app(engine, ServerConfig(name, args.api_key, args.max_body_bytes, args.default_max_tokens,
-                                         sampling=sampling, cors_origins=cors,
-                                         access_log=access_log(args.log_format)), embedder)
-    server = make_server(app, engine, args.host, args.port, args.shutdown_grace)
+    app = build_app(registry, config, embedder)
+    server = make_server(app, registry, args.host, args.port, args.shutdown_grace)
     address = f"http://{args.host}:{args.port}/v1"
     if args.json:
-        print(json.dumps({"address": address, "model": name, "kv_blocks": engine.pool.num_blocks,
-                          "sampling": sampling, "embedding_model": embedder.name if embedder else None,
-                          "threads": most_threads(), "routes": routes(app)}), flush=True)
+        print(json.dumps({"address": address, "model": models[0].id, "models": [m.id for m in models],
+                          "kv_blocks": first.engine.pool.num_blocks, "sampling": first.sampling,
+                          "embedding_model": embedder.name if embedder else None, "threads": most_threads(),
+                          "routes": routes(app)}), flush=True)
     else:
-        print(banner(name, address, engine, args.block_size, sampling, embedder, app, most_threads()), file=sys.stderr,
-              flush=True)
-    # The engine runs in this thread, where the model was loaded (Engine.run says why); HTTP in another.
+        print(banner(models, address, first, args.block_size, embedder, app, most_threads(), registry),
+              file=sys.stderr, flush=True)
+    # The engines run in this thread, where the first model was loaded (registry.py says why); HTTP in another.
     http = threading.Thread(target=server.run, name="forwardpass-http", daemon=True)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, server.handle_exit)
     http.start()
-    engine.run(until=lambda: not http.is_alive())
+    registry.run(until=lambda: not http.is_alive())
     http.join()
     if not server.started:
         raise ForwardpassError(f"could not listen on {args.host}:{args.port}")
     if not args.json:
-        print(f"stopped serving {name}", file=sys.stderr, flush=True)
+        print(f"stopped serving {', '.join(m.id for m in models)}", file=sys.stderr, flush=True)
     return 0
+
+
+def hosting(args, models: list, config, engine_config: dict, flags: dict):
+    """The registry of the chat models `serve` and `batch` answer for: each loaded as the options say, with the
+    engine they configure, under --max-models (where the command has it) and the memory budget."""
+    from ..engine import EngineConfig
+    from ..server.registry import Registry
+    from ..server.served import estimate, opener
+
+    load_options = {"device": args.device, "storage": args.storage, "kv_cache_dtype": args.kv_cache_dtype,
+                    "ctx_size": args.ctx_size}
+    budget = getattr(args, "max_memory_gib", None)
+    max_bytes = int(budget * 2**30) if budget is not None else int(0.9 * available_memory())
+    open_model = opener(config, load_options, EngineConfig(**engine_config), flags)
+    say = (lambda line: None) if args.json else (lambda line: print(line, file=sys.stderr, flush=True))
+    return Registry(models, open_model, lambda spec: estimate(spec, args.storage, engine_config["kv_cache_bytes"]),
+                    getattr(args, "max_models", None), max_bytes, getattr(args, "request_timeout", 0) or 600.0, say,
+                    args.ctx_size)
+
+
+def available_memory() -> int:
+    """Bytes of memory the system could give now (MemAvailable), or all of it where that cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def run_replicas(args, flags: dict) -> int:

@@ -49,7 +49,8 @@ class EngineConfig:
 
 
 class Engine:
-    def __init__(self, pipeline: LoadedModel, config: EngineConfig | None = None):
+    def __init__(self, pipeline: LoadedModel, config: EngineConfig | None = None,
+                 wake: threading.Event | None = None):
         self.pipeline, self.config = pipeline, config or EngineConfig()
         c, model = pipeline.config, pipeline.model
         kv = pipeline.kv_dtype()
@@ -63,7 +64,7 @@ class Engine:
         self.grammars = Grammars(pipeline.tokenizer, c.vocab_size)  # structured output's compiled constraints
         self._ids = itertools.count()
         self._inbox: queue.Queue = queue.Queue()  # (action, payload) from other threads
-        self._wake = threading.Event()
+        self._wake = wake or threading.Event()  # set when work arrives (shared by engines one thread steps in turn)
         self._thread: threading.Thread | None = None
         self._stop = False
         self._admission = threading.Lock()
@@ -161,21 +162,24 @@ class Engine:
         return self.failure is None
 
     def run(self, until: Callable[[], bool] = lambda: False) -> None:
-        """Run steps in the calling thread as work arrives, until `stop()` or `until()`. `serve` runs it in the main
-        thread, where the model was loaded: the kernels' OpenMP team is then the process's only one (a second
-        thread's team beside the loading thread's competes with it for the same cores). If the loop fails,
-        it says why (`_die`) and waits, taking no more work, until it is told to end."""
+        """Run steps in the calling thread as work arrives, until `stop()` or `until()` (`serve` runs its engines in
+        the thread that loaded them: server/registry.py says why). A failed loop takes no more work (`_die`)."""
         while not self._stop and not until():
-            if self.failure is not None or not self.has_work():
-                if self.failure is None:
-                    self.outputs.end_overdue(self._drain_at, self.config.request_timeout)
+            if not self.tick():
                 self._wake.wait(timeout=0.5)
                 self._wake.clear()
-                continue
-            try:
-                self.step()
-            except Exception as e:
-                self._die(e)
+
+    def tick(self) -> bool:
+        """One step if there is work (a failing step ends the loop's requests, `_die`); False when there was none."""
+        if self.failure is not None or not self.has_work():
+            if self.failure is None:
+                self.outputs.end_overdue(self._drain_at, self.config.request_timeout)
+            return False
+        try:
+            self.step()
+        except Exception as e:
+            self._die(e)
+        return True
 
     def _die(self, e: BaseException) -> None:
         """The loop failed: say why, end every request in flight with that reason, take no more."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 
 import ray
 from ray import serve
@@ -19,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from ..server.auth import authorize
 from ..server.body import read_body
 from ..server.errors import APIError
+from ..server.exposition import labelled
 from . import asgi
 from .replica import NAMESPACE
 from .router import prefix_hashes, route_key
@@ -27,27 +27,7 @@ log = logging.getLogger("forwardpass.scale")
 
 ATTEMPTS = 3  # replicas tried for one request before it is refused
 GONE = (ActorDiedError, ActorUnavailableError, RayActorError)
-SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (.*)$")
 
-
-def labelled(texts: dict[str, str], extra: list[str]) -> str:
-    """Prometheus texts from several replicas as one exposition: each family's HELP and TYPE once, then every
-    replica's samples of it with a `replica` label."""
-    families: dict[str, list[str]] = {}
-    for replica, text in sorted(texts.items()):
-        family = None
-        for line in text.splitlines():
-            if line.startswith("# "):
-                family = line.split()[2]
-                head = families.setdefault(family, [])
-                if line not in head:
-                    head.append(line)
-                continue
-            m = SAMPLE.match(line)
-            if m and family is not None:
-                labels = f'replica="{replica}"' + (f",{m[2]}" if m[2] else "")
-                families[family].append(f"{m[1]}{{{labels}}} {m[3]}")
-    return "\n".join(extra + [line for lines in families.values() for line in lines]) + "\n"
 
 
 class Ingress:
@@ -91,7 +71,7 @@ class Ingress:
                  "# TYPE forwardpass:replicas_wanted gauge", f"forwardpass:replicas_wanted {self.wanted}",
                  "# HELP forwardpass:replica_pid Each replica's process id.", "# TYPE forwardpass:replica_pid gauge"]
         extra += [f'forwardpass:replica_pid{{replica="{r}"}} {pid}' for r, (pid, _) in sorted(posts.items())]
-        text = labelled({r: t for r, (_, t) in posts.items()}, extra)
+        text = labelled({r: t for r, (_, t) in posts.items()}, "replica", extra)
         return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def forward(self, request: Request, anthropic: bool) -> Response:

@@ -11,17 +11,18 @@ from fastapi.responses import StreamingResponse
 
 from ..engine import RequestOutput
 from . import messages, tools
+from .front import Front
 from .messages import MessagesInput, MessagesRequest
 from .served import Served, constraint_errors, engine_error
 
 
-def router(s: Served) -> APIRouter:
+def router(front: Front) -> APIRouter:
     r = APIRouter()
 
     @r.post("/v1/messages")
     async def create_message(request: Request):
         """Anthropic's Messages API: the chat route's generation, answered as content blocks."""
-        req = await s.body(request, MessagesRequest, messages.UNSUPPORTED)
+        req, s = await front.model(request, MessagesRequest, messages.UNSUPPORTED)
         with constraint_errors(req):
             chat, declared = req.chat()
             functions = tools.functions(declared)
@@ -38,22 +39,27 @@ def router(s: Served) -> APIRouter:
                 if out.error is not None:
                     raise engine_error(out.error, req)
                 text, last = text + out.text, out
-        made = tools.parse(text, calls, req.parallel_tool_calls) if calls else None
-        return {"id": messages.message_id(), "type": "message", "role": "assistant", "model": s.config.model_name,
+        made, whole = tools.read_calls(text, calls, req.parallel_tool_calls, forced(req)) if calls else (None, False)
+        return {"id": messages.message_id(), "type": "message", "role": "assistant", "model": s.name,
                 "content": messages.content_blocks(text, made),
-                "stop_reason": messages.stop_reason(last.finish_reason, last.stop_string, made),
+                "stop_reason": messages.stop_reason(last.finish_reason, last.stop_string, made if whole else None),
                 "stop_sequence": last.stop_string, "usage": message_usage(prompt_ids, last)}
 
     @r.post("/v1/messages/count_tokens")
     async def count_tokens(request: Request) -> dict:
         """Anthropic's token count: the tokens the model would read for these messages, system prompt and tools."""
-        req = await s.body(request, MessagesInput, messages.UNSUPPORTED)
+        req, s = await front.model(request, MessagesInput, messages.UNSUPPORTED)
         with constraint_errors(req):
             chat, declared = req.chat()
             functions = tools.functions(declared)
         return {"input_tokens": len(s.chat_ids(chat, functions=functions))}
 
     return r
+
+
+def forced(req: MessagesRequest) -> str | None:
+    """The tool a forced call names ("required" for any): a call cut short still comes back as a tool_use block."""
+    return None if req.tool_mode in ("none", "auto") else req.tool_mode
 
 
 def message_usage(prompt_ids: list[int], out: RequestOutput | None) -> dict:
@@ -66,7 +72,7 @@ async def message_events(s: Served, submission, prompt_ids: list[int], calls: di
     reason and usage, message_stop. With tools the reply is held until it ends, then sent as its blocks."""
     event = messages.event
     yield event("message_start", {"message": {
-        "id": messages.message_id(), "type": "message", "role": "assistant", "model": s.config.model_name,
+        "id": messages.message_id(), "type": "message", "role": "assistant", "model": s.name,
         "content": [], "stop_reason": None, "stop_sequence": None, "usage": message_usage(prompt_ids, None)}})
     text, last = "", None
     if calls is None:
@@ -79,7 +85,7 @@ async def message_events(s: Served, submission, prompt_ids: list[int], calls: di
     if last is not None and last.error is not None:
         yield engine_error(last.error, req).event(anthropic=True)
         return
-    made = tools.parse(text, calls, req.parallel_tool_calls) if calls else None
+    made, whole = tools.read_calls(text, calls, req.parallel_tool_calls, forced(req)) if calls else (None, False)
     if calls is None:
         yield event("content_block_stop", {"index": 0})
     else:
@@ -93,7 +99,8 @@ async def message_events(s: Served, submission, prompt_ids: list[int], calls: di
             yield event("content_block_delta", {"index": k, "delta": delta})
             yield event("content_block_stop", {"index": k})
     finish, stop_string = (last.finish_reason, last.stop_string) if last is not None else ("abort", None)
-    yield event("message_delta", {"delta": {"stop_reason": messages.stop_reason(finish, stop_string, made),
+    yield event("message_delta", {"delta": {"stop_reason": messages.stop_reason(finish, stop_string,
+                                                                             made if whole else None),
                                             "stop_sequence": stop_string},
                                   "usage": {"output_tokens": last.completion_tokens if last else 0}})
     yield event("message_stop", {})

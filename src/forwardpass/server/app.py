@@ -20,9 +20,11 @@ from ..embeddings import Embedder
 from ..engine import Engine
 from ..errors import ContextLengthError, EngineUnavailableError, ForwardpassError
 from . import anthropic as anthropic_api
-from . import completions, embeddings, status, tokens
+from . import completions, embeddings, page, status, tokens
 from .access_log import AccessLog
 from .errors import APIError
+from .front import Front
+from .registry import Leases, Registry
 from .served import Served, ServerConfig
 from .submission import GraceOver
 
@@ -31,14 +33,18 @@ log = logging.getLogger("forwardpass.server")
 __all__ = ["ServerConfig", "build_app"]
 
 
-def build_app(engine: Engine, config: ServerConfig, embedder: Embedder | None = None) -> FastAPI:
-    """The routes over `engine`, and /v1/embeddings over `embedder` when the server has one."""
+def build_app(models: Engine | Registry, config: ServerConfig, embedder: Embedder | None = None) -> FastAPI:
+    """The routes over `models` (a registry of chat models, or one engine), and /v1/embeddings over `embedder` when
+    the server has one."""
     app = FastAPI(title="forwardpass", docs_url=None, redoc_url=None)
     app.state.grace_over = GraceOver()  # told by the server (serve.py) when a shutdown begins
     _errors(app)
-    served = Served(engine, config, embedder)
+    registry = models if isinstance(models, Registry) else Registry.of(Served(models, config))
+    front = Front(registry, config, embedder)
     for api in (status, completions, anthropic_api, embeddings, tokens):
-        app.include_router(api.router(served))
+        app.include_router(api.router(front))
+    app.add_middleware(Leases)
+    app.include_router(page.router())  # the chat page at GET /
     if config.access_log is not None:
         app.add_middleware(AccessLog, as_json=config.access_log == "json")
     if config.cors_origins:  # pages served from these origins may call the API from a browser (preflight answered)

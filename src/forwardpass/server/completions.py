@@ -14,16 +14,17 @@ from ..engine import RequestOutput
 from ..sampling import SamplingParams
 from . import tools
 from .errors import APIError
+from .front import Front
 from .protocol import ChatCompletionRequest, CompletionRequest
 from .served import COMPLETION_MAX_TOKENS, Served, constraint_errors, engine_error
 
 
-def router(s: Served) -> APIRouter:
+def router(front: Front) -> APIRouter:
     r = APIRouter()
 
     @r.post("/v1/completions")
     async def completions(request: Request):
-        req = await s.body(request, CompletionRequest)
+        req, s = await front.model(request, CompletionRequest)
         texts = req.listed(req.prompt)
         if any(isinstance(t, str) for t in texts) and s.tokenizer is None:
             raise APIError(400, "this model has no tokenizer: send the prompt as token ids")
@@ -34,7 +35,7 @@ def router(s: Served) -> APIRouter:
 
     @r.post("/v1/chat/completions")
     async def chat_completions(request: Request):
-        req = await s.body(request, ChatCompletionRequest)
+        req, s = await front.model(request, ChatCompletionRequest)
         if not req.messages:
             raise APIError(400, "messages must hold at least one message", param="messages")
         with constraint_errors(None, "tools"):
@@ -64,17 +65,19 @@ def usage(prompt_tokens: int, completion_tokens: int, cached: int) -> dict:
 
 def finish_reason(finish: str | None, called: bool) -> str | None:
     """OpenAI's finish reason for a choice the engine ended with `finish`: "tool_calls" where it ended by itself
-    ("stop") on calls, else the engine's own ("length", "abort", …)."""
+    ("stop") on whole calls, else the engine's own ("length", "abort", …)."""
     return "tool_calls" if called and finish == "stop" else finish
 
 
-def chat_reply(text: str, reason: str | None, calls: dict | None, parallel: bool = True) -> tuple[dict, str | None]:
+def chat_reply(text: str, reason: str | None, calls: dict | None, parallel: bool = True,
+               forced: str | None = None) -> tuple[dict, str | None]:
     """The assistant message of a finished choice, and its finish reason: with tools, a reply made of calls is
-    returned as tool_calls (finish reason "tool_calls"); without `parallel`, its first call only."""
-    made = tools.parse(text, calls, parallel) if calls else None
+    returned as tool_calls (finish reason "tool_calls"); without `parallel`, its first call only. A forced call
+    (`forced`: the request's forced_call) cut short is tool_calls too, with the engine's reason ("length")."""
+    made, whole = tools.read_calls(text, calls, parallel, forced) if calls else (None, False)
     if made is None:
         return {"role": "assistant", "content": text}, reason
-    return {"role": "assistant", "content": None, "tool_calls": made}, finish_reason(reason, True)
+    return {"role": "assistant", "content": None, "tool_calls": made}, finish_reason(reason, whole)
 
 
 async def respond(s: Served, request: Request, req, groups: list[tuple[list[int], list[SamplingParams]]], chat: bool,
@@ -112,12 +115,12 @@ async def respond(s: Served, request: Request, req, groups: list[tuple[list[int]
     for i in range(len(params)):
         if chat:
             lp = {"content": [s.chat_logprob(o) for o in logs[i]]} if with_logprobs else None
-            message, reason = chat_reply(texts[i], reasons[i], calls, req.parallel_tool_calls)
+            message, reason = chat_reply(texts[i], reasons[i], calls, req.parallel_tool_calls, req.forced_call)
             choices.append({"index": i, "message": message, "logprobs": lp, "finish_reason": reason})
         else:
             choices.append({"index": i, "text": texts[i], "logprobs": completion_logprobs(s, logs[i])
                             if with_logprobs else None, "finish_reason": reasons[i]})
-    return {"id": rid, "object": kind, "created": int(time.time()), "model": s.config.model_name,
+    return {"id": rid, "object": kind, "created": int(time.time()), "model": s.name,
             "choices": choices, "usage": usage(prompt_tokens, completion_tokens, sum(cached.values()))}
 
 
@@ -141,7 +144,7 @@ async def stream_events(s: Served, submission, req, prompt_tokens, prompt_of, pa
     now = int(time.time())
 
     def chunk(choices: list, **extra) -> str:
-        data = {"id": rid, "object": kind, "created": now, "model": s.config.model_name, "choices": choices} | extra
+        data = {"id": rid, "object": kind, "created": now, "model": s.name, "choices": choices} | extra
         return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
 
     if chat:
@@ -149,8 +152,8 @@ async def stream_events(s: Served, submission, req, prompt_tokens, prompt_of, pa
             yield chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                           "finish_reason": None}])
     n = len(params)
-    writer = (ForcedCall(s, calls, n) if calls is not None and req.forced_call else HeldCalls(s, req, calls, n)
-              if calls is not None else ChatText(s) if chat else CompletionText(s, n))
+    writer = (ForcedCall(s, calls, n, req.forced_call) if calls is not None and req.forced_call
+              else HeldCalls(s, req, calls, n) if calls is not None else ChatText(s) if chat else CompletionText(s, n))
     completion_tokens, cached, error = 0, {}, None
     async for ready in submission:
         for i, outs in by_choice(ready):
@@ -217,27 +220,25 @@ class HeldCalls:
 
 
 class ForcedCall:
-    """A forced tool call, as OpenAI's streams send one: its id and name, then its arguments piece by piece; a reply
-    cut short before any call began goes out as content."""
+    """A forced tool call (`forced`: a function's name or "required"), as OpenAI's streams send one: its id and name,
+    then its arguments piece by piece; cut short, the arguments as far as they were written (finish reason
+    "length"), never the text with its `<tool_call>` wrapper."""
 
-    def __init__(self, s: Served, calls: dict, n: int):
+    def __init__(self, s: Served, calls: dict, n: int, forced: str):
         self.s, self.calls = s, calls
-        self.streams, self.scored = [tools.ForcedCallStream() for _ in range(n)], [[] for _ in range(n)]
+        names = tools.callable_names(calls, forced)
+        self.streams, self.scored = [tools.ForcedCallStream(names) for _ in range(n)], [[] for _ in range(n)]
 
     def choice(self, i: int, text: str, scored: list, finish: str | None) -> dict | None:
         stream = self.streams[i]
         deltas = stream.feed(text)
         self.scored[i] += scored
+        whole = finish is not None and tools.parse(stream.text, self.calls) is not None
         if finish is not None:
-            rest = stream.finish(tools.parse(stream.text, self.calls) is not None)
-            deltas = None if rest is None else deltas + rest
-        if deltas is None:  # no call began (cut short): the text is the reply
-            delta = {"content": stream.text}
-        elif deltas or finish is not None:
-            delta = {"tool_calls": deltas} if deltas else {}
-        else:
+            deltas += stream.finish(whole)
+        if not deltas and finish is None:
             return None
-        reason = finish_reason(finish, deltas is not None)
         lp = {"content": [self.s.chat_logprob(o) for o in self.scored[i]]} \
             if self.scored[i] and finish is not None else None
-        return {"index": i, "delta": delta, "logprobs": lp, "finish_reason": reason}
+        return {"index": i, "delta": {"tool_calls": deltas} if deltas else {}, "logprobs": lp,
+                "finish_reason": finish_reason(finish, whole)}

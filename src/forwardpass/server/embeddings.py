@@ -8,11 +8,11 @@ import base64
 from fastapi import APIRouter, Request
 
 from .errors import APIError
+from .front import Front
 from .protocol import EmbeddingRequest
-from .served import Served
 
 
-def router(s: Served) -> APIRouter:
+def router(s: Front) -> APIRouter:
     r = APIRouter()
 
     @r.post("/v1/embeddings")
@@ -23,7 +23,8 @@ def router(s: Served) -> APIRouter:
             s.authorize(request)
             raise APIError(404, "this server has no embedding model (start it with --embedding-model)",
                            "model_not_found", "model")
-        req = await s.body(request, EmbeddingRequest, served=embedder.name)
+        req = await s.body(request, EmbeddingRequest)
+        s.embedding_model(request, req)
         inputs = req.input if isinstance(req.input, list) else [req.input]
         if not inputs:
             raise APIError(400, "input holds nothing to embed", param="input")

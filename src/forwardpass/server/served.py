@@ -1,30 +1,23 @@
-"""What every route shares: the server's settings, and the one path from an HTTP request to the engine — the body
-read and checked, the sampling parameters with the room left for new tokens, the constraint compiled, the engine's
-requests submitted — with each failure in the API's own terms."""
+"""A chat model as every route reaches it: the server's settings, and the one path from a checked request to its
+engine — the sampling parameters with the room left for new tokens, the constraint compiled, the engine's requests
+submitted — with each failure in the API's own terms."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import threading
 import time
 from dataclasses import dataclass, field
 
 from fastapi import Request
-from pydantic import BaseModel, ValidationError
 
 from ..constraints import Constraint, Grammar
-from ..embeddings import Embedder
 from ..engine import Engine, RequestOutput
 from ..engine.sequence import Error
 from ..errors import ConstraintError
 from ..sampling import SamplingParams
 from . import tools
-from .auth import authorize as check_key
-from .body import read_body, refusal
 from .errors import APIError
-from .protocol import UNSUPPORTED
 from .submission import Submission
 
 DEFAULT_MAX_TOKENS = 1024  # a chat request that names no limit gets this many (or what the context and pool leave)
@@ -60,42 +53,20 @@ def constraint_errors(req, field: str | None = None):
 
 
 class Served:
-    """The engine (and the embedding model, where the server has one) as the routes reach it."""
+    """One chat model as the routes reach it: its engine, tokenizer and context, and the sampling its requests get for
+    the fields they leave out (the server's flags over the file's own recommendation)."""
 
-    def __init__(self, engine: Engine, config: ServerConfig, embedder: Embedder | None = None):
-        self.engine, self.config, self.embedder = engine, config, embedder
+    def __init__(self, engine: Engine, config: ServerConfig, name: str | None = None, sampling: dict | None = None):
+        self.engine, self.config = engine, config
+        self.name = name or config.model_name
+        self.sampling = config.sampling if sampling is None else sampling
         self.tokenizer, self.context = engine.pipeline.tokenizer, engine.pipeline.config.context_length
-        self.created = int(time.time())
-        self.embedding_lock = threading.Lock()  # one embedding batch at a time: each already uses every core
+        self.leases = 0  # requests holding it (registry.py): it is not unloaded while any does
+        self.weight_bytes = self.kv_bytes = 0  # what it holds in memory (counted against the registry's budget)
 
-    def authorize(self, request: Request) -> None:
-        check_key(request, self.config.api_key)
-
-    async def body(self, request: Request, schema: type[BaseModel], unsupported: dict = UNSUPPORTED,
-                   served: str | None = None) -> BaseModel:
-        """The request's JSON body as `schema`, after its key: a 400 for what is not JSON or not the schema (a field
-        it does not take named, `unsupported`'s with their reason), a 404 for another model than `served`."""
-        self.authorize(request)
-        raw = await read_body(request, self.config.max_body_bytes)
-        try:
-            data = json.loads(raw)
-            json.dumps(data, ensure_ascii=False).encode()  # a lone surrogate escape ("\udfff") is no text
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise APIError(400, f"request body is not valid JSON: {e}") from None
-        except UnicodeEncodeError:
-            raise APIError(400, "request body holds an unpaired UTF-16 surrogate escape: not valid Unicode") from None
-        except RecursionError:
-            raise APIError(400, "request body is nested too deeply") from None
-        try:
-            parsed = schema.model_validate(data)
-        except ValidationError as e:
-            raise refusal(e, data, unsupported) from None
-        served = served or self.config.model_name
-        request.state.model = parsed.model or served  # for the access log
-        if parsed.model is not None and parsed.model != served:
-            raise APIError(404, f"model {parsed.model!r} does not exist; this server serves {served!r} here",
-                           "model_not_found", "model")
-        return parsed
+    @property
+    def nbytes(self) -> int:
+        return self.weight_bytes + self.kv_bytes
 
     def params_for(self, req, prompt_ids: list[int], max_tokens: int | None,
                    logprobs: int | None) -> list[SamplingParams]:
@@ -106,7 +77,7 @@ class Served:
             budget = min(self.config.default_max_tokens, self.engine.token_room(prompt_ids))
             budget = max(budget, 1)  # a prompt that leaves no room: check_request names why
         with constraint_errors(req):
-            params = [req.sampling(budget, logprobs, i, self.config.sampling) for i in range(req.n)]
+            params = [req.sampling(budget, logprobs, i, self.sampling) for i in range(req.n)]
         self.engine.check_request(prompt_ids, params[0])
         return params
 
@@ -161,3 +132,40 @@ class Served:
         grammar = await self.compiled(req, constraint, arrival)
         with constraint_errors(req):
             return Submission(self.engine, request, groups, grammar, arrival)
+
+
+def tensor_bytes(model) -> int:
+    """The bytes a loaded model's tensors hold, each storage once (a tied table, a view, counted once)."""
+    from ..quant.layers import QuantizedLinear
+    tensors = [*model.parameters(), *model.buffers()]
+    for m in model.modules():
+        if isinstance(m, QuantizedLinear):
+            tensors += [t for t in (m.q, m.scale, m.minimum) if t is not None]
+    storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}
+    return sum(storages.values())
+
+
+def opener(config: ServerConfig, load_options: dict, engine_config, flags: dict):
+    """How the registry opens a model (in its engine thread): loaded with `load_options`, its engine made and woken by
+    the registry's event, the sampling its requests get (`flags` over the file's recommendation), its bytes counted."""
+    def open_model(spec, wake, progress: bool = False) -> Served:
+        from ..pipeline import load
+        from ..server_defaults import server_sampling
+        fp = load(spec.typed, **load_options, progress=progress)
+        engine = Engine(fp, engine_config, wake)
+        served = Served(engine, config, spec.id, server_sampling(flags, fp.metadata.get("sampling", {})))
+        served.weight_bytes, served.kv_bytes = tensor_bytes(fp.model), engine_config.kv_cache_bytes
+        return served
+    return open_model
+
+
+def estimate(spec, storage: str, kv_bytes: int) -> int:
+    """The bytes a model will hold once loaded, before it is: its file's size where it keeps the file's storage (or
+    its parameters at the storage's bytes per weight), and its KV pool."""
+    from ..cost import BYTES_PER_WEIGHT, parameters
+    from ..weights import read_config
+    path = spec.path
+    if storage in BYTES_PER_WEIGHT:
+        return int(parameters(read_config(path)).total * BYTES_PER_WEIGHT[storage]) + kv_bytes
+    files = [path] if path.is_file() else list(path.glob("*.safetensors"))
+    return sum(f.stat().st_size for f in files) + kv_bytes

@@ -6,17 +6,18 @@ from fastapi import APIRouter, Request
 
 from . import tools
 from .errors import APIError
+from .front import Front
 from .protocol import DetokenizeRequest, TokenizeRequest
-from .served import Served, constraint_errors
+from .served import constraint_errors
 
 
-def router(s: Served) -> APIRouter:
+def router(front: Front) -> APIRouter:
     r = APIRouter()
 
     @r.post("/tokenize")
     async def tokenize(request: Request) -> dict:
         """Token ids of a prompt (or of chat messages as the chat routes render them), and the context length."""
-        req = await s.body(request, TokenizeRequest)
+        req, s = await front.model(request, TokenizeRequest)
         s.need_tokenizer()
         if (req.prompt is None) == (req.messages is None):
             raise APIError(400, "send either prompt or messages", param="prompt")
@@ -31,7 +32,7 @@ def router(s: Served) -> APIRouter:
 
     @r.post("/detokenize")
     async def detokenize(request: Request) -> dict:
-        req = await s.body(request, DetokenizeRequest)
+        req, s = await front.model(request, DetokenizeRequest)
         s.need_tokenizer()
         s.tokenizer.check_ids(req.tokens)
         return {"prompt": s.tokenizer.decode(req.tokens)}
