@@ -3,12 +3,15 @@ beside llama.cpp's own batching (one `llama_batch` carrying every sequence's id,
 as llama.cpp's server batches), on the same GGUF, the same prompts, greedy, the same number of new tokens.
 
     .venv/bin/python bench/batching.py [--sequences 1,4,16] [--max-tokens 128] [--storage stored] [--json]
+                                       [--llama-flash-attn both|on|off]
 
 Each engine runs in its own process. For each count of sequences: every prompt goes in at once, then each step
 decodes one token for every sequence; the rate is all generated tokens over the wall time, prefill included.
 forwardpass also reports the time to first token of a 512-token prompt arriving while 15 others decode, its prefill
 in one step (a budget of 4096 tokens a step) or chunked (512, 128: decode rows and prefill share each step).
-llama.cpp's rows need `llama-cpp-python` (see the README); without it they are skipped with a message.
+llama.cpp's rows need `llama-cpp-python` (see the README); without it they are skipped with a message. Each of its
+counts runs with flash attention on and with it off, and keeps the faster (--llama-flash-attn pins one); where its
+extra buffer types crash it on this CPU they are turned off. The output says which (bench/llama_c.py).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import sys
 import time
 
 from common import counts, machine
+from llama_c import FLASH_ATTN, add_flash_attn_option, faster, flash_attn_note
 
 from forwardpass.cli.options import positive_int
 from forwardpass.pipeline import STORAGE
@@ -84,27 +88,40 @@ def worker_forwardpass(counts: list[int], new: int, storage: str) -> dict:
             "ttft_512_while_15_decode_s": {str(b): first_token_while_15_decode(b) for b in (4096, 512, 128)}}
 
 
-def worker_llama_cpp(counts: list[int], new: int, threads: int) -> dict:
+def worker_llama_cpp(counts: list[int], new: int, threads: int, flash_attn: str) -> dict:
+    """llama.cpp's rate for each count with each flash-attention setting asked for (the two in turn at each count,
+    so that a machine changing speed meets both), the faster kept."""
     try:
         import llama_cpp  # noqa: F401
     except ImportError:
         return {"engine": "llama.cpp", "skipped": "llama-cpp-python is not installed (see the README)"}
-    from llama_c import LlamaCpp
+    from llama_c import LlamaCpp, extra_bufts_work
 
     import forwardpass
 
-    def rate(ids: list[list[int]]) -> float:
-        llm = LlamaCpp(str(forwardpass.default_model_path()), threads, max(map(len, ids)) + new, n_seq=len(ids),
-                       n_batch=max(512, sum(map(len, ids))))
+    path = str(forwardpass.default_model_path())
+    extra_bufts, note = extra_bufts_work(path, threads)
+
+    def rate(ids: list[list[int]], setting: str) -> float:
+        llm = LlamaCpp(path, threads, max(map(len, ids)) + new, n_seq=len(ids), n_batch=max(512, sum(map(len, ids))),
+                       flash_attn=setting, extra_bufts=extra_bufts)
         start = time.perf_counter()
         llm.greedy(ids, new)
         elapsed = time.perf_counter() - start
         llm.close()
         return len(ids) * new / elapsed
 
-    rate(prompts(1))  # warm up
-    return {"engine": "llama.cpp (llama_batch, many sequence ids)", "tokens_per_s": {str(n): rate(prompts(n))
-                                                                                   for n in counts}}
+    settings = FLASH_ATTN[flash_attn]
+    rate(prompts(1), settings[0])  # warm up
+    runs = {s: {} for s in settings}
+    for n in counts:
+        for s in settings:
+            runs[s][str(n)] = rate(prompts(n), s)
+    kept = {n: faster({s: runs[s][n] for s in settings}) for n in runs[settings[0]]}
+    return {"engine": "llama.cpp (llama_batch, many sequence ids)",
+            "tokens_per_s": {n: runs[s][n] for n, s in kept.items()}, "flash_attn": kept,
+            "flash_attn_tried": list(settings), "flash_attn_runs": runs, "extra_bufts": extra_bufts,
+            "extra_bufts_note": note}
 
 
 def run_worker(args: list[str]) -> dict:
@@ -121,21 +138,29 @@ def main() -> None:
     ap.add_argument("--sequences", type=counts, default=[1, 4, 16])
     ap.add_argument("--max-tokens", type=positive_int, default=128)
     ap.add_argument("--storage", default="stored", choices=list(STORAGE))
+    add_flash_attn_option(ap)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--worker", choices=["forwardpass", "llama.cpp"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         import torch
         result = (worker_forwardpass(args.sequences, args.max_tokens, args.storage) if args.worker == "forwardpass"
-                  else worker_llama_cpp(args.sequences, args.max_tokens, torch.get_num_threads()))
+                  else worker_llama_cpp(args.sequences, args.max_tokens, torch.get_num_threads(),
+                                        args.llama_flash_attn))
         print(json.dumps(result))
         return
     common = ["--sequences", ",".join(map(str, args.sequences)), "--max-tokens", str(args.max_tokens)]
     print("forwardpass ...", file=sys.stderr)
     ours = run_worker(["--worker", "forwardpass", "--storage", args.storage, *common])
     print("llama.cpp ...", file=sys.stderr)
-    theirs = run_worker(["--worker", "llama.cpp", *common])
+    theirs = run_worker(["--worker", "llama.cpp", "--llama-flash-attn", args.llama_flash_attn, *common])
     result = {"benchmark": "batching", "max_tokens": args.max_tokens, "engines": [ours, theirs]} | machine("cpu")
+    result["notes"] = []  # what llama.cpp's rates were measured with
+    if "flash_attn" in theirs:
+        labels = {str(n): f"{n} sequences" for n in args.sequences}
+        result["notes"].append(flash_attn_note(theirs["flash_attn"], theirs["flash_attn_tried"], labels))
+    if theirs.get("extra_bufts_note"):
+        result["notes"].append(f"llama.cpp: {theirs['extra_bufts_note']}")
     if "tokens_per_s" in ours and "tokens_per_s" in theirs:
         result["ratio"] = {n: ours["tokens_per_s"][n] / theirs["tokens_per_s"][n] for n in ours["tokens_per_s"]}
     if args.json:
@@ -148,6 +173,8 @@ def main() -> None:
         print(f"first token of a 512-token prompt while 15 decode, {budget} tokens a step: {seconds:.3f} s")
     if "ratio" in result:
         print("forwardpass / llama.cpp: " + "   ".join(f"{n}: {r:.2f}×" for n, r in result["ratio"].items()))
+    for note in result["notes"]:
+        print(note)
     print(f"(tokens/s, all sequences together; load average {result['load_average']})")
 
 

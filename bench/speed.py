@@ -3,6 +3,7 @@ on the same GGUF, the same prompts, the same machine.
 
     .venv/bin/python bench/speed.py [--runs 3] [--json] [--only forwardpass:fp16,...] [--omp-wait-policy P]
                                     [--long 3072] [--device cuda] [--model gemma3-270m | PATH]
+                                    [--llama-flash-attn both|on|off]
 
 Each engine runs in its own process (so peak memory is its own): prefill tokens/s of a 128-token prompt,
 time to first token, decode tokens/s (batch 1, 128 new tokens; and after a --long-token prompt, where attention
@@ -12,7 +13,11 @@ decode roofline (bytes each mode reads per token over this machine's read bandwi
 taken just before and after each decode run: it drifts between about 20 and 63 GB/s here, so a run whose two
 samples differ by more than 15% — the machine changed speed during it — is run again, up to 4 times) and each storage
 mode's accuracy cost against fp32 over bench/text.txt (600 tokens): top-1 agreement and perplexity.
-llama.cpp comes from `llama-cpp-python` (see the README); without it that row is skipped with a message.
+llama.cpp comes from `llama-cpp-python` (see the README); without it that row is skipped with a message. It runs
+once with flash attention on and once with it off, each in its own process, and each point (prefill and TTFT, decode,
+decode at --long, the batch of 16) keeps the faster, its load time and memory those of the run kept for decode; a note
+under the table says which (--llama-flash-attn pins one). Where llama.cpp's extra buffer types crash it on this CPU
+they are turned off, and the note says so (bench/llama_c.py).
 --model runs another model file (default: the embedded one) through every engine; an engine that cannot load it
 (transformers reads few GGUF architectures) is reported as skipped with its error.
 On --device cuda every engine runs there (llama.cpp only if its build offloads to a GPU; the roofline then uses
@@ -31,6 +36,7 @@ import time
 from pathlib import Path
 
 from common import TEXT, batch_tps, checked_device, machine, median, prefill_tps, sync
+from llama_c import FLASH_ATTN, add_flash_attn_option, cores, flash_attn_note, keep_faster
 
 from forwardpass.cli.options import add_device_option, checked, positive_int
 from forwardpass.config import KV_CACHE_DTYPES, STORAGE_MODES
@@ -38,6 +44,8 @@ from forwardpass.config import KV_CACHE_DTYPES, STORAGE_MODES
 PROMPT, NEW, BATCH = 128, 128, 16
 LONG = 3072  # the default --long prompt
 STEADY, STEADY_TRIES = 1.15, 4  # bandwidth samples around a decode run within 15% of each other, or up to 4 tries
+# llama.cpp's points, each kept from the faster flash-attention setting: its rate, and what was measured with it
+LLAMA_POINTS = {"decode_tps": (), "prefill_tps": ("ttft_s",), "decode_long_tps": (), "batch16_tps": ()}
 
 
 _PEAK_BEFORE_PROBES = 0  # this worker's peak resident memory as it stood before each bandwidth probe (bytes)
@@ -177,22 +185,25 @@ def worker_transformers(path: Path, runs: int, device: str) -> dict:
             "decode_tps": median(decode), "batch16_tps": batch_tps, **peak_memory(device)}
 
 
-def worker_llama_cpp(path: Path, runs: int, device: str, long: int) -> dict:
-    """llama.cpp's rates on the same file through its C API (llama_c.py), in a process that never imports PyTorch (its
-    memory is llama.cpp's). Its 16 sequences run as llama.cpp's server runs them: one llama_batch a step."""
+def worker_llama_cpp(path: Path, runs: int, device: str, long: int, flash_attn: str) -> dict:
+    """llama.cpp's rates on the same file through its C API (llama_c.py), with flash attention on or off, in a process
+    that never imports PyTorch (its memory is llama.cpp's). Its 16 sequences run as llama.cpp's server runs them: one
+    llama_batch a step. Extra buffer types as the probe found them on this CPU."""
     try:
         import llama_cpp
     except ImportError:
         return {"engine": "llama.cpp", "skipped": "llama-cpp-python is not installed (see the README)"}
-    from llama_c import LlamaCpp
+    from llama_c import LlamaCpp, extra_bufts_work
 
     gpu = int(device.partition(":")[2] or 0) if device.startswith("cuda") else None
     if gpu is not None and not llama_cpp.llama_supports_gpu_offload():
         return {"engine": "llama.cpp", "skipped": "this llama-cpp-python build runs on the CPU only (rebuild it with "
                                                   "CMAKE_ARGS=-DGGML_CUDA=on to compare on the GPU)"}
-    threads = os.cpu_count()
+    threads = cores()
+    extra_bufts, note = extra_bufts_work(path, threads, gpu)
+    settings = {"gpu": gpu, "flash_attn": flash_attn, "extra_bufts": extra_bufts}
     start = time.perf_counter()
-    llm = LlamaCpp(str(path), threads, max(PROMPT, long) + NEW, gpu=gpu)
+    llm = LlamaCpp(str(path), threads, max(PROMPT, long) + NEW, **settings)
     load_s = time.perf_counter() - start
     prompts = windows(llm.tokenize)
 
@@ -206,7 +217,7 @@ def worker_llama_cpp(path: Path, runs: int, device: str, long: int) -> dict:
     prefill = [PROMPT / s for s in ttft]  # one llama_decode of the prompt, its last row's logits
     at_long = run(long_prompt(llm.tokenize, long))[1] if long else None
     llm.close()
-    together = LlamaCpp(str(path), threads, PROMPT + NEW, n_seq=BATCH, gpu=gpu)
+    together = LlamaCpp(str(path), threads, PROMPT + NEW, n_seq=BATCH, **settings)
     together.greedy(prompts, 2)  # warm up
     t = time.perf_counter()
     together.greedy(prompts, NEW)
@@ -214,7 +225,8 @@ def worker_llama_cpp(path: Path, runs: int, device: str, long: int) -> dict:
     together.close()
     return {"engine": "llama.cpp", "load_s": load_s, "prefill_tps": median(prefill),
             "ttft_s": median(ttft), "decode_tps": median(decode), "decode_long_tps": at_long, "batch16_tps": batch,
-            "peak_rss_mb": peak_memory("cpu")["peak_rss_mb"]}
+            "peak_rss_mb": peak_memory("cpu")["peak_rss_mb"], "flash_attn": flash_attn, "extra_bufts": extra_bufts,
+            "extra_bufts_note": note, "llama_cpp_version": llama_cpp.__version__}
 
 
 def worker_accuracy(path: Path, device: str) -> dict:
@@ -282,18 +294,38 @@ def worker_accuracy(path: Path, device: str) -> dict:
 
 
 # ---- the driver -------------------------------------------------------------------------------------
-def spawn(spec: str, runs: int, wait_policy: str, device: str, model: Path, long: int, kv_cache_dtype: str) -> dict:
-    print(f"  {spec} …", file=sys.stderr, flush=True)
+def spawn(spec: str, runs: int, wait_policy: str, device: str, model: Path, long: int, kv_cache_dtype: str,
+          flash_attn: str = "both") -> dict:
+    print(f"  {spec}" + (f" (flash attention {flash_attn})" if spec == "llama.cpp" else "") + " …", file=sys.stderr,
+          flush=True)
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     if wait_policy != "default":
         env["OMP_WAIT_POLICY"] = wait_policy
     r = subprocess.run([sys.executable, __file__, "--worker", spec, "--runs", str(runs), "--device", device,
-                        "--model", str(model), "--long", str(long), "--kv-cache-dtype", kv_cache_dtype],
-                       capture_output=True, text=True, env=env)
+                        "--model", str(model), "--long", str(long), "--kv-cache-dtype", kv_cache_dtype,
+                        "--llama-flash-attn", flash_attn], capture_output=True, text=True, env=env)
     if r.returncode:
         last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
         return {"engine": spec, "skipped": f"failed: {last}"}
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def spawn_llama_cpp(flash_attn: str, *args) -> dict:
+    """llama.cpp's row: a worker for each flash-attention setting asked for, the faster kept at each point."""
+    return keep_faster({s: spawn("llama.cpp", *args, flash_attn=s) for s in FLASH_ATTN[flash_attn]}, LLAMA_POINTS)
+
+
+def llama_notes(report: dict) -> list[str]:
+    """What the llama.cpp row's numbers were measured with, in words (the table prints them under it)."""
+    labels = {"decode_tps": "decode", "prefill_tps": "prefill and TTFT", "decode_long_tps": f"decode @{report['long']}",
+              "batch16_tps": f"{BATCH}×{NEW}"}
+    notes = []
+    for r in report["rows"]:
+        if r["engine"] == "llama.cpp" and "skipped" not in r:
+            notes.append(flash_attn_note(r["flash_attn"], r["flash_attn_tried"], labels))
+            if r.get("extra_bufts_note"):
+                notes.append(f"llama.cpp: {r['extra_bufts_note']}")
+    return notes
 
 
 def main() -> None:
@@ -310,6 +342,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--save", metavar="FILE", help="also write the report as JSON to FILE")
     ap.add_argument("--model", default=None, help="a model name (gemma3-270m) or GGUF path (default: the embedded one)")
+    add_flash_attn_option(ap)
     add_device_option(ap)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -320,7 +353,7 @@ def main() -> None:
     except forwardpass.ForwardpassError as e:
         sys.exit(f"error: {e}")
     if args.worker == "llama.cpp":  # the driver checked the device; PyTorch stays out of llama.cpp's memory
-        print(json.dumps(worker_llama_cpp(model, args.runs, args.device, args.long)))
+        print(json.dumps(worker_llama_cpp(model, args.runs, args.device, args.long, args.llama_flash_attn)))
         return
     import torch
 
@@ -339,13 +372,15 @@ def main() -> None:
     from forwardpass.machine import memory_bandwidth
     bandwidth = memory_bandwidth(device=device)
     before = machine(device)
-    rows = [spawn(s, args.runs, args.omp_wait_policy, device, model, args.long, args.kv_cache_dtype) for s in specs]
+    common = (args.runs, args.omp_wait_policy, device, model, args.long, args.kv_cache_dtype)
+    rows = [spawn_llama_cpp(args.llama_flash_attn, *common) if s == "llama.cpp" else spawn(s, *common) for s in specs]
     accuracy = next((r for r in rows if "tokens" in r), None)
     rows = [r for r in rows if "engine" in r]
     base = next((r for r in rows if r["engine"] == "forwardpass fp32" and "skipped" not in r), None)
     report = {"benchmark": "speed", "model": str(model), "omp_wait_policy": args.omp_wait_policy, "long": args.long,
               "bandwidth_gb_s": bandwidth / 1e9, "machine": before, "after": machine(device), "rows": rows,
               "accuracy": accuracy}
+    report["notes"] = llama_notes(report)
     if args.save:
         Path(args.save).write_text(json.dumps(report, indent=1))
     if args.json:
@@ -382,6 +417,8 @@ def show(report: dict, base: dict | None) -> None:
                   f"{r['decode_tps']:.1f}{ratio('decode_tps')}", *(at_long if long else []),
                   f"{r['batch16_tps']:.1f}{ratio('batch16_tps')}", peak, roof)
     console.print(t)
+    for note in report["notes"]:
+        console.print(note)
     console.print(f"memory bandwidth (read, measured at the start): {report['bandwidth_gb_s']:.1f} GB/s; each "
                   "roofline uses the bandwidth sampled just before and after that engine's decode runs (runs where "
                   "the two differ by over 15% are repeated)")

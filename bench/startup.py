@@ -4,7 +4,7 @@ in each storage mode asked for) beside llama.cpp (llama-cpp-python loading the s
 prompt).
 
     .venv/bin/python bench/startup.py [--runs 3] [--storage stored,fp32,q4] [--synthetic Q4_0] [--model gemma3-270m]
-                                      [--commands] [--json]
+                                      [--commands] [--json] [--llama-flash-attn both|on|off]
 
 Files: the embedded default model, with --synthetic a 1.1 B Llama-shaped GGUF of random weights in that format
 (weights/synthetic.py, written once into a temporary directory), and each --model (a path, or an installed model's
@@ -12,14 +12,15 @@ name). Each row is the median of --runs fresh
 processes; ratios are to llama.cpp on the same file. The peak memory of a model's file includes what it keeps of the
 file: llama.cpp maps the file and computes from the map, forwardpass copies each tensor once into its own layout.
 --commands adds the commands that run no model (help, the analytic cost, a refused option), which start without
-PyTorch.
+PyTorch. llama.cpp runs with flash attention on and with it off, the faster start kept (--llama-flash-attn pins one),
+and without its extra buffer types where they crash it on this CPU; a note under each file's table says which
+(bench/llama_c.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -27,6 +28,7 @@ import time
 from pathlib import Path
 
 from common import machine, median
+from llama_c import FLASH_ATTN, add_flash_attn_option, cores, extra_bufts_work, faster, flash_attn_note
 
 LLAMA_C = Path(__file__).parent / "llama_c.py"  # run as a script: llama.cpp's start to the first token of "hi"
 
@@ -80,14 +82,30 @@ def command_rows(runs: int) -> list[dict]:
     return rows
 
 
-def rows_for(path: Path, storages: list[str], runs: int) -> list[dict]:
-    rows = []
-    threads = str(os.cpu_count())
+def llama_cpp_row(path: Path, threads: int, runs: int, flash_attn: str) -> dict:
+    """llama.cpp's start to first token with each flash-attention setting asked for, the faster kept; extra buffer
+    types as the probe found them (asked before any timed run)."""
     try:
         import llama_cpp  # noqa: F401
-        rows.append({"engine": "llama.cpp", **measure([sys.executable, str(LLAMA_C), str(path), threads], runs)})
     except ImportError:
-        rows.append({"engine": "llama.cpp", "skipped": "llama-cpp-python is not installed (see the README)"})
+        return {"engine": "llama.cpp", "skipped": "llama-cpp-python is not installed (see the README)"}
+    extra_bufts, note = extra_bufts_work(path, threads)
+    tried = {}
+    for setting in FLASH_ATTN[flash_attn]:
+        cmd = [sys.executable, str(LLAMA_C), str(path), str(threads), "--flash-attn", setting,
+               "--extra-bufts", "on" if extra_bufts else "off"]
+        try:
+            tried[setting] = measure(cmd, runs)
+        except RuntimeError as e:
+            tried[setting] = {"skipped": f"failed: {e}"}
+    kept = faster({s: r.get("start_to_first_token_s") for s, r in tried.items()}, lower=True)
+    return {"engine": "llama.cpp", **tried[kept or next(iter(tried))], "flash_attn": kept,
+            "flash_attn_tried": list(tried), "flash_attn_runs": tried, "extra_bufts": extra_bufts,
+            "extra_bufts_note": note}
+
+
+def rows_for(path: Path, storages: list[str], runs: int, flash_attn: str) -> list[dict]:
+    rows = [llama_cpp_row(path, cores(), runs, flash_attn)]
     for storage in storages:
         cmd = [sys.executable, "-m", "forwardpass", "generate", "hi", "--max-tokens", "1", "--storage", storage,
                "--model", str(path), "--json"]
@@ -96,6 +114,17 @@ def rows_for(path: Path, storages: list[str], runs: int) -> list[dict]:
         except RuntimeError as e:
             rows.append({"engine": f"forwardpass {storage}", "skipped": f"failed: {e}"})
     return rows
+
+
+def llama_notes(rows: list[dict]) -> list[str]:
+    """What llama.cpp's row was measured with, in words."""
+    notes = []
+    for r in rows:
+        if r["engine"] == "llama.cpp" and r.get("flash_attn"):
+            notes.append(flash_attn_note({"start": r["flash_attn"]}, r["flash_attn_tried"]))
+        if r["engine"] == "llama.cpp" and r.get("extra_bufts_note"):
+            notes.append(f"llama.cpp: {r['extra_bufts_note']}")
+    return notes
 
 
 def main() -> None:
@@ -108,6 +137,7 @@ def main() -> None:
                     help="also this model file, or an installed model by name (gemma3-270m); repeatable")
     ap.add_argument("--commands", action="store_true", help="also the commands that run no model")
     ap.add_argument("--json", action="store_true")
+    add_flash_attn_option(ap)
     args = ap.parse_args()
     import forwardpass
     from forwardpass.errors import ForwardpassError
@@ -130,8 +160,8 @@ def main() -> None:
         report = {"machine": machine(), "runs": args.runs, "files": {}}
         for name, path in files.items():
             print(f"  {name} …", file=sys.stderr, flush=True)
-            report["files"][name] = {"file_mb": path.stat().st_size / 2**20,
-                                     "rows": rows_for(path, args.storage.split(","), args.runs)}
+            rows = rows_for(path, args.storage.split(","), args.runs, args.llama_flash_attn)
+            report["files"][name] = {"file_mb": path.stat().st_size / 2**20, "rows": rows, "notes": llama_notes(rows)}
         if args.commands:
             report["commands"] = command_rows(args.runs)
     if args.json:
@@ -150,6 +180,8 @@ def main() -> None:
             rt = f"{t / base['start_to_first_token_s']:.2f}" if base else "—"
             rm = f"{m / base['peak_rss_mb']:.2f}" if base else "—"
             print(f"{r['engine']:24} {t:14.2f} {rt:>12} {m:12.0f} {rm:>12}")
+        for note in f["notes"]:
+            print(note)
     if args.commands:
         print("\ncommands that run no model (start to exit):")
         for r in report["commands"]:
