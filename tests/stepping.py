@@ -33,3 +33,12 @@ def stepped(model, prompt: list[int], tokens: list[int], native: bool = True, kv
         else:
             rows.append(runner.prefill([([token], table, at)])[0].clone())
     return torch.stack(rows)
+
+
+def run(engine, prompts: list[list[int]], params: list) -> list[list]:
+    """Each request's outputs, the requests submitted together and the engine stepped until all finish."""
+    outs: dict[str, list] = {}
+    ids = [engine.submit(p, q, lambda o: outs.setdefault(o.request_id, []).append(o))
+           for p, q in zip(prompts, params, strict=True)]
+    engine.run_until_done()
+    return [outs[i] for i in ids]

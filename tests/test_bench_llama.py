@@ -3,14 +3,18 @@ buffer types' probe read from children that exit, fail or die of a signal."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
-import llama_c  # noqa: E402
+# loaded from its file: bench/ on sys.path would shadow installed packages by its modules' names (bench/kernels.py)
+_spec = importlib.util.spec_from_file_location("llama_c", Path(__file__).parent.parent / "bench" / "llama_c.py")
+llama_c = importlib.util.module_from_spec(_spec)
+sys.modules["llama_c"] = llama_c
+_spec.loader.exec_module(llama_c)
 
 OK = [sys.executable, "-c", "print('loaded')"]
 SEGV_AT_LOAD = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"]

@@ -90,7 +90,7 @@ def test_plan_sizes_replicas_from_a_measured_replica():
     assert p["batch_per_replica"] == chosen["batch"] and p["replicas"] == -(-5 // chosen["requests_per_s"])
     assert p["cpus"] == p["replicas"]
     kv = chosen["batch"] * 12 * m["kv_bytes_per_token"]
-    assert m["kv_bytes_per_token"] == 2 * 30 * 3 * 64 * 4  # K and V, 30 layers, 3 KV heads of 64, float32
+    assert m["kv_bytes_per_token"] == 2 * 30 * 3 * 64 * 2  # K and V, 30 layers, 3 KV heads of 64, float16
     assert p["memory_bytes"] == p["replicas"] * (m["loaded_rss_bytes"] + kv)
 
 

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 import torch
+from stepping import run
 
 from forwardpass import Transformer, preset
 from forwardpass.engine import BlockPool, Engine, EngineConfig
@@ -21,14 +22,6 @@ from forwardpass.sampling import SamplingParams
 
 SYSTEM = ("You are a careful assistant. Answer in one short sentence, in plain English, without lists, "
           "and never mention that you are an assistant. ")
-
-
-def run(engine: Engine, prompts: list[list[int]], params: list[SamplingParams]) -> list[list]:
-    outs: dict[str, list] = {}
-    ids = [engine.submit(p, q, lambda o: outs.setdefault(o.request_id, []).append(o))
-           for p, q in zip(prompts, params, strict=True)]
-    engine.run_until_done()
-    return [outs[i] for i in ids]
 
 
 def tokens(outputs: list) -> list[int]:

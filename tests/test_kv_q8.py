@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 from cli_helpers import in_process
+from stepping import run
 
 import forwardpass
 from forwardpass import Transformer, kernels
@@ -169,14 +170,6 @@ def test_prefix_caching_preemption_and_checked_mode_over_q8_0_pairs(smollm):
         assert generate(q8, prompt, greedy).token_ids == alone
     finally:
         smollm.model.checked = False
-
-
-def run(engine: Engine, prompts: list[list[int]], params: list[SamplingParams]) -> list[list]:
-    outs: dict[str, list] = {}
-    ids = [engine.submit(p, q, lambda o: outs.setdefault(o.request_id, []).append(o))
-           for p, q in zip(prompts, params, strict=True)]
-    engine.run_until_done()
-    return [outs[i] for i in ids]
 
 
 def small(head_dim: int) -> Transformer:

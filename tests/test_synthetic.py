@@ -37,7 +37,7 @@ out = generate(fp, ids, SamplingParams(temperature=0, max_tokens=4))
 steps, token, at = [], out.token_ids[0], len(ids)
 with torch.inference_mode():
     for native in (True, False):  # the native step, then the PyTorch blocks, after the same prefill over a pool of one
-        pool = BlockPool(m.config, 1, 64)
+        pool = BlockPool(m.config, 1, 64, fp.kv_dtype())  # the pairs as generate() keeps them
         table, runner = [pool.allocate()], Runner(m, pool)
         logits = runner.prefill([(ids, table, 0)])
         steps.append(runner.native.decode(pool, [token], [at], [table])[0][0].clone() if native
