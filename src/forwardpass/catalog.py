@@ -44,8 +44,9 @@ def spec(text: str | None) -> ModelSpec:
     return ModelSpec(model_id(text, resolve_model(text)), text)
 
 
-def specs(values: list[str] | None) -> list[ModelSpec]:
-    """Every --model given (none: the embedded default), each with an id no other has."""
+def specs(values: list[str] | None, served_name: str | None = None) -> list[ModelSpec]:
+    """Every --model given (none: the embedded default), each with an id no other has; `served_name`
+    (--served-model-name) renames the one model it may name."""
     listed = [spec(v) for v in values] if values else [spec(None)]
     seen: dict[str, ModelSpec] = {}
     for s in listed:
@@ -53,6 +54,10 @@ def specs(values: list[str] | None) -> list[ModelSpec]:
             raise ForwardpassError(f"two --model values are served as {s.id!r} ({seen[s.id].typed or 'the default'} "
                                    f"and {s.typed or 'the default'}): give one an alias, ALIAS=PATH")
         seen[s.id] = s
+    if served_name is not None:
+        if len(listed) > 1:
+            raise ForwardpassError("--served-model-name names one model; with several --model, name each ALIAS=PATH")
+        listed = [ModelSpec(served_name, listed[0].typed)]
     return listed
 
 

@@ -43,8 +43,6 @@ def run(args) -> int:
         refuse_without_replicas(args)
     args.sampling_flags = server_flags(args)
     models = check_model(args)
-    if len(models) > 1 and args.served_model_name is not None:
-        raise ForwardpassError("--served-model-name names one model; with several --model, name each ALIAS=PATH")
     if args.replicas is not None and len(models) > 1:
         raise ForwardpassError("several --model apply to one process, not yet to --replicas")
     args.model = models[0].typed if args.replicas is not None else args.model
@@ -72,8 +70,6 @@ def run(args) -> int:
             from ..server import ServerConfig, build_app
             from .serve_cmd import hosting
 
-            if args.served_model_name is not None:
-                models[0] = type(models[0])(args.served_model_name, models[0].typed)
             config = ServerConfig(models[0].id, default_max_tokens=args.default_max_tokens)
             registry = hosting(args, models, config, {"kv_cache_bytes": int(args.kv_cache_gib * 2**30),
                                                       "max_num_seqs": args.max_num_seqs}, args.sampling_flags)

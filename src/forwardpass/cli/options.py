@@ -29,7 +29,8 @@ def check_model(args: argparse.Namespace) -> list:
     checked first). Its metadata is parsed once, by the load."""
     from ..catalog import specs
     from ..weights import model_file
-    listed = specs(args.model if isinstance(args.model, list) else None if args.model is None else [args.model])
+    listed = specs(args.model if isinstance(args.model, list) else None if args.model is None else [args.model],
+                   getattr(args, "served_model_name", None))
     for spec in listed:
         model_file(spec.path)
     return listed

@@ -120,8 +120,6 @@ def run(args) -> int:
         check_listen(args.host, args.port)
     flags, cors = server_flags(args), origins(args.cors_origins)
     models = check_model(args)  # (with replicas, the path must exist on every node: here too)
-    if len(models) > 1 and args.served_model_name is not None:
-        raise ForwardpassError("--served-model-name names one model; with several --model, name each ALIAS=PATH")
     if args.replicas is not None:
         if cors:
             raise ForwardpassError("--cors-origins applies to one server, not yet to --replicas")
@@ -133,8 +131,6 @@ def run(args) -> int:
     from ..kernels.team import most_threads  # PyTorch: imported once the options are known to be good
     from ..server import ServerConfig, build_app, make_server
 
-    if args.served_model_name is not None:
-        models[0] = type(models[0])(args.served_model_name, models[0].typed)
     engine_config = {"kv_cache_bytes": int(args.kv_cache_gib * 2**30), "block_size": args.block_size,
                      "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
                      "prefix_caching": not args.no_prefix_caching, "request_timeout": args.request_timeout or None}
