@@ -1,5 +1,5 @@
-"""A sequence stepped token by token over a pool of one, as the engine's runner steps it: the prompt prefilled through
-the PyTorch blocks, then each token through the native step or the PyTorch blocks."""
+"""A sequence stepped token by token over a pool of one, as the engine's runner steps it: the prompt prefilled, then each
+token, all through the native step or all through the PyTorch blocks."""
 
 from __future__ import annotations
 
@@ -24,14 +24,14 @@ def stepped(model, prompt: list[int], tokens: list[int], native: bool = True, kv
     runner = Runner(model, pool)
     if native:
         assert runner.native is not None, "the native step does not bind this model and pool"
-    runner.prefill([(prompt, table, 0)])
+    (runner.prefill if native else runner.blocks)([(prompt, table, 0)])
     rows = []
     for i, token in enumerate(tokens):
         at = len(prompt) + i
         if native:
             rows.append(runner.native.decode(pool, [token], [at], [table])[0][0].clone())
         else:
-            rows.append(runner.prefill([([token], table, at)])[0].clone())
+            rows.append(runner.blocks([([token], table, at)])[0].clone())
     return torch.stack(rows)
 
 

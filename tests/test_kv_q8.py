@@ -224,10 +224,10 @@ def test_the_native_step_reads_q8_0_pairs_on_a_head_dim_of_whole_blocks():
             runner = Runner(model, pool)
             rows = []
             with torch.inference_mode():
-                runner.prefill([([1, 2, 3], table, 0)])
+                (runner.prefill if native else runner.blocks)([([1, 2, 3], table, 0)])
                 for at, token in enumerate([4, 5, 299, 0, 7, 8, 9], 3):
                     rows.append(runner.decode([token], [at], [table])[0][0].clone() if native
-                                else runner.prefill([([token], table, at)])[0].clone())
+                                else runner.blocks([([token], table, at)])[0].clone())
             pools.append((torch.stack(rows), pool))
         (got, pool), (want, reference) = pools
         assert (got - want).abs().max().item() < 1e-4 * want.abs().max().item()

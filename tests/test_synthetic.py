@@ -41,7 +41,7 @@ with torch.inference_mode():
         table, runner = [pool.allocate()], Runner(m, pool)
         logits = runner.prefill([(ids, table, 0)])
         steps.append(runner.native.decode(pool, [token], [at], [table])[0][0].clone() if native
-                     else runner.prefill([([token], table, at)])[0])
+                     else runner.blocks([([token], table, at)])[0])
 held = sum(t.numel() * t.element_size() for t in (*m.parameters(), *m.buffers()))
 print(json.dumps({"loaded_s": loaded, "bits": bits, "head_bits": m.lm_head.bits, "tokens": out.token_ids, "held": held,
                   "first": int(logits[0].argmax()), "step_diff": float((steps[0] - steps[1]).abs().max()),

@@ -160,7 +160,7 @@ int main(void) {
     static const int one_block[1] = {0};  // the cache as one block of 32 slots (PAST of them held)
     const Rows k = {(char *)keys, 4 * HD, 4 * 32 * HD, one_block, 32, 5, KV_F32};
     const Rows vr = {(char *)values, 4 * HD, 4 * 32 * HD, one_block, 32, 5, KV_F32};
-    attend_group(q, HEADS, &k, &vr, PAST, k_new, v_new, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
+    attend_group(q, HEADS, &k, &vr, PAST, k_new, v_new, 0, 0, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
     print("close", "attention", out, HEADS * HD);
     print("close", "attention-top", top, HEADS);
     print("close", "attention-total", total, HEADS);
@@ -169,7 +169,7 @@ int main(void) {
     floats_to_halves(k_new, half_k_new, HD), floats_to_halves(v_new, half_v_new, HD);
     const Rows hk = {(char *)half_keys, 2 * HD, 2 * 32 * HD, one_block, 32, 5, KV_F16};
     const Rows hv = {(char *)half_values, 2 * HD, 2 * 32 * HD, one_block, 32, 5, KV_F16};
-    attend_group(q, HEADS, &hk, &hv, PAST, half_k_new, half_v_new, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
+    attend_group(q, HEADS, &hk, &hv, PAST, half_k_new, half_v_new, 0, 0, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
     print("close", "attention-half", out, HEADS * HD);
     print("close", "attention-half-top", top, HEADS);
     print("close", "attention-half-total", total, HEADS);
@@ -182,7 +182,7 @@ int main(void) {
     kv_encode(KV_Q8_0, k_new, q8_k_new, HD), kv_encode(KV_Q8_0, v_new, q8_v_new, HD);
     const Rows qk = {(char *)q8_keys, Q8_ROW, 32 * Q8_ROW, one_block, 32, 5, KV_Q8_0};
     const Rows qv = {(char *)q8_values, Q8_ROW, 32 * Q8_ROW, one_block, 32, 5, KV_Q8_0};
-    attend_group(q, HEADS, &qk, &qv, PAST, q8_k_new, q8_v_new, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
+    attend_group(q, HEADS, &qk, &qv, PAST, q8_k_new, q8_v_new, 0, 0, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
     print("close", "attention-q8_0", out, HEADS * HD);
     print("close", "attention-q8_0-top", top, HEADS);
     print("close", "attention-q8_0-total", total, HEADS);

@@ -30,6 +30,7 @@ from ..quant import HalfLinear, QuantizedEmbedding, QuantizedLinear
 from .paged import BlockPool
 
 _i = ctypes.c_int
+PREFILL_ROWS = 64  # positions one native prefill call runs: its workspace grows with them
 KV_FORMAT = {torch.float32: KV_F32, torch.float16: KV_F16, Q8_0: KV_Q8_0}  # a pool's dtype → abi.h's Batch.kv
 
 
@@ -211,6 +212,32 @@ class NativeStep:
         `stop` (chosen, not fed back). Every weight is read from memory once per step for all M rows, and every row's
         table must hold the slots its steps write. Returns the last step's logits (M, vocab_size), valid until the next
         call on this thread, and each row's chosen ids (as many for every row)."""
+        return self.step(pool, tokens, lengths, tables, n=n, stop=stop)
+
+    def prefill(self, pool: BlockPool, chunks: list[tuple[list[int], list[int], int]]) -> torch.Tensor:
+        """Logits (chunks, vocab_size) at each chunk's last token: chunk (ids, table, start) is the ids at positions
+        start … start + len(ids) - 1 of the sequence whose blocks `table` lists, their K and V written into them. The
+        chunks' positions run as rows of native steps of at most PREFILL_ROWS rows, each row causal within its chunk;
+        a row's logits are the ones a decode step of its token alone gives, bit for bit."""
+        rows = [(token, start + i, table, i, i == len(ids) - 1)
+                for ids, table, start in chunks for i, token in enumerate(ids)]
+        out = []
+        for at in range(0, len(rows), PREFILL_ROWS):
+            part = rows[at:at + PREFILL_ROWS]
+            back = [min(i, r) for r, (_, _, _, i, _) in enumerate(part)]  # a chunk split across calls starts anew
+            emit = [int(last) for *_, last in part]
+            logits, _ = self.step(pool, [t for t, *_ in part], [p for _, p, *_ in part], [t for _, _, t, _, _ in part],
+                                  chunk=back, emit=emit)
+            out.append(logits.clone())
+        return torch.cat(out)
+
+    def step(self, pool: BlockPool, tokens: list[int], lengths: list[int], tables: list[list[int]],
+             chunk: list[int] | None = None, emit: list[int] | None = None, n: int = 1,
+             stop: tuple[int, ...] = ()) -> tuple[torch.Tensor, list[list[int]]]:
+        """One native call over any mix of rows (abi.h's Batch): `decode`'s rows, and with `chunk` rows that continue the
+        sequence of the row before them (chunk[r]: how many rows before r are its sequence's previous positions, each
+        row seeing their new K and V), only the rows `emit` names giving logits. Returns the emitted rows' logits
+        (E, vocab_size) and chosen ids, E the rows with logits."""
         rows = len(tokens)
         most = max(len(t) for t in tables)
         for r, (length, table) in enumerate(zip(lengths, tables, strict=True)):
@@ -222,19 +249,24 @@ class NativeStep:
         spec = self._workspace(max(lengths) + n, rows)
         self._cover(max(lengths) + n)
         work = self._work
-        if work.logits is None or work.logits.shape[0] < rows:
-            work.logits = torch.empty(rows, self.spec.vocab_size)
-        logits, ints = work.logits[:rows], _i * rows
+        emitted = rows if emit is None else sum(1 for e in emit if e)
+        if work.logits is None or work.logits.shape[0] < emitted:
+            work.logits = torch.empty(emitted, self.spec.vocab_size)
+        logits, ints = work.logits[:emitted], _i * rows
         token_ids, held, stops = ints(*tokens), ints(*lengths), (_i * len(stop))(*stop)
         flat = (_i * (rows * most))(*[b for t in tables for b in t + [0] * (most - len(t))])
+        chunks = ints(*chunk) if chunk is not None else None
+        emits = ints(*emit) if emit is not None else None
         batch = Batch(rows=rows, tokens=ctypes.addressof(token_ids), positions=ctypes.addressof(held),
                       lengths=ctypes.addressof(held), k=pool.k.data_ptr(), v=pool.v.data_ptr(),
                       slots=pool.num_blocks * pool.block_size, block_size=pool.block_size, max_blocks=most,
-                      tables=ctypes.addressof(flat), kv=KV_FORMAT[pool.k.dtype])
-        chosen = (_i * (n * rows))()
+                      tables=ctypes.addressof(flat), kv=KV_FORMAT[pool.k.dtype],
+                      chunk=ctypes.addressof(chunks) if chunks is not None else None,
+                      emit=ctypes.addressof(emits) if emits is not None else None)
+        chosen = (_i * (n * emitted))()
         done = kernels.library().decode_batch(ctypes.byref(spec), ctypes.byref(batch), n, stops, len(stop),
                                               logits.data_ptr(), chosen)
         self._observe()
         if done < 1:
-            raise InvariantError(f"decode step refused: n {n}, lengths {lengths}, tables {tables}")
-        return logits, [[chosen[i * rows + r] for i in range(done)] for r in range(rows)]
+            raise InvariantError(f"native step refused: n {n}, lengths {lengths}, chunk {chunk}, tables {tables}")
+        return logits, [[chosen[i * emitted + r] for i in range(done)] for r in range(emitted)]

@@ -1,9 +1,9 @@
 """The runner: the engine's compute. It runs a step's rows over the paged pool — prefill chunks, and decode rows — and
 returns their logits; the engine schedules, samples, stops and handles failures around it.
 
-Two back ends: the native step (native.py: whole decode steps in one C call, greedy bursts included) where it binds
-the pool, and the PyTorch blocks (model.py) over the pool's block tables for prefill, and for decode everywhere else
-(the reference mode, checked mode, CUDA, families the native step does not run)."""
+Two back ends: the native step (native.py: whole steps in one C call — decode rows, greedy bursts, and prefill chunks
+as rows each causal within its chunk) where it binds the pool, and the PyTorch blocks (model.py) over the pool's block
+tables everywhere else (the reference mode, checked mode, CUDA, families the native step does not run)."""
 
 from __future__ import annotations
 
@@ -39,8 +39,15 @@ class Runner:
 
     def prefill(self, chunks: list[tuple[list[int], list[int], int]]) -> torch.Tensor:
         """Logits (rows, vocab_size) at each chunk's last token: chunk (ids, table, start) is the ids at positions
-        start … start + len(ids) - 1 of the sequence whose blocks `table` lists, its K and V written into them. The
-        chunks run as one batch of the PyTorch blocks, padded to the longest."""
+        start … start + len(ids) - 1 of the sequence whose blocks `table` lists, its K and V written into them. Through
+        the native step where it binds the pool (each position a row, causal within its chunk), else `blocks`."""
+        native = self.native
+        if native is not None:
+            return native.prefill(self.pool, chunks)
+        return self.blocks(chunks)
+
+    def blocks(self, chunks: list[tuple[list[int], list[int], int]]) -> torch.Tensor:
+        """`prefill` through the PyTorch blocks (the reference): the chunks as one batch, padded to the longest."""
         width = max(len(ids) for ids, _, _ in chunks)
         rows = [ids + [0] * (width - len(ids)) for ids, _, _ in chunks]
         view = PagedBatch(self.pool, [table for _, table, _ in chunks], [start for _, _, start in chunks],

@@ -24,6 +24,7 @@ static const AbiEntry ABI[] = {
     AT(RepackFormat, scales) AT(RepackFormat, zero)
     SIZE(Batch) AT(Batch, rows) AT(Batch, tokens) AT(Batch, positions) AT(Batch, lengths) AT(Batch, k) AT(Batch, v)
     AT(Batch, slots) AT(Batch, block_size) AT(Batch, max_blocks) AT(Batch, tables) AT(Batch, kv)
+    AT(Batch, chunk) AT(Batch, emit)
     CONSTANT(BLOCK) CONSTANT(GROUP) CONSTANT(OCTET) CONSTANT(F32) CONSTANT(F16) CONSTANT(BF16) CONSTANT(Q4)
     CONSTANT(Q8) CONSTANT(FACTORS) CONSTANT(HALVES) CONSTANT(KV_F32) CONSTANT(KV_F16) CONSTANT(KV_Q8_0)
     CONSTANT(KV_BLOCK_BYTES)

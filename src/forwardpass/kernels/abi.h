@@ -62,7 +62,10 @@ typedef struct {
 } Model;
 
 // One call's rows: sequence r's token at positions[r], its pairs so far in its first lengths[r] slots, its new K and V
-// into slot lengths[r]. The pool k, v (n_layers, slots / block_size, n_kv_heads, block_size, head_dim) holds blocks
+// into slot lengths[r]. Rows may be chunks of one sequence: chunk[r] rows right before row r are the same sequence's
+// previous positions (positions and lengths one less each, the same block table), whose new pairs row r reads as it
+// reads its own (a prompt's chunk, or a token and the drafts after it, in one step, each row causal); NULL: every row
+// its own sequence's only one. The pool k, v (n_layers, slots / block_size, n_kv_heads, block_size, head_dim) holds blocks
 // of block_size slots, slot j of row r in block tables[r × max_blocks + j / block_size], at j % block_size (where the
 // paged engine keeps them, and lengths = positions). A slot holds one K (or V) head's row of head_dim numbers as `kv`
 // says: float32, IEEE binary16, or q8_0 blocks (head_dim / BLOCK of KV_BLOCK_BYTES each; head_dim a multiple of
@@ -75,6 +78,9 @@ typedef struct {
     int slots, block_size, max_blocks;
     const int *tables;                        // (rows, max_blocks)
     int kv;                                   // KV_F32, KV_F16 or KV_Q8_0
+    const int *chunk;                         // (rows) or NULL, as above
+    const int *emit;                          // (rows) or NULL: the rows whose logits are made (nonzero), in row
+                                              // order; NULL: every row's
 } Batch;
 
 // A block format repack() reads, one row each (weights/formats.py holds the same rows and checks them against
@@ -98,8 +104,8 @@ const char *kernel_isa(void);  // which build of simd.h this library is
 // gemv.c: y (M, N) = x (M, K) @ Wᵀ, W stored as `kind` (w, w_scale, w_min, scales, zero as in Linear)
 void gemv(const float *x, int M, int kind, int K, const void *w, const void *w_scale, const void *w_min, int scales,
           int zero, int N, float *y);
-// decode_step.c: n steps of a batch of sequences over a paged pool (Batch): each row's logits (vocab_size) and its
-// highest-scoring token per step; the steps done, or -1
+// decode_step.c: n steps of a batch of sequences over a paged pool (Batch): each emitted row's logits (vocab_size) and
+// its highest-scoring token per step; the steps done, or -1
 size_t decode_workspace(const Model *m);
 void decode_usage(double *out);  // the calling thread's steps so far: their CPU time and the time offered their teams
 int decode_batch(const Model *m, const Batch *b, int n, const int *stop, int n_stop, float *logits, int *tokens);

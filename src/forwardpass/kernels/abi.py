@@ -54,7 +54,8 @@ class Model(_Struct):
 
 class Batch(_Struct):
     _fields_ = [("rows", _i), ("tokens", _p), ("positions", _p), ("lengths", _p), ("k", _p), ("v", _p),
-                ("slots", _i), ("block_size", _i), ("max_blocks", _i), ("tables", _p), ("kv", _i)]
+                ("slots", _i), ("block_size", _i), ("max_blocks", _i), ("tables", _p), ("kv", _i),
+                ("chunk", _p), ("emit", _p)]
 
 
 class RepackFormat(_Struct):

@@ -133,13 +133,15 @@ static inline V exp_v(V x) {
 }
 
 // Query heads q[0 … n-1] (n ≤ 4, consecutive rows of head_dim) of one K/V head against slots [lo, hi): below
-// `past` the cache's (K, V), at `past` this token's own k and v, in the cache's format (the cache gets them after
-// every thread has read it). One pass over the keys and one over the values serve all n heads. Leaves per head the
+// `past` the cache's (K, V), from `past` on this step's new k and v, in the cache's format, slot past + i's at
+// k_new + i × k_stride bytes (v_new, v_stride): the row's own, and its chunk's earlier rows' (the cache gets them
+// after every thread has read it). One pass over the keys and one over the values serve all n heads. Leaves per head the
 // scores' maximum, the sum of their exponentials and the exponential-weighted sum of values, to be merged with the
 // other threads' parts (`merge_heads`); an empty range leaves -inf, 0, 0. head_dim is a multiple of 16, at most 256.
 static inline __attribute__((always_inline)) void attend_heads(const float *q, const int n, const Rows *k,
                                                                const Rows *v, int past, const void *k_new,
-                                                               const void *v_new, int head_dim, float scale, int lo,
+                                                               const void *v_new, size_t k_stride, size_t v_stride,
+                                                               int head_dim, float scale, int lo,
                                                                int hi, float *scores, float *out, float *top,
                                                                float *total, const int kv) {
     const int nv = head_dim / LANES, len = hi - lo;
@@ -147,7 +149,7 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
         const void *row[4];
         for (int r = 0; r < 4; r++) {
             const int at = j + r < hi ? j + r : j;  // past the range: a repeat, not stored
-            row[r] = at < past ? row_at(k, at) : k_new;
+            row[r] = at < past ? row_at(k, at) : (const char *)k_new + (size_t)(at - past) * k_stride;
         }
         for (int r = 0; r < 4; r++) ask_ahead(k, j + AHEAD + r, hi < past ? hi : past);
         V acc[4][4];  // [head][position]
@@ -180,7 +182,7 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
             for (int c = 0; c < 4; c++) acc[h][c] = v_zero();
         for (int j = lo; j < hi; j++) {
             if (c0 == 0) ask_ahead(v, j + AHEAD, hi < past ? hi : past);
-            const void *vj = j < past ? row_at(v, j) : v_new;
+            const void *vj = j < past ? row_at(v, j) : (const char *)v_new + (size_t)(j - past) * v_stride;
             for (int c = 0; c < 4; c++)
                 if (c0 + c < nv) {
                     const V vv = kv_load(vj, kv, LANES * (c0 + c));
@@ -194,10 +196,11 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
 
 // attend_heads for any n ≤ 4 and each format, each compiled on its own (its accumulators stay in registers)
 static void attend_group(const float *q, int n, const Rows *k, const Rows *v, int past, const void *k_new,
-                         const void *v_new, int head_dim, float scale, int lo, int hi, float *scores, float *out,
-                         float *top, float *total) {
-#define ATTEND(N, KV) \
-    attend_heads(q, N, k, v, past, k_new, v_new, head_dim, scale, lo, hi, scores, out, top, total, KV)
+                         const void *v_new, size_t k_stride, size_t v_stride, int head_dim, float scale, int lo, int hi,
+                         float *scores, float *out, float *top, float *total) {
+#define ATTEND(N, KV)                                                                                            \
+    attend_heads(q, N, k, v, past, k_new, v_new, k_stride, v_stride, head_dim, scale, lo, hi, scores, out, top, \
+                 total, KV)
 #define EACH_N(KV)                \
     switch (n) {                  \
     case 1: ATTEND(1, KV); break; \
@@ -358,13 +361,23 @@ static void prepare(const float *x, int R, int n, const float *weight, float eps
     }
 }
 
-// The rows' steps: logits (rows × vocab_size) and each row's argmax in greedy[r]. Checked by the callers.
+// Whether row r's logits are made (Batch.emit)
+static inline int emits(const Batch *b, int r) { return !b->emit || b->emit[r]; }
+
+static int emitted(const Batch *b) {
+    int E = 0;
+    for (int r = 0; r < b->rows; r++) E += emits(b, r);
+    return E;
+}
+
+// The rows' step: the emitted rows' logits (E × vocab_size, in row order) and each one's argmax in greedy. Checked by
+// the callers.
 // One function, longer than the rest: its one OpenMP parallel region spans every layer (one team per step, team.h's
 // barriers between phases), and each phase reads the thread's own buffers cut at its top; a function per phase would
 // pass those dozen buffers and the barrier around, or start a team per layer.
 static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy) {
     const int d = m->d_model, hd = m->head_dim, H = m->n_heads, KV = m->n_kv_heads, group = H / KV;
-    const int F = m->hidden, R = b->rows, QKV = (H + 2 * KV) * hd, V = m->vocab_size;
+    const int F = m->hidden, R = b->rows, QKV = (H + 2 * KV) * hd, V = m->vocab_size, E = emitted(b);
     Cut shared = {m->work, 0};
     const Shared s = cut_shared(&shared, m);
     float *x = s.x, *qkv = s.qkv, *gate_up = s.gate_up, *part_out = s.part_out, *part_top = s.part_top;
@@ -406,7 +419,8 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
             // share of every K/V head once, for all the group's query heads, after rotating every query and new key
             // itself (cheaper than a barrier).
             for (int r = 0; r < R; r++) {
-                const int past = b->lengths[r], len = past + 1;
+                // its slots: the pool's below `past`, then this step's new pairs, of its chunk's first row (r0) on
+                const int r0 = r - (b->chunk ? b->chunk[r] : 0), len = b->lengths[r] + 1, past = b->lengths[r0];
                 const int first = L->window > 0 && len > L->window ? len - L->window : 0, span = len - first;
                 const size_t at = (size_t)b->positions[r] * (hd / 2);
                 const float *cos = (L->local_rope ? m->cos_local : m->cos) + at;
@@ -433,11 +447,17 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
                         n = (g + 1) * group - i < 4 ? (g + 1) * group - i : 4;
                         const Rows k = rows_of(m, b, b->k, l, r, g), v = rows_of(m, b, b->v, l, r, g);
                         const size_t part = ((size_t)r * P + c) * H + i;
-                        const void *k_new = b->kv != KV_F32 ? (const void *)(mine + g * row_bytes) : rot + (H + g) * hd;
-                        const void *v_new = b->kv != KV_F32 ? (const void *)(mine + (KV + g) * row_bytes)
-                                                            : q + (H + KV + g) * hd;
-                        attend_group(rot + i * hd, n, &k, &v, past, k_new, v_new, hd, m->attn_scale, lo, hi, scores,
-                                     part_out + part * hd, part_top + part, part_total + part);
+                        const uint8_t *news = own + (size_t)r0 * 2 * KV * row_bytes;  // r0's pairs, r0 + 1's, …
+                        const int f32 = b->kv == KV_F32;
+                        const void *k_new = f32 ? (const void *)(rotated + ((size_t)r0 * (H + KV) + H + g) * hd)
+                                                : news + g * row_bytes;
+                        const void *v_new = f32 ? (const void *)(qkv + (size_t)r0 * QKV + (H + KV + g) * hd)
+                                                : news + (KV + g) * row_bytes;
+                        const size_t k_stride = f32 ? sizeof(float) * (H + KV) * hd : 2 * KV * row_bytes;
+                        const size_t v_stride = f32 ? sizeof(float) * QKV : 2 * KV * row_bytes;
+                        attend_group(rot + i * hd, n, &k, &v, past, k_new, v_new, k_stride, v_stride, hd,
+                                     m->attn_scale, lo, hi, scores, part_out + part * hd, part_top + part,
+                                     part_total + part);
                     }
                 }
             }
@@ -467,20 +487,24 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
             branch_into(m, &L->down, a, R, x, s.branch, L->ffn_post_norm, &bar, t, T);
             team_barrier(&bar, T);
         }
-        prepare(x, R, d, m->norm_f, m->norm_eps, m->lm_head.kind, xn, a);  // final norm, then unembedding
-        gemv_share(&m->lm_head, a, R, logits, 0);
+        for (int r = 0, e = 0; r < R; r++)  // final norm, then unembedding, of the emitted rows
+            if (emits(b, r)) {
+                prepare(x + (size_t)r * d, 1, d, m->norm_f, m->norm_eps, m->lm_head.kind, xn + (size_t)e * d, a + e);
+                e++;
+            }
+        gemv_share(&m->lm_head, a, E, logits, 0);
         int lo, hi;  // this thread's rows of logits: its units', less the padding past vocab_size
         part_units(&m->lm_head, t, T, &lo, &hi);
         lo *= unit_rows(&m->lm_head), hi *= unit_rows(&m->lm_head);
         hi = hi < V ? hi : V;
-        for (int r = 0; r < R; r++)
+        for (int r = 0; r < E; r++)
             best[r * T + t] = hi > lo ? lo + argmax(logits + (size_t)r * V + lo, hi - lo) : -1;
         if (t == 0) teams = T;
         cpu += seconds(CLOCK_THREAD_CPUTIME_ID);
     }
     usage.cpu += cpu;
     usage.offered += teams * (seconds(CLOCK_MONOTONIC) - start);
-    for (int r = 0; r < R; r++) {  // the argmax of the shares' argmaxes, in order: the first largest, or first NaN
+    for (int r = 0; r < E; r++) {  // the argmax of the shares' argmaxes, in order: the first largest, or first NaN
         int shares = 0, *mine = best + r * teams;
         float *values = best_logit + r * teams;
         for (int t = 0; t < teams; t++)
@@ -489,13 +513,26 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
     }
 }
 
-// Whether the next `steps` steps of b's rows stay inside the model's tables, the workspace and the pool
+// Whether row r continues row r - 1's sequence as Batch.chunk says: one position on, over the same block table
+static int chunk_follows(const Batch *b, int r) {
+    const int back = b->chunk[r];
+    if (back == 0) return 1;
+    const int *table = b->tables + (size_t)r * b->max_blocks;
+    return r > 0 && back == b->chunk[r - 1] + 1 && b->lengths[r - 1] == b->lengths[r] - 1 &&
+           b->positions[r - 1] == b->positions[r] - 1 &&
+           !memcmp(table - b->max_blocks, table, sizeof(int) * (size_t)b->max_blocks);
+}
+
+// Whether the next `steps` steps of b's rows stay inside the model's tables, the workspace and the pool (several
+// steps: every row emitted, none a chunk's)
 static int batch_fits(const Model *m, const Batch *b, int steps) {
     if (b->rows < 1 || b->rows > m->rows || m->threads < 1 || !m->work || !b->tables || b->block_size < 1 ||
         b->max_blocks < 1 || b->slots < b->block_size || steps < 1 ||
+        (steps > 1 && (b->chunk || emitted(b) < b->rows)) ||
         (b->kv != KV_F32 && b->kv != KV_F16 && (b->kv != KV_Q8_0 || m->head_dim % BLOCK)))
         return 0;
     for (int r = 0; r < b->rows; r++) {
+        if (b->chunk && !chunk_follows(b, r)) return 0;
         const int last = b->lengths[r] + steps - 1;  // the slot of the last step's new pair
         if (b->tokens[r] < 0 || b->tokens[r] >= m->vocab_size || b->positions[r] < 0 || b->lengths[r] < 0 ||
             b->positions[r] > m->context_length - steps || last >= m->capacity || last >= b->max_blocks * b->block_size)
@@ -509,23 +546,24 @@ static int batch_fits(const Model *m, const Batch *b, int steps) {
 }
 
 // Decoding b->rows sequences over a paged pool (Batch), n steps in one call (no Python between them): each step's
-// logits (rows × vocab_size) and each row's argmax; with n > 1 each row's argmax is fed back as its next token, until
-// n steps are done or a row chooses one of stop[0 … n_stop-1] (chosen, not fed back; every row stops with it).
-// tokens (n, rows) gets each step's chosen ids, `logits` the last step's. m->capacity must exceed every row's last
+// logits (E × vocab_size: the emitted rows', in row order) and each emitted row's argmax; with n > 1 (every row
+// emitted, no chunks) each row's argmax is fed back as its next token, until n steps are done or a row chooses one of
+// stop[0 … n_stop-1] (chosen, not fed back; every row stops with it). tokens (n, E) gets each step's chosen ids,
+// `logits` the last step's. m->capacity must exceed every row's last
 // length (it sizes the attention scores) and m->rows be at least b->rows. Returns the steps done (1 … n; every fed
 // token's K and V went to its row's slot), or -1 (touching nothing) if any of the n steps would fall outside the
 // model's tables, the workspace or the pool: checked before the first.
 int decode_batch(const Model *m, const Batch *b, int n, const int *stop, int n_stop, float *logits, int *tokens) {
     if (n_stop < 0 || !batch_fits(m, b, n)) return -1;
-    const int R = b->rows;
+    const int R = b->rows, E = emitted(b);
     int token[R], position[R], length[R];
     for (int r = 0; r < R; r++) token[r] = b->tokens[r], position[r] = b->positions[r], length[r] = b->lengths[r];
     Batch now = *b;
     now.tokens = token, now.positions = position, now.lengths = length;
     for (int i = 0; i < n; i++) {
-        int *chosen = tokens + (size_t)i * R, stopped = 0;
+        int *chosen = tokens + (size_t)i * E, stopped = 0;
         step_rows(m, &now, logits, chosen);
-        for (int r = 0; r < R; r++) {
+        for (int r = 0; r < E; r++) {  // n > 1: E = R
             for (int s = 0; s < n_stop; s++) stopped |= chosen[r] == stop[s];
             token[r] = chosen[r], position[r]++, length[r]++;
         }
