@@ -1,5 +1,5 @@
-"""A sequence stepped token by token over a pool of one, as the engine's runner steps it: the prompt prefilled, then each
-token, all through the native step or all through the PyTorch blocks."""
+"""A sequence stepped token by token over a pool of one, as the engine's runner steps it: the prompt prefilled, then
+each token, all through the native step or all through the PyTorch blocks."""
 
 from __future__ import annotations
 
