@@ -36,6 +36,16 @@ def test_generate_json_matches_the_library(smollm, cli):
     assert out["prefill_tokens_per_s"] > 0 and out["decode_tokens_per_s"] > 0
 
 
+def test_generate_with_and_without_drafting_agrees(cli):
+    """A prompt that asks to repeat itself: drafts are made and kept, and the tokens are those without them."""
+    prompt = "Repeat after me: the quick brown fox jumps over the lazy dog, the quick brown fox jumps over the lazy dog"
+    runs = [cli("generate", prompt, "--chat", "--max-tokens", "40", "--speculative", mode, "--json")
+            for mode in ("off", "ngram")]
+    assert all(r.returncode == 0 for r in runs), runs[0].stderr + runs[1].stderr
+    off, ngram = (json.loads(r.stdout) for r in runs)
+    assert off["token_ids"] == ngram["token_ids"] and len(off["token_ids"]) > 10
+
+
 def test_generate_streams_text_and_naive_agrees(cli):
     cached = entry("generate", "The three primary colors are", "--max-tokens", "8")
     naive = cli("generate", "The three primary colors are", "--max-tokens", "8", "--naive")
@@ -71,6 +81,7 @@ def test_generate_stop_and_chat_template(cli):
     (["generate", "hi", "--temperature", "nan"], "temperature must be a finite number"),
     (["generate", "hi", "--max-tokens", "0"], "max_tokens must be ≥ 1"),
     (["generate", ""], "the prompt is empty"),
+    (["generate", "hi", "--speculative", "eagle"], "invalid choice: 'eagle'"),
 ])
 def test_generate_errors(args, message, cli):
     r = cli(*args)

@@ -152,7 +152,8 @@ def test_health_and_metrics(server):
     for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
                  "vllm:prefix_cache_hits_total", "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
                  "vllm:time_to_first_token_seconds_bucket", "vllm:inter_token_latency_seconds_bucket",
-                 "vllm:e2e_request_latency_seconds_bucket"):
+                 "vllm:e2e_request_latency_seconds_bucket", "vllm:spec_decode_num_drafts_total",
+                 "vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_accepted_tokens_total"):
         assert name in text
 
 

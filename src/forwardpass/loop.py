@@ -63,8 +63,9 @@ class Generation:
     """One generation, streamed: iterate for text as it is produced; `.result` once it is done."""
 
     def __init__(self, pipeline: LoadedModel, prompt: str | list[int], params: SamplingParams | None = None,
-                 naive: bool = False):
+                 naive: bool = False, speculative: str = "ngram"):
         self.pipeline, self.params, self.naive = pipeline, params or SamplingParams(), naive
+        self.speculative = speculative  # the engine's drafting (EngineConfig.speculative)
         if not isinstance(prompt, str) and not all(isinstance(i, int) and not isinstance(i, bool) for i in prompt):
             raise ForwardpassError("a prompt is text or token ids; to answer chat messages, use fp.chat(messages)")
         self.prompt_ids = pipeline.encode(prompt) if isinstance(prompt, str) else list(prompt)
@@ -85,7 +86,8 @@ class Generation:
 
         pipeline, prompt, p = self.pipeline, self.prompt_ids, self.params
         room = min(p.max_tokens, pipeline.config.context_length - len(prompt))  # tokens this generation may choose
-        config = EngineConfig(max_num_seqs=1, prefix_caching=False, checked=pipeline.model.checked)
+        config = EngineConfig(max_num_seqs=1, prefix_caching=False, checked=pipeline.model.checked,
+                              speculative=self.speculative)
         blocks = -(-(len(prompt) + room) // config.block_size)
         config.kv_cache_bytes = blocks * BlockPool.block_bytes(pipeline.config, config.block_size, pipeline.kv_dtype())
         engine = Engine(pipeline, config)
@@ -168,9 +170,9 @@ class Generation:
 
 
 def generate(pipeline: LoadedModel, prompt: str | list[int], params: SamplingParams | None = None,
-             naive: bool = False) -> GenerationResult:
+             naive: bool = False, speculative: str = "ngram") -> GenerationResult:
     """Run a whole generation and return its result."""
-    g = Generation(pipeline, prompt, params, naive)
+    g = Generation(pipeline, prompt, params, naive, speculative)
     for _ in g:
         pass
     return g.result

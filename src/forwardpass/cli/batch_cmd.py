@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from ..errors import ForwardpassError
-from .options import add_server_sampling, check_model, positive_int, server_flags
+from .options import add_server_sampling, add_speculative_option, check_model, positive_int, server_flags
 from .replicas import add_ray_options, refuse_without_replicas, replica_spec
 
 
@@ -25,6 +25,7 @@ def add_parser(sub):
                    help="requests in flight at once (default 64); with --replicas, per actor (default 16)")
     p.add_argument("--kv-cache-gib", type=float, default=1.0, help="KV block pool size (default 1 GiB)")
     p.add_argument("--max-num-seqs", type=positive_int, default=32, help="requests decoding at once (default 32)")
+    add_speculative_option(p)
     p.add_argument("--default-max-tokens", type=positive_int, default=1024,
                    help="new tokens for a chat request that sets no max_tokens (default 1024)")
     add_server_sampling(p)
@@ -72,7 +73,8 @@ def run(args) -> int:
 
             config = ServerConfig(models[0].id, default_max_tokens=args.default_max_tokens)
             registry = hosting(args, models, config, {"kv_cache_bytes": int(args.kv_cache_gib * 2**30),
-                                                      "max_num_seqs": args.max_num_seqs}, args.sampling_flags)
+                                                      "max_num_seqs": args.max_num_seqs,
+                                                      "speculative": args.speculative}, args.sampling_flags)
             registry.load_now(models[0].id, progress=not args.json)
             app = build_app(registry, config)
             report = run_batch(registry, app, args.requests, args.output, concurrency=args.concurrency or 64,
@@ -91,7 +93,8 @@ def run(args) -> int:
 def on_ray(args, progress, stop):
     """The same answers from `--replicas` engine actors through Ray Data."""
     spec, threads = replica_spec(args, {"kv_cache_bytes": int(args.kv_cache_gib * 2**30),
-                                        "max_num_seqs": args.max_num_seqs}, sampling_flags=args.sampling_flags)
+                                        "max_num_seqs": args.max_num_seqs, "speculative": args.speculative},
+                                       sampling_flags=args.sampling_flags)
     from ..scale.data import run_on_ray
     return run_on_ray(spec, args.requests, args.output, args.replicas, threads, args.ray_address, progress, stop,
                       rows_per_batch=args.concurrency or 16)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .options import check_model
+from .options import add_speculative_option, check_model
 from .sampling_options import add_sampling_options, sampling_params
 
 
@@ -14,6 +14,7 @@ def add_parser(sub):
     p.add_argument("prompt")
     p.add_argument("--chat", action="store_true", help="wrap the prompt as a user message in the chat template")
     p.add_argument("--naive", action="store_true", help="no KV cache: re-run the whole prefix every step")
+    add_speculative_option(p)
     add_sampling_options(p)
     return p
 
@@ -52,7 +53,7 @@ def run(args) -> int:
     prompt = args.prompt
     if args.chat:
         prompt = fp.tokenizer.encode_chat([{"role": "user", "content": prompt}])  # the text is text, never a turn
-    g = Generation(fp, prompt, params, naive=args.naive)
+    g = Generation(fp, prompt, params, naive=args.naive, speculative=args.speculative)
     for delta in g:
         if not args.json:
             sys.stdout.write(delta)

@@ -16,6 +16,12 @@ def add_threads_option(p: argparse.ArgumentParser) -> None:
                         "use); fewer run while other processes hold cores")
 
 
+def add_speculative_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--speculative", choices=("ngram", "off"), default="ngram",
+                   help="ngram (default): draft each request's next tokens from its own text and verify them in one "
+                        "step (the same output, faster where it repeats its input); off: one token per step")
+
+
 def apply_threads(args: argparse.Namespace) -> None:
     """--threads, for the whole process (kernels/team.py)."""
     if getattr(args, "threads", None) is not None:

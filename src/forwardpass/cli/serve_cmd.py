@@ -13,7 +13,16 @@ import threading
 import time
 
 from ..errors import ForwardpassError
-from .options import add_server_sampling, check_listen, check_model, port_number, positive_int, seconds, server_flags
+from .options import (
+    add_server_sampling,
+    add_speculative_option,
+    check_listen,
+    check_model,
+    port_number,
+    positive_int,
+    seconds,
+    server_flags,
+)
 from .replicas import add_ray_options, refuse_without_replicas, replica_spec
 
 
@@ -40,6 +49,7 @@ def add_parser(sub):
     p.add_argument("--kv-cache-gib", type=float, default=1.0, help="KV block pool size (default 1 GiB)")
     p.add_argument("--block-size", type=positive_int, default=16, help="tokens per KV block (default 16)")
     p.add_argument("--max-num-seqs", type=positive_int, default=32, help="requests running at once (default 32)")
+    add_speculative_option(p)
     p.add_argument("--max-num-batched-tokens", type=positive_int, default=512, help="tokens per step (default 512)")
     p.add_argument("--no-prefix-caching", action="store_true", help="do not share cached prompt blocks")
     p.add_argument("--max-body-bytes", type=positive_int, default=1 << 20, help="largest request body (default 1 MiB)")
@@ -133,7 +143,8 @@ def run(args) -> int:
 
     engine_config = {"kv_cache_bytes": int(args.kv_cache_gib * 2**30), "block_size": args.block_size,
                      "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
-                     "prefix_caching": not args.no_prefix_caching, "request_timeout": args.request_timeout or None}
+                     "prefix_caching": not args.no_prefix_caching, "request_timeout": args.request_timeout or None,
+                     "speculative": args.speculative}
     config = ServerConfig(models[0].id, args.api_key, args.max_body_bytes, args.default_max_tokens,
                           cors_origins=cors, access_log=access_log(args.log_format))
     registry = hosting(args, models, config, engine_config, flags)

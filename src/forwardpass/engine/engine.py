@@ -35,6 +35,7 @@ from .sequence import Error, RequestOutput
 from .steps import Steps
 
 log = logging.getLogger("forwardpass.engine")
+SPECULATIVE = ("ngram", "off")  # EngineConfig.speculative's choices
 
 
 @dataclass
@@ -46,6 +47,7 @@ class EngineConfig:
     prefix_caching: bool = True
     checked: bool = False  # assert the pool's invariants after every step, and at every cache write
     request_timeout: float | None = None  # seconds from arrival after which a request is ended ("abort")
+    speculative: str = "ngram"  # "ngram": drafts by prompt lookup, verified in the native step; "off"
 
 
 class Engine:
@@ -60,7 +62,10 @@ class Engine:
         self.metrics = EngineMetrics()
         self.outputs = Outputs(self.scheduler, self.metrics, c.context_length)
         self.runner = Runner(model, self.pool, self.config.checked)
-        self.steps = Steps(self.runner, self.scheduler, self.pool, self.outputs, c.context_length)
+        if self.config.speculative not in SPECULATIVE:
+            raise ValueError(f"speculative must be one of {', '.join(SPECULATIVE)}, got {self.config.speculative!r}")
+        self.steps = Steps(self.runner, self.scheduler, self.pool, self.outputs, c.context_length,
+                           self.config.speculative == "ngram")
         self.grammars = Grammars(pipeline.tokenizer, c.vocab_size)  # structured output's compiled constraints
         self._ids = itertools.count()
         self._inbox: queue.Queue = queue.Queue()  # (action, payload) from other threads

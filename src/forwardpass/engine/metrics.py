@@ -33,8 +33,17 @@ class EngineMetrics:
                                         registry=r)
         self.healthy = Gauge("forwardpass:engine_healthy", "1 while the engine loop runs, 0 once it has failed.",
                              registry=r)
+        self.drafts = Counter("vllm:spec_decode_num_drafts", "Drafts verified (speculative decoding).", registry=r)
+        self.draft_tokens = Counter("vllm:spec_decode_num_draft_tokens", "Draft tokens verified.", registry=r)
+        self.accepted_tokens = Counter("vllm:spec_decode_num_accepted_tokens", "Draft tokens accepted.", registry=r)
         self.healthy.set(1)
         self._seen = {"queries": 0, "hits": 0, "preemptions": 0}
+
+    def drafted(self, tokens: int, accepted: int) -> None:
+        """A draft of `tokens` tokens was verified, `accepted` of them kept."""
+        self.drafts.inc()
+        self.draft_tokens.inc(tokens)
+        self.accepted_tokens.inc(accepted)
 
     def observe_pool(self, engine) -> None:
         pool, scheduler = engine.pool, engine.scheduler

@@ -235,8 +235,8 @@ class NativeStep:
              chunk: list[int] | None = None, emit: list[int] | None = None, n: int = 1,
              stop: tuple[int, ...] = ()) -> tuple[torch.Tensor, list[list[int]]]:
         """One native call over any mix of rows (abi.h's Batch): `decode`'s rows, and with `chunk` rows that continue
-        the sequence of the row before them (chunk[r]: how many rows before r are its sequence's previous positions, each
-        row seeing their new K and V), only the rows `emit` names giving logits. Returns the emitted rows' logits
+        the sequence of the row before them (chunk[r]: how many rows before r are its sequence's previous positions,
+        each row seeing their new K and V), only the rows `emit` names giving logits. Returns the emitted rows' logits
         (E, vocab_size) and chosen ids, E the rows with logits."""
         rows = len(tokens)
         most = max(len(t) for t in tables)

@@ -11,6 +11,7 @@ import torch
 from ..constraints import Matcher
 from ..detokenize import TextStream
 from ..sampling import SamplingParams, TokenLogprob
+from .speculation import Drafter
 
 
 @dataclass
@@ -58,6 +59,7 @@ class Sequence:
     preemptions: int = 0
     deadline: float | None = None  # perf_counter time past which the engine ends it (the server's time limit)
     matcher: Matcher | None = None  # structured output: where the text is in its grammar
+    drafter: Drafter | None = None  # speculative decoding's lookup and draft length (speculation.py)
 
     @property
     def token_ids(self) -> list[int]:

@@ -1,14 +1,17 @@
-"""One step's work around the runner: the scheduled decode rows (a greedy burst of several tokens where the native
-step runs them), then the prefill chunks in padded groups; each row's logits handed to the outputs, a failed batch
-ending its own rows only."""
+"""One step's work around the runner: the scheduled decode rows (with drafts to verify where a request's lookup finds
+some, else a greedy burst of several tokens where the native step runs them), then the prefill chunks in padded groups;
+each row's logits handed to the outputs, a failed batch ending its own rows only."""
 
 from __future__ import annotations
+
+import time
 
 from .outputs import Outputs
 from .paged import BlockPool
 from .runner import Runner
 from .scheduler import Scheduled, Scheduler
 from .sequence import Sequence
+from .speculation import DRAFT_ROWS, Drafter, StepCost
 
 BURST = 8  # greedy steps one native call runs before Python takes the tokens (text streams in bursts this long)
 
@@ -28,9 +31,11 @@ def prefill_groups(prefill: list[tuple[Sequence, int]]) -> list[list[tuple[Seque
 
 
 class Steps:
-    def __init__(self, runner: Runner, scheduler: Scheduler, pool: BlockPool, outputs: Outputs, context_length: int):
+    def __init__(self, runner: Runner, scheduler: Scheduler, pool: BlockPool, outputs: Outputs, context_length: int,
+                 speculative: bool = True):
         self.runner, self.scheduler, self.pool, self.outputs = runner, scheduler, pool, outputs
-        self.context_length = context_length
+        self.context_length, self.speculative = context_length, speculative
+        self.cost = StepCost()  # the native step's time by its rows, for drafting's choices
 
     def run(self, work: Scheduled, newcomers: bool) -> None:
         """Run one scheduled step. `newcomers`: requests wait to join (a greedy burst would delay them)."""
@@ -53,13 +58,21 @@ class Steps:
                 self.outputs.sample(seq, row_logits)
 
     def _decode(self, batch: list[Sequence], newcomers: bool) -> None:
-        """One new token for each row, or a greedy burst of several (`_burst`) where the runner runs them."""
+        """One new token for each row, or a greedy burst of several (`_burst`) where the runner runs them; where some
+        rows have drafts, one step verifies them (`_verify`)."""
         native = self.runner.native is not None
+        drafts = self._drafts(batch) if native and self.speculative else None
+        if drafts is not None and any(drafts):
+            self._verify(batch, drafts)
+            return
         n = self._burst(batch, newcomers) if native else 1
         stops = tuple(set().union(*(s.eos_ids for s in batch))) if n > 1 else ()
         try:
+            start = time.perf_counter()
             logits, chosen = self.runner.decode([s.token_ids[s.num_computed] for s in batch],
                                                 [s.num_computed for s in batch], [s.blocks for s in batch], n, stops)
+            if native:  # a burst's steps each cost one step of its rows
+                self.cost.observe(len(batch), (time.perf_counter() - start) / len(chosen[0]))
         except Exception as e:
             self.outputs.fail_batch(batch, "the decode step" if native else "the forward pass", e)
             return
@@ -71,6 +84,57 @@ class Steps:
                 self._register_full_blocks(seq)
                 self.outputs.sample(seq, row_logits, token)
             if n > 1 and seq.finish_reason is None:
+                self.scheduler.trim(seq)
+
+    def _drafts(self, batch: list[Sequence]) -> list[list[int]]:
+        """Each row's draft (speculation.py), within DRAFT_ROWS rows beyond the batch's own, the row's max_tokens and
+        the context, and the free blocks (a row whose draft does not fit drafts nothing)."""
+        spare, drafts, share = DRAFT_ROWS - len(batch), [], self.cost.row_share(len(batch))
+        for seq in batch:
+            if seq.drafter is None:
+                seq.drafter = Drafter()
+            room = min(spare, seq.params.max_tokens - len(seq.output_ids) - 1, self.context_length - seq.num_tokens)
+            draft = seq.drafter.propose(seq.token_ids, room, share)
+            if draft and not self.scheduler.reserve(seq, seq.num_computed + 1 + len(draft)):
+                self.scheduler.trim(seq)
+                self.scheduler.reserve(seq, seq.num_computed + 1)
+                draft = []
+            spare -= len(draft)
+            drafts.append(draft)
+        return drafts
+
+    def _verify(self, batch: list[Sequence], drafts: list[list[int]]) -> None:
+        """One native step over each row's token and its draft, a chunk each: each position sampled in order as
+        without drafting, kept while it equals the draft (speculation.py)."""
+        tokens, lengths, tables, chunk = [], [], [], []
+        for seq, draft in zip(batch, drafts, strict=True):
+            for i, token in enumerate([seq.token_ids[seq.num_computed], *draft]):
+                tokens.append(token)
+                lengths.append(seq.num_computed + i)
+                tables.append(seq.blocks)
+                chunk.append(i)
+        try:
+            start = time.perf_counter()
+            logits, chosen = self.runner.native.step(self.pool, tokens, lengths, tables, chunk=chunk)
+            self.cost.observe(len(tokens), time.perf_counter() - start)
+        except Exception as e:
+            self.outputs.fail_batch(batch, "the decode step", e)
+            return
+        row = 0
+        for seq, draft in zip(batch, drafts, strict=True):
+            kept = 0
+            for i in range(len(draft) + 1):
+                seq.num_computed += 1
+                self._register_full_blocks(seq)
+                self.outputs.sample(seq, logits[row + i], chosen[row + i][0])
+                if seq.finish_reason is not None or i == len(draft) or seq.output_ids[-1] != draft[i]:
+                    break
+                kept += 1
+            row += len(draft) + 1
+            if draft:
+                seq.drafter.update(len(draft), kept)
+                self.outputs.metrics.drafted(len(draft), kept)
+            if seq.finish_reason is None:
                 self.scheduler.trim(seq)
 
     def _burst(self, batch: list[Sequence], newcomers: bool) -> int:

@@ -1,0 +1,161 @@
+"""Speculative decoding by prompt lookup against none, in one run: decode tokens/s on tasks grounded in their input
+(summarize, edit code, extract into a JSON schema, repeat a list, quote an earlier chat turn) and on free prose, one
+request at a time, and the total rate of 16 concurrent requests (half grounded, half prose); each request's output is
+checked to be the same token for token both ways.
+
+    .venv/bin/python bench/speculative.py [--max-tokens 160] [--runs 3] [--clients 16] [--json]
+
+A request's decode rate is its tokens after the first over the time from its first token to its last (prefill
+excluded); batch-1 figures are medians of --runs runs, the two modes alternating. Acceptance is the share of drafted
+tokens kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+from common import TEXT, checked_device, machine, median
+
+from forwardpass.cli.options import add_device_option, add_threads_option, apply_threads, positive_int
+
+CODE = '''def summarize(records):
+    total = 0
+    count = 0
+    for record in records:
+        if record.get("value") is None:
+            continue
+        total += record["value"]
+        count += 1
+    average = total / count if count else 0.0
+    largest = max((r["value"] for r in records if r.get("value") is not None), default=None)
+    return {"total": total, "count": count, "average": average, "largest": largest}
+'''
+ITEMS = ["apples", "bread", "cheddar cheese", "dish soap", "eggs", "flour", "green tea", "honey", "ice cream",
+         "jam", "kale", "lemons", "milk", "noodles", "olive oil", "pears"]
+PASSAGE = TEXT[:1200]
+SCHEMA = {"type": "object", "properties": {
+    "topics": {"type": "array", "items": {"type": "string", "maxLength": 60}, "maxItems": 5},
+    "first_sentence": {"type": "string", "maxLength": 300}}, "required": ["topics", "first_sentence"],
+    "additionalProperties": False}
+EARLIER = ("A transformer turns text into tokens, each token into a vector, and passes the vectors through a stack of "
+           "blocks; each block mixes information between positions with attention and then transforms each position "
+           "with a small feed-forward network.")
+GROUNDED = {
+    "summarize": [{"role": "user", "content": f"Summarize this passage, quoting its key sentences:\n\n{PASSAGE}"}],
+    "edit_code": [{"role": "user", "content": f"Rename `total` to `running_sum` in this code and give the whole "
+                                              f"code back:\n\n{CODE}"}],
+    "extract_json": [{"role": "user", "content": f"List the topics of this passage and quote its first sentence, "
+                                                 f"as JSON:\n\n{PASSAGE}"}],
+    "repeat_list": [{"role": "user", "content": "Repeat this shopping list, one item per line, numbered:\n\n"
+                                                + "\n".join(ITEMS)}],
+    "quote_turn": [{"role": "user", "content": "How does a transformer process text?"},
+                   {"role": "assistant", "content": EARLIER},
+                   {"role": "user", "content": "Repeat your previous answer word for word."}],
+}
+PROSE = {
+    "story": [{"role": "user", "content": "Write a short story about a fox who learns to sail."}],
+    "explain": [{"role": "user", "content": "Explain why the sky is blue to a ten-year-old."}],
+    "poem": [{"role": "user", "content": "Write a poem about rain in a city at night."}],
+}
+
+
+def run(fp, speculative: str, requests: list[tuple[list[int], object]]) -> tuple[list[dict], float, dict]:
+    """Every request at once through one engine: each one's tokens and decode rate, the total generated tokens/s
+    (first arrival to last token), and the engine's drafted and accepted counts."""
+    from forwardpass.engine import Engine, EngineConfig
+
+    engine = Engine(fp, EngineConfig(kv_cache_bytes=2**29, max_num_seqs=max(16, len(requests)),
+                                     speculative=speculative))
+    seen: list[dict] = [{"tokens": [], "times": []} for _ in requests]
+
+    def taker(i):
+        def take(out):
+            if out.token_id is not None:
+                seen[i]["tokens"].append(out.token_id)
+                seen[i]["times"].append(time.perf_counter())
+        return take
+
+    start = time.perf_counter()
+    for i, (prompt, params) in enumerate(requests):
+        engine.submit(prompt, params, taker(i))
+    engine.run_until_done()
+    total = sum(len(s["tokens"]) for s in seen) / (time.perf_counter() - start)
+    for s in seen:
+        t = s.pop("times")
+        s["decode_tps"] = (len(t) - 1) / (t[-1] - t[0]) if len(t) > 1 else float("nan")
+    m = engine.metrics
+    return seen, total, {"drafted": m.draft_tokens._value.get(), "accepted": m.accepted_tokens._value.get()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--max-tokens", type=positive_int, default=160)
+    ap.add_argument("--runs", type=positive_int, default=3)
+    ap.add_argument("--clients", type=positive_int, default=16)
+    ap.add_argument("--json", action="store_true")
+    add_device_option(ap)
+    add_threads_option(ap)
+    args = ap.parse_args()
+    device = checked_device(args.device)
+    apply_threads(args)
+
+    import forwardpass
+    from forwardpass.constraints import Constraint
+    from forwardpass.sampling import SamplingParams
+
+    fp = forwardpass.load(device=device)
+    tok = fp.tokenizer
+
+    def request(messages, task):
+        constraint = Constraint("json_schema", SCHEMA) if task == "extract_json" else None
+        return (tok.encode(tok.apply_chat_template(messages)),
+                SamplingParams(temperature=0, max_tokens=args.max_tokens, constraint=constraint))
+
+    rows = []
+    for kind, tasks in (("grounded", GROUNDED), ("prose", PROSE)):
+        for task, messages in tasks.items():
+            req = request(messages, task)
+            rates, counts, outputs = {"off": [], "ngram": []}, {"drafted": 0, "accepted": 0}, {}
+            for _ in range(args.runs):
+                for mode in ("off", "ngram"):
+                    (seen,), _, c = run(fp, mode, [req])
+                    rates[mode].append(seen["decode_tps"])
+                    outputs.setdefault(mode, seen["tokens"])
+                    if mode == "ngram":
+                        counts = {k: counts[k] + c[k] for k in counts}
+            rows.append({"kind": kind, "task": task, "tokens": len(outputs["off"]),
+                         "same_tokens": outputs["off"] == outputs["ngram"], "off_tps": median(rates["off"]),
+                         "ngram_tps": median(rates["ngram"]), "speedup": median(rates["ngram"]) / median(rates["off"]),
+                         "acceptance": counts["accepted"] / counts["drafted"] if counts["drafted"] else 0.0})
+            if not args.json:
+                r = rows[-1]
+                print(f"{kind:8} {task:13} {r['tokens']:4} tokens  off {r['off_tps']:6.1f}  ngram {r['ngram_tps']:6.1f}"
+                      f" tok/s  {r['speedup']:.2f}×  accepted {r['acceptance']:.0%}  same {r['same_tokens']}",
+                      flush=True)
+    mixed = [request(m, t) for t, m in [*GROUNDED.items(), *PROSE.items()]]
+    many = [mixed[i % len(mixed)] for i in range(args.clients)]
+    concurrent = {}
+    for mode in ("off", "ngram"):
+        seen, total, c = run(fp, mode, many)
+        concurrent[mode] = {"total_tps": total, **c, "tokens": [s["tokens"] for s in seen]}
+    same = concurrent["off"].pop("tokens") == concurrent["ngram"].pop("tokens")
+    grounded = [r["speedup"] for r in rows if r["kind"] == "grounded"]
+    prose = [r["speedup"] for r in rows if r["kind"] == "prose"]
+    report = {"machine": machine(device), "max_tokens": args.max_tokens, "runs": args.runs, "tasks": rows,
+              "grounded_median_speedup": statistics.median(grounded), "prose_median_speedup": statistics.median(prose),
+              "clients": args.clients, "concurrent": concurrent, "concurrent_same_tokens": same,
+              "concurrent_speedup": concurrent["ngram"]["total_tps"] / concurrent["off"]["total_tps"]}
+    if args.json:
+        print(json.dumps(report))
+        return
+    print(f"grounded median {report['grounded_median_speedup']:.2f}×, prose median "
+          f"{report['prose_median_speedup']:.2f}×; {args.clients} clients: off "
+          f"{concurrent['off']['total_tps']:.1f}, ngram {concurrent['ngram']['total_tps']:.1f} tok/s "
+          f"({report['concurrent_speedup']:.2f}×, same tokens {same})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Speculative decoding by prompt lookup: a request's next tokens guessed from its own text, checked in one step.
+
+Drafting: the last n tokens (n = 3, then 2, then 1) looked up among the request's earlier tokens (its prompt and what it
+has generated); where they occurred before, the k tokens that followed their latest occurrence are the draft. No second
+model: answers that quote, edit or extract from their input repeat it, and there the draft is often right.
+
+Verification (steps.py): the last sampled token and its draft run as one chunk of the native step, every row's logits
+those it would get stepped alone, bit for bit. Each position is then sampled in order exactly as without drafting (the
+same sampler, penalties, grammar and random numbers) and kept while the sampled token equals the draft's; the first
+difference is itself the next token. So the output is token for token the output without drafting, greedy or seeded,
+and the step gives 1 to k + 1 tokens for one read of the weights.
+
+Each request drafts the k that promises the most tokens per unit of step time, from how often its drafted positions are
+kept and what a draft row costs beside the step (StepCost, fitted to the steps seen); where no k pays, it drafts nothing
+but a one-token probe now and then (rarer after each that fails), so free prose pays almost nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+NGRAMS = (3, 2, 1)  # the suffix lengths looked up, longest first
+MOST_K = 8  # the longest draft
+PAUSE = 16  # tokens before the first probe where no draft pays; each failed probe doubles it
+DRAFT_ROWS = 8  # rows a step may spend on drafts beyond its decode rows (a wide batch is arithmetic-bound: none)
+DECAY = 0.9  # the weight of the past in a request's acceptance and in the step cost's fit, per observation
+PRIOR_SHARE = 0.5  # a draft row's share of a step's time until the steps seen tell it
+MARGIN = 0.03  # a longer draft must promise this much more per unit of time
+
+@dataclass
+class Lookup:
+    """Where each n-gram of a request's tokens last occurred: n-gram → the position after it, indexed as tokens come
+    (only n-grams followed by a token, so the text's own last n-gram finds an earlier occurrence)."""
+
+    seen: dict[tuple[int, ...], int] = field(default_factory=dict)
+    indexed: int = 0  # tokens [0, indexed) have their n-grams that end before indexed - 1 in `seen`
+
+    def propose(self, tokens: list[int], k: int) -> list[int]:
+        """Up to k tokens that followed the latest earlier occurrence of the longest suffix of `tokens` found (the
+        latest: a pattern the answer repeats now beats the passage it came from)."""
+        for end in range(max(self.indexed, 1), len(tokens)):  # n-grams ending at end - 1, followed by tokens[end]
+            for n in NGRAMS:
+                if end >= n:
+                    self.seen[tuple(tokens[end - n:end])] = end
+        self.indexed = len(tokens)
+        if k < 1:
+            return []
+        for n in NGRAMS:
+            at = self.seen.get(tuple(tokens[-n:])) if len(tokens) > n else None
+            if at is not None:
+                return tokens[at:at + k]
+        return []
+
+
+@dataclass
+class StepCost:
+    """A native step's seconds as a + b × rows, fitted to the steps seen, recent ones weighing most: what a draft row
+    costs beside the step it rides on."""
+
+    sums: list[float] = field(default_factory=lambda: [0.0] * 5)  # decayed Σ1, Σrows, Σrows², Σs, Σrows × s
+
+    def observe(self, rows: int, seconds: float) -> None:
+        self.sums = [DECAY * x + y for x, y in zip(self.sums, (1.0, rows, rows * rows, seconds, rows * seconds),
+                                                    strict=True)]
+
+    def row_share(self, rows: int) -> float:
+        """One more row's time as a share of a step of `rows` rows (PRIOR_SHARE until steps of two sizes were seen)."""
+        n, r, rr, t, rt = self.sums
+        spread = n * rr - r * r
+        if n < 2 or spread <= 1e-9 * n * n:
+            return PRIOR_SHARE
+        b = (n * rt - r * t) / spread
+        a = (t - b * r) / n
+        return min(max(b / (a + b * rows), 0.0), 1.0) if a + b * rows > 0 else PRIOR_SHARE
+
+
+def best_k(p: float, share: float) -> int:
+    """The draft length that gives the most tokens per unit of step time when each drafted position is kept with
+    probability p (after the ones before it) and each costs `share` of the step: argmax (Σ_{i ≤ k} p^i) / (1 + k ×
+    share); 0 where no draft pays."""
+    best, most, made = 0, 1.0, 1.0
+    for k in range(1, MOST_K + 1):
+        made += p**k
+        if made / (1 + k * share) > most * (1 + MARGIN):
+            best, most = k, made / (1 + k * share)
+    return best
+
+
+@dataclass
+class Drafter:
+    """One request's drafting: its lookup, how often its drafted positions are kept (decayed counts), and when it
+    next probes after its drafts stopped paying."""
+
+    lookup: Lookup = field(default_factory=Lookup)
+    kept: float = 1.0  # drafted positions kept, decayed
+    refused: float = 1.0  # drafts whose next position was refused, decayed
+    pause: int = PAUSE
+    probe_at: int = 0  # where no draft pays, a one-token draft is tried once the request holds this many tokens
+    drafted: int = 0
+    accepted: int = 0
+
+    @property
+    def p(self) -> float:
+        return self.kept / (self.kept + self.refused)
+
+    def propose(self, tokens: list[int], room: int, share: float) -> list[int]:
+        """A draft of at most min(best_k, room) tokens; where no length pays, a probe of one token now and then."""
+        k = best_k(self.p, share)
+        if k == 0 and len(tokens) >= self.probe_at:
+            k, self.probe_at = 1, len(tokens) + self.pause
+            self.pause *= 2
+        return self.lookup.propose(tokens, min(k, room))  # indexes the new tokens even when no draft is wanted
+
+    def update(self, drafted: int, accepted: int) -> None:
+        """A draft of `drafted` tokens had its first `accepted` kept."""
+        self.drafted += drafted
+        self.accepted += accepted
+        self.kept = DECAY * self.kept + accepted
+        self.refused = DECAY * self.refused + (accepted < drafted)
+        if accepted == drafted:
+            self.pause = PAUSE

@@ -1,0 +1,150 @@
+"""Speculative decoding by prompt lookup (engine/speculation.py, steps.py): the lookup and the draft length's
+adaptation, and the engine's output token for token the same with and without drafting — greedy and seeded sampling,
+stop strings, penalties, logit bias, log-probabilities, structured output, among concurrent requests with preemption —
+while drafts are really made and kept."""
+
+from __future__ import annotations
+
+import pytest
+from stepping import run
+
+from forwardpass import kernels
+from forwardpass.constraints import Constraint
+from forwardpass.engine import BlockPool, Engine, EngineConfig
+from forwardpass.engine.speculation import MOST_K, PAUSE, PRIOR_SHARE, Drafter, Lookup, StepCost, best_k
+from forwardpass.sampling import SamplingParams
+
+PASSAGE = ("The river rises in the northern hills, runs south past the old mill and the stone bridge, and reaches "
+           "the sea at the harbour town, where the fishing boats come in at dawn and the market opens at six.")
+
+
+def test_lookup_proposes_what_followed_the_latest_longest_match():
+    lookup = Lookup()
+    tokens = [1, 2, 3, 4, 5, 9, 2, 3, 7, 8, 1, 2, 3]
+    assert lookup.propose(tokens, 3) == [4, 5, 9]  # (1, 2, 3) at 0 wins over the later, shorter (2, 3) at 6
+    assert Lookup().propose([1, 2, 3, 4, 2, 3], 5) == [4, 2, 3]
+    assert Lookup().propose([5, 6, 7], 4) == []  # no earlier occurrence: no draft
+    assert Lookup().propose([1, 2, 1, 2], 0) == []
+    grown = Lookup()
+    assert grown.propose([4, 5, 6], 2) == []
+    assert grown.propose([4, 5, 6, 4, 5], 2) == [6, 4]  # indexed as tokens come
+
+
+def test_the_draft_length_is_the_one_that_pays_most():
+    """Long drafts where nearly every position is kept, short ones where fewer are, none where a draft row costs more
+    than it is likely to earn; a dearer row never lengthens the draft."""
+    assert best_k(0.98, 0.3) == MOST_K
+    assert 1 < best_k(0.8, 0.3) < MOST_K
+    assert best_k(0.3, 0.5) == 0 and best_k(0.0, 0.0) == 0
+    for p in (0.5, 0.7, 0.9, 0.99):
+        ks = [best_k(p, share) for share in (0.05, 0.2, 0.4, 0.8)]
+        assert ks == sorted(ks, reverse=True)
+
+
+def test_the_step_cost_is_fitted_from_the_steps_seen():
+    cost = StepCost()
+    assert cost.row_share(1) == PRIOR_SHARE  # nothing seen yet
+    for rows in (1, 3, 5, 1, 2):
+        cost.observe(rows, 2.0 + 0.5 * rows)
+    assert cost.row_share(1) == pytest.approx(0.5 / 2.5) and cost.row_share(4) == pytest.approx(0.5 / 4.0)
+
+
+def test_drafting_stops_where_drafts_are_refused_but_probes_now_and_then():
+    d = Drafter()
+    tokens = [1, 2, 3] * 10
+    assert d.propose(tokens, 8, 0.3) == [1]  # the prior (half the positions kept): one token
+    for _ in range(6):
+        d.update(4, 0)  # every draft refused at once
+    assert best_k(d.p, 0.3) == 0
+    at = len(tokens)
+    probes = [n for n in range(at, at + 200) if d.propose(tokens[:3] * (n // 3) + tokens[:n % 3], 8, 0.3)]
+    assert probes[0] == at and len(probes) <= 4  # one token, at PAUSE, 2 PAUSE, 4 PAUSE … tokens apart
+    assert [b - a for a, b in zip(probes, probes[1:], strict=False)] == [PAUSE * 2**i for i in range(len(probes) - 1)]
+    for _ in range(12):
+        d.update(4, 4)  # every draft kept: drafting pays again
+    assert best_k(d.p, 0.3) > 1
+
+
+def drafting_engine(smollm, speculative: str, **config) -> Engine:
+    return Engine(smollm, EngineConfig(speculative=speculative, **config))
+
+
+def same_with_and_without(smollm, prompts, params, **config) -> Engine:
+    """Run the requests with drafting and without: every output (ids, text, log-probabilities, finish) equal; the
+    drafting engine returned."""
+    outs = {}
+    for speculative in ("off", "ngram"):
+        engine = drafting_engine(smollm, speculative, **config)
+        outs[speculative] = (engine, run(engine, prompts, params))
+    (_, plain), (engine, drafted) = outs["off"], outs["ngram"]
+    for a, b in zip(plain, drafted, strict=True):
+        assert [(o.token_id, o.text, o.logprob, o.finish_reason, o.stop_string) for o in a] == \
+               [(o.token_id, o.text, o.logprob, o.finish_reason, o.stop_string) for o in b]
+    return engine
+
+
+def grounded(smollm, ask: str) -> list[int]:
+    return smollm.encode(smollm.tokenizer.apply_chat_template([{"role": "user", "content": f"{ask}\n\n{PASSAGE}"}]))
+
+
+needs_kernels = pytest.mark.skipif(not kernels.available(), reason="drafts are verified by the native step")
+
+
+def kept(engine: Engine) -> tuple[float, float]:
+    m = engine.metrics
+    return m.draft_tokens._value.get(), m.accepted_tokens._value.get()
+
+
+@needs_kernels
+def test_greedy_output_is_the_same_with_drafts_kept(smollm):
+    engine = same_with_and_without(smollm, [grounded(smollm, "Repeat this text word for word:")],
+                                   [SamplingParams(temperature=0, max_tokens=60)])
+    drafted, accepted = kept(engine)
+    assert drafted > 0 and accepted > 0.5 * drafted  # quoting its input, most drafts are right
+
+
+@needs_kernels
+def test_seeded_sampling_draws_the_same_tokens(smollm):
+    params = [SamplingParams(temperature=0.8, top_p=0.95, seed=s, max_tokens=50, logprobs=2) for s in (1, 2, 3)]
+    engine = same_with_and_without(smollm, [grounded(smollm, "Repeat this text:")] * 3, params)
+    assert kept(engine)[1] > 0
+
+
+@needs_kernels
+def test_stops_penalties_and_bias_apply_at_every_verified_position(smollm):
+    prompt = grounded(smollm, "Copy this text exactly:")
+    params = [SamplingParams(temperature=0, max_tokens=60, stop=["stone bridge"]),
+              SamplingParams(temperature=0, max_tokens=40, repetition_penalty=1.3, presence_penalty=0.5,
+                             frequency_penalty=0.3),
+              SamplingParams(temperature=0.7, seed=5, max_tokens=40, logit_bias={smollm.encode(" river")[0]: -100}),
+              SamplingParams(temperature=0, max_tokens=7)]  # max_tokens cuts a draft short
+    engine = same_with_and_without(smollm, [prompt] * 4, params)
+    assert kept(engine)[1] > 0
+
+
+@needs_kernels
+def test_structured_output_is_the_same_with_drafts(smollm):
+    schema = {"type": "object", "properties": {"river": {"type": "string"}, "town": {"type": "string"}},
+              "required": ["river", "town"], "additionalProperties": False}
+    params = [SamplingParams(temperature=0, max_tokens=60, constraint=Constraint("json_schema", schema)),
+              SamplingParams(temperature=0.6, seed=3, max_tokens=60, constraint=Constraint("json_schema", schema)),
+              SamplingParams(temperature=0, max_tokens=30, constraint=Constraint("regex", r"The river [a-z ,]+\."))]
+    prompt = grounded(smollm, "Give the river's course and the town as JSON, quoting the text:")
+    same_with_and_without(smollm, [prompt] * 3, params)
+
+
+@needs_kernels
+def test_concurrent_requests_with_preemption_are_the_same(smollm):
+    pool_bytes = 12 * BlockPool.block_bytes(smollm.config, 16, smollm.kv_dtype())
+    prompts = [grounded(smollm, ask) for ask in ("Repeat this text:", "Copy this text:", "Say this again:")]
+    params = [SamplingParams(temperature=0, max_tokens=48, ignore_eos=True),
+              SamplingParams(temperature=0.9, seed=7, max_tokens=48, ignore_eos=True),
+              SamplingParams(temperature=0, max_tokens=48, ignore_eos=True)]
+    engine = same_with_and_without(smollm, prompts, params, kv_cache_bytes=pool_bytes, checked=False)
+    assert engine.scheduler.preemptions > 0 and kept(engine)[1] > 0
+    assert engine.pool.used == 0
+
+
+def test_an_unknown_mode_is_refused(smollm):
+    with pytest.raises(ValueError, match="speculative must be one of ngram, off, got 'eagle'"):
+        drafting_engine(smollm, "eagle")
