@@ -41,10 +41,31 @@ static inline void *row_at(const Rows *r, int j) {
     return r->base + (size_t)r->table[block] * r->block_stride + (size_t)at * r->stride;
 }
 
-// Ask for slot j's row, if j is before `end` (a later slot's are not in the cache yet)
-static inline void ask_ahead(const Rows *r, int j, int end) {
-    if (j < end)
-        for (size_t c = 0; c < r->stride; c += 64) __builtin_prefetch((char *)row_at(r, j) + c, 0, 2);
+// Ask for the rows of slots [j, j + n) that lie before `end` (a later slot's are not in the cache yet): one run of
+// bytes where they share a block, else slot by slot
+static inline void ask_ahead(const Rows *r, int j, int n, int end) {
+    n = end - j < n ? end - j : n;
+    if (n <= 0) return;
+    const int at = r->shift >= 0 ? j & (r->block_size - 1) : j % r->block_size;
+    if (at + n <= r->block_size) {
+        const char *p = row_at(r, j);
+        for (size_t c = 0; c < (size_t)n * r->stride; c += 64) __builtin_prefetch(p + c, 0, 2);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        for (size_t c = 0; c < r->stride; c += 64) __builtin_prefetch((char *)row_at(r, j + i) + c, 0, 2);
+}
+
+// Slot j's row, from a cursor along a block: `next`, the row after the last one taken, while `left` rows remain in its
+// block; else looked up (row_at), the cursor set after it. A scan of consecutive slots looks each block up once.
+static inline const char *row_next(const Rows *r, int j, const char **next, int *left) {
+    if (*left <= 0) {
+        const int at = r->shift >= 0 ? j & (r->block_size - 1) : j % r->block_size;
+        *next = row_at(r, j), *left = r->block_size - at;
+    }
+    const char *row = *next;
+    *next += r->stride, --*left;
+    return row;
 }
 
 // LANES numbers of a cached key or value row from number `at` on (a multiple of LANES), as float32. A q8_0 block's
@@ -144,14 +165,17 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
                                                                int head_dim, float scale, int lo,
                                                                int hi, float *scores, float *out, float *top,
                                                                float *total, const int kv) {
-    const int nv = head_dim / LANES, len = hi - lo;
+    const int nv = head_dim / LANES, len = hi - lo, stored = hi < past ? hi : past;
+    const char *next = NULL;
+    int left = 0;
     for (int j = lo; j < hi; j += 4) {  // scores q·k × scale: four positions, every head
         const void *row[4];
         for (int r = 0; r < 4; r++) {
             const int at = j + r < hi ? j + r : j;  // past the range: a repeat, not stored
-            row[r] = at < past ? row_at(k, at) : (const char *)k_new + (size_t)(at - past) * k_stride;
+            row[r] = at < past ? (at == j + r ? row_next(k, at, &next, &left) : row[0])
+                               : (const char *)k_new + (size_t)(at - past) * k_stride;
         }
-        for (int r = 0; r < 4; r++) ask_ahead(k, j + AHEAD + r, hi < past ? hi : past);
+        ask_ahead(k, j + AHEAD, 4, stored);
         V acc[4][4];  // [head][position]
         for (int h = 0; h < n; h++)
             for (int r = 0; r < 4; r++) acc[h][r] = v_zero();
@@ -180,9 +204,10 @@ static inline __attribute__((always_inline)) void attend_heads(const float *q, c
         V acc[4][4];  // [head][vector]
         for (int h = 0; h < n; h++)
             for (int c = 0; c < 4; c++) acc[h][c] = v_zero();
+        next = NULL, left = 0;
         for (int j = lo; j < hi; j++) {
-            if (c0 == 0) ask_ahead(v, j + AHEAD, hi < past ? hi : past);
-            const void *vj = j < past ? row_at(v, j) : (const char *)v_new + (size_t)(j - past) * v_stride;
+            if (c0 == 0 && (j - lo) % 4 == 0) ask_ahead(v, j + AHEAD, 4, stored);
+            const void *vj = j < past ? row_next(v, j, &next, &left) : (const char *)v_new + (size_t)(j - past) * v_stride;
             for (int c = 0; c < 4; c++)
                 if (c0 + c < nv) {
                     const V vv = kv_load(vj, kv, LANES * (c0 + c));
