@@ -53,8 +53,8 @@ def worker_forwardpass(counts: list[int], new: int, storage: str) -> dict:
     from forwardpass.sampling import SamplingParams
 
     fp = forwardpass.load(storage=storage)
-    engine = Engine(fp, EngineConfig(kv_cache_bytes=2**30, max_num_seqs=max(counts),
-                                     max_num_batched_tokens=4096))
+    engine = Engine(fp, EngineConfig(kv_cache_bytes=2**30, max_num_seqs=max(counts), max_num_batched_tokens=4096,
+                                     speculative="off"))  # a token a step, as llama.cpp's batch decodes
     greedy = SamplingParams(temperature=0, max_tokens=new, ignore_eos=True)
 
     def rate(ids: list[list[int]]) -> float:

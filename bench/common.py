@@ -65,23 +65,30 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def prefill_tps(fp, ids: list[int]) -> float:
-    """Tokens/s of one prefill of `ids` into a fresh cache (last position's logits only)."""
+def prefill_tps(fp, ids: list[int], blocks: bool = False) -> float:
+    """Tokens/s of one prefill of `ids` into a fresh paged pool as the engine's runner runs it (the native step where
+    it binds; `blocks`: the PyTorch blocks), last position's logits only."""
     import torch
+
+    from forwardpass.engine import BlockPool
+    from forwardpass.engine.runner import Runner
+
     with torch.inference_mode():
-        x, cache = torch.tensor([ids], device=fp.device), fp.model.new_cache(1, len(ids))
+        pool = BlockPool(fp.config, -(-len(ids) // 16), 16, fp.kv_dtype(), fp.device)
+        runner = Runner(fp.model, pool)
         sync(fp.device)
         start = time.perf_counter()
-        fp.model(x, cache, last_only=True)
+        (runner.blocks if blocks else runner.prefill)([(ids, list(range(pool.num_blocks)), 0)])
         sync(fp.device)
         return len(ids) / (time.perf_counter() - start)
 
 
 def batch_tps(fp, prompts: list[list[int]], params) -> float:
-    """Generated tokens/s of every prompt at once through the engine's paged batch."""
+    """Generated tokens/s of every prompt at once through the engine's paged batch (no drafting)."""
     from forwardpass.engine import Engine, EngineConfig
 
-    engine, done = Engine(fp, EngineConfig(kv_cache_bytes=2**30, max_num_seqs=len(prompts))), []
+    engine = Engine(fp, EngineConfig(kv_cache_bytes=2**30, max_num_seqs=len(prompts), speculative="off"))
+    done = []
     start = time.perf_counter()
     for p in prompts:
         engine.submit(p, params, lambda o: done.append(o) if o.token_id is not None else None)

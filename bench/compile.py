@@ -56,7 +56,7 @@ def main() -> None:
     start = time.perf_counter()
     with console.status("compiling (first call of each shape)…"):
         set_compiled(fp.model, True)
-        prefill_tps(fp, ids)
+        prefill_tps(fp, ids, blocks=True)
         batch_tps(fp, prompts[:2], SamplingParams(temperature=0, max_tokens=2, ignore_eos=True))
     compile_s = time.perf_counter() - start
     runs = {mode: {"prefill": [], "engine": []} for mode in ("eager", "compiled")}
@@ -64,7 +64,7 @@ def main() -> None:
         for mode in runs:
             console.log(f"round {r + 1}/{args.rounds}: {mode}")
             set_compiled(fp.model, mode == "compiled")
-            runs[mode]["prefill"].append(prefill_tps(fp, ids))
+            runs[mode]["prefill"].append(prefill_tps(fp, ids, blocks=True))
             runs[mode]["engine"].append(batch_tps(fp, prompts, params))
     report = {"benchmark": "compile", "storage": args.storage, "machine": machine(device), "compile_s": compile_s,
               "runs": runs, "median": {m: {k: median(v) for k, v in r.items()} for m, r in runs.items()}}

@@ -60,7 +60,7 @@ def worker_forwardpass(path: Path, runs: int, busy: int, threads: int | None) ->
     params = SamplingParams(temperature=0, max_tokens=NEW, ignore_eos=True)
     generate(fp, ids, SamplingParams(temperature=0, max_tokens=4))  # warm up
     return {"engine": f"forwardpass ({most_threads()} threads at most)",
-            **idle_then_busy(lambda: generate(fp, ids, params).decode_tokens_per_s, runs, busy)}
+            **idle_then_busy(lambda: generate(fp, ids, params, speculative="off").decode_tokens_per_s, runs, busy)}
 
 
 def worker_llama_cpp(path: Path, runs: int, busy: int, threads: int | None) -> dict:

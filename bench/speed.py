@@ -6,7 +6,8 @@ on the same GGUF, the same prompts, the same machine.
                                     [--llama-flash-attn both|on|off]
 
 Each engine runs in its own process (so peak memory is its own): prefill tokens/s of a 128-token prompt,
-time to first token, decode tokens/s (batch 1, 128 new tokens; and after a --long-token prompt, where attention
+time to first token, decode tokens/s (batch 1, 128 new tokens, one a step: forwardpass's drafting off,
+bench/speculative.py measures it; and after a --long-token prompt, where attention
 reads as many bytes as the weights: forwardpass and llama.cpp), throughput of 16 sequences × 128 new
 tokens, peak resident memory — medians of --runs runs, and each as a ratio to forwardpass fp32. Then the
 decode roofline (bytes each mode reads per token over this machine's read bandwidth, the better of samples
@@ -120,7 +121,8 @@ def worker_forwardpass(path: Path, storage: str, runs: int, device: str, long: i
     load_s = time.perf_counter() - start
     prompts = windows(fp.encode)
     params = SamplingParams(temperature=0, max_tokens=NEW, ignore_eos=True)
-    generate(fp, prompts[0][:16], SamplingParams(temperature=0, max_tokens=4))  # warm up
+    plain = {"speculative": "off"}  # decode one token a step, as the others do (drafting: bench/speculative.py)
+    generate(fp, prompts[0][:16], SamplingParams(temperature=0, max_tokens=4), **plain)  # warm up
     # the roofline: bytes one decode step reads (the weights, the cache at mid-generation) over the bandwidth
     per_token = decode_bytes(fp.model) + BlockPool.block_bytes(fp.config, 1, fp.kv_dtype()) * (PROMPT + NEW // 2)
     prefill, ttft, decode, shares, roofs, samples = [], [], [], [], [], []
@@ -128,7 +130,7 @@ def worker_forwardpass(path: Path, storage: str, runs: int, device: str, long: i
         prefill.append(prefill_tps(fp, prompts[0]))
         for _ in range(STEADY_TRIES):  # a run during which the bandwidth changed has no one roofline: repeat it
             before = probed_bandwidth(device)
-            r = generate(fp, prompts[0], params)
+            r = generate(fp, prompts[0], params, **plain)
             after = probed_bandwidth(device)
             if max(before, after) <= STEADY * min(before, after):
                 break
@@ -138,7 +140,7 @@ def worker_forwardpass(path: Path, storage: str, runs: int, device: str, long: i
         decode.append(r.decode_tokens_per_s)
         shares.append(r.decode_tokens_per_s / roof)
         roofs.append(roof)
-    at_long = generate(fp, long_prompt(fp.encode, long), params).decode_tokens_per_s if long else None
+    at_long = generate(fp, long_prompt(fp.encode, long), params, **plain).decode_tokens_per_s if long else None
     kv = "" if kv_cache_dtype == "auto" else f" ({kv_cache_dtype} KV)"
     return {"engine": f"forwardpass {storage}{kv}", "load_s": load_s, "prefill_tps": median(prefill),
             "ttft_s": median(ttft), "decode_tps": median(decode), "decode_long_tps": at_long,

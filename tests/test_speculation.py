@@ -123,14 +123,24 @@ def test_stops_penalties_and_bias_apply_at_every_verified_position(smollm):
 
 
 @needs_kernels
-def test_structured_output_is_the_same_with_drafts(smollm):
+def test_structured_output_and_forced_tool_calls_are_the_same_with_drafts(smollm):
     schema = {"type": "object", "properties": {"river": {"type": "string"}, "town": {"type": "string"}},
               "required": ["river", "town"], "additionalProperties": False}
     params = [SamplingParams(temperature=0, max_tokens=60, constraint=Constraint("json_schema", schema)),
               SamplingParams(temperature=0.6, seed=3, max_tokens=60, constraint=Constraint("json_schema", schema)),
-              SamplingParams(temperature=0, max_tokens=30, constraint=Constraint("regex", r"The river [a-z ,]+\."))]
+              SamplingParams(temperature=0, max_tokens=30, constraint=Constraint("regex", r"The river [a-z ,]+\.")),
+              SamplingParams(temperature=0, max_tokens=60, constraint=forced_call())]
     prompt = grounded(smollm, "Give the river's course and the town as JSON, quoting the text:")
-    same_with_and_without(smollm, [prompt] * 3, params)
+    engine = same_with_and_without(smollm, [prompt] * 4, params)
+    assert kept(engine)[1] > 0
+
+
+def forced_call() -> Constraint:
+    """The grammar the server gives a forced tool call (tool_choice "required") of a tool that takes a town."""
+    from forwardpass.server.tools import constraint
+
+    town = {"type": "object", "properties": {"town": {"type": "string"}}, "required": ["town"]}
+    return constraint({"find_harbour": {"name": "find_harbour", "parameters": town}}, "required")
 
 
 @needs_kernels
@@ -148,3 +158,15 @@ def test_concurrent_requests_with_preemption_are_the_same(smollm):
 def test_an_unknown_mode_is_refused(smollm):
     with pytest.raises(ValueError, match="speculative must be one of ngram, off, got 'eagle'"):
         drafting_engine(smollm, "eagle")
+
+
+@needs_kernels
+def test_drafting_switches_itself_off_on_text_without_repeats(smollm):
+    """Free prose, sampled: the lookup finds earlier occurrences of common tokens, their drafts are refused, and the
+    request soon drafts nothing but rare one-token probes."""
+    prompt = smollm.encode(smollm.tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Write a story about a fox who learns to sail."}]))
+    params = SamplingParams(temperature=1.0, seed=11, max_tokens=200, ignore_eos=True)
+    engine = same_with_and_without(smollm, [prompt], [params])
+    drafted, _ = kept(engine)
+    assert engine.metrics.drafts._value.get() > 0 and drafted <= 0.1 * 200  # it tried, and soon stopped
