@@ -1,5 +1,6 @@
 """Speculative decoding by prompt lookup against none, in one run: decode tokens/s on tasks grounded in their input
-(summarize, edit code, extract into a JSON schema, repeat a list, quote an earlier chat turn) and on free prose, one
+(summarize, edit code — once more with the code given as the predicted output —, extract into a JSON schema, repeat a
+list, quote an earlier chat turn) and on free prose, one
 request at a time, and the total rate of 16 concurrent requests (half grounded, half prose); each request's output is
 checked to be the same token for token both ways.
 
@@ -49,6 +50,8 @@ GROUNDED = {
                                               f"code back:\n\n{CODE}"}],
     "extract_json": [{"role": "user", "content": f"List the topics of this passage and quote its first sentence, "
                                                  f"as JSON:\n\n{PASSAGE}"}],
+    "edit_code_predicted": [{"role": "user", "content": f"Rename `total` to `running_sum` in this code and give the "
+                                                        f"whole code back:\n\n{CODE}"}],  # the code as `prediction`
     "repeat_list": [{"role": "user", "content": "Repeat this shopping list, one item per line, numbered:\n\n"
                                                 + "\n".join(ITEMS)}],
     "quote_turn": [{"role": "user", "content": "How does a transformer process text?"},
@@ -111,8 +114,10 @@ def main() -> None:
 
     def request(messages, task):
         constraint = Constraint("json_schema", SCHEMA) if task == "extract_json" else None
+        prediction = tok.encode_text(CODE) if task == "edit_code_predicted" else []
         return (tok.encode(tok.apply_chat_template(messages)),
-                SamplingParams(temperature=0, max_tokens=args.max_tokens, constraint=constraint))
+                SamplingParams(temperature=0, max_tokens=args.max_tokens, constraint=constraint,
+                               prediction=prediction))
 
     rows = []
     for kind, tasks in (("grounded", GROUNDED), ("prose", PROSE)):

@@ -339,3 +339,33 @@ def test_a_raw_prompt_writes_control_tokens(server, client, smollm):
     ids = httpx.post(url + "/tokenize", json={"prompt": prompt}, headers=auth).json()["tokens"]
     assert ids.count(tok.backend.token_to_id("<|im_start|>")) == 2 and ids == smollm.encode(prompt)
     assert client.completions.create(model=MODEL, prompt=prompt, max_tokens=1).usage.prompt_tokens == len(ids)
+
+
+def test_a_predicted_output_drafts_from_it_and_changes_nothing(server, client):
+    """OpenAI's `prediction`: the answer is the one without it, and drafts from it are kept (the metrics count them);
+    content parts are joined; a prediction of another type is refused by name."""
+    url, _ = server
+    ask = [{"role": "user", "content": "Write the word 'river' five times, separated by commas."}]
+    plain = client.chat.completions.create(model=MODEL, messages=ask, max_tokens=40, temperature=0)
+    answer = plain.choices[0].message.content
+    before = metric(url, "vllm:spec_decode_num_accepted_tokens_total")
+    predicted = client.chat.completions.create(model=MODEL, messages=ask, max_tokens=40, temperature=0,
+                                               prediction={"type": "content", "content": answer})
+    assert predicted.choices[0].message.content == answer
+    assert metric(url, "vllm:spec_decode_num_accepted_tokens_total") - before >= 0.5 * plain.usage.completion_tokens
+    parts = client.chat.completions.create(model=MODEL, messages=ask, max_tokens=40, temperature=0, prediction={
+        "type": "content", "content": [{"type": "text", "text": answer[:5]}, {"type": "text", "text": answer[5:]}]})
+    assert parts.choices[0].message.content == answer
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model=MODEL, messages=ask, max_tokens=4,
+                                       prediction={"type": "image", "content": "x"})
+    assert caught.value.body["param"].startswith("prediction")
+
+
+def test_a_prediction_is_refused_where_the_server_does_not_draft(smollm):
+    with running_server(smollm, EngineConfig(kv_cache_bytes=64 * 2**20, speculative="off")) as (url, _):
+        r = httpx.post(url + "/v1/chat/completions", json={
+            "model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 3,
+            "prediction": {"type": "content", "content": "hello"}})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "prediction"
+    assert "--speculative off" in r.json()["error"]["message"]

@@ -105,8 +105,8 @@ def test_an_unsupported_field_is_named_through_the_official_client(url):
     client = openai.OpenAI(base_url=url + "/v1", api_key=KEY)
     with pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=3,
-                                       prediction={"type": "content", "content": "hello"})
-    assert caught.value.body["param"] == "prediction" and caught.value.body["code"] == "unsupported_field"
+                                       service_tier="flex")
+    assert caught.value.body["param"] == "service_tier" and caught.value.body["code"] == "unsupported_field"
     ok = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=2,
                                         user="ann")  # accepted: it changes nothing generated
     assert ok.choices[0].message.content is not None

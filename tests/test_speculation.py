@@ -11,7 +11,8 @@ from stepping import run
 from forwardpass import kernels
 from forwardpass.constraints import Constraint
 from forwardpass.engine import BlockPool, Engine, EngineConfig
-from forwardpass.engine.speculation import MOST_K, PAUSE, PRIOR_SHARE, Drafter, Lookup, StepCost, best_k
+from forwardpass.engine.speculation import MOST_K, PAUSE, PRIOR_SHARE, Drafter, Lookup, Predicted, StepCost, best_k
+from forwardpass.errors import ForwardpassError
 from forwardpass.sampling import SamplingParams
 
 PASSAGE = ("The river rises in the northern hills, runs south past the old mill and the stone bridge, and reaches "
@@ -55,14 +56,14 @@ def test_drafting_stops_where_drafts_are_refused_but_probes_now_and_then():
     assert d.propose(tokens, 8, 0.3) == [1]  # the prior (half the positions kept): one token
     for _ in range(6):
         d.update(4, 0)  # every draft refused at once
-    assert best_k(d.p, 0.3) == 0
+    assert best_k(d.odds["lookup"].p, 0.3) == 0
     at = len(tokens)
     probes = [n for n in range(at, at + 200) if d.propose(tokens[:3] * (n // 3) + tokens[:n % 3], 8, 0.3)]
     assert probes[0] == at and len(probes) <= 4  # one token, at PAUSE, 2 PAUSE, 4 PAUSE … tokens apart
     assert [b - a for a, b in zip(probes, probes[1:], strict=False)] == [PAUSE * 2**i for i in range(len(probes) - 1)]
     for _ in range(12):
         d.update(4, 4)  # every draft kept: drafting pays again
-    assert best_k(d.p, 0.3) > 1
+    assert best_k(d.odds["lookup"].p, 0.3) > 1
 
 
 def drafting_engine(smollm, speculative: str, **config) -> Engine:
@@ -170,3 +171,41 @@ def test_drafting_switches_itself_off_on_text_without_repeats(smollm):
     engine = same_with_and_without(smollm, [prompt], [params])
     drafted, _ = kept(engine)
     assert engine.metrics.drafts._value.get() > 0 and drafted <= 0.1 * 200  # it tried, and soon stopped
+
+
+def test_predicted_tokens_are_followed_and_taken_up_again():
+    """Predicted: drafts what comes next while the answer follows the prediction; where it leaves it, its last tokens
+    are found again further on."""
+    prompt = [100, 101]
+    p = Predicted([1, 2, 3, 4, 5, 6, 7, 8], start=len(prompt))
+    assert p.propose(prompt, 3) == [1, 2, 3]  # nothing answered yet: the prediction's start
+    assert p.propose(prompt + [1, 2], 3) == [3, 4, 5]
+    assert p.propose(prompt + [1, 2, 9], 3) == []  # left it, and 9 is nowhere in it
+    assert p.propose(prompt + [1, 2, 9, 5, 6], 2) == [7, 8]  # (5, 6) found: taken up after it
+    assert p.propose(prompt + [1, 2, 9, 5, 6, 7, 8], 2) == []  # all of it followed
+
+
+@needs_kernels
+def test_a_prediction_drafts_and_changes_nothing(smollm):
+    """A request that gives its expected output: the same tokens as without it, and most of it kept as drafts; a
+    prediction token outside the vocabulary is refused before the request runs."""
+    prompt = grounded(smollm, "Say one short sentence about the river.")
+    want = run(drafting_engine(smollm, "off"), [prompt], [SamplingParams(temperature=0, max_tokens=30)])[0]
+    answer = [o.token_id for o in want if o.token_id is not None]
+    engine = drafting_engine(smollm, "ngram")
+    got = run(engine, [prompt], [SamplingParams(temperature=0, max_tokens=30, prediction=answer)])[0]
+    assert [o.token_id for o in got] == [o.token_id for o in want]
+    assert kept(engine)[1] >= 0.6 * len(answer)
+    with pytest.raises(ForwardpassError, match="prediction names token 999999"):
+        engine.submit(prompt, SamplingParams(max_tokens=4, prediction=[5, 999999]), lambda o: None)
+
+
+def test_the_source_kept_more_often_drafts():
+    """A prediction drafts first (the client vouches for it); once its drafts are refused, the request's own text
+    does."""
+    d = Drafter(predicted=Predicted([5, 6, 7, 8], start=3))
+    tokens = [1, 2, 1]  # the lookup offers (2, 1), the prediction its start
+    assert d.propose(tokens, 8, 0.0) == [5, 6, 7, 8] and d.source == "predicted"
+    for _ in range(3):
+        d.update(4, 0)
+    assert d.propose(tokens, 8, 0.0) == [2, 1] and d.source == "lookup"

@@ -70,6 +70,8 @@ class SamplingParams:
     ignore_eos: bool = False
     logit_bias: dict[int, float] = field(default_factory=dict)  # token id → added to its logit, -100 to 100
     constraint: Constraint | None = None  # structured output: the grammar the text must match (constraints.py)
+    prediction: list[int] = field(default_factory=list)  # the output's expected tokens: drafts start from them
+    # (speculative decoding); they never change what is generated
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, str):
@@ -85,6 +87,8 @@ class SamplingParams:
             raise ForwardpassError("stop must be a list of non-empty strings")
         for token_id in self.stop_token_ids:
             check("token_id", token_id, "a stop token id")
+        for token_id in self.prediction:
+            check("token_id", token_id, "a prediction token id")
         for token_id, bias in self.logit_bias.items():
             check("token_id", token_id, "a logit_bias token id")
             check("logit_bias", bias, f"logit_bias[{token_id}]")

@@ -64,6 +64,10 @@ class Tokenizer:
         Text holding a byte the vocabulary has no token for is refused rather than silently cut."""
         return self._with_bos(self._encode(text, specials=True))
 
+    def encode_text(self, text: str) -> list[int]:
+        """Token ids of `text` as a message's text: special tokens written in it are their characters, no BOS."""
+        return self._encode(text, specials=False)
+
     def encode_chat(self, messages: list[dict], add_generation_prompt: bool = True,
                     tools: list[dict] | None = None) -> list[int]:
         """The ids of `messages` (and `tools`) rendered through the chat template (apply_chat_template), every

@@ -21,7 +21,8 @@ def check_request(pipeline: LoadedModel, pool: BlockPool, prompt_ids: list[int],
         raise ContextLengthError(f"max_tokens {params.max_tokens} does not fit: the prompt is {len(prompt_ids)} "
                                  f"tokens and the context length is {context}", "max_tokens")
     vocab = pipeline.config.vocab_size
-    for what, ids in (("logit_bias", params.logit_bias), ("stop_token_ids", params.stop_token_ids)):
+    for what, ids in (("logit_bias", params.logit_bias), ("stop_token_ids", params.stop_token_ids),
+                      ("prediction", params.prediction)):
         if any(token_id >= vocab for token_id in ids):
             raise ForwardpassError(f"{what} names token {max(ids)}: the vocabulary has {vocab}", what)
     blocks = -(-(len(prompt_ids) + params.max_tokens) // pool.block_size)

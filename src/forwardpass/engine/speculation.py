@@ -10,6 +10,10 @@ same sampler, penalties, grammar and random numbers) and kept while the sampled 
 difference is itself the next token. So the output is token for token the output without drafting, greedy or seeded,
 and the step gives 1 to k + 1 tokens for one read of the weights.
 
+A request may also give the output it expects (OpenAI's `prediction`, as token ids in SamplingParams.prediction): its
+drafts then come from that text first, wherever the answer is in it (Predicted), and from its own text where the
+answer has left it.
+
 Each request drafts the k that promises the most tokens per unit of step time, from how often its drafted positions are
 kept and what a draft row costs beside the step (StepCost, fitted to the steps seen); where no k pays, it drafts nothing
 but a one-token probe now and then (rarer after each that fails), so free prose pays almost nothing."""
@@ -86,35 +90,88 @@ def best_k(p: float, share: float) -> int:
 
 
 @dataclass
-class Drafter:
-    """One request's drafting: its lookup, how often its drafted positions are kept (decayed counts), and when it
-    next probes after its drafts stopped paying."""
+class Predicted:
+    """A predicted output (OpenAI's `prediction`): where the answer stands in it. While the answer follows it, the
+    draft is what comes next in it; where the answer leaves it, the last 3, 2 or 1 tokens are looked up in it, the
+    first occurrence past the last place the answer followed it (else the first) taken up again."""
 
-    lookup: Lookup = field(default_factory=Lookup)
-    kept: float = 1.0  # drafted positions kept, decayed
-    refused: float = 1.0  # drafts whose next position was refused, decayed
-    pause: int = PAUSE
-    probe_at: int = 0  # where no draft pays, a one-token draft is tried once the request holds this many tokens
-    drafted: int = 0
-    accepted: int = 0
+    tokens: list[int]
+    start: int  # where the answer begins in the request's tokens (the prompt's length)
+    at: int | None = 0  # the prediction's next token while the answer follows it; None where it left it
+    read: int = 0  # answer tokens already followed
+    last: int = 0  # the last place the answer followed it
+    places: dict[tuple[int, ...], list[int]] = field(default_factory=dict)  # n-gram → the positions after it
+
+    def __post_init__(self) -> None:
+        for end in range(1, len(self.tokens) + 1):
+            for n in NGRAMS:
+                if end >= n:
+                    self.places.setdefault(tuple(self.tokens[end - n:end]), []).append(end)
+
+    def propose(self, tokens: list[int], k: int) -> list[int]:
+        for t in tokens[self.start + self.read:]:  # follow the answer's new tokens
+            follows = self.at is not None and self.at < len(self.tokens) and self.tokens[self.at] == t
+            self.at = self.at + 1 if follows else None
+            self.last = self.at if follows else self.last
+            self.read += 1
+        if self.at is None:
+            for n in NGRAMS:
+                after = self.places.get(tuple(tokens[-n:])) if len(tokens) - self.start >= n else None
+                if after:
+                    self.at = next((p for p in after if p > self.last), after[0])
+                    break
+        return self.tokens[self.at:self.at + k] if self.at is not None and k > 0 else []
+
+
+@dataclass
+class Odds:
+    """How often a source's drafted positions are kept: decayed counts of positions kept and of drafts refused."""
+
+    kept: float = 1.0
+    refused: float = 1.0
 
     @property
     def p(self) -> float:
         return self.kept / (self.kept + self.refused)
 
-    def propose(self, tokens: list[int], room: int, share: float) -> list[int]:
-        """A draft of at most min(best_k, room) tokens; where no length pays, a probe of one token now and then."""
-        k = best_k(self.p, share)
-        if k == 0 and len(tokens) >= self.probe_at:
-            k, self.probe_at = 1, len(tokens) + self.pause
-            self.pause *= 2
-        return self.lookup.propose(tokens, min(k, room))  # indexes the new tokens even when no draft is wanted
-
     def update(self, drafted: int, accepted: int) -> None:
-        """A draft of `drafted` tokens had its first `accepted` kept."""
-        self.drafted += drafted
-        self.accepted += accepted
         self.kept = DECAY * self.kept + accepted
         self.refused = DECAY * self.refused + (accepted < drafted)
+
+
+@dataclass
+class Drafter:
+    """One request's drafting: its lookup (and its predicted output, if it gave one), how often each one's drafted
+    positions are kept, and when it next probes after its drafts stopped paying. Where both offer a draft, the one
+    kept more often drafts."""
+
+    lookup: Lookup = field(default_factory=Lookup)
+    predicted: Predicted | None = None
+    odds: dict[str, Odds] = field(default_factory=lambda: {"lookup": Odds(), "predicted": Odds(2.0, 1.0)})
+    source: str = "lookup"  # where the last draft came from
+    pause: int = PAUSE
+    probe_at: int = 0  # where no draft pays, a one-token draft is tried once the request holds this many tokens
+    drafted: int = 0
+    accepted: int = 0
+
+    def propose(self, tokens: list[int], room: int, share: float) -> list[int]:
+        """A draft of at most min(best_k, room) tokens from the likelier source; where no length pays, a probe of one
+        token now and then."""
+        offers = {"lookup": self.lookup.propose(tokens, MOST_K)}  # indexes the new tokens even when none is drafted
+        if self.predicted is not None:
+            offers["predicted"] = self.predicted.propose(tokens, MOST_K)
+        self.source = max((name for name in offers if offers[name]), key=lambda name: self.odds[name].p,
+                          default="lookup")
+        k = best_k(self.odds[self.source].p, share)
+        if k == 0 and len(tokens) >= self.probe_at and offers[self.source]:
+            k, self.probe_at = 1, len(tokens) + self.pause
+            self.pause *= 2
+        return offers[self.source][:max(0, min(k, room))]
+
+    def update(self, drafted: int, accepted: int) -> None:
+        """The last draft, of `drafted` tokens, had its first `accepted` kept."""
+        self.drafted += drafted
+        self.accepted += accepted
+        self.odds[self.source].update(drafted, accepted)
         if accepted == drafted:
             self.pause = PAUSE

@@ -11,7 +11,7 @@ from .paged import BlockPool
 from .runner import Runner
 from .scheduler import Scheduled, Scheduler
 from .sequence import Sequence
-from .speculation import DRAFT_ROWS, Drafter, StepCost
+from .speculation import DRAFT_ROWS, Drafter, Predicted, StepCost
 
 BURST = 8  # greedy steps one native call runs before Python takes the tokens (text streams in bursts this long)
 
@@ -92,7 +92,8 @@ class Steps:
         spare, drafts, share = DRAFT_ROWS - len(batch), [], self.cost.row_share(len(batch))
         for seq in batch:
             if seq.drafter is None:
-                seq.drafter = Drafter()
+                predicted = seq.params.prediction
+                seq.drafter = Drafter(predicted=Predicted(predicted, len(seq.prompt_ids)) if predicted else None)
             room = min(spare, seq.params.max_tokens - len(seq.output_ids) - 1, self.context_length - seq.num_tokens)
             draft = seq.drafter.propose(seq.token_ids, room, share)
             if draft and not self.scheduler.reserve(seq, seq.num_computed + 1 + len(draft)):

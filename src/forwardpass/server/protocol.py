@@ -23,7 +23,7 @@ UNSUPPORTED = {
     "function_call": "the deprecated function calling is not implemented: use tool_choice",
     "best_of": "best_of is not implemented (n is)", "suffix": "insertion (suffix) is not implemented",
     "audio": "audio output is not implemented", "modalities": "only text output is implemented",
-    "prediction": "predicted outputs are not implemented", "service_tier": "there are no service tiers",
+    "service_tier": "there are no service tiers",
     "store": "completions are not stored", "metadata": "completions are not stored",
     "reasoning_effort": "this model does not reason in a separate channel",
     "web_search_options": "web search is not implemented",
@@ -208,6 +208,38 @@ class ToolCall(Strict):
     function: CalledFunction
 
 
+def text_parts(content):
+    """OpenAI's content parts: text parts are joined into one text, as the Messages route joins text blocks; a part of
+    another kind (an image, audio, a file) or a field of a part beyond its text is refused by name."""
+    if not isinstance(content, list):
+        return content
+    texts = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+        if kind != "text":
+            raise PydanticCustomError("unsupported_value", "content parts of type '{kind}' are not supported: "
+                                                           "this model reads text parts only", {"kind": kind})
+        extra = sorted(set(part) - {"type", "text"})
+        if extra or not isinstance(part.get("text"), str):
+            why = f"field {extra[0]!r} is not supported" if extra else "needs its text as a string"
+            raise PydanticCustomError("unsupported_value", "a text part {why}", {"why": why})
+        texts.append(part["text"])
+    return "".join(texts)
+
+
+class Prediction(Strict):
+    """OpenAI's predicted output: text the answer is expected to repeat (a file being edited, say). Drafts start from
+    it (speculative decoding); the answer is what it is without it."""
+
+    type: Literal["content"]
+    content: str
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _text_parts(cls, content):
+        return text_parts(content)
+
+
 class ChatMessage(Strict):
     role: Literal["system", "user", "assistant", "developer", "tool"]
     content: str | None = None  # None only for an assistant message that carries tool_calls
@@ -217,23 +249,7 @@ class ChatMessage(Strict):
     @field_validator("content", mode="before")
     @classmethod
     def _text_parts(cls, content):
-        """OpenAI's content parts: text parts are joined into the message's text, as the Messages route joins text
-        blocks; a part of another kind (an image, audio, a file) or a field of a part beyond its text is refused by
-        name."""
-        if not isinstance(content, list):
-            return content
-        texts = []
-        for part in content:
-            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-            if kind != "text":
-                raise PydanticCustomError("unsupported_value", "content parts of type '{kind}' are not supported: "
-                                                               "this model reads text parts only", {"kind": kind})
-            extra = sorted(set(part) - {"type", "text"})
-            if extra or not isinstance(part.get("text"), str):
-                why = f"field {extra[0]!r} is not supported" if extra else "needs its text as a string"
-                raise PydanticCustomError("unsupported_value", "a text part {why}", {"why": why})
-            texts.append(part["text"])
-        return "".join(texts)
+        return text_parts(content)
 
     @model_validator(mode="after")
     def _shape(self) -> ChatMessage:
@@ -286,6 +302,7 @@ class ChatCompletionRequest(SamplingFields):
     tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
     # a forced call is one call; "auto" reads back all the model writes, or the first
     parallel_tool_calls: StrictBool = True
+    prediction: Prediction | None = None
 
     @model_validator(mode="after")
     def _answers(self) -> ChatCompletionRequest:

@@ -7,14 +7,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fastapi import Request
 
 from ..constraints import Constraint, Grammar
 from ..engine import Engine, RequestOutput
 from ..engine.sequence import Error
-from ..errors import ConstraintError
+from ..errors import ConstraintError, ForwardpassError
 from ..sampling import SamplingParams
 from . import tools
 from .errors import APIError
@@ -78,6 +78,13 @@ class Served:
             budget = max(budget, 1)  # a prompt that leaves no room: check_request names why
         with constraint_errors(req):
             params = [req.sampling(budget, logprobs, i, self.sampling) for i in range(req.n)]
+        predicted = getattr(req, "prediction", None)
+        if predicted is not None:
+            if self.engine.config.speculative == "off":
+                raise ForwardpassError("prediction is served by drafting from it, which this server runs without "
+                                       "(--speculative off)", "prediction")
+            ids = self.tokenizer.encode_text(predicted.content)
+            params = [replace(p, prediction=ids) for p in params]
         self.engine.check_request(prompt_ids, params[0])
         return params
 
