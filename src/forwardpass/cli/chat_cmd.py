@@ -11,7 +11,7 @@ import json
 import sys
 
 from ..errors import ForwardpassError
-from .options import check_model
+from .options import add_speculative_option, check_model
 from .sampling_options import add_sampling_options, sampling_params
 
 COMMANDS = {"/help": "these commands", "/reset": "start a new conversation (the system message kept)",
@@ -22,6 +22,7 @@ ENDS = {"/bye", "/quit", "/exit"}
 def add_parser(sub):
     p = sub.add_parser("chat", help="multi-turn chat on stdin (/help lists the commands, /bye or EOF ends)")
     p.add_argument("--system", default=None, help="a system message for the conversation")
+    add_speculative_option(p)
     add_sampling_options(p, max_tokens=256)
     return p
 
@@ -108,7 +109,8 @@ def run(args) -> int:
         if not line.strip():
             continue
         try:
-            g = Generation(fp, fp.tokenizer.encode_chat([*messages, {"role": "user", "content": line}]), params)
+            g = Generation(fp, fp.tokenizer.encode_chat([*messages, {"role": "user", "content": line}]), params,
+                           speculative=args.speculative)
         except ForwardpassError as e:  # this line cannot be a turn (too long for the context): the session goes on
             if args.json:
                 print(json.dumps({"user": line, "error": str(e), "type": type(e).__name__}, ensure_ascii=False),
