@@ -10,6 +10,7 @@ from test_explorer_fixtures import (
     DEFAULT_PROMPT,
     chromium,
     explorer,
+    idle,
     needs_chromium,
     open_page,
     readout,
@@ -226,7 +227,10 @@ def test_every_slider_shows_its_value(page):
 
 def test_tables_keep_every_column_on_screen(page):
     set_range(page, "#lc-new", 12)
+    page.wait_for_timeout(300)  # the slider's debounce, after which its widget asks again and redraws its table
+    idle(page)
     cost = page.locator('[data-widget="W-loop-cost"] td[data-label="cost"]').first
+    cost.wait_for(state="visible")
     box = cost.bounding_box()
     assert cost.inner_text().strip() and box["x"] >= 0 and box["x"] + box["width"] <= page.width
 
