@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..config import SPECULATIVE_MODES
+
 
 def add_device_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N (default: cpu)")
@@ -17,7 +19,7 @@ def add_threads_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_speculative_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--speculative", choices=("ngram", "off"), default="ngram",
+    p.add_argument("--speculative", choices=SPECULATIVE_MODES, default="ngram",
                    help="ngram (default): draft each request's next tokens from its own text and verify them in one "
                         "step (the same output, faster where it repeats its input); off: one token per step")
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..config import SPECULATIVE_MODES
 from ..constraints import Grammar, Grammars
 from ..errors import EngineUnavailableError
 from ..pipeline import LoadedModel
@@ -35,7 +36,6 @@ from .sequence import Error, RequestOutput
 from .steps import Steps
 
 log = logging.getLogger("forwardpass.engine")
-SPECULATIVE = ("ngram", "off")  # EngineConfig.speculative's choices
 
 
 @dataclass
@@ -62,8 +62,9 @@ class Engine:
         self.metrics = EngineMetrics()
         self.outputs = Outputs(self.scheduler, self.metrics, c.context_length)
         self.runner = Runner(model, self.pool, self.config.checked)
-        if self.config.speculative not in SPECULATIVE:
-            raise ValueError(f"speculative must be one of {', '.join(SPECULATIVE)}, got {self.config.speculative!r}")
+        if self.config.speculative not in SPECULATIVE_MODES:
+            raise ValueError(f"speculative must be one of {', '.join(SPECULATIVE_MODES)}, got "
+                             f"{self.config.speculative!r}")
         self.steps = Steps(self.runner, self.scheduler, self.pool, self.outputs, c.context_length,
                            self.config.speculative == "ngram")
         self.grammars = Grammars(pipeline.tokenizer, c.vocab_size)  # structured output's compiled constraints

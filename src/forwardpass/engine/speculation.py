@@ -30,6 +30,7 @@ DECAY = 0.9  # the weight of the past in a request's acceptance and in the step 
 PRIOR_SHARE = 0.5  # a draft row's share of a step's time until the steps seen tell it
 MARGIN = 0.03  # a longer draft must promise this much more per unit of time
 
+
 @dataclass
 class Lookup:
     """Where each n-gram of a request's tokens last occurred: n-gram → the position after it, indexed as tokens come
@@ -151,8 +152,6 @@ class Drafter:
     source: str = "lookup"  # where the last draft came from
     pause: int = PAUSE
     probe_at: int = 0  # where no draft pays, a one-token draft is tried once the request holds this many tokens
-    drafted: int = 0
-    accepted: int = 0
 
     def propose(self, tokens: list[int], room: int, share: float) -> list[int]:
         """A draft of at most min(best_k, room) tokens from the likelier source; where no length pays, a probe of one
@@ -170,8 +169,6 @@ class Drafter:
 
     def update(self, drafted: int, accepted: int) -> None:
         """The last draft, of `drafted` tokens, had its first `accepted` kept."""
-        self.drafted += drafted
-        self.accepted += accepted
         self.odds[self.source].update(drafted, accepted)
         if accepted == drafted:
             self.pause = PAUSE

@@ -36,6 +36,11 @@ static inline size_t kv_row_bytes(int kv, int head_dim) {
 // context's keys and values are most of a step's bytes
 #define AHEAD 48
 
+// Slot j's place within its block
+static inline int in_block(const Rows *r, int j) {
+    return r->shift >= 0 ? j & (r->block_size - 1) : j % r->block_size;
+}
+
 static inline void *row_at(const Rows *r, int j) {
     const int block = r->shift >= 0 ? j >> r->shift : j / r->block_size, at = j - block * r->block_size;
     return r->base + (size_t)r->table[block] * r->block_stride + (size_t)at * r->stride;
@@ -46,8 +51,7 @@ static inline void *row_at(const Rows *r, int j) {
 static inline void ask_ahead(const Rows *r, int j, int n, int end) {
     n = end - j < n ? end - j : n;
     if (n <= 0) return;
-    const int at = r->shift >= 0 ? j & (r->block_size - 1) : j % r->block_size;
-    if (at + n <= r->block_size) {
+    if (in_block(r, j) + n <= r->block_size) {
         const char *p = row_at(r, j);
         for (size_t c = 0; c < (size_t)n * r->stride; c += 64) __builtin_prefetch(p + c, 0, 2);
         return;
@@ -59,10 +63,7 @@ static inline void ask_ahead(const Rows *r, int j, int n, int end) {
 // Slot j's row, from a cursor along a block: `next`, the row after the last one taken, while `left` rows remain in its
 // block; else looked up (row_at), the cursor set after it. A scan of consecutive slots looks each block up once.
 static inline const char *row_next(const Rows *r, int j, const char **next, int *left) {
-    if (*left <= 0) {
-        const int at = r->shift >= 0 ? j & (r->block_size - 1) : j % r->block_size;
-        *next = row_at(r, j), *left = r->block_size - at;
-    }
+    if (*left <= 0) *next = row_at(r, j), *left = r->block_size - in_block(r, j);
     const char *row = *next;
     *next += r->stride, --*left;
     return row;
