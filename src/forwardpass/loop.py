@@ -130,7 +130,7 @@ class Generation:
         context = self.pipeline.config.context_length
         eos = p.end_ids(self.pipeline.tokenizer.eos_ids if self.pipeline.tokenizer is not None else [])
         text = TextStream(self.pipeline.tokenizer, p.stop) if self.pipeline.tokenizer is not None else None
-        generator = make_generator(p, model.device)
+        generator = make_generator(p)
         result = GenerationResult(prompt, [], "", "length", "naive")
         room = min(p.max_tokens, context - len(prompt))  # tokens this generation may choose
         started = time.perf_counter()

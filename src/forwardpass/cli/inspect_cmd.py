@@ -23,10 +23,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def inspect(fp: LoadedModel, prompt: str, top: int, temperature: float, typed: str | None = None) -> dict:
     """The whole report as one dict (what --json prints); `typed`: the --model given (the id it is reported under)."""
+    import numpy as np
     import torch
 
     from ..packaged import model_id
-    from ..sampling import probabilities
+    from ..sampling import probabilities, values
 
     ids = fp.encode(prompt)
     with torch.inference_mode():
@@ -42,9 +43,9 @@ def inspect(fp: LoadedModel, prompt: str, top: int, temperature: float, typed: s
               "context_length": fp.config.context_length, "trained_context_length": fp.trained_context_length,
               "prompt": prompt, "tokens": tokens, "temperature": temperature, "next": []}
     if ids:
-        logits = fp.next_token_logits(ids)
+        logits = values(fp.next_token_logits(ids))  # (vocab_size,) float32
         probs = probabilities(logits, temperature)
-        ranked = torch.topk(probs if temperature == 0 else logits, min(top, logits.numel())).indices
+        ranked = np.argsort(-logits, kind="stable")[:top]  # by logit, equal ones by lower id: the argmax first
         for rank, i in enumerate(ranked.tolist()):
             report["next"].append({"rank": rank + 1, "id": i, "piece": fp.tokenizer.piece(i),
                                    "logit": float(logits[i]), "probability": float(probs[i])})

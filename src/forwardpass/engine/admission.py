@@ -42,7 +42,7 @@ def new_sequence(pipeline: LoadedModel, request_id: str, prompt_ids: list[int], 
     (`grammar`: params.constraint compiled), when it arrived and when its time runs out."""
     tok = pipeline.tokenizer
     eos = params.end_ids(tok.eos_ids if tok is not None else [])
-    seq = Sequence(request_id, list(prompt_ids), params, make_generator(params, pipeline.device),
+    seq = Sequence(request_id, list(prompt_ids), params, make_generator(params),
                    TextStream(tok, params.stop) if tok is not None else None, on_output, eos)
     if grammar is not None:
         seq.matcher = grammar.matcher()

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-
-import torch
+from typing import Any
 
 from ..errors import ConstraintError
 from ..sampling import next_token
@@ -22,9 +21,9 @@ class Outputs:
         self.scheduler, self.metrics, self.context_length = scheduler, metrics, context_length
         self.sequences: dict[str, Sequence] = {}  # every request admitted and not yet ended, by id
 
-    def sample(self, seq: Sequence, logits: torch.Tensor, greedy: int | None = None) -> None:
-        """Choose seq's next token from its logits (`greedy`: their argmax, where the step found it) and emit it.
-        If that raises, seq alone ends with the reason."""
+    def sample(self, seq: Sequence, logits: Any, greedy: int | None = None) -> None:
+        """Choose seq's next token from its logits ((vocab_size,) float32, a numpy array or a tensor; `greedy`: their
+        argmax, where the step found it) and emit it. If that raises, seq alone ends with the reason."""
         try:
             self._choose(seq, logits, greedy)
         except ConstraintError as e:  # a limit of the grammar library, met past the probe: the constraint's fault
@@ -34,7 +33,7 @@ class Outputs:
             log.exception("request %s failed while sampling", seq.request_id)
             self.fail(seq, f"sampling failed: {type(e).__name__}: {e}")
 
-    def _choose(self, seq: Sequence, logits: torch.Tensor, greedy: int | None) -> None:
+    def _choose(self, seq: Sequence, logits: Any, greedy: int | None) -> None:
         p, matcher = seq.params, seq.matcher
         allowed = matcher.allowed() if matcher is not None else None
         token, logprob = next_token(logits, p, seq.generator, seq.prompt_ids, seq.output_ids, greedy, allowed)

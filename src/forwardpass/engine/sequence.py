@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import torch
+import numpy as np
 
 from ..constraints import Matcher
 from ..detokenize import TextStream
@@ -43,7 +43,7 @@ class Sequence:
     request_id: str
     prompt_ids: list[int]
     params: SamplingParams
-    generator: torch.Generator
+    generator: np.random.Generator  # its own random stream (sampling.make_generator)
     text: TextStream | None
     on_output: Callable[[RequestOutput], None]
     eos_ids: set[int]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
+import numpy as np
 import torch
 
 from .. import cost
@@ -23,6 +25,7 @@ from ..sampling import (
     scale,
     top_k_mask,
     top_p_mask,
+    values,
 )
 from .trace import trace
 
@@ -71,8 +74,11 @@ def _ids(fp: LoadedModel, prompt: str) -> list[int]:
     return ids
 
 
-def _top(fp: LoadedModel, logits: torch.Tensor, probs: torch.Tensor, k: int) -> list[dict]:
-    order = torch.topk(probs, k).indices.tolist()
+def _top(fp: LoadedModel, logits: Any, probs: Any, k: int) -> list[dict]:
+    """The k likeliest tokens (equal ones by lower id), from (vocab_size,) logits and probabilities: tensors or
+    numpy arrays."""
+    logits, probs = values(logits), values(probs)
+    order = np.argsort(-probs, kind="stable")[:k].tolist()
     return [{"id": i, "piece": fp.tokenizer.piece(i), "logit": float(logits[i]), "probability": float(probs[i])}
             for i in order]
 
@@ -265,17 +271,18 @@ def attention_steps(fp: LoadedModel, prompt: str, layer: int, head: int, token: 
 def sampling_view(fp: LoadedModel, prompt: str, temperature: float, top_k: int, top_p: float, min_p: float) -> dict:
     """W-logits … W-top-p: the toy's five candidates and the real model's full vocabulary, same functions."""
     SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p)  # validates
-    toy = torch.tensor(list(SEED_CANDIDATES.values()))
+    toy = np.array(list(SEED_CANDIDATES.values()), dtype=np.float32)
     names = list(SEED_CANDIDATES)
 
-    def view(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def view(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(vocab,) probabilities and (vocab,) bool, whether the filters keep each token."""
         probs = probabilities(logits, temperature)
         scaled = logits if temperature == 0 else scale(logits, temperature)
-        kept = torch.isfinite(min_p_mask(top_p_mask(top_k_mask(scaled, top_k), top_p), min_p))
+        kept = np.isfinite(min_p_mask(top_p_mask(top_k_mask(scaled, top_k), top_p), min_p))
         return probs, kept
 
     toy_probs, toy_kept = view(toy)
-    real_logits = trace(fp, _ids(fp, prompt)).logits  # the prompt's watched pass
+    real_logits = values(trace(fp, _ids(fp, prompt)).logits)  # the prompt's watched pass, (vocab_size,)
     real_probs, real_kept = view(real_logits)
     return {
         "temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
@@ -283,7 +290,7 @@ def sampling_view(fp: LoadedModel, prompt: str, temperature: float, top_k: int, 
                 for i, n in enumerate(names)],
         "real": [t | {"kept": bool(real_kept[t["id"]])} for t in _top(fp, real_logits, real_probs, 10)],
         "real_kept_count": int(real_kept.sum()), "real_kept_mass": float(real_probs[real_kept].sum()),
-        "vocab_size": real_logits.numel(),
+        "vocab_size": real_logits.size,
     }
 
 

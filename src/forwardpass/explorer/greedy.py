@@ -44,7 +44,7 @@ def draws(fp: LoadedModel, ids: list[int], greedy: list[int], steps: int, seed: 
     out = []
     for s in range(steps):
         row = logits[0, len(ids) + s - 1].float()
-        token, _ = next_token(row, params, make_generator(params, fp.device), ids + greedy[:s], [])
+        token, _ = next_token(row, params, make_generator(params), ids + greedy[:s], [])
         p = torch.softmax(row / TEMPERATURE, -1)
         out.append({"id": token, "probability": float(p[token]), "greedy_probability": float(p[greedy[s]])})
     return out
