@@ -4,6 +4,9 @@ uniform per sampled token); the same results from a numpy array and a PyTorch te
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -295,6 +298,37 @@ def test_a_tensor_and_an_array_give_the_same_result(params):
         assert np.array_equal(values(torch.from_numpy(array) * 1), array)
     if torch.cuda.is_available():
         assert np.array_equal(process(tensor.cuda(), params, [1, 2], [3, 3, 4], mask), want)
+
+
+def test_the_sampler_and_the_grammar_mask_run_without_pytorch():
+    """sampling.py and constraints.py never import PyTorch: a seeded, grammar-constrained draw in a process where
+    importing it fails."""
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["torch"] = None  # any `import torch` now raises
+        import numpy as np
+        from forwardpass.constraints import Constraint, Grammars
+        from forwardpass.sampling import SamplingParams, make_generator, next_token
+        from forwardpass.tokenizer import Tokenizer, _byte_level_alphabet
+
+        tokens = list(_byte_level_alphabet()) + ["<|im_end|>"]  # one token a byte, then an end-of-turn token
+        tok = Tokenizer.from_gguf_fields({"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.tokens": tokens,
+                                          "tokenizer.ggml.merges": [], "tokenizer.ggml.token_type": [1] * 256 + [3]})
+        matcher = Grammars(tok, len(tokens)).compile(Constraint("regex", "[0-9]{3}")).matcher()
+        params = SamplingParams(temperature=1.0, seed=4)
+        g, out = make_generator(params), []
+        while not matcher.finished:
+            allowed = matcher.allowed()
+            assert isinstance(allowed, np.ndarray) and allowed.dtype == np.bool_ and allowed.shape == (257,)
+            token, _ = next_token(np.zeros(257, dtype=np.float32), params, g, [], out, allowed=allowed)
+            matcher.advance(token)
+            out.append(token)
+        print(tok.decode(out), "torch" in sys.modules and sys.modules["torch"] is not None)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    text, imported = r.stdout.split()
+    assert len(text) == 3 and text.isdigit() and imported == "False"
 
 
 @pytest.mark.parametrize("kwargs", [{"temperature": 1e-50}, {"top_p": 1e-300}, {"repetition_penalty": 1e-300},

@@ -8,6 +8,7 @@ import json
 import re
 
 import jsonschema
+import numpy as np
 import openai
 import pytest
 from server_helpers import MODEL, running_server
@@ -51,8 +52,9 @@ def test_the_mask_allows_exactly_the_tokens_that_keep_a_match(smollm):
     tok = smollm.tokenizer
     m = Grammars(tok, smollm.config.vocab_size).compile(Constraint("regex", "[0-9]+")).matcher()
     allowed = m.allowed()
+    assert isinstance(allowed, np.ndarray) and allowed.dtype == np.bool_ and allowed.shape == (tok.vocab_size,)
     digits = {i for i in range(smollm.config.vocab_size) if re.fullmatch(rb"[0-9]+", tok.token_bytes(i))}
-    assert set(allowed.nonzero().flatten().tolist()) == digits
+    assert set(np.flatnonzero(allowed).tolist()) == digits
     m.advance(min(digits))
     assert all(bool(m.allowed()[e]) for e in tok.eos_ids) and not m.finished
 

@@ -36,9 +36,7 @@ import numpy as np
 
 from .errors import ConstraintError
 
-if TYPE_CHECKING:  # PyTorch is imported where a mask is first made: `check` runs without it (the CLI's options)
-    import torch
-
+if TYPE_CHECKING:
     from .tokenizer import Tokenizer
 
 KINDS = ("json_schema", "json_object", "regex", "grammar", "gbnf", "choice")
@@ -192,24 +190,24 @@ class Matcher:
         self._m = matcher  # llguidance.LLMatcher, this sequence's own
         self.vocab_size = vocab_size
         self.eos_ids = eos_ids  # allowed only where the grammar is complete
-        import torch
+        from llguidance.numpy import allocate_token_bitmask
 
-        self._bits = torch.zeros((vocab_size + 31) // 32, dtype=torch.int32)
+        self._bits = allocate_token_bitmask(1, vocab_size)  # (1, ⌈vocab_size / 32⌉) int32: bit i of word w, token 32w+i
 
     def _check(self) -> None:
         if self._m.is_error():
             raise ConstraintError(f"structured output failed: {_reason(self._m.get_error())}")
 
-    def allowed(self) -> torch.Tensor:
-        """(vocab_size,) bool: the tokens that keep the output inside the grammar."""
-        self._m.unsafe_compute_mask_ptr(self._bits.data_ptr(), self._bits.numel() * 4)
+    def allowed(self) -> np.ndarray:
+        """(vocab_size,) bool, a new array: the tokens that keep the output inside the grammar."""
+        from llguidance.numpy import fill_next_token_bitmask
+
+        fill_next_token_bitmask(self._m, self._bits)
         self._check()
-        bits = np.unpackbits(self._bits.numpy().view(np.uint8), bitorder="little")[: self.vocab_size]
+        bits = np.unpackbits(self._bits.view(np.uint8), bitorder="little")[: self.vocab_size]  # little-endian words
         if not bits.any():
             raise ConstraintError("structured output failed: the grammar allows no next token")
-        import torch
-
-        return torch.from_numpy(bits.view(np.bool_))
+        return bits.view(np.bool_)
 
     def advance(self, token_id: int) -> None:
         """Follow the chosen token (one `allowed` said may come)."""
@@ -256,7 +254,7 @@ class Grammar:
         walk = self.matcher()
         try:
             for _ in range(PROBE_STEPS):
-                ids = [i for i in walk.allowed().nonzero().flatten().tolist() if i not in self.eos_ids]
+                ids = [i for i in np.flatnonzero(walk.allowed()).tolist() if i not in self.eos_ids]
                 for tried, token in enumerate(ids[:4]):
                     walk.advance(token)
                     if not walk.finished or tried == min(len(ids), 4) - 1:
