@@ -25,7 +25,7 @@ ENOUGH = 0.9  # a batch within this share of the best rate is as good: the small
 
 def probe(model: str | None, storage: str | None, device: str, prompt: int, new: int, max_batch: int) -> dict:
     """In this process: load the model and time rounds of b concurrent requests of `prompt` and `new` tokens."""
-    import torch
+    import numpy as np
 
     from .engine import Engine, EngineConfig
     from .machine import peak_resident_bytes
@@ -38,13 +38,13 @@ def probe(model: str | None, storage: str | None, device: str, prompt: int, new:
     if prompt + new > c.context_length:
         raise ForwardpassError(f"--prompt {prompt} + --new {new} exceeds the model's context length {c.context_length}")
     engine = Engine(fp, EngineConfig(kv_cache_bytes=256 * 2**20, max_num_seqs=max_batch, prefix_caching=False))
-    generator = torch.Generator().manual_seed(0)
+    generator = np.random.default_rng(0)  # the same random prompts every run
     params = SamplingParams(temperature=0, max_tokens=new, ignore_eos=True)
     engine.submit(list(range(8)), SamplingParams(temperature=0, max_tokens=2), lambda o: None)  # warm up
     engine.run_until_done()
     rounds, b = [], 1
     while b <= max_batch:
-        prompts = [torch.randint(0, c.vocab_size, (prompt,), generator=generator).tolist() for _ in range(b)]
+        prompts = [generator.integers(0, c.vocab_size, prompt).tolist() for _ in range(b)]
         start = time.perf_counter()
         for ids in prompts:
             engine.submit(ids, params, lambda o: None)
