@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..constraints import Grammar
 from ..detokenize import TextStream
 from ..errors import ContextLengthError, ForwardpassError
-from ..pipeline import LoadedModel
 from ..sampling import SamplingParams, make_generator
-from .paged import BlockPool
 from .sequence import RequestOutput, Sequence
+
+if TYPE_CHECKING:  # named in annotations only: admission itself needs no PyTorch
+    from ..pipeline import LoadedModel
+    from .paged import BlockPool
 
 
 def check_request(pipeline: LoadedModel, pool: BlockPool, prompt_ids: list[int], params: SamplingParams) -> None:
