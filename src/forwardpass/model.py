@@ -7,17 +7,16 @@ own positions: `logits, cache = model(x, cache)`.
 
 from __future__ import annotations
 
-import math
-import threading
 from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import ModelConfig, RopeScaling
+from .config import ModelConfig
 from .errors import ContextLengthError, InvariantError, TokenIdError
 from .kv_cache import Cache, KVCache, Policy
+from .rope import RopeTable
 
 
 def make_norm(config: ModelConfig) -> nn.Module:
@@ -27,52 +26,36 @@ def make_norm(config: ModelConfig) -> nn.Module:
 
 
 class RotaryEmbedding(nn.Module):
-    """RoPE: rotate each (i, i + head_dim/2) pair of q and k by position × frequency_i.
-
-    cos and sin of each position's head_dim/2 angles are tabulated (float32) on first use, CHUNK positions at a
-    time, into tables with room for the whole context: untouched, that room takes no memory (a 32,768-position
-    Gemma 3 context would hold 134 MB of tables it rarely reads). Each chunk is computed whole, so a position's
-    values never depend on when it was first asked for. The tables live on the CPU until the model moves them,
-    even while a model is laid out on the meta device."""
-
-    CHUNK = 256
+    """RoPE: rotate each (i, i + head_dim/2) pair of q and k by position × frequency_i, from the numpy tables the
+    native step reads too (rope.RopeTable: float32, tabulated on first use, untouched room taking no memory). On the
+    CPU the buffers are those tables themselves; moved to a device they are copies, each newly tabulated chunk copied
+    over as it is filled."""
 
     def __init__(self, config: ModelConfig, freq_factors: torch.Tensor | None = None, local: bool = False):
         super().__init__()
-        exponents = torch.arange(0, config.head_dim, 2, dtype=torch.float32, device="cpu") / config.head_dim
-        if local:  # the sliding layers' own base, unscaled (Gemma 3)
-            inv_freq = 1.0 / config.local_rope_theta ** exponents
-        else:
-            inv_freq = scaled(1.0 / config.rope_theta ** exponents, config.rope_scaling, config.rope_theta)
-        if freq_factors is not None:  # a file's own divisors (GGUF rope_freqs: llama3 scaling, precomputed)
-            inv_freq = inv_freq / freq_factors.float().cpu()
-        self.register_buffer("inv_freq", inv_freq, persistent=False)
-        scaling = None if local else config.rope_scaling
-        self.attention_factor = scaling.attention_factor if scaling is not None else 1.0  # YaRN's × on cos, sin
-        table = (config.context_length, config.head_dim // 2)
-        self.register_buffer("cos", torch.empty(table, device="cpu"), persistent=False)  # rows [0, filled) hold
-        self.register_buffer("sin", torch.empty(table, device="cpu"), persistent=False)  # their positions' values
-        self.filled = 0
-        self._lock = threading.Lock()
+        factors = None if freq_factors is None else freq_factors.detach().float().cpu().numpy()
+        self.table = RopeTable(config, factors, local)
+        self.attention_factor = self.table.attention_factor
+        self.register_buffer("inv_freq", torch.from_numpy(self.table.inv_freq), persistent=False)
+        self.register_buffer("cos", torch.from_numpy(self.table.cos), persistent=False)  # rows [0, filled) hold
+        self.register_buffer("sin", torch.from_numpy(self.table.sin), persistent=False)  # their positions' values
+
+    @property
+    def filled(self) -> int:
+        return self.table.filled
 
     def angles(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """cos, sin of the positions' angles: (..., head_dim/2)."""
-        angles = positions[..., None].float() * self.inv_freq  # (..., head_dim/2)
-        if self.attention_factor != 1.0:
-            return angles.cos() * self.attention_factor, angles.sin() * self.attention_factor
-        return angles.cos(), angles.sin()
+        cos, sin = self.table.angles(positions.cpu().numpy())
+        return torch.from_numpy(cos).to(positions.device), torch.from_numpy(sin).to(positions.device)
 
     def cover(self, n: int) -> None:
         """Tabulate every position below n (at most the table's length); threads may read rows already filled."""
-        if n <= self.filled:
-            return
-        with self._lock:
-            end = min(self.cos.shape[0], -(-n // self.CHUNK) * self.CHUNK)
-            for start in range(self.filled, end, self.CHUNK):
-                stop = min(start + self.CHUNK, end)
-                cos, sin = self.angles(torch.arange(start, stop, device=self.cos.device))
-                self.cos[start:stop], self.sin[start:stop] = cos, sin
-            self.filled = max(self.filled, end)
+        before = self.table.cover(n)
+        if self.cos.data_ptr() != self.table.cos.ctypes.data and before < self.table.filled:  # a copy elsewhere
+            rows = slice(before, self.table.filled)
+            self.cos[rows] = torch.from_numpy(self.table.cos[rows]).to(self.cos.device)
+            self.sin[rows] = torch.from_numpy(self.table.sin[rows]).to(self.sin.device)
 
     def forward(self, positions: torch.Tensor, longest: int) -> tuple[torch.Tensor, torch.Tensor]:
         """cos, sin for (batch, T) positions, none of them ≥ longest: (batch, 1, T, head_dim)."""
@@ -82,42 +65,6 @@ class RotaryEmbedding(nn.Module):
             self.cover(longest)
             cos, sin = self.cos[positions], self.sin[positions]
         return torch.cat((cos, cos), dim=-1)[:, None], torch.cat((sin, sin), dim=-1)[:, None]
-
-
-def scaled(inv_freq: torch.Tensor, scaling: RopeScaling | None, theta: float) -> torch.Tensor:
-    """RoPE frequencies (head_dim/2,) of base `theta` under a scaling rule (config.RopeScaling)."""
-    if scaling is None:
-        return inv_freq
-    if scaling.kind == "linear":
-        return inv_freq / scaling.factor
-    if scaling.kind == "yarn":
-        return yarn(inv_freq, scaling, theta)
-    low_wavelength = scaling.original_context / scaling.high_freq_factor  # shorter: kept
-    high_wavelength = scaling.original_context / scaling.low_freq_factor  # longer: divided by factor
-    wavelength = 2 * math.pi / inv_freq
-    blend = (scaling.original_context / wavelength - scaling.low_freq_factor) / (
-        scaling.high_freq_factor - scaling.low_freq_factor)
-    between = (1 - blend) * inv_freq / scaling.factor + blend * inv_freq
-    out = torch.where(wavelength > high_wavelength, inv_freq / scaling.factor, inv_freq)
-    return torch.where((wavelength >= low_wavelength) & (wavelength <= high_wavelength), between, out)
-
-
-def yarn(inv_freq: torch.Tensor, s: RopeScaling, base: float) -> torch.Tensor:
-    """YaRN: frequencies that turn more than beta_fast times over the original context are kept, those turning
-    fewer than beta_slow times are ÷ factor, and a linear ramp over the dimensions between blends the two."""
-    half = inv_freq.shape[0]
-    dim = 2 * half
-
-    def dimension(turns: float) -> float:  # the dimension whose frequency turns this often over the context
-        return dim * math.log(s.original_context / (turns * 2 * math.pi)) / (2 * math.log(base))
-
-    low, high = dimension(s.beta_fast), dimension(s.beta_slow)
-    if s.truncate:
-        low, high = math.floor(low), math.ceil(high)
-    low, high = max(low, 0), min(high, dim - 1)
-    dims = torch.arange(half, dtype=torch.float32, device=inv_freq.device)
-    ramp = ((dims - low) / (high - low if high != low else 0.001)).clamp(0, 1)
-    return inv_freq / s.factor * ramp + inv_freq * (1 - ramp)
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
