@@ -24,11 +24,15 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+import numpy as np
 
 from ..errors import ForwardpassError
 from . import abi
+
+if TYPE_CHECKING:  # the products over PyTorch tensors (the reference layers, tests) import it when called
+    import torch
 
 HERE = Path(__file__).parent
 SOURCES = [HERE / n for n in ("abi.c", "gemv.c", "decode_step.c", "stream_read.c", "dequantize.c", "repack.c")]
@@ -184,9 +188,20 @@ def library() -> ctypes.CDLL:
     return _LIB
 
 
-# a weight matrix's storage (a float dtype, or 4 or 8 bits) → abi.h's Linear.kind
-WEIGHT_KIND = {torch.float32: abi.F32, torch.float16: abi.F16, torch.bfloat16: abi.BF16, 4: abi.Q4, 8: abi.Q8}
+# a weight matrix's storage (a float dtype by name, or 4 or 8 bits) → abi.h's Linear.kind
+WEIGHT_KINDS = {"float32": abi.F32, "float16": abi.F16, "bfloat16": abi.BF16, 4: abi.Q4, 8: abi.Q8}
 FACTORS, HALVES = abi.FACTORS, abi.HALVES  # block scales as K-quants keep them (uint8; quant.Factored), float32 per 16
+
+
+def dtype_name(dtype) -> str:
+    """A numpy or PyTorch dtype's name: float32, float16, bfloat16, uint8, …"""
+    return str(dtype).removeprefix("torch.")
+
+
+def weight_kind(storage) -> int | None:
+    """abi.h's Linear.kind for weights stored as `storage` (a numpy or PyTorch float dtype, or 4 or 8 bits), or None
+    for a storage the kernels do not read."""
+    return WEIGHT_KINDS.get(storage if isinstance(storage, int) else dtype_name(storage))
 
 
 def gemv(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, n: int, scale: torch.Tensor | None = None,
@@ -197,11 +212,13 @@ def gemv(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, n: int, scal
     weights (8 bits); groups = n/16 rounded up; minimum
     None: -zero × scale). Call only where available() (or with `lib`, one build's library); quantized K a multiple
     of 32. Every tensor contiguous and on the CPU."""
+    import torch
+
     M, K = x.shape
     x = x.contiguous()
     y = torch.empty(M, n, dtype=torch.float32)
     scales = [None if t is None else t.data_ptr() for t in (scale, minimum)]
-    (lib or _LIB).gemv(x.data_ptr(), M, WEIGHT_KIND[kind], K, w.data_ptr(), *scales, scales_kind(scale), zero, n,
+    (lib or _LIB).gemv(x.data_ptr(), M, weight_kind(kind), K, w.data_ptr(), *scales, scales_kind(scale), zero, n,
                        y.data_ptr())
     return y
 
@@ -210,6 +227,8 @@ def dequantize(bits: int, q: torch.Tensor, scale: torch.Tensor, minimum: torch.T
                zero: int = 0, lib: ctypes.CDLL | None = None) -> torch.Tensor:
     """(n, k) float32 from 8- or 4-bit tiles as quant.QuantizedLinear stores them (its `dequantize`, bit for bit;
     minimum None: -zero × scale). Call only where available() (or with `lib`); every tensor contiguous, on the CPU."""
+    import torch
+
     w = torch.empty(n, k, dtype=torch.float32)
     mins = None if minimum is None else minimum.data_ptr()
     (lib or _LIB).dequantize(bits, n, k, q.data_ptr(), scale.data_ptr(), mins, scales_kind(scale), zero, w.data_ptr())
@@ -224,51 +243,52 @@ def repack_formats(lib: ctypes.CDLL | None = None) -> list[dict]:
     return [{name: getattr(rows[i], name) for name, _ in abi.RepackFormat._fields_} for i in range(n.value)]
 
 
-def repack(kind: int, tile: int, scales: int, zero: int | None, data, rows: int, cols: int,
-           q: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, int | None]:
-    """A band of a GGUF tensor of ggml type `kind` (data: a C-contiguous numpy array of its (rows, row bytes)), as
-    quant.QuantizedLinear tiles it: q (groups, cols/32, tile) bytes; scale and minimum as `scales` says: F16
+def repack(kind: int, tile: int, scales: int, zero: int | None, data: np.ndarray, rows: int, cols: int,
+           q: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int | None]:
+    """A band of a GGUF tensor of ggml type `kind` (data: a C-contiguous numpy array of its (rows, row bytes)), in the
+    kernels' layout (quant/packed.py's Tiles): q (groups, cols/32, tile) bytes; scale and minimum as `scales` says: F16
     (groups, cols/32, 16), the file's own (float32 where one is infinite or NaN), FACTORS (groups, cols/256, 160)
     bytes, HALVES (groups, cols/32, 2, 16) float32; and the zero of a symmetric grid, whose minimum is then None.
     The format's facts (tile, scales, zero) are its row in weights/formats.py, which checks them against
-    repack_formats(). `q`, where given, is where the tiles go (a slice of the layer's own: no copy after). Call only
+    repack_formats(). `q`, where given, is where the tiles go (a slice of the matrix's own: no copy after). Call only
     where available()."""
     groups, blocks = -(-rows // 16), cols // 32
     if q is None:
-        q = torch.empty(groups, blocks, tile, dtype=torch.uint8)
-    elif q.shape != (groups, blocks, tile) or q.dtype != torch.uint8 or not q.is_contiguous():
+        q = np.empty((groups, blocks, tile), dtype=np.uint8)
+    elif q.shape != (groups, blocks, tile) or q.dtype != np.uint8 or not q.flags.c_contiguous:
         raise ForwardpassError(f"tiles for {rows} × {cols} go into ({groups}, {blocks}, {tile}) contiguous bytes, not "
                                f"{tuple(q.shape)} {q.dtype}")
     shape = {FACTORS: (groups, blocks // 8, 160), HALVES: (groups, blocks, 2, 16)}.get(scales, (groups, blocks, 16))
-    dtype = {FACTORS: torch.uint8, HALVES: torch.float32}.get(scales, torch.float16)
-    scale = torch.empty(shape, dtype=dtype)
-    minimum = None if zero is not None else torch.empty(shape, dtype=dtype)
-    bad = _LIB.repack(kind, rows, cols, data.ctypes.data, q.data_ptr(), scale.data_ptr(),
-                      None if minimum is None else minimum.data_ptr())
+    dtype = {FACTORS: np.uint8, HALVES: np.float32}.get(scales, np.float16)
+    scale = np.empty(shape, dtype=dtype)
+    minimum = None if zero is not None else np.empty(shape, dtype=dtype)
+    bad = _LIB.repack(kind, rows, cols, data.ctypes.data, q.ctypes.data, scale.ctypes.data,
+                      None if minimum is None else minimum.ctypes.data)
     if bad < 0:
         raise ForwardpassError(f"the native repacking does not read ggml type {kind}")
-    if bad:  # kept as float32, so that QuantizedLinear widens the matrix's scales rather than take them as fp16
-        scale, minimum = scale.float(), None if minimum is None else minimum.float()
+    if bad:  # kept as float32, so that packing widens the matrix's scales rather than take them as fp16
+        scale, minimum = scale.astype(np.float32), None if minimum is None else minimum.astype(np.float32)
     return q, scale, minimum, zero
 
 
-def scales_kind(scale: torch.Tensor | None) -> int:
-    """abi.h's Linear.scales for quantized weights' scales and minimums: F32, F16, FACTORS for uint8 buffers, HALVES
-    for float32 ones per 16 weights (4-D) (None: float weights, F32)."""
+def scales_kind(scale) -> int:
+    """abi.h's Linear.scales for quantized weights' scales and minimums (numpy or PyTorch): F32, F16, FACTORS for
+    uint8 buffers, HALVES for float32 ones per 16 weights (4-D) (None: float weights, F32)."""
     if scale is None:
-        return WEIGHT_KIND[torch.float32]
-    if scale.dtype == torch.uint8:
+        return abi.F32
+    name = dtype_name(scale.dtype)
+    if name == "uint8":
         return FACTORS
-    if scale.dim() == 4:
-        if scale.dtype != torch.float32:
-            raise ForwardpassError(f"scales per 16 weights must be float32, not {scale.dtype}")
+    if scale.ndim == 4:
+        if name != "float32":
+            raise ForwardpassError(f"scales per 16 weights must be float32, not {name}")
         return HALVES
-    if scale.dtype not in (torch.float32, torch.float16):
-        raise ForwardpassError(f"block scales must be float32, float16 or uint8 factors, not {scale.dtype}")
-    return WEIGHT_KIND[scale.dtype]
+    if name not in ("float32", "float16"):
+        raise ForwardpassError(f"block scales must be float32, float16 or uint8 factors, not {name}")
+    return WEIGHT_KINDS[name]
 
 
-def stream_read(x: torch.Tensor) -> float:
+def stream_read(x) -> float:
     """Sum of a float32 CPU tensor, read in 4 concurrent streams per thread (machine.memory_bandwidth)."""
     x = x.contiguous().view(-1)
     usable = x.numel() - x.numel() % (64 * 64)  # whole 16-float vectors for every stream of every thread

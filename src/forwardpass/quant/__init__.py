@@ -4,15 +4,27 @@ change: activations, norms, attention and the residual stream stay float32. Nati
 integer weights directly, a decode step's rows and a prompt's alike (`kernels/`); machines without those kernels
 use PyTorch on the dequantized weights.
 
-Four modules, each importing only those below it: `storage` (a storage mode → a layer) over `layers` (the PyTorch
-modules) over `tiles` (the kernels' layout) over `blocks` (integer blocks as a file's formats give them)."""
+Five modules, each importing only those below it: `storage` (a storage mode → a layer) over `layers` (the PyTorch
+modules) over `tiles` (the kernels' layout) over `blocks` (integer blocks as a file's formats give them) over `packed`
+(a matrix's tiles joined, in numpy: all the native loader needs, without PyTorch)."""
 
 from ..kernels.abi import BLOCK, GROUP, OCTET
-from .blocks import BlockRows, Blocks, Factored, Tiles, as_float, quantize_blocks, scaled
-from .layers import DECODE_ROWS, HalfLinear, QuantizedEmbedding, QuantizedLinear, native_linear
-from .storage import float_linear, make_linear, store_linears
-from .tiles import group_span, tile, untile, untile_scales, untiled
+from .packed import Packed, Tiles, group_span, pack
 
-__all__ = ["BLOCK", "DECODE_ROWS", "GROUP", "OCTET", "BlockRows", "Blocks", "Factored", "HalfLinear",
-           "QuantizedEmbedding", "QuantizedLinear", "Tiles", "as_float", "float_linear", "group_span", "make_linear",
-           "native_linear", "quantize_blocks", "scaled", "store_linears", "tile", "untile", "untile_scales", "untiled"]
+# the PyTorch side, imported when first named: the packed tiles alone need no PyTorch (the native loader's)
+_LAZY = {"BlockRows": "blocks", "Blocks": "blocks", "Factored": "blocks", "as_float": "blocks",
+         "quantize_blocks": "blocks", "scaled": "blocks", "DECODE_ROWS": "layers", "HalfLinear": "layers",
+         "QuantizedEmbedding": "layers", "QuantizedLinear": "layers", "native_linear": "layers",
+         "float_linear": "storage", "make_linear": "storage", "store_linears": "storage", "tile": "tiles",
+         "untile": "tiles", "untile_scales": "tiles", "untiled": "tiles"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["BLOCK", "GROUP", "OCTET", "Packed", "Tiles", "group_span", "pack", *_LAZY]

@@ -8,9 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..kernels.abi import BLOCK  # inputs per block (abi.h)
+from .packed import Tiles
 
 
 @dataclass
@@ -67,20 +69,6 @@ class Blocks:
 
 
 @dataclass
-class Tiles:
-    """A band of rows already in QuantizedLinear's layout (`tile`, `tile_scales`): q (groups, blocks, 256 or 512)
-    bytes, scale and minimum (groups, blocks, 16) float16 or float32, factored bytes (`tile_factors`), or float32 per
-    16 weights (groups, blocks, 2, 16); minimum None for a symmetric grid, each minimum -zero × its scale; `rows` real
-    rows, the last group's rest zero."""
-
-    q: torch.Tensor
-    scale: torch.Tensor
-    minimum: torch.Tensor | None
-    zero: int | None
-    rows: int
-
-
-@dataclass
 class BlockRows:
     """A block-format matrix read a band of rows at a time: `bands()` gives its Blocks top to bottom, every band's
     rows a multiple of GROUP but the last's. QuantizedLinear tiles a large matrix band by band, so loading holds a
@@ -91,7 +79,7 @@ class BlockRows:
     shape: tuple[int, int]
     bits: int  # 4 or 8: the width every band's integers fit
     bands: Callable[[], Iterable[Blocks]]
-    tiled: Callable[[int, torch.Tensor | None], Iterable[Tiles] | None] | None = None
+    tiled: Callable[[int, np.ndarray | None], Iterable[Tiles] | None] | None = None
 
     def dequantize(self) -> torch.Tensor:
         """(rows, cols) float32, every band's."""

@@ -3,27 +3,17 @@ rows from them) and 16-bit floats (HalfLinear), each through the native kernel w
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .. import kernels
-from ..errors import ForwardpassError, InvariantError
+from ..errors import ForwardpassError
 from ..kernels.abi import BLOCK, GROUP  # inputs per block, rows per tile (abi.h)
-from .blocks import BlockRows, Blocks, Tiles, quantize_blocks, scaled
-from .tiles import (
-    group_span,
-    padded,
-    scale_rows,
-    scale_values,
-    scales_buffer,
-    stored_scales,
-    tile,
-    tile_factors,
-    tile_scales,
-    untiled,
-    zero_point,
-)
+from .blocks import BlockRows, Blocks, quantize_blocks, scaled
+from .packed import Packed, Tiles, pack
+from .tiles import padded, scale_rows, tile, tile_factors, tile_scales, untiled
 
 DECODE_ROWS = 16  # up to this many rows per call, the native kernels run on float weights (more: PyTorch's matmul)
 
@@ -45,6 +35,32 @@ def native_linear(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, out
     return y if bias is None else y + bias
 
 
+def band_tiles(band: Blocks, bits: int) -> Tiles:
+    """A band of Blocks in the kernels' layout (numpy, for `pack`)."""
+    rows = band.q.shape[0]
+    pad = -rows % GROUP
+    q = tile(padded(band.q, pad), bits)
+    if band.factored:
+        scale, minimum = (tile_factors(padded(f.factor, pad), padded(f.scale, pad)) for f in band.factored)
+    else:
+        scale, minimum = (tile_scales(padded(t, pad)) for t in (band.scale, band.minimum))
+    return Tiles(q.numpy(), scale.numpy(), minimum.numpy(), None, rows)
+
+
+def packed_matrix(blocks: Blocks | BlockRows) -> Packed:
+    """A matrix of Blocks (whole or in bands) packed as the kernels read it: bands repacked natively from the file
+    where BlockRows offers them (written straight into the matrix's tiles), else tiled here."""
+    if blocks.bits not in (8, 4):
+        raise ForwardpassError(f"unsupported weight storage: {blocks.bits} bits (8 and 4 are)")
+    out_features, in_features = blocks.shape
+    q = np.empty((-(-out_features // GROUP), in_features // BLOCK, GROUP * BLOCK * blocks.bits // 8), dtype=np.uint8)
+    tiled = blocks.tiled(blocks.bits, q) if isinstance(blocks, BlockRows) and blocks.tiled else None
+    if tiled is None:
+        bands = blocks.bands() if isinstance(blocks, BlockRows) else [blocks]
+        tiled = (band_tiles(band, blocks.bits) for band in bands)
+    return pack(tiled, blocks.bits, out_features, in_features, q)
+
+
 class QuantizedLinear(nn.Module):
     """y = x Wᵀ + b with W stored as `bits`-bit integers in blocks of 32 along the input dimension.
 
@@ -59,71 +75,15 @@ class QuantizedLinear(nn.Module):
     block's is -zero × its scale (Q4_0's 8, Q8_0's 128), minimum is None and the kernels compute that product (4-bit
     blocks then cost the file's own 18 bytes per 32 weights)."""
 
-    def __init__(self, blocks: Blocks | BlockRows, bias: torch.Tensor | None = None):
+    def __init__(self, blocks: Blocks | BlockRows | Packed, bias: torch.Tensor | None = None):
         super().__init__()
-        if blocks.bits not in (8, 4):
-            raise ForwardpassError(f"unsupported weight storage: {blocks.bits} bits (8 and 4 are)")
-        out_features, in_features = blocks.shape
-        self.bits, self.in_features, self.out_features = blocks.bits, in_features, out_features
-        groups, n = -(-out_features // GROUP), in_features // BLOCK  # out_features padded with zero rows
-        q = torch.empty(groups, n, GROUP * BLOCK * self.bits // 8, dtype=torch.uint8)
-        scale = minimum = None  # made for the first band (minimum: for the first with minimums), as scales_buffer
-        implied = []  # (rows, zero) of the bands without minimums: each one -zero × its scale
-
-        def made(buffer: torch.Tensor, spans: list) -> torch.Tensor:
-            """buffer (minimums) with the implied minimums of `spans` ((rows, zero) pairs) stored."""
-            for span, zero in spans:
-                buffer = stored_scales(buffer, scale_values(scale[span]).float() * -zero, span)
-            return buffer
-        done = 0  # rows tiled so far
-        tiled = blocks.tiled(self.bits, q) if isinstance(blocks, BlockRows) and blocks.tiled else None
-        bands = tiled if tiled is not None else blocks.bands() if isinstance(blocks, BlockRows) else [blocks]
-        for band in bands:
-            rows = band.rows if isinstance(band, Tiles) else band.q.shape[0]
-            if done % GROUP or done + rows > out_features:
-                raise InvariantError(f"a band of {rows} rows after {done} of {out_features}: bands must be whole "
-                                     f"groups of {GROUP} rows but the last")
-            at = group_span(done, rows)
-            if isinstance(band, Tiles):
-                if band.q.data_ptr() != q[at].data_ptr():  # (repacked in place, the tiles are there already)
-                    q[at] = band.q
-                band_scale, band_minimum = band.scale, band.minimum
-                if band_minimum is None:
-                    implied.append((at, band.zero))
-            else:
-                pad = -rows % GROUP
-                q[at] = tile(padded(band.q, pad), self.bits)
-                if band.factored:
-                    band_scale, band_minimum = (tile_factors(padded(f.factor, pad), padded(f.scale, pad))
-                                                for f in band.factored)
-                else:
-                    band_scale, band_minimum = (tile_scales(padded(t, pad)) for t in (band.scale, band.minimum))
-            scale = stored_scales(scales_buffer(band_scale, groups, n) if scale is None else scale, band_scale, at)
-            if band_minimum is not None and minimum is None:  # the bands before, without minimums, get theirs
-                minimum = made(scales_buffer(band_minimum, groups, n), implied)
-            if minimum is not None:
-                minimum = made(minimum, implied[-1:]) if band_minimum is None else \
-                    stored_scales(minimum, band_minimum, at)
-            done += rows
-        if done != out_features:
-            raise InvariantError(f"the bands held {done} rows of {out_features}")
-        if scale.dim() == 4 and self.bits != 8:
-            raise InvariantError("scales per 16 weights need 8-bit tiles (the kernels read them for those only)")
-        if minimum is None and len({z for _, z in implied}) > 1:  # symmetric bands of different zeros
-            minimum = made(scales_buffer(scale, groups, n), implied)
-        if minimum is None:  # every band symmetric about the same zero, as its format says
-            zero = implied[0][1]
-        else:
-            zero = None if scale.dtype == torch.uint8 else zero_point(scale, minimum, self.bits)
-        if zero is not None:
-            minimum = None
-        elif minimum.dtype != scale.dtype:  # one kind for both (float16 values and factors widen exactly)
-            scale, minimum = scale_values(scale).float(), scale_values(minimum).float()
-        self.zero = zero or 0
-        self.register_buffer("q", q)
-        self.register_buffer("scale", scale)
-        self.register_buffer("minimum", minimum)  # None: -zero × scale
-        self.bias = bias
+        packed = blocks if isinstance(blocks, Packed) else packed_matrix(blocks)
+        self.bits, self.in_features, self.out_features = packed.bits, packed.in_features, packed.out_features
+        self.zero = packed.zero
+        self.register_buffer("q", torch.from_numpy(packed.q))
+        self.register_buffer("scale", torch.from_numpy(packed.scale))
+        self.register_buffer("minimum", None if packed.minimum is None else torch.from_numpy(packed.minimum))
+        self.bias = bias  # minimum None: -zero × scale
 
     @classmethod
     def quantize(cls, weight: torch.Tensor, bits: int, bias: torch.Tensor | None = None) -> QuantizedLinear:

@@ -1,12 +1,12 @@
 """The native kernels' layout of integer weights (kernels/gemv.h): rows in groups of 16, each group's blocks as
 64-byte tiles of 16 rows × 4 inputs; a group's scales (and minimums) side by side, float16, float32, factored bytes
-or float32 per 16 weights. Tiling and untiling them, and storing a matrix's scales band by band."""
+or float32 per 16 weights. Tiling and untiling them with PyTorch ops (packed.py joins a matrix's bands)."""
 
 from __future__ import annotations
 
 import torch
 
-from ..kernels.abi import BLOCK, GROUP, OCTET  # inputs per block, rows per tile, bytes of factored scales (abi.h)
+from ..kernels.abi import BLOCK, GROUP  # inputs per block, rows per tile (abi.h)
 from .blocks import scaled
 
 
@@ -41,65 +41,6 @@ def untiled(q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor | None, 
     return w.view(w.shape[0], -1)[:rows]
 
 
-def zero_point(scale: torch.Tensor, minimum: torch.Tensor, bits: int) -> int | None:
-    """The integer z, 0 ≤ z < 2^bits, with every block's minimum exactly -z × its scale in float32 (a symmetric
-    grid), or None. The minimums (float32 or float16) are compared with those float32 products 256 groups at a
-    time."""
-    at = int(scale.abs().argmax())
-    s, m = float(scale.view(-1)[at]), float(minimum.view(-1)[at])
-    z = -m / s if s else 0.0
-    if not (z.is_integer() and 0 <= z < 2**bits):
-        return None
-    same = all(torch.equal(mins.float(), scales.float() * -z)
-               for scales, mins in zip(scale.split(256), minimum.split(256), strict=True))
-    return int(z) if same else None
-
-
-def scales_buffer(part: torch.Tensor, groups: int, blocks: int) -> torch.Tensor:
-    """An empty buffer for a matrix's tiled scales (or minimums), in the form of its first band's `part`: factored
-    bytes as they are, float32 per 16 weights, else float16 (stored_scales widens it where a value needs more)."""
-    if part.dtype == torch.uint8:
-        return torch.empty(groups, blocks // 8, OCTET, dtype=torch.uint8)
-    if part.dim() == 4:
-        return torch.empty(groups, blocks, 2, GROUP)
-    return torch.empty(groups, blocks, GROUP, dtype=torch.float16)
-
-
-def stored_scales(buffer: torch.Tensor, part: torch.Tensor, at: slice) -> torch.Tensor:
-    """buffer[at] = part (tiled scales or minimums: float32, factored bytes, or float32 per 16 weights): a factored
-    buffer takes factored parts as they are; a float16 buffer takes a part while every value is a float16 value
-    (infinities and NaNs are not taken); otherwise the buffer is widened to float32 (exactly: what it held were
-    factored or float16 values), and to scales per 16 weights where either has those. Returns the buffer. Each part
-    is converted to float16 once, to check it and to keep it."""
-    if buffer.dim() == 4 or part.dim() == 4:
-        buffer, part = (t if t.dim() == 4 else per_half(t) for t in (buffer, part))
-        buffer[at] = part
-        return buffer
-    if buffer.dtype == torch.uint8:
-        if part.dtype == torch.uint8:
-            buffer[at] = part
-            return buffer
-        buffer = scale_values(buffer)
-    part = scale_values(part)
-    if buffer.dtype == torch.float16:
-        if part.dtype == torch.float16 and bool(torch.isfinite(part).all()):  # a file's own fp16 values
-            buffer[at] = part
-            return buffer
-        half = part.half()
-        if bool(torch.isfinite(half).all()) and torch.equal(half.float(), part):
-            buffer[at] = half
-            return buffer
-        buffer = buffer.float()
-    buffer[at] = part
-    return buffer
-
-
-def group_span(done: int, rows: int) -> slice:
-    """The tile groups holding rows done … done + rows - 1 of a matrix tiled band by band (every band but the last
-    whole groups): where QuantizedLinear stores a band, and where a repacking writes it in place."""
-    return slice(done // GROUP, -(-(done + rows) // GROUP))
-
-
 def padded(t: torch.Tensor, rows: int) -> torch.Tensor:
     """t with `rows` zero rows after its own."""
     return torch.cat([t, t.new_zeros(rows, *t.shape[1:])]) if rows else t
@@ -128,12 +69,6 @@ def scale_values(s: torch.Tensor) -> torch.Tensor:
         return s
     factor, scale = factor_parts(s)
     return (factor.float() * scale.float()[:, :, None, :]).flatten(1, 2)
-
-
-def per_half(s: torch.Tensor) -> torch.Tensor:
-    """Tiled scales per block, (groups, blocks, 16) of any form → per 16 weights, (groups, blocks, 2, 16) float32:
-    each block's for both its halves."""
-    return scale_values(s).float()[:, :, None].expand(-1, -1, 2, -1).contiguous()
 
 
 def scale_rows(s: torch.Tensor, group: torch.Tensor, row: torch.Tensor) -> torch.Tensor:

@@ -13,15 +13,20 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
 from .. import kernels
 from ..errors import ForwardpassError
 from ..kernels.abi import F16, FACTORS, HALVES
-from ..quant import BLOCK, Blocks, Factored
+from ..quant import BLOCK
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..quant import Blocks
 
 Q = GGMLQuantizationType
 # q (n, 32) uint8, scale and minimum (n,) float32 (per 16 weights: (n, 2))
@@ -158,7 +163,7 @@ FORMATS = {f.kind: f for f in (
     BlockFormat(Q.Q6_K, 8, _q6_k, HALVES, zero=32),
     BlockFormat(Q.IQ4_NL, 8, _iq4_nl, zero=128),
 )}
-FLOATS = {Q.F32: torch.float32, Q.F16: torch.float16, Q.BF16: torch.bfloat16}
+FLOATS = {Q.F32: "float32", Q.F16: "float16", Q.BF16: "bfloat16"}  # the float formats, by dtype name
 
 
 def supported() -> list[str]:
@@ -195,7 +200,7 @@ def native() -> frozenset:
     return frozenset(Q(row["kind"]) for row in rows)
 
 
-def repack(kind: GGMLQuantizationType, data: np.ndarray, rows: int, cols: int, q: torch.Tensor | None = None):
+def repack(kind: GGMLQuantizationType, data: np.ndarray, rows: int, cols: int, q: np.ndarray | None = None):
     """kernels.repack with the format's own row: (tiles, scale, minimum, zero). Call only for a kind in native()."""
     if kind not in native():
         raise ForwardpassError(f"the native repacking reads {', '.join(k.name for k in sorted(native()))} blocks, "
@@ -206,6 +211,9 @@ def repack(kind: GGMLQuantizationType, data: np.ndarray, rows: int, cols: int, q
 
 def to_blocks(data: np.ndarray, kind: GGMLQuantizationType, rows: int, cols: int) -> Blocks:
     """A (rows, cols) tensor in block format `kind` → Blocks, the file's own numbers."""
+    import torch
+
+    from ..quant import Blocks, Factored
     f = FORMATS[kind]
     b = np.asarray(data, dtype=np.uint8).reshape(-1, f.type_size)  # one block a row
     q, scale, minimum = f.unpack(b)
@@ -223,6 +231,8 @@ def to_blocks(data: np.ndarray, kind: GGMLQuantizationType, rows: int, cols: int
 
 def to_float(data: np.ndarray, kind: GGMLQuantizationType) -> torch.Tensor:
     """A float-format tensor as its own dtype (a copy: the file's memory map is read-only)."""
+    import torch
+
     if kind == Q.BF16:
         return torch.from_numpy(np.array(data, dtype=np.uint8).view(np.int16)).view(torch.bfloat16)
     return torch.from_numpy(np.array(data, dtype=np.float32 if kind == Q.F32 else np.float16))
