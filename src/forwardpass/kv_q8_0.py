@@ -10,22 +10,46 @@ NaN, never a plausible number. kernels/decode_step.c stores and reads the same b
 paths round the same float32 numbers to the same blocks and read a block back as the same float32 numbers (q × scale
 is exact in float32).
 
-A pool of q8_0 pairs has the dtype `Q8_0`, its rows (head_dim / 32 × 34 bytes) in place of float rows."""
+A pool of q8_0 pairs is the format "q8_0" (its PyTorch view has the dtype `Q8_0`, int8), its rows (head_dim / 32 × 34
+bytes) in place of float rows."""
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from .errors import ForwardpassError
 from .kernels.abi import BLOCK, KV_BLOCK_BYTES
 
-Q8_0 = torch.int8  # a KV pool's dtype when it holds q8_0 blocks (its rows are bytes)
+if TYPE_CHECKING:
+    import torch
+
+KV_ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}  # a float KV format's bytes per number
 
 
-def row_bytes(head_dim: int, dtype: torch.dtype) -> int:
-    """Bytes of one key (or value) row of one head in a pool of `dtype` pairs."""
-    if dtype != Q8_0:
-        return head_dim * dtype.itemsize
+def __getattr__(name: str):
+    if name == "Q8_0":  # a KV pool's PyTorch dtype when it holds q8_0 blocks (its rows are bytes)
+        import torch
+
+        return torch.int8
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def kv_name(dtype) -> str:
+    """A KV pool's format by name — float32, float16, bfloat16 or q8_0 — from that name or a PyTorch dtype (Q8_0's
+    int8 is q8_0)."""
+    if isinstance(dtype, str):
+        return dtype
+    name = str(dtype).removeprefix("torch.")
+    return "q8_0" if name == "int8" else name
+
+
+def row_bytes(head_dim: int, dtype) -> int:
+    """Bytes of one key (or value) row of one head in a pool of `dtype` pairs (a format's name or a PyTorch dtype)."""
+    name = kv_name(dtype)
+    if name != "q8_0":
+        if name not in KV_ITEMSIZE:
+            raise ForwardpassError(f"unknown KV cache format {name!r}; choose from {', '.join(KV_ITEMSIZE)} or q8_0")
+        return head_dim * KV_ITEMSIZE[name]
     if head_dim % BLOCK:
         raise ForwardpassError(f"q8_0 KV pairs are blocks of {BLOCK} numbers, and this model's head_dim is {head_dim} "
                                f"(not a multiple of {BLOCK}): choose --kv-cache-dtype float16 or float32")
@@ -34,6 +58,8 @@ def row_bytes(head_dim: int, dtype: torch.dtype) -> int:
 
 def quantize(x: torch.Tensor) -> torch.Tensor:
     """(..., head_dim) numbers → (..., head_dim / 32 × 34) int8: the rows as q8_0 blocks."""
+    import torch
+
     blocks = x.float().unflatten(-1, (-1, BLOCK))  # (..., blocks, 32)
     scale = (blocks.abs().amax(-1, keepdim=True) / 127).half()  # (..., blocks, 1)
     wide = scale.float()
@@ -41,8 +67,11 @@ def quantize(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((scale.view(torch.int8), q), -1).flatten(-2)
 
 
-def dequantize(rows: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """(..., head_dim / 32 × 34) int8 q8_0 rows → (..., head_dim) numbers in `dtype`."""
+def dequantize(rows: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """(..., head_dim / 32 × 34) int8 q8_0 rows → (..., head_dim) numbers in `dtype` (None: float32)."""
+    import torch
+
+    dtype = dtype or torch.float32
     blocks = rows.unflatten(-1, (-1, KV_BLOCK_BYTES))  # (..., blocks, 34)
     scale = blocks[..., :2].contiguous().view(torch.float16).float()  # (..., blocks, 1)
     return (blocks[..., 2:].float() * scale).flatten(-2).to(dtype)

@@ -19,8 +19,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import torch
-
 from ..config import SPECULATIVE_MODES
 from ..constraints import Grammar, Grammars
 from ..errors import EngineUnavailableError
@@ -55,9 +53,9 @@ class Engine:
                  wake: threading.Event | None = None):
         self.pipeline, self.config = pipeline, config or EngineConfig()
         c, model = pipeline.config, pipeline.model
-        kv = pipeline.kv_dtype()
+        kv = pipeline.kv_format()
         num_blocks = max(1, self.config.kv_cache_bytes // BlockPool.block_bytes(c, self.config.block_size, kv))
-        self.pool = BlockPool(c, num_blocks, self.config.block_size, kv, model.device, self.config.prefix_caching)
+        self.pool = BlockPool(c, num_blocks, self.config.block_size, kv, pipeline.device, self.config.prefix_caching)
         self.scheduler = Scheduler(self.pool, self.config.max_num_seqs, self.config.max_num_batched_tokens)
         self.metrics = EngineMetrics()
         self.outputs = Outputs(self.scheduler, self.metrics, c.context_length)
@@ -136,7 +134,6 @@ class Engine:
             elif payload in self.outputs.sequences:
                 self.outputs.finish(self.outputs.sequences[payload], "abort", None)
 
-    @torch.inference_mode()
     def step(self) -> None:
         """Admit, schedule, run the model once for decode rows and once for prefill chunks, sample, emit."""
         self._drain_inbox()

@@ -7,50 +7,69 @@ from __future__ import annotations
 import math
 import mmap
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
-import torch
+import numpy as np
 
 from ..config import ModelConfig
 from ..errors import ContextLengthError, InvariantError
-from ..kv_q8_0 import Q8_0, dequantize, quantize, row_bytes
+from ..kv_q8_0 import dequantize, kv_name, quantize, row_bytes
+
+if TYPE_CHECKING:
+    import torch
+
+# a KV format → how a CPU pool holds it in numpy (bfloat16 as its bits: numpy has no such type)
+NUMPY_KV = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16, "q8_0": np.int8}
 
 
-def zeroed(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
-    """Zeros that take memory only as they are written. On the CPU a private anonymous mapping: it reads as the
-    system's zero page and gets a page of its own (4 KiB: no huge pages, which would make each layer's first written
-    block cost 2 MiB) where first written, so a server's 1 GiB pool costs nothing until its blocks fill (torch.zeros
-    writes, so holds, every byte from the start). The tensor keeps the mapping alive. Elsewhere torch.zeros."""
-    if torch.device(device).type != "cpu":
-        return torch.zeros(shape, dtype=dtype, device=device)
-    count = math.prod(shape) * dtype.itemsize
+def zeroed(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Zeros that take memory only as they are written: a private anonymous mapping, which reads as the system's zero
+    page and gets a page of its own (4 KiB: no huge pages, which would make each layer's first written block cost
+    2 MiB) where first written, so a server's 1 GiB pool costs nothing until its blocks fill (np.zeros may write,
+    so hold, every byte from the start). The array keeps the mapping alive."""
+    count = math.prod(shape) * np.dtype(dtype).itemsize
     pages = mmap.mmap(-1, max(count, 1), flags=mmap.MAP_PRIVATE)  # shared, even reading would take memory
-    return torch.frombuffer(pages, dtype=torch.uint8)[:count].view(dtype).view(shape)
+    return np.frombuffer(pages, dtype=np.uint8)[:count].view(dtype).reshape(shape)
 
 
 class BlockPool:
     """K and V for `num_blocks` blocks of `block_size` token slots, every layer.
 
-    k, v: (n_layers, num_blocks, n_kv_heads, block_size, head_dim) in `dtype` (float32, float16, …), or with dtype
-    Q8_0 (n_layers, num_blocks, n_kv_heads, block_size, head_dim / 32 × 34) bytes, each slot's row as q8_0 blocks
+    k, v: (n_layers, num_blocks, n_kv_heads, block_size, head_dim) in the pool's format (float32, float16, bfloat16),
+    or for q8_0 (n_layers, num_blocks, n_kv_heads, block_size, head_dim / 32 × 34) bytes, each slot's row as q8_0 blocks
     (kv_q8_0.py). Within a block each K/V head's slots lie together, so attention, which reads one head's keys
     position after position, reads memory in one stream (with the heads interleaved slot by slot, a 3-head model's
-    long-context decode read about three times the bytes it used)."""
+    long-context decode read about three times the bytes it used).
 
-    def __init__(self, config: ModelConfig, num_blocks: int, block_size: int = 16, dtype: torch.dtype = torch.float32,
-                 device: torch.device | str = "cpu", prefix_caching: bool = True):
+    On the CPU the pairs live in numpy arrays (`k_array`, `v_array`: the native step's); `k` and `v` are PyTorch views
+    of them for the PyTorch blocks, made when first asked for. On another device they are PyTorch tensors there."""
+
+    def __init__(self, config: ModelConfig, num_blocks: int, block_size: int = 16, dtype="float32",
+                 device="cpu", prefix_caching: bool = True):
         if num_blocks <= 0 or block_size <= 0:
             raise ContextLengthError(f"a block pool needs blocks > 0 and block_size > 0, got {num_blocks} and "
                                      f"{block_size}")
-        width = row_bytes(config.head_dim, dtype) if dtype == Q8_0 else config.head_dim  # q8_0: whole blocks only
+        self.format = kv_name(dtype)  # float32, float16, bfloat16 or q8_0
+        width = row_bytes(config.head_dim, self.format) if self.format == "q8_0" else config.head_dim
         shape = (config.n_layers, num_blocks, config.kv_heads, block_size, width)
+        self.device = str(device)
+        self.k_array = self.v_array = None
+        self._tensors: tuple | None = None
         try:
-            self.k, self.v = zeroed(shape, dtype, device), zeroed(shape, dtype, device)
+            if self.device == "cpu":
+                self.k_array, self.v_array = (zeroed(shape, NUMPY_KV[self.format]) for _ in range(2))
+            else:
+                import torch
+
+                dtype = {"q8_0": torch.int8}.get(self.format) or getattr(torch, self.format)
+                self._tensors = tuple(torch.zeros(shape, dtype=dtype, device=device) for _ in range(2))
         except (OSError, MemoryError, RuntimeError) as e:  # the system's refusal (CUDA's is a RuntimeError)
-            gib = num_blocks * self.block_bytes(config, block_size, dtype) / 2**30
+            gib = num_blocks * self.block_bytes(config, block_size, self.format) / 2**30
             reason = str(e).splitlines()[0][:160]
             raise ContextLengthError(f"a KV pool of {gib:.3g} GiB ({num_blocks} blocks of {block_size} tokens) cannot "
-                                     f"be allocated on {torch.device(device)}: {reason}") from None
+                                     f"be allocated on {device}: {reason}") from None
         self.num_blocks, self.block_size, self.prefix_caching = num_blocks, block_size, prefix_caching
+        self._bytes = num_blocks * self.block_bytes(config, block_size, self.format)
         self.ref_count = [0] * num_blocks
         self.free: OrderedDict[int, None] = OrderedDict((b, None) for b in range(num_blocks))  # oldest first
         self.block_hash: dict[int, int] = {}  # block → hash of the tokens it (and its prefix) holds
@@ -58,9 +77,28 @@ class BlockPool:
         self.cached: dict[int, int] = {}  # hash → block, for full blocks that may be shared
         self.hits = self.queries = 0  # prefix-cache lookups, in tokens
 
+    def _torch(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self._tensors is None:  # PyTorch views of the numpy arrays: the same memory
+            import torch
+
+            views = [torch.from_numpy(a) for a in (self.k_array, self.v_array)]
+            if self.format == "bfloat16":
+                views = [t.view(torch.bfloat16) for t in views]
+            self._tensors = tuple(views)
+        return self._tensors
+
+    @property
+    def k(self) -> torch.Tensor:
+        return self._torch()[0]
+
+    @property
+    def v(self) -> torch.Tensor:
+        return self._torch()[1]
+
     @staticmethod
-    def block_bytes(config: ModelConfig, block_size: int, dtype: torch.dtype) -> int:
-        """Bytes of K and V one block holds, every layer (`dtype` Q8_0: its blocks' bytes, scales included)."""
+    def block_bytes(config: ModelConfig, block_size: int, dtype) -> int:
+        """Bytes of K and V one block holds, every layer, in a KV format (by name or PyTorch dtype; q8_0: its blocks'
+        bytes, scales included)."""
         return 2 * config.n_layers * config.kv_heads * block_size * row_bytes(config.head_dim, dtype)
 
     @property
@@ -71,7 +109,7 @@ class BlockPool:
         return self.used / self.num_blocks
 
     def nbytes(self) -> int:
-        return 2 * self.k.numel() * self.k.element_size()
+        return self._bytes
 
     def allocate(self) -> int:
         """A free block with reference count 1 (the oldest freed first; its cached contents are forgotten)."""
@@ -166,6 +204,8 @@ class PagedBatch:
         return self.lengths[row]
 
     def begin(self, n_tokens: list[int], width: int) -> torch.Tensor:
+        import torch
+
         device, bs = self.pool.k.device, self.pool.block_size
         for b, (length, n) in enumerate(zip(self.lengths, n_tokens, strict=True)):
             if length + n > len(self.tables[b]) * bs:
@@ -190,11 +230,13 @@ class PagedBatch:
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Store the real new pairs in their blocks (rounded to the pool's dtype, or quantized to q8_0 blocks); return
         each row's pairs as the pool holds them, in k's dtype (batch, n_kv_heads, end, head_dim)."""
+        import torch
+
         pool_k, pool_v = self.pool.k[layer], self.pool.v[layer]  # (num_blocks, n_kv_heads, block_size, head_dim)
         (rb, ro), (wb, wo) = self.read_at, self.write_at
         held = [(rb[b, :n], ro[b, :n]) for b, n in enumerate(self.lengths)] if self.checked else None
         before = [(pool_k[b, :, o].clone(), pool_v[b, :, o].clone()) for b, o in held] if held else None
-        store = quantize if pool_k.dtype == Q8_0 else lambda x: x.to(pool_k.dtype)
+        store = quantize if self.pool.format == "q8_0" else lambda x: x.to(pool_k.dtype)
         pool_k[wb, :, wo] = store(k.transpose(1, 2)[self.rows, self.cols])  # (N, n_kv_heads, head_dim)
         pool_v[wb, :, wo] = store(v.transpose(1, 2)[self.rows, self.cols])
         if before is not None:
@@ -203,7 +245,7 @@ class PagedBatch:
                     raise InvariantError(f"layer {layer}: appending to sequence {row} rewrote a (K, V) pair it "
                                          f"already held (its block table sends a new pair onto an old one)")
         keys, values = pool_k[rb, :, ro], pool_v[rb, :, ro]  # (batch, end, n_kv_heads, head_dim or its blocks' bytes)
-        if pool_k.dtype == Q8_0:
+        if self.pool.format == "q8_0":
             keys, values = dequantize(keys, k.dtype), dequantize(values, v.dtype)
         return keys.transpose(1, 2).to(k.dtype), values.transpose(1, 2).to(v.dtype)
 
