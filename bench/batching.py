@@ -26,7 +26,7 @@ from common import counts, machine
 from llama_c import FLASH_ATTN, add_flash_attn_option, faster, flash_attn_note
 
 from forwardpass.cli.options import positive_int
-from forwardpass.pipeline import STORAGE
+from forwardpass.config import STORAGE_MODES
 
 QUESTIONS = ["Why is the sky blue?", "Name three birds and describe them.", "Write a poem about rain.",
              "Explain how a bicycle works.", "What is a prime number?", "Describe a busy market.",
@@ -137,7 +137,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sequences", type=counts, default=[1, 4, 16])
     ap.add_argument("--max-tokens", type=positive_int, default=128)
-    ap.add_argument("--storage", default="stored", choices=list(STORAGE))
+    ap.add_argument("--storage", default="stored", choices=list(STORAGE_MODES))
     add_flash_attn_option(ap)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--worker", choices=["forwardpass", "llama.cpp"], help=argparse.SUPPRESS)

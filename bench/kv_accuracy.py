@@ -39,7 +39,6 @@ def measure(path, storages: list[str]) -> dict:
     from forwardpass.engine import BlockPool
     from forwardpass.engine.paged import PagedBatch
     from forwardpass.engine.runner import Runner
-    from forwardpass.pipeline import KV_DTYPES
 
     def scored(logits: torch.Tensor, ids: list[int]) -> tuple[torch.Tensor, float]:
         """Each position's top-1 token and the text's perplexity under `logits` (one row a position)."""
@@ -49,7 +48,7 @@ def measure(path, storages: list[str]) -> dict:
     @torch.inference_mode()
     def over_pool(fp, ids: list[int], name: str, decode: bool) -> tuple[torch.Tensor, bool]:
         """Logits at every position of `ids` over a pool of one of `name` pairs, and whether the native step ran."""
-        pool = BlockPool(fp.config, -(-len(ids) // 16), 16, KV_DTYPES[name])
+        pool = BlockPool(fp.config, -(-len(ids) // 16), 16, name)
         table = [pool.allocate() for _ in range(pool.num_blocks)]
         if not decode:
             logits, _ = fp.model(torch.tensor([ids]), PagedBatch(pool, [table], [0]))
@@ -71,7 +70,7 @@ def measure(path, storages: list[str]) -> dict:
             top_wide, ppl_wide = scored(wide, ids)
             for name, (logits, native) in runs.items():
                 top, ppl = scored(logits, ids)
-                per_token = BlockPool.block_bytes(fp.config, 1, KV_DTYPES[name])
+                per_token = BlockPool.block_bytes(fp.config, 1, name)
                 rows.append({"storage": storage, "path": "decode" if decode else "prefill", "kv": name,
                              "native": native, "top1_vs_float32_pairs": (top == top_wide).float().mean().item(),
                              "perplexity": ppl, "perplexity_delta_vs_float32_pairs": ppl - ppl_wide,

@@ -16,8 +16,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-import torch
-
 from .collapse import Loop, detect_loop
 from .detokenize import TextStream
 from .errors import ForwardpassError
@@ -86,10 +84,10 @@ class Generation:
 
         pipeline, prompt, p = self.pipeline, self.prompt_ids, self.params
         room = min(p.max_tokens, pipeline.config.context_length - len(prompt))  # tokens this generation may choose
-        config = EngineConfig(max_num_seqs=1, prefix_caching=False, checked=pipeline.model.checked,
+        config = EngineConfig(max_num_seqs=1, prefix_caching=False, checked=getattr(pipeline.model, "checked", False),
                               speculative=self.speculative)
         blocks = -(-(len(prompt) + room) // config.block_size)
-        config.kv_cache_bytes = blocks * BlockPool.block_bytes(pipeline.config, config.block_size, pipeline.kv_dtype())
+        config.kv_cache_bytes = blocks * BlockPool.block_bytes(pipeline.config, config.block_size, pipeline.kv_format())
         engine = Engine(pipeline, config)
         outputs: list = []
         engine.submit(prompt, replace(p, max_tokens=room), outputs.append)
@@ -122,10 +120,18 @@ class Generation:
                     return
             outputs.clear()
 
-    @torch.inference_mode()
     def _run(self) -> Iterator[str]:
         """The naive loop (seed §04): no cache kept between steps, every step runs every layer on every token so
-        far. The same tokens as the cached loop, at the work cost.py counts for it."""
+        far. The same tokens as the cached loop, at the work cost.py counts for it. It calls the PyTorch model."""
+        if self.pipeline.native:
+            raise ForwardpassError("the naive loop runs the PyTorch model: load with backend='torch'")
+        import torch
+
+        return torch.inference_mode()(self._naive)()
+
+    def _naive(self) -> Iterator[str]:
+        import torch
+
         p, model, prompt = self.params, self.pipeline.model, self.prompt_ids
         context = self.pipeline.config.context_length
         eos = p.end_ids(self.pipeline.tokenizer.eos_ids if self.pipeline.tokenizer is not None else [])

@@ -87,5 +87,11 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"error": str(e), "type": type(e).__name__}))
         print(f"forwardpass: error: {e}", file=sys.stderr)
         return 2
+    except ImportError as e:
+        if (e.name or "").partition(".")[0] != "torch":
+            raise
+        print(f"forwardpass: error: {args.command} with these options needs PyTorch, which is not installed: "
+              f"pip install 'forwardpass[torch]' (the CPU build: pip install torch==2.13.0)", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130

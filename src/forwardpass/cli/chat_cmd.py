@@ -75,12 +75,12 @@ def reply(g, json_out: bool) -> tuple[str, str]:
 def run(args) -> int:
     params = sampling_params(args)
     check_model(args)
-    from ..loop import Generation  # PyTorch: imported once the options are known to be good
+    from ..loop import Generation
     from ..packaged import model_id
     from ..pipeline import load
     from .generate_cmd import print_logprobs
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
-              kv_cache_dtype=args.kv_cache_dtype, ctx_size=args.ctx_size)
+              kv_cache_dtype=args.kv_cache_dtype, ctx_size=args.ctx_size, backend="auto")
     if fp.tokenizer is None or not fp.tokenizer.chat_template:
         raise ForwardpassError("this model has no chat template; use `forwardpass generate`")
     start = [{"role": "system", "content": args.system}] if args.system else []

@@ -186,7 +186,7 @@ def hosting(args, models: list, config, engine_config: dict, flags: dict):
     from ..server.served import estimate, opener
 
     load_options = {"device": args.device, "storage": args.storage, "kv_cache_dtype": args.kv_cache_dtype,
-                    "ctx_size": args.ctx_size}
+                    "ctx_size": args.ctx_size, "backend": "auto"}
     budget = getattr(args, "max_memory_gib", None)
     max_bytes = int(budget * 2**30) if budget is not None else int(0.9 * available_memory())
     open_model = opener(config, load_options, EngineConfig(**engine_config), flags)

@@ -62,7 +62,7 @@ def continue_greedily(fp: LoadedModel, shared: list[int], prompts: list[list[int
     config = EngineConfig(max_num_seqs=len(todo), prefix_caching=True, checked=fp.model.checked)
     blocks = sum(-(-(len(prompts[i]) + lengths[i]) // config.block_size) for i in todo)
     blocks += -(-(len(shared) + 1) // config.block_size)
-    config.kv_cache_bytes = blocks * BlockPool.block_bytes(fp.config, config.block_size, fp.kv_dtype())
+    config.kv_cache_bytes = blocks * BlockPool.block_bytes(fp.config, config.block_size, fp.kv_format())
     engine = Engine(fp, config)
     engine.submit(shared, SamplingParams(temperature=0, max_tokens=1, ignore_eos=True), lambda o: None)
     engine.run_until_done()  # the shared prefix's full blocks, registered in the prefix cache

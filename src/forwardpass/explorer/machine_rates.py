@@ -111,7 +111,7 @@ def model_cache(fp: LoadedModel, context: int | None = None) -> dict:
     full context), beside its weights as loaded: the concurrency past which the caches outweigh the weights."""
     c = fp.config
     context = context or c.context_length
-    per_token = BlockPool.block_bytes(c, 1, fp.kv_dtype())
+    per_token = BlockPool.block_bytes(c, 1, fp.kv_format())
     weights = weight_bytes(fp)
     per_sequence = per_token * context
     return {"kv_dtype": fp.kv_format(), "per_token": per_token, "context": context,

@@ -88,7 +88,7 @@ def run(fp: LoadedModel, s: Settings) -> dict:
     if need > s.pool_blocks:  # the engine would refuse it: say so in the page's words
         raise refuse("pool_fit", f"one request needs {need} blocks of {BLOCK_SIZE} tokens; the pool has "
                      f"{s.pool_blocks}", need=need, blocks=s.pool_blocks)
-    block_bytes = BlockPool.block_bytes(fp.config, BLOCK_SIZE, fp.kv_dtype())
+    block_bytes = BlockPool.block_bytes(fp.config, BLOCK_SIZE, fp.kv_format())
     engine = Engine(fp, EngineConfig(kv_cache_bytes=s.pool_blocks * block_bytes, block_size=BLOCK_SIZE,
                                      max_num_seqs=LIMITS["requests"][1], prefix_caching=True))
     scheduler = engine.scheduler
@@ -186,7 +186,7 @@ def _summary(fp, s: Settings, ids, engine: Engine, seqs, order, arrived_at, fini
     return {"settings": s.__dict__, "measured_at": time.time(), "block_size": BLOCK_SIZE,
             "pool_blocks": engine.pool.num_blocks,
             "kv_dtype": fp.kv_format(),
-            "block_bytes": BlockPool.block_bytes(fp.config, BLOCK_SIZE, fp.kv_dtype()),
+            "block_bytes": BlockPool.block_bytes(fp.config, BLOCK_SIZE, fp.kv_format()),
             "steps": steps, "requests": per, "seconds": seconds,
             "tokens_per_s": counted["generation_tokens"] / seconds,
             "peak_used": max(st["used"] for st in steps), "peak_shared": max(st["shared"] for st in steps),

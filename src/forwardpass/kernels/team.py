@@ -11,6 +11,7 @@ bits for any team size, so this changes the speed, never a token."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 STRETCH = 0.05  # seconds of steps judged together
@@ -26,9 +27,8 @@ def set_threads(n: int | None) -> None:
     if n is not None and n < 1:
         raise ValueError(f"threads must be at least 1, got {n}")
     _most = n
-    import torch
-
-    torch.set_num_threads(most_threads())
+    if "torch" in sys.modules:  # PyTorch's own operations too, where it is in use (pipeline.torch_module: later)
+        sys.modules["torch"].set_num_threads(most_threads())
 
 
 def most_threads() -> int:

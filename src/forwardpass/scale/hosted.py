@@ -50,7 +50,7 @@ class HostedEngine:
         s = self.spec
         try:
             fp = load(s.model, device=s.device, storage=s.storage, kv_cache_dtype=s.kv_cache_dtype,
-                      ctx_size=s.ctx_size)
+                      ctx_size=s.ctx_size, backend="auto")
             self.engine = Engine(fp, EngineConfig(**s.engine))
             embedder = None
             if s.embedding_model is not None:

@@ -10,13 +10,13 @@ by an `error` event, as OpenAI's own streams report errors."""
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from ..embeddings import Embedder
 from ..engine import Engine
 from ..errors import ContextLengthError, EngineUnavailableError, ForwardpassError
 from . import anthropic as anthropic_api
@@ -27,6 +27,9 @@ from .front import Front
 from .registry import Leases, Registry
 from .served import Served, ServerConfig
 from .submission import GraceOver
+
+if TYPE_CHECKING:  # the embedding model needs PyTorch; a server without one never imports it
+    from ..embeddings import Embedder
 
 log = logging.getLogger("forwardpass.server")
 

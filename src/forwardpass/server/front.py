@@ -6,17 +6,20 @@ from __future__ import annotations
 import json
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
-from ..embeddings import Embedder
 from .auth import authorize as check_key
 from .body import read_body, refusal
 from .errors import APIError
 from .protocol import UNSUPPORTED
 from .registry import Registry
 from .served import Served, ServerConfig
+
+if TYPE_CHECKING:  # the embedding model needs PyTorch; a server without one never imports it
+    from ..embeddings import Embedder
 
 
 class Front:

@@ -143,6 +143,8 @@ class Served:
 
 def tensor_bytes(model) -> int:
     """The bytes a loaded model's tensors hold, each storage once (a tied table, a view, counted once)."""
+    if not hasattr(model, "forward"):  # a NativeModel
+        return model.nbytes()
     from ..quant.layers import QuantizedLinear
     tensors = [*model.parameters(), *model.buffers()]
     for m in model.modules():

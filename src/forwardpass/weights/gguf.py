@@ -17,9 +17,8 @@ from ..quant import GROUP, BlockRows, Blocks, Tiles, as_float, group_span
 from ..tokenizer import Tokenizer
 from . import Checkpoint, Deferred
 from .formats import FLOATS, FORMATS, native, repack, supported, to_blocks, to_float
-from .gguf_config import gguf_config, gguf_family, open_gguf
+from .gguf_config import BAND_WEIGHTS, gguf_config, gguf_family, open_gguf, recommended
 
-BAND_WEIGHTS = 2**21  # weights a band of a large tensor holds while it is read (2 MB unpacked)
 T = TypeVar("T")
 
 
@@ -107,7 +106,7 @@ class _Tensors:
         def bands() -> Iterator[Blocks]:
             return each(lambda t, band: to_blocks(band, t.kind, len(band), cols))
 
-        def tiled(width: int, into: torch.Tensor | None = None) -> Iterator[Tiles] | None:
+        def tiled(width: int, into: np.ndarray | None = None) -> Iterator[Tiles] | None:
             """The bands repacked natively at the files' own width (None where the kernels do not repack every part),
             their tiles written straight into `into` (the layer's, (groups, cols / 32, tile bytes)) where given."""
             if any(FORMATS[t.kind].bits != width or t.kind not in native() for t in parts):
@@ -152,18 +151,6 @@ def deferred(file: _Tensors, s: Stored) -> Deferred:
     if len(s.names) == 1 and not s.rotary_heads:
         return file.one(s.names[0])
     return file.joined(list(s.names), list(s.rotary_heads) or [None] * len(s.names))
-
-
-# the sampling a file recommends (llama.cpp's general.sampling.* keys), by the request field each sets
-RECOMMENDED = {"general.sampling.temp": "temperature", "general.sampling.top_k": "top_k",
-               "general.sampling.top_p": "top_p", "general.sampling.min_p": "min_p",
-               "general.sampling.penalty_repeat": "repetition_penalty"}
-
-
-def recommended(fields: dict) -> dict:
-    """The sampling a GGUF file's metadata recommends, by request field name (server_defaults.py reads it)."""
-    return {name: fields[key] for key, name in RECOMMENDED.items()
-            if isinstance(fields.get(key), (int, float)) and not isinstance(fields.get(key), bool)}
 
 
 def read_gguf(path: Path, progress: bool = False) -> Checkpoint:

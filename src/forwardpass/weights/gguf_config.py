@@ -40,3 +40,17 @@ def gguf_config(reader: GGUFFile, path: Path) -> ModelConfig:
     """The file's ModelConfig, read by its family from the metadata under its architecture's keys."""
     family = gguf_family(reader, path)
     return family.gguf_config(GGUFMetadata(reader.fields, family.gguf_arch, path, {t.name for t in reader.tensors}))
+
+
+BAND_WEIGHTS = 2**21  # weights a band of a large tensor holds while it is read (2 MB unpacked)
+
+# the sampling a file recommends (llama.cpp's general.sampling.* keys), by the request field each sets
+RECOMMENDED = {"general.sampling.temp": "temperature", "general.sampling.top_k": "top_k",
+               "general.sampling.top_p": "top_p", "general.sampling.min_p": "min_p",
+               "general.sampling.penalty_repeat": "repetition_penalty"}
+
+
+def recommended(fields: dict) -> dict:
+    """The sampling a GGUF file's metadata recommends, by request field name (server_defaults.py reads it)."""
+    return {name: fields[key] for key, name in RECOMMENDED.items()
+            if isinstance(fields.get(key), (int, float)) and not isinstance(fields.get(key), bool)}

@@ -1,0 +1,197 @@
+"""A GGUF file read straight into the native step's model (engine/native_model.py), without PyTorch: each linear
+layer's bands repacked by the kernels (kernels/repack.c) into numpy memory the layer owns, joined by quant/packed.py;
+norms, biases and a float embedding table as float32 arrays; the RoPE tables from rope.py. The PyTorch loader
+(pipeline.build_model) packs the same tiles through the same `pack`, so both describe a model the same bits.
+
+`read_native` returns None, with the reason, where this path does not apply (a family or switch the native step does
+not run, a block format the kernels do not repack): the caller then builds the PyTorch model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from .. import kernels
+from ..config import ModelConfig
+from ..engine.native_model import NativeModel, layer, runs
+from ..errors import ModelFileError
+from ..kernels.abi import BLOCK, GROUP, Linear
+from ..models import Stored
+from ..quant.packed import Packed, Tiles, group_span, pack
+from ..rope import RopeTable
+from ..tokenizer import Tokenizer
+from . import return_freed_memory
+from .formats import FLOATS, FORMATS, native, repack
+from .gguf_config import BAND_WEIGHTS, gguf_config, gguf_family, open_gguf, recommended
+from .progress import track
+
+FLOAT_KINDS = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}  # bfloat16 kept as its bits
+
+
+def rotary_order(rows: int, n_heads: int) -> np.ndarray:
+    """llama.cpp interleaves each head's rotary pairs (0,1),(2,3)…: the row order that puts them back into halves
+    (i, i + head_dim/2)."""
+    return np.arange(rows).reshape(n_heads, rows // n_heads // 2, 2).transpose(0, 2, 1).reshape(rows)
+
+
+def widened(q: np.ndarray) -> np.ndarray:
+    """4-bit tiles (groups, blocks, 256) as the 8-bit tiles of the same integers (groups, blocks, 512): 4-bit tile u
+    holds inputs 8u + j in its low nibbles and 8u + 4 + j in its high ones, 8-bit tile t inputs 4t + j."""
+    groups, blocks, _ = q.shape
+    t = q.reshape(groups, blocks, 4, 1, GROUP * 4)
+    return np.concatenate([t & 15, t >> 4], axis=3).reshape(groups, blocks, 512)
+
+
+class NotNative(Exception):
+    """The file needs the PyTorch loader; the message says why."""
+
+
+class _File:
+    def __init__(self, path: Path):
+        self.path, self.reader = path, open_gguf(path)
+        self.by_name = {t.name: t for t in self.reader.tensors}
+
+    def info(self, name: str):
+        if name not in self.by_name:
+            raise ModelFileError(f"{self.path}: GGUF file lacks tensor {name}")
+        return self.by_name[name]
+
+    def floats(self, s: Stored) -> np.ndarray:
+        """A float tensor (norm, bias, a float table) as float32, its parts stacked (q and k back in rotary halves)."""
+        parts = []
+        for name, heads in zip(s.names, s.rotary_heads or [None] * len(s.names), strict=True):
+            t = self.info(name)
+            if t.kind not in FLOATS:
+                raise NotNative(f"{name} is {t.kind.name}, read here only as a float tensor")
+            data = np.asarray(t.data)
+            if FLOATS[t.kind] == "bfloat16":
+                data = (np.ascontiguousarray(data).view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+            a = np.array(data, dtype=np.float32).reshape(t.shape)
+            parts.append(a if heads is None else a[rotary_order(a.shape[0], heads)])
+            self.reader.release(t)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def matrix(self, s: Stored) -> Packed | np.ndarray:
+        """A weight matrix: block formats packed band by band (about BAND_WEIGHTS weights each, each band's pages of
+        the file let go once repacked), float ones as they are stored (float32, float16, bfloat16 bits)."""
+        parts = [self.info(n) for n in s.names]
+        heads = list(s.rotary_heads) or [None] * len(parts)
+        if all(t.kind in FLOATS for t in parts):
+            kinds = {FLOATS[t.kind] for t in parts}
+            if len(kinds) > 1:
+                raise NotNative(f"{', '.join(s.names)} mix float formats")
+            dtype = FLOAT_KINDS[kinds.pop()]
+            out = []
+            for t, h in zip(parts, heads, strict=True):
+                a = np.array(np.asarray(t.data).view(dtype) if dtype == np.uint16 else t.data, dtype=dtype)
+                a = a.reshape(t.shape)
+                out.append(a if h is None else a[rotary_order(a.shape[0], h)])
+                self.reader.release(t)
+            return out[0] if len(out) == 1 else np.concatenate(out)
+        unread = [t.kind.name for t in parts if t.kind not in native()]
+        if unread:
+            raise NotNative(f"the kernels do not repack {', '.join(sorted(set(unread)))} blocks ({s.names[0]})")
+        cols = parts[0].shape[-1]
+        if any(len(t.shape) != 2 or t.shape[-1] != cols for t in parts) or any(
+                t.shape[0] % GROUP for t in parts[:-1]):
+            raise NotNative(f"{', '.join(s.names)} cannot be stacked band by band")
+        rows = sum(t.shape[0] for t in parts)
+        bits = max(FORMATS[t.kind].bits for t in parts)
+        q = np.empty((-(-rows // GROUP), cols // BLOCK, GROUP * BLOCK * bits // 8), dtype=np.uint8)
+        return pack(self._bands(parts, heads, bits, q), bits, rows, cols, q)
+
+    def _bands(self, parts: list, heads: list, bits: int, q: np.ndarray) -> Iterator[Tiles]:
+        cols = parts[0].shape[-1]
+        step = max(GROUP, BAND_WEIGHTS // cols // GROUP * GROUP)
+        done = 0  # rows repacked so far
+        for t, h in zip(parts, heads, strict=True):
+            rows = t.shape[0]
+            data = np.asarray(t.data).reshape(rows, -1)  # (rows, row bytes)
+            order = None if h is None else rotary_order(rows, h)
+            same = FORMATS[t.kind].bits == bits  # else repacked at its own width, then widened
+            for r in range(0, rows, step):
+                band = data[r:r + step] if order is None else data[order[r:r + step]]
+                at = q[group_span(done, len(band))]
+                tiles, scale, minimum, zero = repack(t.kind, np.ascontiguousarray(band), len(band), cols,
+                                                     at if same else None)
+                if not same:
+                    at[...] = widened(tiles)
+                    tiles = at
+                yield Tiles(tiles, scale, minimum, zero, len(band))
+                done += len(band)
+                if order is None:
+                    self.reader.release(t, r * data.shape[1], (r + len(band)) * data.shape[1])
+            self.reader.release(t)
+
+
+def linear(w: Packed | np.ndarray, bias: np.ndarray | None = None) -> Linear:
+    """A matrix as abi.h's Linear."""
+    b = None if bias is None else bias.ctypes.data
+    if isinstance(w, Packed):
+        return Linear(kind=kernels.weight_kind(w.bits), N=w.out_features, K=w.in_features, w=w.q.ctypes.data,
+                      scale=w.scale.ctypes.data, minimum=None if w.minimum is None else w.minimum.ctypes.data,
+                      bias=b, scales=kernels.scales_kind(w.scale), zero=w.zero)
+    kind = kernels.abi.BF16 if w.dtype == np.uint16 else kernels.weight_kind(w.dtype)
+    return Linear(kind=kind, N=w.shape[0], K=w.shape[1], w=w.ctypes.data, bias=b)
+
+
+def read_native(path: Path, ctx_size: int | None = None, progress: bool = False):
+    """(NativeModel, tokenizer, metadata, trained context length) from a GGUF file, or raises NotNative saying why
+    the PyTorch loader is needed."""
+    if not kernels.available():
+        raise NotNative("the native kernels are not built on this machine")
+    file = _File(path)
+    reader = file.reader
+    family, config = gguf_family(reader, path), gguf_config(reader, path)
+    why = runs(config)
+    if why:
+        raise NotNative(f"the native step does not run {why}")
+    trained = config.context_length
+    if ctx_size:
+        config = config.with_(context_length=ctx_size)
+    stored = family.gguf_tensors(config, set(file.by_name))
+    tok_fields = {k: v for k, v in reader.fields.items() if k.startswith("tokenizer.")}
+    tokenizer = Tokenizer.from_gguf_fields(tok_fields, family.chat_template) if "tokenizer.ggml.tokens" in tok_fields \
+        else None
+    metadata = {"format": "gguf", "tensor_types": sorted({t.kind.name for t in reader.tensors}),
+                "sampling": recommended(reader.fields), "storage": "stored"}
+    reader.fields = reader.types = {}  # the metadata is read: only the tensors are left
+    model = build(config, stored, file, progress)
+    return_freed_memory()
+    return model, tokenizer, metadata, trained
+
+
+def build(c: ModelConfig, stored: dict[str, Stored], file: _File, progress: bool) -> NativeModel:
+    held: list = []
+
+    def get(name: str, matrix: bool = False):
+        if name not in stored:
+            return None
+        a = file.matrix(stored[name]) if matrix else file.floats(stored[name])
+        held.append(a)
+        return a
+
+    layers = []
+    for i in track(range(c.n_layers), "loading", progress):
+        p = f"blocks.{i}."
+        linears = [linear(get(p + m + ".weight", True), get(p + m + ".bias"))
+                   for m in ("attn.qkv", "attn.out", "ffn.gate_up", "ffn.down")]
+        norms = [get(p + n + ".weight") for n in ("attn_norm", "ffn_norm", "attn.q_norm", "attn.k_norm",
+                                                    "attn_post_norm", "ffn_post_norm")]
+        if not c.qk_norm:
+            norms[2:4] = [None, None]
+        layers.append(layer(c, i, norms, linears, c.window(i) is not None and c.local_rope_theta is not None))
+    table = get("tok_embeddings.weight", True)  # blocks: looked up from the tiles, which a tied head shares
+    head = table if c.tied_embeddings else get("lm_head.weight", True)  # a float head keeps the file's width
+    if isinstance(table, np.ndarray) and table.dtype != np.float32:  # a float table is looked up in float32
+        table = (table.astype(np.uint32) << 16).view(np.float32) if table.dtype == np.uint16 else \
+            table.astype(np.float32)
+        held.append(table)
+    factors = get("rope.freq_factors")
+    rope = RopeTable(c, factors)
+    rope_local = RopeTable(c, local=True) if c.local_rope_theta is not None else None
+    eps = c.norm_eps or float(np.finfo(np.float32).eps)
+    return NativeModel.make(c, linear(table), layers, get("norm_f.weight"), linear(head), rope, rope_local, eps,
+                            held)
