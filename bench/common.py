@@ -44,6 +44,15 @@ def sync(device: str | torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def as_tensor(x) -> torch.Tensor:
+    """Logits as a tensor of their own: the native step's numpy arrays (valid only until its next call) copied, the
+    PyTorch blocks' tensors cloned."""
+    import numpy as np
+    import torch
+
+    return torch.from_numpy(np.array(x, copy=True)) if isinstance(x, np.ndarray) else x.clone()
+
+
 def free_port() -> int:
     """A loopback port nobody listens on now."""
     with socket.socket() as s:
@@ -74,7 +83,7 @@ def prefill_tps(fp, ids: list[int], blocks: bool = False) -> float:
     from forwardpass.engine.runner import Runner
 
     with torch.inference_mode():
-        pool = BlockPool(fp.config, -(-len(ids) // 16), 16, fp.kv_dtype(), fp.device)
+        pool = BlockPool(fp.config, -(-len(ids) // 16), 16, fp.kv_format(), fp.device)
         runner = Runner(fp.model, pool)
         sync(fp.device)
         start = time.perf_counter()

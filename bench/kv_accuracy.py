@@ -18,7 +18,7 @@ import platform
 import subprocess
 import sys
 
-from common import TEXT, machine
+from common import TEXT, as_tensor, machine
 
 FORMATS = ("float32", "float16", "q8_0")
 
@@ -54,7 +54,7 @@ def measure(path, storages: list[str]) -> dict:
             logits, _ = fp.model(torch.tensor([ids]), PagedBatch(pool, [table], [0]))
             return logits[0].float(), False
         runner = Runner(fp.model, pool)
-        rows = [runner.decode([t], [i], [table])[0][0].clone().float() for i, t in enumerate(ids)]
+        rows = [as_tensor(runner.decode([t], [i], [table])[0][0]).float() for i, t in enumerate(ids)]
         return torch.stack(rows), runner.native is not None
 
     reference = forwardpass.load(path, storage="fp32")

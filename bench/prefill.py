@@ -14,7 +14,7 @@ import argparse
 import json
 import time
 
-from common import TEXT, counts, machine, median
+from common import TEXT, as_tensor, counts, machine, median
 
 from forwardpass.cli.options import add_threads_option, apply_threads, positive_int
 from forwardpass.config import KV_CACHE_DTYPES, STORAGE_MODES
@@ -44,7 +44,7 @@ def main() -> None:
     rows = []
     for n in args.tokens:
         prompt = (ids * (n // len(ids) + 1))[:n]
-        pool = BlockPool(fp.config, -(-n // 16), 16, fp.kv_dtype())
+        pool = BlockPool(fp.config, -(-n // 16), 16, fp.kv_format())
         table = list(range(pool.num_blocks))
         runner = Runner(fp.model, pool)
         if runner.native is None:
@@ -59,7 +59,7 @@ def main() -> None:
                     for at in range(0, n, BUDGET):
                         logits = run([(prompt[at:at + BUDGET], table, at)])
                     rates[name].append(n / (time.perf_counter() - start))
-                    last[name] = logits[0].clone()
+                    last[name] = as_tensor(logits[0])
         diff = (last["native"] - last["blocks"]).abs().max().item()
         rows.append({"tokens": n, "native_tps": median(rates["native"]), "blocks_tps": median(rates["blocks"]),
                      "ratio": median(rates["native"]) / median(rates["blocks"]), "logit_max_diff": diff,

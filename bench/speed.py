@@ -36,7 +36,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import TEXT, batch_tps, checked_device, machine, median, prefill_tps, sync
+from common import TEXT, as_tensor, batch_tps, checked_device, machine, median, prefill_tps, sync
 from llama_c import FLASH_ATTN, add_flash_attn_option, cores, flash_attn_note, keep_faster
 
 from forwardpass.cli.options import add_device_option, checked, positive_int
@@ -124,7 +124,7 @@ def worker_forwardpass(path: Path, storage: str, runs: int, device: str, long: i
     plain = {"speculative": "off"}  # decode one token a step, as the others do (drafting: bench/speculative.py)
     generate(fp, prompts[0][:16], SamplingParams(temperature=0, max_tokens=4), **plain)  # warm up
     # the roofline: bytes one decode step reads (the weights, the cache at mid-generation) over the bandwidth
-    per_token = decode_bytes(fp.model) + BlockPool.block_bytes(fp.config, 1, fp.kv_dtype()) * (PROMPT + NEW // 2)
+    per_token = decode_bytes(fp.model) + BlockPool.block_bytes(fp.config, 1, fp.kv_format()) * (PROMPT + NEW // 2)
     prefill, ttft, decode, shares, roofs, samples = [], [], [], [], [], []
     for _ in range(runs):
         prefill.append(prefill_tps(fp, prompts[0]))
@@ -242,7 +242,7 @@ def worker_accuracy(path: Path, device: str) -> dict:
         nll = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:], device=logits.device))
         return logits.argmax(-1).cpu(), math.exp(nll.item()), len(ids)
 
-    def decoded(fp, ids: list[int], kv: torch.dtype) -> torch.Tensor | None:
+    def decoded(fp, ids: list[int], kv: str) -> torch.Tensor | None:
         """Logits at every position of `ids`, each token a decode step over a pool of one of `kv` pairs, as the
         engine's runner steps it: the native step where it binds the pool, else the PyTorch blocks. None where a
         float16 pool is asked for and the native step does not read it."""
@@ -252,10 +252,10 @@ def worker_accuracy(path: Path, device: str) -> dict:
         pool = BlockPool(fp.config, -(-len(ids) // 16), 16, kv, fp.model.device)
         table = [pool.allocate() for _ in range(pool.num_blocks)]
         runner = Runner(fp.model, pool)
-        if kv == torch.float16 and runner.native is None:
+        if kv == "float16" and runner.native is None:
             return None
-        with torch.inference_mode():  # each row cloned: the native step's next call reuses its logits
-            return torch.stack([runner.decode([t], [i], [table])[0][0].clone().float() for i, t in enumerate(ids)])
+        with torch.inference_mode():  # each row copied: the native step's next call reuses its logits
+            return torch.stack([as_tensor(runner.decode([t], [i], [table])[0][0]).float() for i, t in enumerate(ids)])
 
     def run(storage: str, one_by_one: bool = False):
         """Logits at every position of the text: in one forward (the prefill path), or token by token over a
@@ -263,7 +263,7 @@ def worker_accuracy(path: Path, device: str) -> dict:
         fp = forwardpass.load(path, storage=storage, device=device)
         ids = fp.encode(TEXT)
         if one_by_one:
-            logits = decoded(fp, ids, torch.float32)
+            logits = decoded(fp, ids, "float32")
         else:
             with torch.inference_mode():
                 logits = fp.model(torch.tensor([ids], device=device))[0][0].float()
@@ -274,7 +274,7 @@ def worker_accuracy(path: Path, device: str) -> dict:
         by token over a pool of binary16 pairs (None where that step does not run)."""
         fp = forwardpass.load(path, device=device, kv_cache_dtype="float16")
         ids = fp.encode(TEXT)
-        logits = decoded(fp, ids, fp.kv_dtype())
+        logits = decoded(fp, ids, fp.kv_format())
         return None if logits is None else scored(logits, ids)
 
     reference, ppl32, n = run("fp32")

@@ -3,20 +3,27 @@ each token, all through the native step or all through the PyTorch blocks."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from forwardpass.engine import BlockPool
 from forwardpass.engine.runner import Runner
 
 
-def pool_of_one(model, tokens: int, kv: torch.dtype = torch.float32, block_size: int = 16):
+def as_tensor(x) -> torch.Tensor:
+    """A torch tensor of `x`'s own numbers, never sharing its memory: a numpy array (the native step's logits, valid
+    only until its next call) copied, a tensor cloned."""
+    return torch.from_numpy(np.array(x, copy=True)) if isinstance(x, np.ndarray) else x.clone()
+
+
+def pool_of_one(model, tokens: int, kv: str | torch.dtype = "float32", block_size: int = 16):
     """A pool just large enough for one sequence of `tokens`, and that sequence's block table."""
     pool = BlockPool(model.config, -(-tokens // block_size), block_size, kv, model.device)
     return pool, [pool.allocate() for _ in range(pool.num_blocks)]
 
 
 @torch.inference_mode()
-def stepped(model, prompt: list[int], tokens: list[int], native: bool = True, kv: torch.dtype = torch.float32,
+def stepped(model, prompt: list[int], tokens: list[int], native: bool = True, kv: str | torch.dtype = "float32",
             block_size: int = 16) -> torch.Tensor:
     """Logits (len(tokens), vocab_size): each token's, stepped after the prompt and the tokens before it. `native`:
     through the native step (which must bind), else through the PyTorch blocks."""
@@ -29,7 +36,7 @@ def stepped(model, prompt: list[int], tokens: list[int], native: bool = True, kv
     for i, token in enumerate(tokens):
         at = len(prompt) + i
         if native:
-            rows.append(runner.native.decode(pool, [token], [at], [table])[0][0].clone())
+            rows.append(as_tensor(runner.native.decode(pool, [token], [at], [table])[0][0]))
         else:
             rows.append(runner.blocks([([token], table, at)])[0].clone())
     return torch.stack(rows)

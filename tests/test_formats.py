@@ -79,12 +79,12 @@ def test_native_repacking_gives_the_unpacked_tiles(kind):
     rows, cols = 37, 512  # the last group part padding; two of K-quants' 256-blocks a row
     raw = random_tensor(kind, rows, cols, seed=5)
     bits = FORMATS[kind].bits
-    def repacked(width: int, into: torch.Tensor) -> list[Tiles]:  # the tiles written into the layer's own
+    def repacked(width: int, into: np.ndarray) -> list[Tiles]:  # the tiles written into the layer's own
         return [Tiles(*formats.repack(kind, raw, rows, cols, into), rows)]
 
     native = QuantizedLinear(BlockRows((rows, cols), bits, lambda: [], repacked))
     with pytest.raises(ForwardpassError, match=r"go into \(3, 16, \d+\) contiguous bytes, not \(3, 16, 1\)"):
-        formats.repack(kind, raw, rows, cols, torch.empty(3, 16, 1, dtype=torch.uint8))
+        formats.repack(kind, raw, rows, cols, np.empty((3, 16, 1), dtype=np.uint8))
     unpacked = QuantizedLinear(to_blocks(raw, kind, rows, cols))
     keeps_minimums = kind in (Q.Q4_1, Q.Q5_1, Q.Q4_K, Q.Q5_K)
     assert native.zero == unpacked.zero and (native.minimum is None) == (unpacked.minimum is None) != keeps_minimums

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 from cli_helpers import in_process
-from stepping import run
+from stepping import as_tensor, run
 
 import forwardpass
 from forwardpass import Transformer, kernels
@@ -103,7 +103,7 @@ def decoded(fp: LoadedModel, ids: list[int], kv: torch.dtype) -> torch.Tensor:
     table = [pool.allocate() for _ in range(pool.num_blocks)]
     runner = Runner(fp.model, pool)
     assert runner.native is not None or not kernels.available()
-    return torch.stack([runner.decode([t], [i], [table])[0][0].clone() for i, t in enumerate(ids)])
+    return torch.stack([as_tensor(runner.decode([t], [i], [table])[0][0]) for i, t in enumerate(ids)])
 
 
 # Measured over these 256 tokens of bench/text.txt: 98.4% top-1 agreement, logits within 0.43, log-probabilities
@@ -226,8 +226,8 @@ def test_the_native_step_reads_q8_0_pairs_on_a_head_dim_of_whole_blocks():
             with torch.inference_mode():
                 (runner.prefill if native else runner.blocks)([([1, 2, 3], table, 0)])
                 for at, token in enumerate([4, 5, 299, 0, 7, 8, 9], 3):
-                    rows.append(runner.decode([token], [at], [table])[0][0].clone() if native
-                                else runner.blocks([([token], table, at)])[0].clone())
+                    rows.append(as_tensor(runner.decode([token], [at], [table])[0][0] if native
+                                          else runner.blocks([([token], table, at)])[0]))
             pools.append((torch.stack(rows), pool))
         (got, pool), (want, reference) = pools
         assert (got - want).abs().max().item() < 1e-4 * want.abs().max().item()

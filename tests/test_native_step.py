@@ -18,7 +18,7 @@ import threading
 import pytest
 import torch
 from bits import same_bits
-from stepping import pool_of_one, stepped
+from stepping import as_tensor, pool_of_one, stepped
 
 import forwardpass
 from forwardpass import Transformer, kernels
@@ -27,7 +27,7 @@ from forwardpass.engine import BlockPool
 from forwardpass.engine.native import NativeStep
 from forwardpass.engine.paged import PagedBatch
 from forwardpass.engine.runner import Runner, native_step
-from forwardpass.errors import InvariantError, TokenIdError
+from forwardpass.errors import ForwardpassError, InvariantError, TokenIdError
 from forwardpass.kernels.abi import Batch, Model
 from forwardpass.kernels.team import TeamSize, set_threads
 from forwardpass.kv_q8_0 import Q8_0, dequantize
@@ -53,7 +53,7 @@ def steps(model, prompt: list[int], decode: list[int], native: bool = True, kv: 
     for at, token in enumerate(decode, len(prompt)):
         logits = runner.native.decode(pool, [token], [at], [table])[0] if native else \
             runner.blocks([([token], table, at)])
-        rows.append(logits[0].clone())
+        rows.append(as_tensor(logits[0]))
     return torch.stack(rows), pool
 
 
@@ -187,7 +187,7 @@ def test_the_step_finds_the_greedy_token_as_torch_argmax_does(storage):
             model.lm_head.bias.data[[250, 290]] = float("nan")
         with torch.inference_mode():
             logits, chosen = step.decode(pool, [5], [0], [table])
-        assert chosen == [[int(logits[0].argmax())]] == [[250 if nan else 7]]
+        assert chosen == [[int(as_tensor(logits[0]).argmax())]] == [[250 if nan else 7]]
 
 
 @pytest.mark.parametrize("n_heads,n_kv_heads", [(6, 1), (6, 2), (6, 6)])
@@ -228,11 +228,13 @@ def test_the_step_binds_only_where_it_applies(smollm):
     """binds(pool): a float32, float16 or q8_0 pool on the CPU, and a model neither in checked mode (which proves the
     blocks' writes) nor in the W-residual counterfactual; the runner takes the blocks wherever it does not bind."""
     model, step = smollm.model, native_step(smollm.model)
-    pools = {dtype: BlockPool(model.config, 1, 16, dtype) for dtype in (torch.float32, torch.float16, Q8_0,
-                                                                         torch.bfloat16, torch.float64)}
-    assert step.binds(pools[torch.float32]) and step.binds(pools[torch.float16]) and step.binds(pools[Q8_0])
-    assert not step.binds(pools[torch.bfloat16]) and not step.binds(pools[torch.float64])
-    pool = pools[torch.float32]
+    pools = {dtype: BlockPool(model.config, 1, 16, dtype) for dtype in ("float32", "float16", "q8_0", "bfloat16")}
+    assert step.binds(pools["float32"]) and step.binds(pools["float16"]) and step.binds(pools["q8_0"])
+    assert not step.binds(pools["bfloat16"])
+    assert all(step.binds(BlockPool(model.config, 1, 16, dtype)) for dtype in (torch.float32, torch.float16, Q8_0))
+    with pytest.raises(ForwardpassError, match="unknown KV cache format 'float64'"):  # a pool no step can read
+        BlockPool(model.config, 1, 16, torch.float64)
+    pool = pools["float32"]
     runner = Runner(model, pool)
     assert runner.native is step
     model.checked = True
@@ -258,7 +260,7 @@ def test_where_the_step_does_not_bind_the_runner_decodes_through_the_blocks(smol
     with torch.inference_mode():
         runner.prefill([(ids[:-1], table, 0)])
         native, chosen = runner.decode([ids[-1]], [at], [table])
-        native = native.clone()
+        native = as_tensor(native)
         model.checked = True
         try:
             blocks, none = runner.decode([ids[-1]], [at], [table])
@@ -365,14 +367,14 @@ def test_the_step_reuses_one_workspace_per_thread():
     decode = [7, 8, 9, 10]
     alone = stepped(model, list(range(1, 11)), decode)  # the last step reads 14 slots
     work = step._work
-    first, logits = work.memory.data_ptr(), work.logits.data_ptr()
+    first, logits = work.memory.ctypes.data, work.logits.ctypes.data
     stepped(model, [1, 2], decode)  # fewer slots: the same memory
-    assert work.memory.data_ptr() == first and work.logits.data_ptr() == logits and work.room == 14
+    assert work.memory.ctypes.data == first and work.logits.ctypes.data == logits and work.room == 14
     pool, table = pool_of_one(model, 2)
     with torch.inference_mode():
         a, _ = step.decode(pool, [3], [0], [table])
         b, _ = step.decode(pool, [4], [1], [table])
-    assert a.data_ptr() == b.data_ptr() == logits  # valid until the next call on this thread
+    assert a.ctypes.data == b.ctypes.data == logits  # valid until the next call on this thread
     stepped(model, list(range(1, 29)), decode)  # more: a workspace to fit them
     assert work.room == 32
     results, memory = {}, {}
@@ -380,7 +382,7 @@ def test_the_step_reuses_one_workspace_per_thread():
 
     def decode_in_thread(name: str) -> None:
         results[name] = stepped(model, list(range(1, 11)), decode)
-        memory[name] = step._work.memory.data_ptr()
+        memory[name] = step._work.memory.ctypes.data
         both.wait()  # both workspaces alive at once
 
     threads = [threading.Thread(target=decode_in_thread, args=(n,)) for n in ("a", "b")]
@@ -389,7 +391,7 @@ def test_the_step_reuses_one_workspace_per_thread():
     for t in threads:
         t.join()
     assert torch.equal(results["a"], alone) and torch.equal(results["b"], alone)
-    assert len({memory["a"], memory["b"], work.memory.data_ptr()}) == 3
+    assert len({memory["a"], memory["b"], work.memory.ctypes.data}) == 3
 
 
 def test_the_step_on_other_thread_counts():
@@ -495,7 +497,7 @@ def one_by_one(step: NativeStep, pool: BlockPool, table: list[int], token: int, 
         chosen.append(token)
         if token in stop:
             break
-    return logits.clone(), chosen
+    return as_tensor(logits), chosen
 
 
 def slots(t: torch.Tensor, n: int) -> torch.Tensor:
@@ -517,7 +519,7 @@ def test_greedy_bursts_are_single_steps_back_to_back(storage, kv):
     with torch.inference_mode():
         got_logits, got = step.decode(got_pool, [5], [2], [table], 12)
     assert got == [want] and len(set(want)) > 3
-    assert torch.equal(got_logits, want_logits)
+    assert torch.equal(as_tensor(got_logits), want_logits)
     assert same_bits(got_pool.k, want_pool.k) and same_bits(got_pool.v, want_pool.v)
     stop = want[6]
     first = want.index(stop) + 1
@@ -600,6 +602,7 @@ def test_batched_rows_equal_the_blocks(storage, block_size, kv):
         plain = widened(store_linears(tiny_llama(False), storage))
     with torch.inference_mode():
         got, chosen = native_step(model).decode(pool, tokens, lengths, tables)
+        got = as_tensor(got)
         want, _ = plain(torch.tensor([[t] for t in tokens]), PagedBatch(reference, tables, lengths))
     want = want[:, 0]
     assert got.shape == want.shape == (3, 300)
@@ -623,12 +626,12 @@ def assert_rows_as_alone(model, tokens: list[int]) -> None:
     before = (pool.k.clone(), pool.v.clone())
     with torch.inference_mode():
         together, chosen = step.decode(pool, tokens, lengths, tables)
-        together = together.clone()
+        together = as_tensor(together)
         for r in range(3):
             pool.k.copy_(before[0])
             pool.v.copy_(before[1])
             alone, mine = step.decode(pool, [tokens[r]], [lengths[r]], [tables[r]])
-            assert torch.equal(alone[0], together[r]) and mine == [chosen[r]]
+            assert torch.equal(as_tensor(alone[0]), together[r]) and mine == [chosen[r]]
 
 
 def test_batched_rows_equal_each_row_alone_bit_for_bit(smollm):
@@ -656,7 +659,7 @@ def test_batched_greedy_bursts_equal_single_batched_steps(smollm):
     before = (pool.k.clone(), pool.v.clone())
     with torch.inference_mode():
         logits, chosen = step.decode(pool, [40, 50, 60], lengths, tables, 4)
-        burst = (logits.clone(), pool.k.clone(), pool.v.clone())
+        burst = (as_tensor(logits), pool.k.clone(), pool.v.clone())
         pool.k.copy_(before[0])
         pool.v.copy_(before[1])
         tokens, held, single = [40, 50, 60], list(lengths), [[], [], []]
@@ -665,7 +668,7 @@ def test_batched_greedy_bursts_equal_single_batched_steps(smollm):
             tokens, held = [i[0] for i in ids], [h + 1 for h in held]
             for r in range(3):
                 single[r].append(tokens[r])
-        assert chosen == single and torch.equal(step_logits, burst[0])
+        assert chosen == single and torch.equal(as_tensor(step_logits), burst[0])
         assert same_bits(pool.k, burst[1]) and same_bits(pool.v, burst[2])
         stop = single[1][1]  # row 1's second token: every row stops after two steps
         _, stopped = step.decode(pool, [40, 50, 60], lengths, tables, 4, (stop,))
@@ -718,6 +721,7 @@ def test_batched_rows_on_other_families(family):
     tokens = [299, 0, 17]
     with torch.inference_mode():
         got, _ = native_step(model).decode(pool, tokens, lengths, tables)
+        got = as_tensor(got)
         want, _ = model(torch.tensor([[t] for t in tokens]), PagedBatch(reference, tables, lengths))
     assert close(got, want[:, 0])
     assert_rows_as_alone(model, tokens)
@@ -737,7 +741,7 @@ def alone(model, kv: torch.dtype, block_size: int) -> tuple[list[torch.Tensor], 
     out = []
     with torch.inference_mode():
         for seq, table in zip((A, B), tables, strict=True):
-            out.append([step.decode(pool, [t], [i], [table])[0][0].clone() for i, t in enumerate(seq)])
+            out.append([as_tensor(step.decode(pool, [t], [i], [table])[0][0]) for i, t in enumerate(seq)])
     return out[0], out[1], pool
 
 
@@ -756,7 +760,7 @@ def chunked(model, kv: torch.dtype, block_size: int, emit: bool = True) -> tuple
             logits, chosen = step.step(pool, tokens, [p for _, p, _, _ in rows], [tables[s] for s, *_ in rows],
                                        chunk=[i for _, _, i, _ in rows],
                                        emit=[1 if emit else int(last) for *_, last in rows])
-            got.append((rows, logits.clone(), chosen))
+            got.append((rows, as_tensor(logits), chosen))
     return got, pool
 
 
@@ -807,7 +811,8 @@ def test_prefill_through_the_step_splits_long_chunks_exactly(monkeypatch):
         pool = BlockPool(model.config, num_blocks=16, block_size=4)
         tables = [[pool.allocate() for _ in range(-(-len(p) // 4))] for p in prompts]
         with torch.inference_mode():
-            results.append((Runner(model, pool).prefill([(p, t, 0) for p, t in zip(prompts, tables, strict=True)]),
+            results.append((as_tensor(Runner(model, pool).prefill([(p, t, 0)
+                                                                   for p, t in zip(prompts, tables, strict=True)])),
                             pool))
     (one, pool), (split, split_pool) = results
     assert one.shape == (2, 300) and torch.equal(one, split)

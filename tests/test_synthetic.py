@@ -39,8 +39,8 @@ with torch.inference_mode():
     for native in (True, False):  # the native step, then the PyTorch blocks, after the same prefill over a pool of one
         pool = BlockPool(m.config, 1, 64, fp.kv_dtype())  # the pairs as generate() keeps them
         table, runner = [pool.allocate()], Runner(m, pool)
-        logits = runner.prefill([(ids, table, 0)])
-        steps.append(runner.native.decode(pool, [token], [at], [table])[0][0].clone() if native
+        logits = torch.from_numpy(runner.prefill([(ids, table, 0)]).copy())  # the native step's: numpy
+        steps.append(torch.from_numpy(runner.native.decode(pool, [token], [at], [table])[0][0].copy()) if native
                      else runner.blocks([([token], table, at)])[0])
 held = sum(t.numel() * t.element_size() for t in (*m.parameters(), *m.buffers()))
 print(json.dumps({"loaded_s": loaded, "bits": bits, "head_bits": m.lm_head.bits, "tokens": out.token_ids, "held": held,

@@ -50,7 +50,8 @@ class BlockPool:
             raise ContextLengthError(f"a block pool needs blocks > 0 and block_size > 0, got {num_blocks} and "
                                      f"{block_size}")
         self.format = kv_name(dtype)  # float32, float16, bfloat16 or q8_0
-        width = row_bytes(config.head_dim, self.format) if self.format == "q8_0" else config.head_dim
+        row = row_bytes(config.head_dim, self.format)  # refuses a format it does not know, by name
+        width = row if self.format == "q8_0" else config.head_dim
         shape = (config.n_layers, num_blocks, config.kv_heads, block_size, width)
         self.device = str(device)
         self.k_array = self.v_array = None

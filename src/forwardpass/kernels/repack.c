@@ -3,7 +3,9 @@
 // (scales factored as FACTORS), Q6_K (float32 scales per 16 weights, HALVES). A symmetric format (every minimum -zero ×
 // its scale: Q4_0, Q5_0, Q8_0, IQ4_NL, and Q6_K where asked) writes no minimums. The numbers
 // weights/formats.py's unpacking and quant.tile give, bit for bit (tests/test_formats.py), without the byte per
-// weight in between: loading a file is a pass over its bytes.
+// weight in between: loading a file is a pass over its bytes, on the calling thread (a band is a fraction of a
+// millisecond of memory traffic: a team of threads would wait on each other longer, and far longer beside a busy
+// process).
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -84,7 +86,6 @@ static void k_block(int kind, const uint8_t *block, int r, uint8_t *t, uint8_t *
 static void repack_k(int kind, int rows, int K, const uint8_t *src, uint8_t *q, uint8_t *scale, uint8_t *minimum) {
     const RepackFormat *f = format_of(kind);
     const int nb = K / BLOCK, groups = (rows + GROUP - 1) / GROUP, tile = f->tile, block_bytes = f->block_bytes;
-    #pragma omp parallel for schedule(static)
     for (int g = 0; g < groups; g++)
         for (int o = 0; o < nb / 8; o++) {
             const size_t octet = (size_t)g * (nb / 8) + o;
@@ -133,7 +134,6 @@ static void q6_block(const uint8_t *block, int r, uint8_t *t, float *s, float *m
 static void repack_q6(int rows, int K, const uint8_t *src, uint8_t *q, float *scale, float *minimum) {
     const RepackFormat *f = format_of(GGML_Q6_K);
     const int nb = K / BLOCK, groups = (rows + GROUP - 1) / GROUP, tile = f->tile, block_bytes = f->block_bytes;
-    #pragma omp parallel for schedule(static)
     for (int g = 0; g < groups; g++)
         for (int o = 0; o < nb / 8; o++) {
             const size_t first = (size_t)g * nb + 8 * o;  // the 256-block's first block of 32
@@ -175,7 +175,6 @@ int repack(int kind, int rows, int K, const uint8_t *src, uint8_t *q, void *scal
     const int block_bytes = f->block_bytes, tile = f->tile;
     const int explicit = f->zero < 0;  // a minimum of its own after d (fp16)
     int bad = 0;
-    #pragma omp parallel for schedule(static) reduction(+ : bad)
     for (int g = 0; g < groups; g++)
         for (int b = 0; b < nb; b++) {
             const size_t unit = (size_t)g * nb + b;
