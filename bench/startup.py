@@ -139,8 +139,14 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     add_flash_attn_option(ap)
     args = ap.parse_args()
+    import compileall
+
     import forwardpass
     from forwardpass.errors import ForwardpassError
+
+    # bytecode as an installed package has it: where PYTHONDONTWRITEBYTECODE is set, an edited module would otherwise
+    # be compiled again in every measured process
+    compileall.compile_dir(Path(forwardpass.__file__).parent, quiet=1)
     from forwardpass.packaged import resolve_model
     from forwardpass.weights import model_file
     files = {"default (SmolLM2-135M Q4_1)": forwardpass.default_model_path()}

@@ -85,3 +85,22 @@ def test_real_models_load_natively_as_the_pytorch_loader_builds_them(name):
     assert np.array_equal(logits_of(native.model, ids), logits_of(described, ids))
     assert native.metadata["storage"] == reference.metadata["storage"] == "stored"
     assert native.config == reference.config
+
+
+def test_a_native_model_is_freed_with_its_last_user():
+    """The runner keeps each model's step beside the model: a server that unloads a model read without PyTorch gets its
+    memory back (the step once held the model it was kept for, so neither was ever freed)."""
+    import gc
+    import weakref
+
+    from forwardpass.engine import Engine, EngineConfig
+    from forwardpass.sampling import SamplingParams
+
+    fp = forwardpass.load(backend="native")
+    engine = Engine(fp, EngineConfig(kv_cache_bytes=2**24))
+    engine.submit(fp.encode("hi"), SamplingParams(max_tokens=2, temperature=0), lambda o: None)
+    engine.run_until_done()
+    freed = weakref.ref(fp.model)
+    del fp, engine
+    gc.collect()
+    assert freed() is None

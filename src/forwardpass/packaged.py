@@ -24,7 +24,11 @@ def installed(package: str, member: str, version: str = "1.0.0") -> Path:
     """A file of an installed package (`member`: its path under site-packages, the package's directory first), found
     by the import system without importing the package (some import what was not installed with them), else through
     its metadata."""
-    spec = importlib.util.find_spec(member.split("/")[0])
+    top = member.split("/")[0]
+    try:
+        spec = importlib.util.find_spec(top) if top.isidentifier() else None
+    except (ImportError, ValueError):
+        spec = None
     if spec is not None and spec.submodule_search_locations:
         path = Path(next(iter(spec.submodule_search_locations))).parent / member
         if path.exists():

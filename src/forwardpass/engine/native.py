@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 
 import numpy as np
 
@@ -49,11 +50,21 @@ class _Workspace(threading.local):
 
 
 class NativeStep:
-    """The native step bound to one NativeModel."""
+    """The native step bound to one NativeModel: held here where the step owns it (a Transformer's description, made
+    for the step), else only referred to, so that a model read without PyTorch is freed with its last user (runner.py
+    keeps each model's step beside the model, not holding it)."""
 
-    def __init__(self, native: NativeModel):
-        self.native, self.spec = native, native.spec
+    def __init__(self, native: NativeModel, owned: bool = False):
+        self.spec = native.spec
+        self._native, self._owned = weakref.ref(native), native if owned else None
         self._work = _Workspace()
+
+    @property
+    def native(self) -> NativeModel:
+        native = self._native()
+        if native is None:
+            raise InvariantError("the native step's model was freed")
+        return native
 
     @property
     def config(self):

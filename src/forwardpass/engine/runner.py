@@ -22,8 +22,11 @@ _NATIVE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def native_step(model) -> NativeStep | None:
     """The model's native step (a NativeModel's, or a Transformer's where the step runs it), or None."""
     if model not in _NATIVE:
-        native = model if isinstance(model, NativeModel) else from_torch(model)
-        _NATIVE[model] = NativeStep(native) if native is not None else None
+        if isinstance(model, NativeModel):
+            _NATIVE[model] = NativeStep(model)
+        else:  # the step owns the Transformer's description
+            native = from_torch(model)
+            _NATIVE[model] = NativeStep(native, owned=True) if native is not None else None
     return _NATIVE[model]
 
 
