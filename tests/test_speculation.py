@@ -66,8 +66,18 @@ def test_drafting_stops_where_drafts_are_refused_but_probes_now_and_then():
     assert best_k(d.odds["lookup"].p, 0.3) > 1
 
 
+class FixedCost(StepCost):
+    """A draft row's cost held at the prior share: how much a test sees drafted and kept does not hang on how fast
+    the machine ran its steps (a busy machine fits other costs, and drafts less)."""
+
+    def observe(self, rows: int, seconds: float) -> None:
+        pass
+
+
 def drafting_engine(smollm, speculative: str, **config) -> Engine:
-    return Engine(smollm, EngineConfig(speculative=speculative, **config))
+    engine = Engine(smollm, EngineConfig(speculative=speculative, **config))
+    engine.steps.cost = FixedCost()
+    return engine
 
 
 def same_with_and_without(smollm, prompts, params, **config) -> Engine:
