@@ -79,3 +79,22 @@ def test_not_a_gguf_file(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(ModelFileError, match="model file not found"):
         forwardpass.load(tmp_path / "nothing.gguf")
+
+
+def test_the_type_table_is_ggufs_own_and_reading_a_file_does_not_import_gguf():
+    """weights/ggml.py holds every type `gguf` names, with its id and block size; reading a file's metadata and
+    tensors needs neither `gguf` nor PyTorch (the product path starts without either)."""
+    import subprocess
+    import sys
+
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    from forwardpass.weights.ggml import BLOCK_SIZES, GGMLType
+
+    assert {t.name: t.value for t in GGMLQuantizationType} == {t.name: t.value for t in GGMLType}
+    assert {t.value: size for t, size in GGML_QUANT_SIZES.items()} == {t.value: s for t, s in BLOCK_SIZES.items()}
+    code = ("import sys; from forwardpass.weights.native import read_native; from forwardpass.packaged import "
+            "default_model_path; read_native(default_model_path()); "
+            "print(sorted({'gguf', 'torch'} & set(sys.modules)))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "[]", r.stderr

@@ -16,19 +16,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
 from .. import kernels
 from ..errors import ForwardpassError
 from ..kernels.abi import F16, FACTORS, HALVES
 from ..quant import BLOCK
+from .ggml import BLOCK_SIZES, GGMLType
 
 if TYPE_CHECKING:
     import torch
 
     from ..quant import Blocks
 
-Q = GGMLQuantizationType
+Q = GGMLType
 # q (n, 32) uint8, scale and minimum (n,) float32 (per 16 weights: (n, 2))
 Unpacked = tuple[np.ndarray, np.ndarray, np.ndarray]
 # K-quants' scale and minimum as factors: (blocks, 8) uint8 and (blocks,) float16 each, value = factor × float16
@@ -37,7 +37,7 @@ Factors = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 @dataclass(frozen=True)
 class BlockFormat:
-    kind: GGMLQuantizationType
+    kind: GGMLType
     bits: int  # the kernel width that holds q: 4 or 8
     unpack: Callable[[np.ndarray], Unpacked]  # (blocks, type_size) uint8 → blocks of 32 (kernels/repack.c tiles
     # the same numbers straight from the file's bytes where the kernels run)
@@ -47,7 +47,7 @@ class BlockFormat:
 
     @property
     def type_size(self) -> int:  # bytes per block
-        return GGML_QUANT_SIZES[self.kind][1]
+        return BLOCK_SIZES[self.kind][1]
 
     @property
     def tile(self) -> int:  # tile bytes per group of 16 rows and block of 32 inputs
@@ -200,7 +200,7 @@ def native() -> frozenset:
     return frozenset(Q(row["kind"]) for row in rows)
 
 
-def repack(kind: GGMLQuantizationType, data: np.ndarray, rows: int, cols: int, q: np.ndarray | None = None):
+def repack(kind: GGMLType, data: np.ndarray, rows: int, cols: int, q: np.ndarray | None = None):
     """kernels.repack with the format's own row: (tiles, scale, minimum, zero). Call only for a kind in native()."""
     if kind not in native():
         raise ForwardpassError(f"the native repacking reads {', '.join(k.name for k in sorted(native()))} blocks, "
@@ -209,7 +209,7 @@ def repack(kind: GGMLQuantizationType, data: np.ndarray, rows: int, cols: int, q
     return kernels.repack(kind.value, f.tile, f.scales, f.zero, data, rows, cols, q)
 
 
-def to_blocks(data: np.ndarray, kind: GGMLQuantizationType, rows: int, cols: int) -> Blocks:
+def to_blocks(data: np.ndarray, kind: GGMLType, rows: int, cols: int) -> Blocks:
     """A (rows, cols) tensor in block format `kind` → Blocks, the file's own numbers."""
     import torch
 
@@ -229,7 +229,7 @@ def to_blocks(data: np.ndarray, kind: GGMLQuantizationType, rows: int, cols: int
                   factored=factored)
 
 
-def to_float(data: np.ndarray, kind: GGMLQuantizationType) -> torch.Tensor:
+def to_float(data: np.ndarray, kind: GGMLType) -> torch.Tensor:
     """A float-format tensor as its own dtype (a copy: the file's memory map is read-only)."""
     import torch
 

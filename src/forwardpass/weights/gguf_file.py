@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+from .ggml import BLOCK_SIZES, GGMLType
 
 # value type → struct format (8: string, 9: array are read apart)
 SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
@@ -32,7 +33,7 @@ class Truncated(ValueError):
 @dataclass
 class Tensor:
     name: str
-    kind: GGMLQuantizationType
+    kind: GGMLType
     shape: tuple[int, ...]  # outermost first, as torch and numpy order them
     data: np.ndarray  # a read-only view of the map: float arrays shaped `shape`, block formats (rows, row bytes)
     offset: int  # of its first byte in the file
@@ -119,19 +120,19 @@ class GGUFFile:
 
     def _tensor(self, start: int, name: str, kind: int, dims: list[int], offset: int) -> Tensor:
         try:
-            kind = GGMLQuantizationType(kind)
+            kind = GGMLType(kind)
         except ValueError:
             raise ValueError(f"tensor {name} has unknown type {kind}") from None
         shape = tuple(reversed(dims))
-        block, size = GGML_QUANT_SIZES[kind]
+        block, size = BLOCK_SIZES[kind]
         if dims[0] % block:
             raise ValueError(f"tensor {name}: rows of {dims[0]} do not fill {kind.name} blocks of {block}")
         rows, row_bytes = int(np.prod(shape[:-1])), dims[0] // block * size
         if start + offset + rows * row_bytes > len(self.map):
             raise Truncated(f"tensor {name} runs past the end of the file")
         data = np.frombuffer(self.map, dtype=np.uint8, count=rows * row_bytes, offset=start + offset)
-        if kind in (GGMLQuantizationType.F32, GGMLQuantizationType.F16):
-            data = data.view(np.float32 if kind == GGMLQuantizationType.F32 else np.float16).reshape(shape)
+        if kind in (GGMLType.F32, GGMLType.F16):
+            data = data.view(np.float32 if kind == GGMLType.F32 else np.float16).reshape(shape)
         else:
             data = data.reshape(*shape[:-1], row_bytes)
         return Tensor(name, kind, shape, data, start + offset)
