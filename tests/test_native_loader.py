@@ -104,3 +104,39 @@ def test_a_native_model_is_freed_with_its_last_user():
     del fp, engine
     gc.collect()
     assert freed() is None
+
+
+def test_a_file_whose_tensors_disagree_with_its_metadata_is_refused_by_name(tmp_path, monkeypatch):
+    """Every tensor the step reads is checked against the config's shape before a step can read past it, as the
+    PyTorch loader checks its state_dict; a context past the trained one is refused as by the PyTorch loader."""
+    from forwardpass.errors import ModelFileError
+    from forwardpass.weights import native as native_module
+
+    path = write_synthetic_gguf(tmp_path / "m.gguf", forwardpass.default_model_path(), Q.Q8_0, **SHAPE)
+    read = native_module.gguf_config
+    monkeypatch.setattr(native_module, "gguf_config", lambda r, p: read(r, p).with_(ffn_hidden=1024))
+    with pytest.raises(ModelFileError, match=r"tensor blocks.0.ffn.gate_up.weight has shape \(1024, 256\), "
+                                             r"expected \(2048, 256\)"):
+        forwardpass.load(path, backend="native")
+    monkeypatch.setattr(native_module, "gguf_config", read)
+    with pytest.raises(ForwardpassError, match="ctx_size 1000 exceeds the model's trained context length 128"):
+        forwardpass.load(path, backend="native", ctx_size=1000)
+
+
+def test_the_kv_pools_auto_format_is_the_same_from_both_loaders(tmp_path):
+    """A float16 file whose table alone is quantized: both loaders count the table (and the head) as quantized."""
+    path = write_synthetic_gguf(tmp_path / "m.gguf", forwardpass.default_model_path(), Q.F16,
+                                mixed={"token_embd.weight": Q.Q8_0}, **SHAPE)
+    native, reference = (forwardpass.load(path, backend=b) for b in ("native", "torch"))
+    assert native.kv_format() == reference.kv_format() == "float16"
+
+
+def test_the_pools_pytorch_views_are_plain_tensors_wherever_first_asked_for():
+    import torch
+
+    config = forwardpass.load(backend="native").config
+    pool = BlockPool(config, 2, 16, "float16")
+    with torch.inference_mode():
+        pool.k.sum()
+    pool.k[0, 0, 0, 0, 0] = 1.0  # outside inference mode: writable (an inference tensor would refuse)
+    assert pool.k_array[0, 0, 0, 0, 0] == 1.0  # the same memory

@@ -47,7 +47,7 @@ def reference():
 @pytest.mark.parametrize("sampling", [{"temperature": 0}, SAMPLED], ids=["greedy", "seeded"])
 def test_generate_without_torch_gives_the_pytorch_models_tokens(reference, sampling):
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in sampling.items()]
-    r = without_torch("generate", PROMPT, "--max-tokens", "40", "--json", *flags)
+    r = without_torch("generate", PROMPT, "--max-tokens", "40", "--json", "--threads", "2", *flags)
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     want = generate(reference, PROMPT, SamplingParams(max_tokens=40, **sampling))

@@ -35,7 +35,6 @@ class RotaryEmbedding(nn.Module):
         super().__init__()
         factors = None if freq_factors is None else freq_factors.detach().float().cpu().numpy()
         self.table = RopeTable(config, factors, local)
-        self.attention_factor = self.table.attention_factor
         self.register_buffer("inv_freq", torch.from_numpy(self.table.inv_freq), persistent=False)
         self.register_buffer("cos", torch.from_numpy(self.table.cos), persistent=False)  # rows [0, filled) hold
         self.register_buffer("sin", torch.from_numpy(self.table.sin), persistent=False)  # their positions' values

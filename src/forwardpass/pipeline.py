@@ -23,15 +23,15 @@ if TYPE_CHECKING:  # the PyTorch model is built only where it is asked for (back
     from .model import Transformer
 
 BACKENDS = ("torch", "native", "auto")  # load's backend: the PyTorch model, the native one, native where it applies
+INSTALL_TORCH = "pip install 'forwardpass[torch]' (the CPU build: pip install torch==2.13.0)"
 
 
 def torch_module(why: str):
     """PyTorch, imported for `why`; where it is not installed, a ForwardpassError saying so in one line."""
     try:
         import torch
-    except ImportError:
-        raise ForwardpassError(f"{why} needs PyTorch, which is not installed: pip install 'forwardpass[torch]' (the "
-                               f"CPU build: pip install torch==2.13.0)") from None
+    except ImportError as e:
+        raise ForwardpassError(f"{why} needs PyTorch, which cannot be imported ({e}): {INSTALL_TORCH}") from None
     from .kernels.team import most_threads
 
     torch.set_num_threads(most_threads())  # --threads, where it was given before PyTorch was imported

@@ -32,7 +32,7 @@ def probe(model: str | None, storage: str | None, device: str, prompt: int, new:
     from .pipeline import load
     from .sampling import SamplingParams
 
-    fp = load(model, device=device, storage=storage)
+    fp = load(model, device=device, storage=storage, backend="auto")  # as a replica loads it
     loaded_rss = peak_resident_bytes()
     c = fp.config
     if prompt + new > c.context_length:
@@ -54,7 +54,7 @@ def probe(model: str | None, storage: str | None, device: str, prompt: int, new:
         b *= 2
     return {"model": c.name, "source": str(fp.source), "storage": fp.metadata.get("storage"), "prompt": prompt,
             "new": new, "loaded_rss_bytes": loaded_rss, "kv_bytes_per_token": engine.pool.block_bytes(
-                c, 1, engine.pool.k.dtype), "rounds": rounds, "load_average": round(os.getloadavg()[0], 2)}
+                c, 1, engine.pool.format), "rounds": rounds, "load_average": round(os.getloadavg()[0], 2)}
 
 
 def measure_replica(model: str | None, storage: str | None, device: str, prompt: int, new: int, max_batch: int,

@@ -90,8 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as e:
         if (e.name or "").partition(".")[0] != "torch":
             raise
-        print(f"forwardpass: error: {args.command} with these options needs PyTorch, which is not installed: "
-              f"pip install 'forwardpass[torch]' (the CPU build: pip install torch==2.13.0)", file=sys.stderr)
+        from ..pipeline import INSTALL_TORCH
+
+        message = f"{args.command} with these options needs PyTorch, which cannot be imported ({e}): {INSTALL_TORCH}"
+        if getattr(args, "json", False):
+            print(json.dumps({"error": message, "type": "ImportError"}))
+        print(f"forwardpass: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -66,10 +66,6 @@ class NativeStep:
             raise InvariantError("the native step's model was freed")
         return native
 
-    @property
-    def config(self):
-        return self.native.config
-
     def _workspace(self, capacity: int, rows: int) -> Model:
         """This thread's copy of the model's description with a workspace for `capacity` cache slots, `rows` rows and
         the most threads a step may run, made on its first step and again only for more slots or rows or another
@@ -148,8 +144,9 @@ class NativeStep:
         bad = [t for t in tokens if not 0 <= t < self.spec.vocab_size]
         if bad:
             raise TokenIdError(f"token id {bad[0]} is outside the vocabulary [0, {self.spec.vocab_size})")
+        native = self.native  # held for the call, whoever else lets it go
         spec = self._workspace(max(lengths) + n, rows)
-        self.native.cover(max(lengths) + n)
+        native.cover(max(lengths) + n)
         work = self._work
         emitted = rows if emit is None else sum(1 for e in emit if e)
         if work.logits is None or work.logits.shape[0] < emitted:

@@ -75,16 +75,17 @@ class NativeModel:
                      attn_scale=config.query_scale or config.head_dim**-0.5,
                      embed_scale=config.d_model**0.5 if config.embed_scale else 1.0, gelu=int(config.ffn == "geglu"),
                      cos_local=pointer(local.cos), sin_local=pointer(local.sin))
-        quantized = any(x.kind in (kernels.abi.Q4, kernels.abi.Q8) for layer in layers
-                        for x in (layer.qkv, layer.out, layer.gate_up, layer.down))
-        return cls(config, spec, array, rope, rope_local, quantized, [*held, norm_f], **checks)
+        linears = [embeddings, lm_head, *(x for layer in layers for x in (layer.qkv, layer.out, layer.gate_up,
+                                                                          layer.down))]
+        quantized = any(x.kind in (kernels.abi.Q4, kernels.abi.Q8) for x in linears)
+        return cls(config, spec, array, rope, rope_local, quantized, held, **checks)
 
     def nbytes(self) -> int:
         """The bytes its weights hold, each buffer once (a tied table counted once)."""
         from ..quant.packed import Packed
 
         arrays = [a for h in self.held for a in ((h.q, h.scale, h.minimum) if isinstance(h, Packed) else (h,))]
-        return sum({pointer(a): a.nbytes for a in arrays if a is not None}.values())
+        return sum({pointer(a): a.nbytes for a in arrays if hasattr(a, "nbytes")}.values())  # modules held: none
 
     def cover(self, n: int) -> None:
         """RoPE tables filled for every position below n."""

@@ -82,7 +82,8 @@ class BlockPool:
         if self._tensors is None:  # PyTorch views of the numpy arrays: the same memory
             import torch
 
-            views = [torch.from_numpy(a) for a in (self.k_array, self.v_array)]
+            with torch.inference_mode(False):  # plain tensors, even when first asked for inside inference mode
+                views = [torch.from_numpy(a) for a in (self.k_array, self.v_array)]
             if self.format == "bfloat16":
                 views = [t.view(torch.bfloat16) for t in views]
             self._tensors = tuple(views)

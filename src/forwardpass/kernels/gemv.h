@@ -109,7 +109,7 @@ static inline V block_scales(const uint8_t *p, int b, int scales) {
 }
 
 // Block b's 16 minimums of a group whose scales start at ws and minimums at wm (NULL: -zero × each scale, the same
-// float32 product quant.QuantizedLinear checked the file's minimums against)
+// float32 product quant/packed.py's zero_point checked the file's minimums against)
 static inline V block_minimums(const Linear *L, int scales, const uint8_t *ws, const uint8_t *wm, int b) {
     return wm ? block_scales(wm, b, scales) : v_mul(block_scales(ws, b, scales), v_set1(-(float)L->zero));
 }

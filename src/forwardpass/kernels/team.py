@@ -27,8 +27,9 @@ def set_threads(n: int | None) -> None:
     if n is not None and n < 1:
         raise ValueError(f"threads must be at least 1, got {n}")
     _most = n
-    if "torch" in sys.modules:  # PyTorch's own operations too, where it is in use (pipeline.torch_module: later)
-        sys.modules["torch"].set_num_threads(most_threads())
+    torch = sys.modules.get("torch")
+    if torch is not None:  # PyTorch's own operations too, where it is in use (pipeline.torch_module: later)
+        torch.set_num_threads(most_threads())
 
 
 def most_threads() -> int:

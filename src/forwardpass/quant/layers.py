@@ -44,7 +44,7 @@ def band_tiles(band: Blocks, bits: int) -> Tiles:
         scale, minimum = (tile_factors(padded(f.factor, pad), padded(f.scale, pad)) for f in band.factored)
     else:
         scale, minimum = (tile_scales(padded(t, pad)) for t in (band.scale, band.minimum))
-    return Tiles(q.numpy(), scale.numpy(), minimum.numpy(), None, rows)
+    return Tiles(q.cpu().numpy(), scale.cpu().numpy(), minimum.cpu().numpy(), None, rows)
 
 
 def packed_matrix(blocks: Blocks | BlockRows) -> Packed:
@@ -75,9 +75,9 @@ class QuantizedLinear(nn.Module):
     block's is -zero × its scale (Q4_0's 8, Q8_0's 128), minimum is None and the kernels compute that product (4-bit
     blocks then cost the file's own 18 bytes per 32 weights)."""
 
-    def __init__(self, blocks: Blocks | BlockRows | Packed, bias: torch.Tensor | None = None):
+    def __init__(self, blocks: Blocks | BlockRows, bias: torch.Tensor | None = None):
         super().__init__()
-        packed = blocks if isinstance(blocks, Packed) else packed_matrix(blocks)
+        packed = packed_matrix(blocks)
         self.bits, self.in_features, self.out_features = packed.bits, packed.in_features, packed.out_features
         self.zero = packed.zero
         self.register_buffer("q", torch.from_numpy(packed.q))

@@ -16,7 +16,7 @@ import numpy as np
 from .. import kernels
 from ..config import ModelConfig
 from ..engine.native_model import NativeModel, layer, runs
-from ..errors import ModelFileError
+from ..errors import ForwardpassError, ModelFileError
 from ..kernels.abi import BLOCK, GROUP, Linear
 from ..models import Stored
 from ..quant.packed import Packed, Tiles, group_span, pack
@@ -149,9 +149,15 @@ def read_native(path: Path, ctx_size: int | None = None, progress: bool = False)
     if why:
         raise NotNative(f"the native step does not run {why}")
     trained = config.context_length
+    if ctx_size and ctx_size > trained:
+        raise ForwardpassError(f"ctx_size {ctx_size} exceeds the model's trained context length {trained}")
     if ctx_size:
         config = config.with_(context_length=ctx_size)
     stored = family.gguf_tensors(config, set(file.by_name))
+    unread = sorted({file.info(n).kind.name for s in stored.values() for n in s.names
+                     if n in file.by_name and file.info(n).kind not in native() and file.info(n).kind not in FLOATS})
+    if unread:  # said before a byte is repacked, so that the PyTorch loader does not follow a half-read file
+        raise NotNative(f"the kernels do not repack {', '.join(unread)} blocks")
     tok_fields = {k: v for k, v in reader.fields.items() if k.startswith("tokenizer.")}
     tokenizer = Tokenizer.from_gguf_fields(tok_fields, family.chat_template) if "tokenizer.ggml.tokens" in tok_fields \
         else None
@@ -163,13 +169,48 @@ def read_native(path: Path, ctx_size: int | None = None, progress: bool = False)
     return model, tokenizer, metadata, trained
 
 
+def expected(c: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """Every tensor the native step reads, by the engine's name, and its shape as the config says (the names and
+    shapes of the PyTorch Transformer's state_dict); the optional ones (biases the config has none of, QK-norm's and
+    sandwich norms where absent, a file's RoPE factors) are checked where the file has them."""
+    qkv = (c.n_heads + 2 * c.kv_heads) * c.head_dim
+    want: dict[str, tuple[int, ...]] = {"tok_embeddings.weight": (c.vocab_size, c.d_model),
+                                        "norm_f.weight": (c.d_model,), "rope.freq_factors": (c.head_dim // 2,)}
+    if not c.tied_embeddings:
+        want["lm_head.weight"] = (c.vocab_size, c.d_model)
+    for i in range(c.n_layers):
+        p = f"blocks.{i}."
+        want |= {p + "attn.qkv.weight": (qkv, c.d_model), p + "attn.out.weight": (c.d_model, c.n_heads * c.head_dim),
+                 p + "ffn.gate_up.weight": (2 * c.hidden, c.d_model), p + "ffn.down.weight": (c.d_model, c.hidden),
+                 p + "attn.qkv.bias": (qkv,), p + "attn.out.bias": (c.d_model,),
+                 p + "ffn.gate_up.bias": (2 * c.hidden,), p + "ffn.down.bias": (c.d_model,),
+                 p + "attn.q_norm.weight": (c.head_dim,), p + "attn.k_norm.weight": (c.head_dim,)}
+        want |= {p + n + ".weight": (c.d_model,) for n in ("attn_norm", "ffn_norm", "attn_post_norm", "ffn_post_norm")}
+    return want
+
+
+def required(c: ModelConfig, name: str) -> bool:
+    """Whether the config needs `name` (expected()'s others are read where the file has them)."""
+    if name.endswith(".bias"):
+        return c.attention_bias if name.endswith("attn.qkv.bias") else c.bias
+    if name.endswith(("q_norm.weight", "k_norm.weight")):
+        return c.qk_norm
+    return not name.endswith(("post_norm.weight", "freq_factors"))
+
+
 def build(c: ModelConfig, stored: dict[str, Stored], file: _File, progress: bool) -> NativeModel:
     held: list = []
+    want = expected(c)
 
     def get(name: str, matrix: bool = False):
         if name not in stored:
+            if required(c, name):
+                raise ModelFileError(f"{file.path}: checkpoint is missing tensor {name}")
             return None
         a = file.matrix(stored[name]) if matrix else file.floats(stored[name])
+        shape = (a.out_features, a.in_features) if isinstance(a, Packed) else tuple(a.shape)
+        if shape != want[name]:
+            raise ModelFileError(f"{file.path}: tensor {name} has shape {shape}, expected {want[name]}")
         held.append(a)
         return a
 
