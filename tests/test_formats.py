@@ -146,7 +146,7 @@ def test_a_files_stacked_tensors_load_band_by_band(kind, tmp_path, monkeypatch):
     logits."""
     import forwardpass
     from forwardpass.weights import gguf as gguf_module
-    from forwardpass.weights.gguf import rotary_order
+    from forwardpass.weights.gguf_config import rotary_order
     from forwardpass.weights.gguf_file import GGUFFile
     from forwardpass.weights.synthetic import Q4_K_M, write_synthetic_gguf
 

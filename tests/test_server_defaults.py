@@ -11,7 +11,7 @@ from forwardpass.sampling import SamplingParams
 from forwardpass.server.messages import MessagesRequest
 from forwardpass.server.protocol import ChatCompletionRequest
 from forwardpass.server_defaults import FALLBACK, applied, server_sampling
-from forwardpass.weights.gguf import recommended
+from forwardpass.weights.gguf_config import recommended
 
 GREEDY = {"temperature": 0.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "repetition_penalty": 1.0}
 

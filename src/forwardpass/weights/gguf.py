@@ -14,22 +14,15 @@ import torch
 from ..errors import ModelFileError, UnsupportedModelError
 from ..models import Stored
 from ..quant import GROUP, BlockRows, Blocks, Tiles, as_float, group_span
-from ..tokenizer import Tokenizer
 from . import Checkpoint, Deferred
 from .formats import FLOATS, FORMATS, native, repack, supported, to_blocks, to_float
-from .gguf_config import BAND_WEIGHTS, gguf_config, gguf_family, open_gguf, recommended
+from .gguf_config import BAND_WEIGHTS, gguf_config, gguf_family, open_gguf, rotary_order, tokenizer_and_metadata
 
 T = TypeVar("T")
 
 
-def rotary_order(rows: int, n_heads: int) -> torch.Tensor:
-    """llama.cpp interleaves each head's rotary pairs (0,1),(2,3)…: the row order that puts them back into halves
-    (i, i + head_dim/2)."""
-    return torch.arange(rows).view(n_heads, rows // n_heads // 2, 2).transpose(1, 2).reshape(rows)
-
-
 def unpermute_rotary(w: torch.Tensor | Blocks, n_heads: int) -> torch.Tensor | Blocks:
-    order = rotary_order(w.shape[0], n_heads)
+    order = torch.from_numpy(rotary_order(w.shape[0], n_heads))
     return w.rows(order) if isinstance(w, Blocks) else w[order]
 
 
@@ -95,7 +88,7 @@ class _Tensors:
             for t, h in zip(parts, heads, strict=True):
                 rows = t.n_elements // cols
                 data = t.data.reshape(rows, -1)  # (rows, row bytes)
-                order = None if h is None else rotary_order(rows, h).numpy()
+                order = None if h is None else rotary_order(rows, h)
                 for r in range(0, rows, step):
                     band = data[r:r + step] if order is None else data[order[r:r + step]]
                     yield guarded(t.name, lambda t=t, band=band: read(t, band))
@@ -160,11 +153,5 @@ def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
     family, config = gguf_family(reader, path), gguf_config(reader, path)
     file = _Tensors(reader, path)
     tensors = {ours: deferred(file, s) for ours, s in family.gguf_tensors(config, set(file.by_name)).items()}
-    tok_fields = {k: v for k, v in reader.fields.items() if k.startswith("tokenizer.")}
-    tokenizer = Tokenizer.from_gguf_fields(tok_fields, family.chat_template) if "tokenizer.ggml.tokens" in tok_fields \
-        else None
-    types = sorted({t.kind.name for t in reader.tensors})
-    sampling = recommended(reader.fields)
-    reader.fields = reader.types = {}  # the metadata is read (about 10 MB of Python values): only the tensors are left
-    return Checkpoint(config, tensors, tokenizer, str(path), {"format": "gguf", "tensor_types": types,
-                                                              "sampling": sampling})
+    tokenizer, metadata = tokenizer_and_metadata(reader, family)
+    return Checkpoint(config, tensors, tokenizer, str(path), metadata)

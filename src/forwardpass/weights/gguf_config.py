@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from ..config import ModelConfig
 from ..errors import ModelFileError
 from ..models import Family, GGUFMetadata, by_gguf_arch
 from .gguf_file import GGUFFile, Truncated
+
+if TYPE_CHECKING:
+    from ..tokenizer import Tokenizer
 
 
 def check_magic(path: Path) -> None:
@@ -54,3 +60,23 @@ def recommended(fields: dict) -> dict:
     """The sampling a GGUF file's metadata recommends, by request field name (server_defaults.py reads it)."""
     return {name: fields[key] for key, name in RECOMMENDED.items()
             if isinstance(fields.get(key), (int, float)) and not isinstance(fields.get(key), bool)}
+
+
+def rotary_order(rows: int, n_heads: int) -> np.ndarray:
+    """llama.cpp interleaves each head's rotary pairs (0,1),(2,3)…: the row order that puts them back into halves
+    (i, i + head_dim/2)."""
+    return np.arange(rows).reshape(n_heads, rows // n_heads // 2, 2).transpose(0, 2, 1).reshape(rows)
+
+
+def tokenizer_and_metadata(reader: GGUFFile, family: Family) -> tuple[Tokenizer | None, dict]:
+    """A file's tokenizer (None where it has none) and what the loaders report of it (its format, its tensor types,
+    the sampling it recommends); then its metadata's Python values are let go (about 10 MB for a large vocabulary):
+    only the tensors are left."""
+    from ..tokenizer import Tokenizer
+
+    fields = {k: v for k, v in reader.fields.items() if k.startswith("tokenizer.")}
+    tokenizer = Tokenizer.from_gguf_fields(fields, family.chat_template) if "tokenizer.ggml.tokens" in fields else None
+    metadata = {"format": "gguf", "tensor_types": sorted({t.kind.name for t in reader.tensors}),
+                "sampling": recommended(reader.fields)}
+    reader.fields = reader.types = {}
+    return tokenizer, metadata

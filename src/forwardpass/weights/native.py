@@ -21,19 +21,12 @@ from ..kernels.abi import BLOCK, GROUP, Linear
 from ..models import Stored
 from ..quant.packed import Packed, Tiles, group_span, pack
 from ..rope import RopeTable
-from ..tokenizer import Tokenizer
 from . import return_freed_memory
 from .formats import FLOATS, FORMATS, native, repack
-from .gguf_config import BAND_WEIGHTS, gguf_config, gguf_family, open_gguf, recommended
+from .gguf_config import BAND_WEIGHTS, gguf_config, gguf_family, open_gguf, rotary_order, tokenizer_and_metadata
 from .progress import track
 
 FLOAT_KINDS = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}  # bfloat16 kept as its bits
-
-
-def rotary_order(rows: int, n_heads: int) -> np.ndarray:
-    """llama.cpp interleaves each head's rotary pairs (0,1),(2,3)…: the row order that puts them back into halves
-    (i, i + head_dim/2)."""
-    return np.arange(rows).reshape(n_heads, rows // n_heads // 2, 2).transpose(0, 2, 1).reshape(rows)
 
 
 def widened(q: np.ndarray) -> np.ndarray:
@@ -158,12 +151,8 @@ def read_native(path: Path, ctx_size: int | None = None, progress: bool = False)
                      if n in file.by_name and file.info(n).kind not in native() and file.info(n).kind not in FLOATS})
     if unread:  # said before a byte is repacked, so that the PyTorch loader does not follow a half-read file
         raise NotNative(f"the kernels do not repack {', '.join(unread)} blocks")
-    tok_fields = {k: v for k, v in reader.fields.items() if k.startswith("tokenizer.")}
-    tokenizer = Tokenizer.from_gguf_fields(tok_fields, family.chat_template) if "tokenizer.ggml.tokens" in tok_fields \
-        else None
-    metadata = {"format": "gguf", "tensor_types": sorted({t.kind.name for t in reader.tensors}),
-                "sampling": recommended(reader.fields), "storage": "stored"}
-    reader.fields = reader.types = {}  # the metadata is read: only the tensors are left
+    tokenizer, metadata = tokenizer_and_metadata(reader, family)
+    metadata["storage"] = "stored"
     model = build(config, stored, file, progress)
     return_freed_memory()
     return model, tokenizer, metadata, trained
