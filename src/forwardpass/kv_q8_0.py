@@ -17,20 +17,29 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from .errors import ForwardpassError
 from .kernels.abi import BLOCK, KV_BLOCK_BYTES
 
 if TYPE_CHECKING:
     import torch
 
-KV_ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}  # a float KV format's bytes per number
+# each KV format → the numpy dtype a CPU pool holds it in (bfloat16 as its bits: numpy has no such type; q8_0's rows
+# as bytes)
+NUMPY_KV = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16, "q8_0": np.int8}
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    """A KV format's PyTorch dtype (q8_0: int8, its rows as bytes)."""
+    import torch
+
+    return torch.int8 if name == "q8_0" else getattr(torch, name)
 
 
 def __getattr__(name: str):
-    if name == "Q8_0":  # a KV pool's PyTorch dtype when it holds q8_0 blocks (its rows are bytes)
-        import torch
-
-        return torch.int8
+    if name == "Q8_0":  # a KV pool's PyTorch dtype when it holds q8_0 blocks
+        return torch_dtype("q8_0")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -46,10 +55,11 @@ def kv_name(dtype) -> str:
 def row_bytes(head_dim: int, dtype) -> int:
     """Bytes of one key (or value) row of one head in a pool of `dtype` pairs (a format's name or a PyTorch dtype)."""
     name = kv_name(dtype)
+    if name not in NUMPY_KV:
+        floats = ", ".join(n for n in NUMPY_KV if n != "q8_0")
+        raise ForwardpassError(f"unknown KV cache format {name!r}; choose from {floats} or q8_0")
     if name != "q8_0":
-        if name not in KV_ITEMSIZE:
-            raise ForwardpassError(f"unknown KV cache format {name!r}; choose from {', '.join(KV_ITEMSIZE)} or q8_0")
-        return head_dim * KV_ITEMSIZE[name]
+        return head_dim * np.dtype(NUMPY_KV[name]).itemsize
     if head_dim % BLOCK:
         raise ForwardpassError(f"q8_0 KV pairs are blocks of {BLOCK} numbers, and this model's head_dim is {head_dim} "
                                f"(not a multiple of {BLOCK}): choose --kv-cache-dtype float16 or float32")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from . import kernels
 from .config import KV_CACHE_DTYPES, STORAGE_MODES, ModelConfig
 from .errors import ContextLengthError, ForwardpassError, ModelFileError
-from .kv_q8_0 import row_bytes
+from .kv_q8_0 import row_bytes, torch_dtype
 from .packaged import default_model_path, resolve_model
 from .tokenizer import Tokenizer
 from .weights import Checkpoint, is_blocks, read_checkpoint, resolve, return_freed_memory
@@ -176,10 +176,7 @@ class LoadedModel:
 
     def kv_dtype(self) -> torch.dtype:
         """kv_format as a PyTorch dtype (q8_0: kv_q8_0.Q8_0)."""
-        import torch
-
-        name = self.kv_format()
-        return torch.int8 if name == "q8_0" else getattr(torch, name)
+        return torch_dtype(self.kv_format())
 
     def encode(self, text: str) -> list[int]:
         if self.tokenizer is None:

@@ -13,14 +13,10 @@ import numpy as np
 
 from ..config import ModelConfig
 from ..errors import ContextLengthError, InvariantError
-from ..kv_q8_0 import dequantize, kv_name, quantize, row_bytes
+from ..kv_q8_0 import NUMPY_KV, dequantize, kv_name, quantize, row_bytes, torch_dtype
 
 if TYPE_CHECKING:
     import torch
-
-# a KV format → how a CPU pool holds it in numpy (bfloat16 as its bits: numpy has no such type)
-NUMPY_KV = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16, "q8_0": np.int8}
-
 
 def zeroed(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """Zeros that take memory only as they are written: a private anonymous mapping, which reads as the system's zero
@@ -62,7 +58,7 @@ class BlockPool:
             else:
                 import torch
 
-                dtype = {"q8_0": torch.int8}.get(self.format) or getattr(torch, self.format)
+                dtype = torch_dtype(self.format)
                 self._tensors = tuple(torch.zeros(shape, dtype=dtype, device=device) for _ in range(2))
         except (OSError, MemoryError, RuntimeError) as e:  # the system's refusal (CUDA's is a RuntimeError)
             gib = num_blocks * self.block_bytes(config, block_size, self.format) / 2**30
