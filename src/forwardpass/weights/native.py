@@ -3,8 +3,8 @@ layer's bands repacked by the kernels (kernels/repack.c) into numpy memory the l
 norms, biases and a float embedding table as float32 arrays; the RoPE tables from rope.py. The PyTorch loader
 (pipeline.build_model) packs the same tiles through the same `pack`, so both describe a model the same bits.
 
-`read_native` returns None, with the reason, where this path does not apply (a family or switch the native step does
-not run, a block format the kernels do not repack): the caller then builds the PyTorch model."""
+`read_native` raises NotNative, with the reason, where this path does not apply (a family or switch the native step
+does not run, a block format the kernels do not repack): the caller then builds the PyTorch model."""
 
 from __future__ import annotations
 
@@ -26,7 +26,13 @@ from .formats import FLOATS, FORMATS, native, repack
 from .gguf_config import BAND_WEIGHTS, gguf_config, gguf_family, open_gguf, rotary_order, tokenizer_and_metadata
 from .progress import track
 
+QK_NORMS = ("attn.q_norm", "attn.k_norm")
 FLOAT_KINDS = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}  # bfloat16 kept as its bits
+
+
+def bf16_floats(bits: np.ndarray) -> np.ndarray:
+    """bfloat16 values held as their 16 bits (uint16) → float32, exactly (the top half of each float32)."""
+    return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
 def widened(q: np.ndarray) -> np.ndarray:
@@ -60,7 +66,7 @@ class _File:
                 raise NotNative(f"{name} is {t.kind.name}, read here only as a float tensor")
             data = np.asarray(t.data)
             if FLOATS[t.kind] == "bfloat16":
-                data = (np.ascontiguousarray(data).view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+                data = bf16_floats(np.ascontiguousarray(data).view(np.uint16))
             a = np.array(data, dtype=np.float32).reshape(t.shape)
             parts.append(a if heads is None else a[rotary_order(a.shape[0], heads)])
             self.reader.release(t)
@@ -83,9 +89,8 @@ class _File:
                 out.append(a if h is None else a[rotary_order(a.shape[0], h)])
                 self.reader.release(t)
             return out[0] if len(out) == 1 else np.concatenate(out)
-        unread = [t.kind.name for t in parts if t.kind not in native()]
-        if unread:
-            raise NotNative(f"the kernels do not repack {', '.join(sorted(set(unread)))} blocks ({s.names[0]})")
+        if any(t.kind in FLOATS for t in parts):  # (read_native saw every block format the kernels repack)
+            raise NotNative(f"{', '.join(s.names)} mix float and block formats")
         cols = parts[0].shape[-1]
         if any(len(t.shape) != 2 or t.shape[-1] != cols for t in parts) or any(
                 t.shape[0] % GROUP for t in parts[:-1]):
@@ -208,16 +213,13 @@ def build(c: ModelConfig, stored: dict[str, Stored], file: _File, progress: bool
         p = f"blocks.{i}."
         linears = [linear(get(p + m + ".weight", True), get(p + m + ".bias"))
                    for m in ("attn.qkv", "attn.out", "ffn.gate_up", "ffn.down")]
-        norms = [get(p + n + ".weight") for n in ("attn_norm", "ffn_norm", "attn.q_norm", "attn.k_norm",
-                                                    "attn_post_norm", "ffn_post_norm")]
-        if not c.qk_norm:
-            norms[2:4] = [None, None]
+        norms = [None if n in QK_NORMS and not c.qk_norm else get(p + n + ".weight")  # QK-norms read where used
+                 for n in ("attn_norm", "ffn_norm", *QK_NORMS, "attn_post_norm", "ffn_post_norm")]
         layers.append(layer(c, i, norms, linears, c.window(i) is not None and c.local_rope_theta is not None))
     table = get("tok_embeddings.weight", True)  # blocks: looked up from the tiles, which a tied head shares
     head = table if c.tied_embeddings else get("lm_head.weight", True)  # a float head keeps the file's width
     if isinstance(table, np.ndarray) and table.dtype != np.float32:  # a float table is looked up in float32
-        table = (table.astype(np.uint32) << 16).view(np.float32) if table.dtype == np.uint16 else \
-            table.astype(np.float32)
+        table = bf16_floats(table) if table.dtype == np.uint16 else table.astype(np.float32)
         held.append(table)
     factors = get("rope.freq_factors")
     rope = RopeTable(c, factors)
