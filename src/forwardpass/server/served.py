@@ -142,9 +142,7 @@ class Served:
 
 
 def tensor_bytes(model) -> int:
-    """The bytes a loaded model's tensors hold, each storage once (a tied table, a view, counted once)."""
-    if not hasattr(model, "forward"):  # a NativeModel
-        return model.nbytes()
+    """The bytes a PyTorch model's tensors hold, each storage once (a tied table, a view, counted once)."""
     from ..quant.layers import QuantizedLinear
     tensors = [*model.parameters(), *model.buffers()]
     for m in model.modules():
@@ -163,7 +161,8 @@ def opener(config: ServerConfig, load_options: dict, engine_config, flags: dict)
         fp = load(spec.typed, **load_options, progress=progress)
         engine = Engine(fp, engine_config, wake)
         served = Served(engine, config, spec.id, server_sampling(flags, fp.metadata.get("sampling", {})))
-        served.weight_bytes, served.kv_bytes = tensor_bytes(fp.model), engine_config.kv_cache_bytes
+        served.weight_bytes = fp.model.nbytes() if fp.native else tensor_bytes(fp.model)
+        served.kv_bytes = engine_config.kv_cache_bytes
         return served
     return open_model
 
