@@ -75,7 +75,7 @@ def xgrammar_masks(tokenizer, vocab_size: int, ids: list[int]) -> dict:
     except ImportError:
         return {"library": "xgrammar", "skipped": "not installed"}
     start = time.perf_counter()
-    info = xgrammar.TokenizerInfo.from_huggingface(PreTrainedTokenizerFast(tokenizer_object=tokenizer.backend),
+    info = xgrammar.TokenizerInfo.from_huggingface(PreTrainedTokenizerFast(tokenizer_object=tokenizer.backend.hf),
                                                    vocab_size=vocab_size, stop_token_ids=tokenizer.eos_ids)
     compiler = xgrammar.GrammarCompiler(info)
     built = time.perf_counter() - start

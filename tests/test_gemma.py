@@ -77,6 +77,15 @@ def test_the_tokenizer_is_sentencepieces(gemma, sentencepiece_reference):
         assert gemma.tokenizer.decode(ids[1:]) == text
 
 
+def test_a_written_space_mark_is_a_space_as_sentencepiece_reads_it(gemma, sentencepiece_reference):
+    """"▁" written in a text beside spaces is one of them (its user-defined runs of spaces take it in), and reads back
+    as a space: sentencepiece's ids and text."""
+    for text in ("  ▁ 🙂,", "\t  ▁.,_é-.", "a▁▁b"):
+        ids = gemma.tokenizer.encode_text(text)
+        assert ids == sentencepiece_reference.encode(text)
+        assert gemma.tokenizer.decode(ids) == sentencepiece_reference.decode(ids) == text.replace("▁", " ")
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.text(st.characters(blacklist_categories=["Cs"]), max_size=40))
 def test_any_text_tokenizes_as_sentencepiece_does_and_round_trips(gemma, sentencepiece_reference, text):
@@ -248,3 +257,27 @@ def test_chat_text_is_never_a_control_token(gemma_path):
         assert tok.decode(ids) == rendered
         if evil not in system + user:
             assert ids == tok.encode(rendered)
+
+
+def test_structured_output_on_a_sentencepiece_vocabulary(gemma):
+    """llguidance reads Gemma's vocabulary through our SentencePiece tokenizer: for `[0-9]+` exactly the tokens whose
+    bytes are digits are allowed (its byte pieces among them, as bytes), and a sampled JSON reply validates."""
+    import json
+    import re
+
+    import jsonschema
+
+    from forwardpass.constraints import Constraint, Grammars
+
+    tok, size = gemma.tokenizer, gemma.config.vocab_size
+    allowed = Grammars(tok, size).compile(Constraint("regex", "[0-9]+")).matcher().allowed()
+    digits = {i for i in range(size) if i not in tok.special_ids and re.fullmatch(rb"[0-9]+", tok.token_bytes(i))}
+    assert set(np.flatnonzero(allowed).tolist()) == digits and tok.backend.token_to_id("<0x37>") in digits
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 12},
+                                               "age": {"type": "integer", "minimum": 0, "maximum": 120}},
+              "required": ["name", "age"], "additionalProperties": False}
+    prompt = tok.apply_chat_template([{"role": "user", "content": "Describe a person as JSON."}])
+    r = generate(gemma, prompt, SamplingParams(temperature=1.0, seed=0, max_tokens=60,
+                                               constraint=Constraint("json_schema", schema)))
+    assert r.stop_reason != "length", r.text
+    jsonschema.validate(json.loads(r.text), schema)

@@ -177,7 +177,8 @@ def guidance_tokenizer(tokenizer: Tokenizer, vocab_size: int):
     key = (vocab_size, tuple(tokenizer.eos_ids))
     cached = _TOKENIZERS.get(tokenizer)
     if cached is None or cached[0] != key:
-        built = llguidance.LLTokenizer(tokenizer.backend.to_str(), n_vocab=vocab_size, eos_token=tokenizer.eos_ids)
+        built = llguidance.LLTokenizer(tokenizer.backend.guidance(tokenizer.eos_ids), n_vocab=vocab_size,
+                                       eos_token=tokenizer.eos_ids)
         cached = (key, built)
         _TOKENIZERS[tokenizer] = cached
     return cached[1]

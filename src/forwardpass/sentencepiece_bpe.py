@@ -1,86 +1,249 @@
-"""SentencePiece BPE written as Hugging Face `tokenizers` BPE: a file's pieces, scores and types become a vocabulary,
-merges ranked by the score of the piece each makes (kept in the cache), byte fallback, and the "▁" that stands for a
-space."""
+"""SentencePiece BPE (Gemma, Llama 2, Mistral, Phi-3), encoded as SentencePiece's own BPE model does, from a file's
+pieces, scores and types alone:
+
+1. spaces become "▁" ("▁" also put before the text where the file asks for a dummy prefix);
+2. every character is a symbol; of the adjacent pairs whose join is a piece, the one whose piece scores highest is
+   joined (the leftmost among equal scores), until no join is a piece;
+3. each symbol is its piece's id; one that is no piece falls back to its UTF-8 bytes, as the byte pieces <0x00>…<0xFF>
+   (or the unknown piece, where the vocabulary has no byte pieces). An "unused" piece that was joined is split back
+   into the two it was joined from.
+
+Control pieces (<start_of_turn>) written in a text are matched whole where asked, user-defined ones (space and
+newline runs, tags) always, before any of that. Built in milliseconds: no merge table, only the vocabulary as a dict.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import os
-from pathlib import Path
+import heapq
+import re
+from string import hexdigits
 
 import numpy as np
-from tokenizers import AddedToken, decoders, models, normalizers
-from tokenizers import Tokenizer as Backend
+
+from .errors import TokenizerError
+
+NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6  # GGUF's token types, SentencePiece's order
 
 
-def sentencepiece_backend(tokens: list[str], scores: list[float], types: list[int], unk: int | None,
-                          prefix: bool) -> Backend:
-    """The backend: the pieces as its vocabulary, their ranked merges, byte tokens (<0x41>) for what no piece covers,
-    spaces as "▁" (one put before the text where `prefix`), control pieces special, user-defined ones whole."""
-    vocab = {t: i for i, t in enumerate(tokens)}
-    backend = Backend(models.BPE(vocab, _ranked_merges(tokens, scores, types, vocab),
-                                 unk_token=tokens[unk] if unk is not None else None, fuse_unk=True,
-                                 byte_fallback=True))
-    backend.normalizer = normalizers.Sequence(([normalizers.Prepend("▁")] if prefix else [])
-                                              + [normalizers.Replace(" ", "▁")])
-    backend.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]
-                                        + ([decoders.Strip(" ", 1, 0)] if prefix else []))
-    # control tokens (3) are special; user-defined ones (4: newline runs, tags) are matched whole, as text
-    backend.add_special_tokens([AddedToken(tokens[i], special=True, normalized=False)
-                                for i, t in enumerate(types) if t == 3])
-    backend.add_tokens([AddedToken(tokens[i], special=False, normalized=False)
-                        for i, t in enumerate(types) if t == 4])
-    return backend
+class SentencePieceBPE:
+    """A SentencePiece vocabulary, asked what a Tokenizer asks of its backend."""
+
+    def __init__(self, tokens: list[str], scores: list[float], types: list[int], unk: int | None, prefix: bool):
+        self.tokens, self.scores, self.unk, self.prefix = tokens, scores, unk, prefix
+        self.vocab_size = n = len(tokens)
+        kinds = np.asarray(types, dtype=np.int64)
+        reserved = np.flatnonzero((kinds == UNKNOWN) | (kinds == CONTROL) | (kinds == BYTE)).tolist()
+        # the pieces a join may make (SentencePiece's pieces_): every other piece, the first of equal ones kept
+        pieces = dict(zip(tokens, range(n), strict=True))
+        if len(pieces) == n:
+            for i in reserved:
+                del pieces[tokens[i]]
+        else:
+            pieces = {}
+            for i in np.flatnonzero(~np.isin(kinds, (UNKNOWN, CONTROL, BYTE))).tolist():
+                pieces.setdefault(tokens[i], i)
+        self._pieces = pieces
+        self._reserved: dict[str, int] = {}  # control, unknown and byte pieces: looked up first, never joined into
+        for i in reserved:
+            self._reserved.setdefault(tokens[i], i)
+        self._unused = frozenset(np.flatnonzero(kinds == UNUSED).tolist())
+        self._bytes = [self.token_to_id(f"<0x{b:02X}>") for b in range(256)]
+        control = np.flatnonzero(kinds == CONTROL).tolist()
+        self.special_ids = frozenset(control)
+        self.missing_bytes: frozenset[int] = frozenset()  # byte fallback covers every byte
+        # user-defined pieces are matched in the text with its spaces as "▁", as SentencePiece matches them
+        user = np.flatnonzero(kinds == USER_DEFINED).tolist()
+        self._user = _Matcher([(tokens[i].replace(" ", "▁"), i) for i in user])
+        self._control = _Matcher([(tokens[i], i) for i in control])
+
+    def token_to_id(self, piece: str) -> int | None:
+        """SentencePiece's PieceToId: a control, unknown or byte piece first, then the others."""
+        found = self._reserved.get(piece)
+        return self._pieces.get(piece) if found is None else found
+
+    def id_to_token(self, token_id: int) -> str | None:
+        return self.tokens[token_id] if 0 <= token_id < self.vocab_size else None
+
+    def encode(self, text: str, specials: bool) -> list[int]:
+        """`text`'s ids; `specials`: control pieces written in it are matched whole, and each stretch of text between
+        them is encoded alone (with its own dummy prefix, as llama.cpp gives it)."""
+        ids: list[int] = []
+        start = 0
+        if specials:
+            for at, end, token_id in self._control.find(text):
+                if at > start:
+                    ids += self._stretch(text[start:at])
+                ids.append(token_id)
+                start = end
+        if start < len(text):
+            ids += self._stretch(text[start:])
+        return ids
+
+    def _stretch(self, text: str) -> list[int]:
+        """Text with no control piece in it: spaces as "▁" and the dummy prefix put first (step 1), user-defined pieces
+        matched whole, and what lies between them joined."""
+        text = ("▁" if self.prefix else "") + text.replace(" ", "▁")
+        ids: list[int] = []
+        start = 0
+        for at, end, token_id in self._user.find(text):
+            if at > start:
+                ids += self._joined(text[start:at])
+            ids.append(token_id)
+            start = end
+        if start < len(text):
+            ids += self._joined(text[start:])
+        return ids
+
+    def _joined(self, text: str) -> list[int]:
+        """Steps 2 and 3 of the module's docstring on normalized text. Symbol i starts at character i (a joined symbol
+        keeps its left one's start): end[i] is where it ends, 0 once it has been joined into the symbol before it."""
+        n = len(text)
+        end, prev, after = list(range(1, n + 1)), list(range(-1, n - 1)), list(range(1, n + 1))
+        after[-1] = -1
+        pieces, scores, unused = self._pieces, self.scores, self._unused
+        agenda: list[tuple[float, int, int, int]] = []  # (-score, left, right, characters): best first, then leftmost
+        split: dict[str, tuple[str, str]] = {}  # an unused piece → the two it was last proposed from
+
+        def propose(left: int, right: int) -> None:
+            if left < 0 or right < 0:
+                return
+            joined = text[left:end[right]]
+            found = pieces.get(joined)
+            if found is not None:
+                heapq.heappush(agenda, (-scores[found], left, right, len(joined)))
+                if found in unused:
+                    split[joined] = (text[left:right], text[right:end[right]])
+
+        for i in range(n - 1):
+            propose(i, i + 1)
+        while agenda:
+            _, left, right, size = heapq.heappop(agenda)
+            if not end[left] or not end[right] or end[right] - left != size or end[left] != right:
+                continue  # one side was joined to another since
+            end[left], end[right] = end[right], 0
+            after[left] = after[right]
+            if after[right] >= 0:
+                prev[after[right]] = left
+            propose(prev[left], left)
+            propose(left, after[left])
+
+        ids: list[int] = []
+        i = 0
+        while i >= 0:
+            self._resegment(text[i:end[i]], split, ids)
+            i = after[i]
+        return ids
+
+    def _resegment(self, piece: str, split: dict[str, tuple[str, str]], ids: list[int]) -> None:
+        found = self.token_to_id(piece)
+        if found is not None and found in self._unused and piece in split:
+            for half in split[piece]:
+                self._resegment(half, split, ids)
+        elif found is not None and found != self.unk:
+            ids.append(found)
+        else:
+            fallback = [self._bytes[b] for b in _utf8(piece)]
+            if None not in fallback:
+                ids += fallback
+            elif self.unk is None:
+                raise TokenizerError(f"the text holds {piece!r}, which this model's vocabulary cannot represent (it "
+                                     f"has no piece, no byte pieces and no unknown piece for it)")
+            elif not ids or ids[-1] != self.unk:  # a run of unknown characters is one unknown piece
+                ids.append(self.unk)
+
+    def decode(self, ids: list[int]) -> str:
+        """The text of `ids`: "▁" read as a space, a run of byte pieces as the UTF-8 text of its bytes (one U+FFFD
+        per byte where they are not UTF-8), and the dummy prefix's space dropped again."""
+        out, run = [], bytearray()
+        for token_id in ids:
+            piece = self.tokens[token_id]
+            byte = _byte(piece)
+            if byte is not None:
+                run.append(byte)
+                continue
+            if run:
+                out.append(_text(run))
+                run.clear()
+            out.append(piece.replace("▁", " "))
+        if run:
+            out.append(_text(run))
+        text = "".join(out)
+        return text[1:] if self.prefix and text.startswith(" ") else text
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes a token stands for: a byte piece's one byte, a piece's text with "▁" as a space."""
+        piece = self.tokens[token_id]
+        byte = _byte(piece)
+        return bytes([byte]) if byte is not None else piece.replace("▁", " ").encode()
+
+    def guidance(self, eos_ids: list[int]):
+        """What llguidance builds its view of the vocabulary from: each token's bytes (control pieces, and
+        user-defined ones written as tags, marked special by a leading 0xFF, as llguidance reads llama.cpp's), the
+        end token, and this tokenizer for text."""
+        import llguidance
+
+        return llguidance.TokenizerWrapper(_GuidanceView(self, eos_ids[0]))
 
 
-def _ranked_merges(tokens: list[str], scores: list[float], types: list[int],
-                   vocab: dict[str, int]) -> list[tuple[str, str]]:
-    """_sentencepiece_merges, kept in the cache as id pairs under a digest of the pieces, their scores and types
-    and this module's source, and read from there after: ranking a 262,144-piece vocabulary's merges takes ~2 s,
-    reading them back milliseconds. A cache that cannot be read is ranked again; one that cannot be written is
-    skipped."""
-    from .packaged import cache_dir
+class _GuidanceView:
+    """The attributes and call llguidance's TokenizerWrapper reads (without an end token it adds one of its own)."""
 
-    digest = hashlib.sha256(Path(__file__).read_bytes())
-    digest.update("\0".join(tokens).encode("utf-8", "surrogatepass"))
-    digest.update(np.asarray(scores, np.float32).tobytes() + np.asarray(types, np.int64).tobytes())
-    path = cache_dir() / "tokenizers" / f"merges-{digest.hexdigest()[:24]}.npy"
-    pairs = None
+    def __init__(self, spm: SentencePieceBPE, eos_id: int):
+        self.spm = spm
+        self.eos_token_id, self.bos_token_id = eos_id, None
+        self.special_token_ids = sorted(spm.special_ids)
+        tags = {i for _, i in spm._user.words if spm.tokens[i].startswith("<") and spm.tokens[i].endswith(">")}
+        self.tokens = [b"\xff" + t.encode() if i in spm.special_ids or i in tags else spm.token_bytes(i)
+                       for i, t in enumerate(spm.tokens)]
+
+    def __call__(self, text: bytes | str) -> list[int]:
+        return self.spm.encode(text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text, False)
+
+
+class _Matcher:
+    """Finds words (pieces matched whole) in a text, leftmost first and the longest there."""
+
+    def __init__(self, words: list[tuple[str, int]]):
+        self.words = words
+        self.by_first: dict[str, list[tuple[str, int]]] = {}
+        for word, token_id in sorted(words, key=lambda w: -len(w[0])):
+            if word:
+                self.by_first.setdefault(word[0], []).append((word, token_id))
+        self.first = re.compile("[" + "".join(map(re.escape, self.by_first)) + "]") if self.by_first else None
+
+    def find(self, text: str):
+        """(start, end, id) of each word found, in order, none overlapping."""
+        if self.first is None:
+            return
+        at = 0
+        while (m := self.first.search(text, at)) is not None:
+            i = m.start()
+            for word, token_id in self.by_first[text[i]]:
+                if text.startswith(word, i):
+                    yield i, i + len(word), token_id
+                    at = i + len(word)
+                    break
+            else:
+                at = i + 1
+
+
+def _utf8(piece: str) -> bytes:
     try:
-        pairs = np.load(path, allow_pickle=False)
-        if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.dtype != np.int32 or (
-                len(pairs) and not 0 <= int(pairs.min()) <= int(pairs.max()) < len(tokens)):
-            pairs = None
-    except (OSError, ValueError):
-        pass
-    if pairs is None:
-        pairs = np.asarray(_sentencepiece_merges(tokens, scores, types, vocab), np.int32).reshape(-1, 2)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npy")
-            np.save(tmp, pairs)
-            tmp.replace(path)
-        except OSError:
-            pass
-    pieces = np.array(tokens, dtype=object)
-    return list(zip(pieces[pairs[:, 0]].tolist(), pieces[pairs[:, 1]].tolist(), strict=True))
+        return piece.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TokenizerError(f"the text holds {piece!r}, a lone surrogate, which is not text") from None
 
 
-def _sentencepiece_merges(tokens: list[str], scores: list[float], types: list[int],
-                          vocab: dict[str, int]) -> list[tuple[int, int]]:
-    """Every (left, right) split of a normal piece into two pieces, as ids, ranked by the joined piece's score
-    (highest first), then by the halves' ids: BPE applying them in that order makes SentencePiece's choices."""
-    found = []
-    get = vocab.get
-    for i, piece in enumerate(tokens):
-        if types[i] != 1 or len(piece) < 2:
-            continue
-        rank = -scores[i]
-        for cut in range(1, len(piece)):
-            left = get(piece[:cut])
-            if left is not None:
-                right = get(piece[cut:])
-                if right is not None:
-                    found.append((rank, left, right))
-    found.sort()
-    return [(left, right) for _, left, right in found]
+def _byte(piece: str) -> int | None:
+    """The byte a byte piece (<0x41>) stands for; None for any other piece."""
+    if len(piece) == 6 and piece.startswith("<0x") and piece[5] == ">" and piece[3] in hexdigits \
+            and piece[4] in hexdigits:
+        return int(piece[3:5], 16)
+    return None
+
+
+def _text(run: bytearray) -> str:
+    try:
+        return run.decode("utf-8")
+    except UnicodeDecodeError:
+        return "\ufffd" * len(run)

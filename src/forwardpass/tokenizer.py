@@ -1,60 +1,39 @@
-"""Tokenize (stage 1 of the pipeline): byte-level BPE via Hugging Face `tokenizers`, built from the
-model file's own vocabulary and merges, plus special tokens and the chat template. What it is built from is read by
-tokenizer_sources.py; the chat template is rendered by chat_template.py."""
+"""Tokenize (stage 1 of the pipeline): text ↔ token ids, built from the model file's own vocabulary — byte-level BPE
+through Hugging Face `tokenizers` (hf_tokenizer.py), SentencePiece BPE by our own encoder (sentencepiece_bpe.py) —
+plus special tokens and the chat template. What it is built from is read by tokenizer_sources.py; the chat template is
+rendered by chat_template.py.
+
+A backend answers: encode(text, specials) → ids, decode(ids) → text, token_to_id, id_to_token, token_bytes, and
+vocab_size, special_ids, missing_bytes (bytes it has no token for), guidance() (llguidance's view of it)."""
 
 from __future__ import annotations
 
 import functools
 import re
 import secrets
-import threading
 from pathlib import Path
-
-from tokenizers import Tokenizer as Backend
 
 from .chat_template import marked, render_chat
 from .errors import TokenIdError, TokenizerError, UnsupportedModelError
+from .hf_tokenizer import HFBackend
+from .sentencepiece_bpe import SentencePieceBPE
 from .tokenizer_sources import TokenizerParts, directory_parts, gguf_parts
-
-
-def _byte_level_alphabet() -> dict[str, int]:
-    """GPT-2's byte-level alphabet: each byte 0-255 is written as one printable character."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), 256))
-    chars, extra = {}, 0
-    for b in range(256):
-        if b in printable:
-            chars[chr(b)] = b
-        else:
-            chars[chr(256 + extra)] = b
-            extra += 1
-    return chars
-
-
-_UNICODE_TO_BYTE = _byte_level_alphabet()
 
 
 class Tokenizer:
     """Text ↔ token ids for one model; special tokens written in a prompt are matched whole, those written in a
     chat message are its text (encode_chat)."""
 
-    def __init__(self, backend: Backend, eos_ids: list[int], chat_template: str | None = None,
+    def __init__(self, backend: HFBackend | SentencePieceBPE, eos_ids: list[int], chat_template: str | None = None,
                  bos_token: str = "", eos_token: str = "", bos_id: int | None = None):
         self.backend = backend
         self.bos_id = bos_id  # prepended to a text that does not already begin with it (SentencePiece models)
         self.eos_ids = sorted(set(eos_ids))
         self.chat_template = chat_template
         self.bos_token, self.eos_token = bos_token, eos_token
-        # bytes a byte-level vocabulary has no token for: BPE would drop them without a word (asked piece by piece:
-        # the whole vocabulary, as a dict, takes a quarter of a second to make for 262,144 tokens)
-        absent = [] if getattr(backend.model, "byte_fallback", False) else [
-            b for ch, b in _UNICODE_TO_BYTE.items() if backend.model.token_to_id(ch) is None]
-        self.missing_bytes = frozenset(absent) if len(absent) < 128 else frozenset()  # else not byte-level
-        # asked of the backend once: each ask costs ~1 ms on a 262,144-token vocabulary, and streaming checks ids
-        # every token
-        self.vocab_size: int = backend.get_vocab_size(with_added_tokens=True)
-        self.special_ids: frozenset[int] = frozenset(
-            i for i, t in backend.get_added_tokens_decoder().items() if t.special)
-        self._matching = threading.Lock()  # held while the backend's special-token matching is switched off
+        self.missing_bytes: frozenset[int] = backend.missing_bytes
+        self.vocab_size: int = backend.vocab_size
+        self.special_ids: frozenset[int] = backend.special_ids
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text`, special tokens written in it (`<|im_start|>`) matched whole: a raw prompt may
@@ -99,12 +78,7 @@ class Tokenizer:
             byte = min(self.missing_bytes & set(bad.encode()))
             raise TokenizerError(f"the text holds {bad!r} (U+{ord(bad):04X}), which this model's vocabulary "
                                  f"cannot represent (it has no token for byte 0x{byte:02x})")
-        with self._matching:
-            self.backend.encode_special_tokens = not specials  # True: special tokens are encoded as their text
-            try:
-                return self.backend.encode(text, add_special_tokens=False).ids
-            finally:
-                self.backend.encode_special_tokens = False
+        return self.backend.encode(text, specials)
 
     def _with_bos(self, ids: list[int]) -> list[int]:
         return [self.bos_id, *ids] if self.bos_id is not None and ids[:1] != [self.bos_id] else ids
@@ -117,7 +91,7 @@ class Tokenizer:
 
     def decode(self, ids: list[int]) -> str:
         self.check_ids(ids)
-        return self.backend.decode(list(ids), skip_special_tokens=False)
+        return self.backend.decode(list(ids))
 
     def piece(self, token_id: int) -> str:
         """One token as text, e.g. ' cat'. A piece holding only part of a UTF-8 character (byte-level BPE splits 猫
@@ -127,12 +101,9 @@ class Tokenizer:
 
     def token_bytes(self, token_id: int) -> bytes:
         """The raw bytes a token stands for (a byte-level piece may be part of a UTF-8 character)."""
-        token = self.backend.id_to_token(token_id)
-        if token is None:
+        if not 0 <= token_id < self.vocab_size:
             raise TokenIdError(f"token id {token_id} is outside the vocabulary [0, {self.vocab_size})")
-        if all(ch in _UNICODE_TO_BYTE for ch in token) and token_id not in self.special_ids:
-            return bytes(_UNICODE_TO_BYTE[ch] for ch in token)
-        return token.encode()
+        return self.backend.token_bytes(token_id)
 
     def check_ids(self, ids: list[int]) -> None:
         size = self.vocab_size

@@ -11,7 +11,8 @@ from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tok
 from tokenizers import Tokenizer as Backend
 
 from .errors import ModelFileError, UnsupportedModelError
-from .sentencepiece_bpe import sentencepiece_backend
+from .hf_tokenizer import HFBackend
+from .sentencepiece_bpe import SentencePieceBPE
 
 # GPT-2's split, which the byte-level pre-tokenizer applies when use_regex=True
 _LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
@@ -39,7 +40,7 @@ _END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", 
 class TokenizerParts:
     """A Tokenizer's arguments, as Tokenizer.__init__ takes them."""
 
-    backend: Backend
+    backend: HFBackend | SentencePieceBPE
     eos_ids: list[int]
     chat_template: str | None = None
     bos_token: str = ""
@@ -82,23 +83,24 @@ def _byte_level_bpe(fields: dict) -> TokenizerParts:
     if "tokenizer.ggml.eos_token_id" in fields and not eos:
         eos = [fields["tokenizer.ggml.eos_token_id"]]
     bos_id = fields.get("tokenizer.ggml.bos_token_id")
-    return TokenizerParts(backend, eos, fields.get("tokenizer.chat_template"),
+    return TokenizerParts(HFBackend(backend), eos, fields.get("tokenizer.chat_template"),
                           bos_token=tokens[bos_id] if bos_id is not None else "",
                           eos_token=tokens[eos[0]] if eos else "")
 
 
 def _sentencepiece(fields: dict, chat_template: str | None) -> TokenizerParts:
-    """SentencePiece BPE from the file's pieces and scores: spaces become "▁", adjacent pieces merge while
-    their join is a piece (the highest-scoring join first), and what no piece covers falls back to byte tokens
-    (<0x41>). Written as `tokenizers` BPE, with merges ranked by the score of the piece they make."""
+    """SentencePiece BPE from the file's pieces, scores and types (sentencepiece_bpe.py)."""
     tokens: list[str] = fields["tokenizer.ggml.tokens"]
     scores: list[float] = fields.get("tokenizer.ggml.scores") or [0.0] * len(tokens)
     types: list[int] = fields.get("tokenizer.ggml.token_type") or [1] * len(tokens)
     unk = fields.get("tokenizer.ggml.unknown_token_id")
     prefix = fields.get("tokenizer.ggml.add_space_prefix", True)
-    backend = sentencepiece_backend(tokens, scores, types, unk, prefix)
+    if not len(scores) == len(types) == len(tokens):
+        raise ModelFileError(f"the file's tokenizer has {len(tokens)} pieces, {len(scores)} scores and {len(types)} "
+                             f"types: one of each per piece is needed")
+    backend = SentencePieceBPE(tokens, scores, types, unk, prefix)
     eos_id = fields.get("tokenizer.ggml.eos_token_id")
-    eos = [i for i, t in enumerate(tokens) if t in _END_OF_TURN and types[i] == 3] or \
+    eos = sorted(i for t in _END_OF_TURN if (i := backend.token_to_id(t)) is not None and types[i] == 3) or \
         ([eos_id] if eos_id is not None else [])
     bos_id = fields.get("tokenizer.ggml.bos_token_id")
     add_bos = bool(fields.get("tokenizer.ggml.add_bos_token", False)) and bos_id is not None
@@ -120,7 +122,8 @@ def directory_parts(directory: Path) -> TokenizerParts | None:
     config = json.loads(config_path.read_text()) if config_path.exists() else {}
     vocab = backend.get_vocab(with_added_tokens=True)
     eos = [vocab[t] for t in _END_OF_TURN if t in vocab]
-    return TokenizerParts(backend, eos, config.get("chat_template"), bos_token=_token_text(config.get("bos_token")),
+    return TokenizerParts(HFBackend(backend), eos, config.get("chat_template"),
+                          bos_token=_token_text(config.get("bos_token")),
                           eos_token=_token_text(config.get("eos_token")))
 
 

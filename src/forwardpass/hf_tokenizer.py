@@ -1,0 +1,72 @@
+"""Hugging Face `tokenizers` as a Tokenizer's backend: byte-level BPE built from a GGUF file's tokens and merges, or a
+checkpoint directory's tokenizer.json. (SentencePiece files are encoded by sentencepiece_bpe.py; both answer the same
+few questions, listed in tokenizer.py.)"""
+
+from __future__ import annotations
+
+import threading
+
+from tokenizers import Tokenizer as Backend
+
+
+def _byte_level_alphabet() -> dict[str, int]:
+    """GPT-2's byte-level alphabet: each byte 0-255 is written as one printable character."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), 256))
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    return chars
+
+
+UNICODE_TO_BYTE = _byte_level_alphabet()
+
+
+class HFBackend:
+    """A `tokenizers.Tokenizer` (`hf`), asked what a Tokenizer asks of its backend."""
+
+    def __init__(self, hf: Backend):
+        self.hf = hf
+        # asked once: each ask costs ~1 ms on a large vocabulary, and streaming checks ids every token
+        self.vocab_size: int = hf.get_vocab_size(with_added_tokens=True)
+        self.special_ids: frozenset[int] = frozenset(i for i, t in hf.get_added_tokens_decoder().items() if t.special)
+        # bytes a byte-level vocabulary has no token for: BPE would drop them without a word (asked piece by piece:
+        # the whole vocabulary as a dict takes long to make for a large one)
+        absent = [] if getattr(hf.model, "byte_fallback", False) else [
+            b for ch, b in UNICODE_TO_BYTE.items() if hf.model.token_to_id(ch) is None]
+        self.missing_bytes = frozenset(absent) if len(absent) < 128 else frozenset()  # else not byte-level
+        self._matching = threading.Lock()  # held while the special-token matching is switched off
+
+    def encode(self, text: str, specials: bool) -> list[int]:
+        """`text`'s ids; `specials`: special tokens written in it are matched whole (else they are their text)."""
+        with self._matching:
+            self.hf.encode_special_tokens = not specials  # True: special tokens are encoded as their text
+            try:
+                return self.hf.encode(text, add_special_tokens=False).ids
+            finally:
+                self.hf.encode_special_tokens = False
+
+    def decode(self, ids: list[int]) -> str:
+        return self.hf.decode(ids, skip_special_tokens=False)
+
+    def token_to_id(self, piece: str) -> int | None:
+        return self.hf.token_to_id(piece)
+
+    def id_to_token(self, token_id: int) -> str | None:
+        return self.hf.id_to_token(token_id)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes a token stands for: a byte-level piece's characters mapped back to bytes (it may be part of a
+        UTF-8 character); a special token, or a piece written otherwise, as its UTF-8 text."""
+        token = self.hf.id_to_token(token_id)
+        if all(ch in UNICODE_TO_BYTE for ch in token) and token_id not in self.special_ids:
+            return bytes(UNICODE_TO_BYTE[ch] for ch in token)
+        return token.encode()
+
+    def guidance(self, eos_ids: list[int]) -> str:
+        """What llguidance builds its view of the vocabulary from: the tokenizer's JSON (its end tokens are given to
+        llguidance apart)."""
+        return self.hf.to_str()
