@@ -7,9 +7,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-import jinja2
-import jinja2.sandbox
-
 from .errors import UnsupportedModelError
 
 
@@ -17,6 +14,8 @@ def render_chat(template: str, messages: list[dict], add_generation_prompt: bool
                 bos_token: str, eos_token: str) -> str:
     """`template` rendered over `messages` ({'role', 'content'} dicts), and `tools` (OpenAI tool declarations)
     where given."""
+    import jinja2.sandbox  # here: a command that renders no chat never loads Jinja
+
     env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
                                                         extensions=["jinja2.ext.loopcontrols"])
     env.globals["raise_exception"] = _raise_template_error
@@ -41,4 +40,6 @@ def marked(value, special: re.Pattern, mark: Callable[[re.Match], str]):
 
 
 def _raise_template_error(message: str):
+    import jinja2
+
     raise jinja2.TemplateError(message)

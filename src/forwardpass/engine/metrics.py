@@ -1,41 +1,92 @@
-"""Prometheus metrics, named as vLLM names them so existing dashboards read them."""
+"""Prometheus metrics, named as vLLM names them so existing dashboards read them. The engine counts in plain
+numbers; `prometheus_client` is imported only to write them out (/metrics): a command serving none never loads it."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
-
-disable_created_metrics()  # no *_created series: dashboards do not read them
+import bisect
+import threading
 
 LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
                    20.0, 40.0, 80.0)
 
 
+class Gauge:
+    def __init__(self, name: str, documentation: str):
+        self.name, self.documentation, self.value = name, documentation, 0.0
+
+    def set(self, value: float) -> None:
+        self.value = float(value)
+
+    def family(self):
+        from prometheus_client.core import GaugeMetricFamily
+        return GaugeMetricFamily(self.name, self.documentation, value=self.value)
+
+
+class Counter(Gauge):
+    """Only goes up; written as `name_total`."""
+
+    def __init__(self, name: str, documentation: str):
+        super().__init__(name, documentation)
+        self._lock = threading.Lock()
+
+    def inc(self, amount: float = 1.0) -> None:
+        with self._lock:
+            self.value += amount
+
+    def family(self):
+        from prometheus_client.core import CounterMetricFamily
+        return CounterMetricFamily(self.name, self.documentation, value=self.value)
+
+
+class Histogram:
+    """Observations counted into buckets (each bucket: those ≤ its bound) with their sum."""
+
+    def __init__(self, name: str, documentation: str, buckets: tuple[float, ...]):
+        self.name, self.documentation, self.bounds = name, documentation, buckets
+        self.counts = [0] * (len(buckets) + 1)  # the last: above every bound
+        self.sum = 0.0
+        self._lock = threading.Lock()
+
+    def observe(self, value: float) -> None:
+        with self._lock:
+            self.counts[bisect.bisect_left(self.bounds, value)] += 1
+            self.sum += value
+
+    def family(self):
+        from prometheus_client.core import HistogramMetricFamily
+        from prometheus_client.utils import floatToGoString
+
+        with self._lock:
+            counts, total = list(self.counts), self.sum
+        cumulative, buckets = 0, []
+        for bound, n in zip((*self.bounds, float("inf")), counts, strict=True):
+            cumulative += n
+            buckets.append((floatToGoString(bound), cumulative))
+        return HistogramMetricFamily(self.name, self.documentation, buckets=buckets, sum_value=total)
+
+
 class EngineMetrics:
     def __init__(self):
-        r = self.registry = CollectorRegistry()
-        self.running = Gauge("vllm:num_requests_running", "Requests in the running batch.", registry=r)
-        self.waiting = Gauge("vllm:num_requests_waiting", "Requests waiting to be scheduled.", registry=r)
-        self.kv_usage = Gauge("vllm:kv_cache_usage_perc", "Fraction of KV-cache blocks in use (0 to 1).", registry=r)
-        self.blocks_used = Gauge("forwardpass:kv_cache_blocks_used", "KV-cache blocks in use.", registry=r)
-        self.prefix_queries = Counter("vllm:prefix_cache_queries", "Prompt tokens looked up in the prefix cache.",
-                                      registry=r)
-        self.prefix_hits = Counter("vllm:prefix_cache_hits", "Prompt tokens found in the prefix cache.", registry=r)
-        self.preemptions = Counter("vllm:num_preemptions", "Requests preempted for lack of KV blocks.", registry=r)
-        self.prompt_tokens = Counter("vllm:prompt_tokens", "Prompt tokens received.", registry=r)
-        self.generation_tokens = Counter("vllm:generation_tokens", "Tokens generated.", registry=r)
+        self.running = Gauge("vllm:num_requests_running", "Requests in the running batch.")
+        self.waiting = Gauge("vllm:num_requests_waiting", "Requests waiting to be scheduled.")
+        self.kv_usage = Gauge("vllm:kv_cache_usage_perc", "Fraction of KV-cache blocks in use (0 to 1).")
+        self.blocks_used = Gauge("forwardpass:kv_cache_blocks_used", "KV-cache blocks in use.")
+        self.prefix_queries = Counter("vllm:prefix_cache_queries", "Prompt tokens looked up in the prefix cache.")
+        self.prefix_hits = Counter("vllm:prefix_cache_hits", "Prompt tokens found in the prefix cache.")
+        self.preemptions = Counter("vllm:num_preemptions", "Requests preempted for lack of KV blocks.")
+        self.prompt_tokens = Counter("vllm:prompt_tokens", "Prompt tokens received.")
+        self.generation_tokens = Counter("vllm:generation_tokens", "Tokens generated.")
         self.time_to_first_token = Histogram("vllm:time_to_first_token_seconds", "Time to first token.",
-                                             buckets=LATENCY_BUCKETS, registry=r)
+                                             buckets=LATENCY_BUCKETS)
         self.inter_token_latency = Histogram("vllm:inter_token_latency_seconds", "Time between output tokens.",
-                                             buckets=LATENCY_BUCKETS, registry=r)
+                                             buckets=LATENCY_BUCKETS)
         self.e2e_latency = Histogram("vllm:e2e_request_latency_seconds", "Arrival to finish.",
-                                     buckets=LATENCY_BUCKETS, registry=r)
-        self.request_failures = Counter("forwardpass:request_failures", "Requests ended by an error in the engine.",
-                                        registry=r)
-        self.healthy = Gauge("forwardpass:engine_healthy", "1 while the engine loop runs, 0 once it has failed.",
-                             registry=r)
-        self.drafts = Counter("vllm:spec_decode_num_drafts", "Drafts verified (speculative decoding).", registry=r)
-        self.draft_tokens = Counter("vllm:spec_decode_num_draft_tokens", "Draft tokens verified.", registry=r)
-        self.accepted_tokens = Counter("vllm:spec_decode_num_accepted_tokens", "Draft tokens accepted.", registry=r)
+                                     buckets=LATENCY_BUCKETS)
+        self.request_failures = Counter("forwardpass:request_failures", "Requests ended by an error in the engine.")
+        self.healthy = Gauge("forwardpass:engine_healthy", "1 while the engine loop runs, 0 once it has failed.")
+        self.drafts = Counter("vllm:spec_decode_num_drafts", "Drafts verified (speculative decoding).")
+        self.draft_tokens = Counter("vllm:spec_decode_num_draft_tokens", "Draft tokens verified.")
+        self.accepted_tokens = Counter("vllm:spec_decode_num_accepted_tokens", "Draft tokens accepted.")
         self.healthy.set(1)
         self._seen = {"queries": 0, "hits": 0, "preemptions": 0}
 
@@ -57,5 +108,14 @@ class EngineMetrics:
             counter.inc(now - self._seen[name])
             self._seen[name] = now
 
+    def collect(self):
+        """Every metric as a Prometheus family (prometheus_client's collector protocol)."""
+        return [m.family() for m in vars(self).values() if isinstance(m, Gauge | Histogram)]
+
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        """The Prometheus text format of every metric."""
+        from prometheus_client import CollectorRegistry, generate_latest
+
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self)
+        return generate_latest(registry)

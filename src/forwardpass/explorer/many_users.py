@@ -157,7 +157,7 @@ def _snapshot(engine: Engine, seqs: dict, order: list[str], finished: dict, tota
             "used": pool.used, "shared": sum(len(h) > 1 for h in holders), "running": len(running),
             "waiting": len(waiting), "preemptions": scheduler.preemptions,
             "generated": sum(r["generated"] for r in requests), "requests": requests,
-            "metrics_blocks_used": engine.metrics.registry.get_sample_value("forwardpass:kv_cache_blocks_used")}
+            "metrics_blocks_used": engine.metrics.blocks_used.value}
 
 
 def _summary(fp, s: Settings, ids, engine: Engine, seqs, order, arrived_at, finished, steps, seconds) -> dict:
