@@ -90,7 +90,7 @@ def run(fp, speculative: str, requests: list[tuple[list[int], object]]) -> tuple
         t = s.pop("times")
         s["decode_tps"] = (len(t) - 1) / (t[-1] - t[0]) if len(t) > 1 else float("nan")
     m = engine.metrics
-    return seen, total, {"drafted": m.draft_tokens._value.get(), "accepted": m.accepted_tokens._value.get()}
+    return seen, total, {"drafted": m.draft_tokens.value, "accepted": m.accepted_tokens.value}
 
 
 def main() -> None:

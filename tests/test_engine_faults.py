@@ -56,7 +56,7 @@ def test_a_request_whose_sampling_fails_ends_alone(toy, monkeypatch):
     assert outs[bad][-1].finish_reason == "error" and "sampling failed: RuntimeError" in outs[bad][-1].error.message
     for rid, prompt in zip(good, ([1, 2, 3], [4, 5]), strict=True):
         assert [o.token_id for o in outs[rid]] == generate(toy, prompt, GREEDY).token_ids
-    assert engine.pool.used == 0 and engine.metrics.request_failures._value.get() == 1
+    assert engine.pool.used == 0 and engine.metrics.request_failures.value == 1
 
 
 def test_a_callback_that_raises_ends_its_own_request(toy):
@@ -133,7 +133,7 @@ def test_a_failed_loop_ends_every_request_and_refuses_new_ones(toy, monkeypatch)
         assert done.wait(20)
         assert outs[rid][-1].finish_reason == "error" and "KeyError" in outs[rid][-1].error.message
         wait_for(lambda: not engine.healthy)
-        assert "KeyError" in engine.failure and engine.metrics.healthy._value.get() == 0
+        assert "KeyError" in engine.failure and engine.metrics.healthy.value == 0
         with pytest.raises(EngineUnavailableError, match="stopped after an internal error"):
             engine.submit([1], GREEDY, print)
     finally:

@@ -103,7 +103,7 @@ needs_kernels = pytest.mark.skipif(not kernels.available(), reason="drafts are v
 
 def kept(engine: Engine) -> tuple[float, float]:
     m = engine.metrics
-    return m.draft_tokens._value.get(), m.accepted_tokens._value.get()
+    return m.draft_tokens.value, m.accepted_tokens.value
 
 
 @needs_kernels
@@ -180,7 +180,7 @@ def test_drafting_switches_itself_off_on_text_without_repeats(smollm):
     params = SamplingParams(temperature=1.0, seed=11, max_tokens=200, ignore_eos=True)
     engine = same_with_and_without(smollm, [prompt], [params])
     drafted, _ = kept(engine)
-    assert engine.metrics.drafts._value.get() > 0 and drafted <= 0.1 * 200  # it tried, and soon stopped
+    assert engine.metrics.drafts.value > 0 and drafted <= 0.1 * 200  # it tried, and soon stopped
 
 
 def test_predicted_tokens_are_followed_and_taken_up_again():
