@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers
 from tokenizers import Tokenizer as Backend
 
@@ -67,8 +68,8 @@ def _byte_level_bpe(fields: dict) -> TokenizerParts:
     if pre not in _PRE_SPLITS:
         raise UnsupportedModelError(f"GGUF pre-tokenizer {pre!r} is not supported; known: {', '.join(_PRE_SPLITS)}")
     tokens: list[str] = fields["tokenizer.ggml.tokens"]
-    merges = [tuple(m.split(" ", 1)) for m in fields["tokenizer.ggml.merges"]]
-    backend = Backend(models.BPE({t: i for i, t in enumerate(tokens)}, merges, fuse_unk=False))
+    vocab = dict(zip(tokens, range(len(tokens)), strict=True))
+    backend = Backend(models.BPE(vocab, _merge_pairs(fields["tokenizer.ggml.merges"]), fuse_unk=False))
     splits, gpt2_regex = _PRE_SPLITS[pre]
     backend.pre_tokenizer = pre_tokenizers.Sequence(
         [pre_tokenizers.Split(Regex(s), behavior="isolated") for s in splits]
@@ -76,16 +77,25 @@ def _byte_level_bpe(fields: dict) -> TokenizerParts:
     if pre in _NFC:
         backend.normalizer = normalizers.NFC()
     backend.decoder = decoders.ByteLevel()
-    types = fields.get("tokenizer.ggml.token_type", [])
-    special = [tokens[i] for i, t in enumerate(types) if t == 3]  # 3: control token
-    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in special])
-    eos = [i for i, t in enumerate(tokens) if t in _END_OF_TURN and i < len(types) and types[i] == 3]
+    types = np.asarray(fields.get("tokenizer.ggml.token_type", []), dtype=np.int64)
+    control = np.flatnonzero(types == 3).tolist()  # 3: control token
+    backend.add_special_tokens([AddedToken(tokens[i], special=True, normalized=False) for i in control])
+    eos = sorted(i for t in _END_OF_TURN if (i := vocab.get(t)) is not None and i < len(types) and types[i] == 3)
     if "tokenizer.ggml.eos_token_id" in fields and not eos:
         eos = [fields["tokenizer.ggml.eos_token_id"]]
     bos_id = fields.get("tokenizer.ggml.bos_token_id")
     return TokenizerParts(HFBackend(backend), eos, fields.get("tokenizer.chat_template"),
                           bos_token=tokens[bos_id] if bos_id is not None else "",
                           eos_token=tokens[eos[0]] if eos else "")
+
+
+def _merge_pairs(merges: list[str]) -> list[tuple[str, str]]:
+    """The file's merges ("Ġ t") as the pairs `tokenizers` takes: split all at once where each holds one space (a
+    byte-level piece never holds a space), else one by one at the first space."""
+    halves = " ".join(merges).split(" ")
+    if len(halves) == 2 * len(merges):
+        return list(zip(halves[0::2], halves[1::2], strict=True))
+    return [tuple(m.split(" ", 1)) for m in merges]
 
 
 def _sentencepiece(fields: dict, chat_template: str | None) -> TokenizerParts:
