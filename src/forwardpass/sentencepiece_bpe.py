@@ -96,41 +96,50 @@ class SentencePieceBPE:
 
     def _joined(self, text: str) -> list[int]:
         """Steps 2 and 3 of the module's docstring on normalized text. Symbol i starts at character i (a joined symbol
-        keeps its left one's start): end[i] is where it ends, 0 once it has been joined into the symbol before it."""
+        keeps its left one's start): end[i] is where it ends, 0 once it has been joined into the symbol before it.
+        The agenda holds (-score, left, right, characters) of each proposed join, best first, then leftmost; one whose
+        sides have changed since it was proposed is passed over."""
         n = len(text)
+        get, scores, unused = self._pieces.get, self.scores, self._unused
         end, prev, after = list(range(1, n + 1)), list(range(-1, n - 1)), list(range(1, n + 1))
         after[-1] = -1
-        pieces, scores, unused = self._pieces, self.scores, self._unused
-        agenda: list[tuple[float, int, int, int]] = []  # (-score, left, right, characters): best first, then leftmost
+        agenda = [(-scores[found], i, i + 1, 2) for i in range(n - 1) if (found := get(text[i:i + 2])) is not None]
+        heapq.heapify(agenda)
         split: dict[str, tuple[str, str]] = {}  # an unused piece → the two it was last proposed from
-
-        def propose(left: int, right: int) -> None:
-            if left < 0 or right < 0:
-                return
-            joined = text[left:end[right]]
-            found = pieces.get(joined)
-            if found is not None:
-                heapq.heappush(agenda, (-scores[found], left, right, len(joined)))
-                if found in unused:
-                    split[joined] = (text[left:right], text[right:end[right]])
-
-        for i in range(n - 1):
-            propose(i, i + 1)
+        if unused:
+            for i in range(n - 1):
+                if get(text[i:i + 2]) in unused:
+                    split[text[i:i + 2]] = (text[i], text[i + 1])
+        pop, push = heapq.heappop, heapq.heappush
         while agenda:
-            _, left, right, size = heapq.heappop(agenda)
-            if not end[left] or not end[right] or end[right] - left != size or end[left] != right:
-                continue  # one side was joined to another since
+            _, left, right, size = pop(agenda)
+            if end[left] != right or end[right] - left != size:
+                continue
             end[left], end[right] = end[right], 0
-            after[left] = after[right]
-            if after[right] >= 0:
-                prev[after[right]] = left
-            propose(prev[left], left)
-            propose(left, after[left])
+            nxt = after[left] = after[right]
+            if nxt >= 0:
+                prev[nxt] = left
+            for a, b in ((prev[left], left), (left, nxt)):  # the joins the new symbol makes possible
+                if a >= 0 and b >= 0:
+                    joined = text[a:end[b]]
+                    found = get(joined)
+                    if found is not None:
+                        push(agenda, (-scores[found], a, b, len(joined)))
+                        if found in unused:
+                            split[joined] = (text[a:b], text[b:end[b]])
 
         ids: list[int] = []
+        reserved = self._reserved.get
         i = 0
         while i >= 0:
-            self._resegment(text[i:end[i]], split, ids)
+            piece = text[i:end[i]]
+            found = reserved(piece)
+            if found is None:
+                found = get(piece)
+            if found is None or found == self.unk or found in unused:
+                self._resegment(piece, split, ids)
+            else:
+                ids.append(found)
             i = after[i]
         return ids
 
@@ -201,30 +210,39 @@ class _GuidanceView:
 
 
 class _Matcher:
-    """Finds words (pieces matched whole) in a text, leftmost first and the longest there."""
+    """Finds words (pieces matched whole) in a text, leftmost first and the longest there: at each place that begins
+    with a word's first two characters (or is a one-character word), the lengths of the words that begin so are tried,
+    longest first, against a dict."""
 
     def __init__(self, words: list[tuple[str, int]]):
         self.words = words
-        self.by_first: dict[str, list[tuple[str, int]]] = {}
-        for word, token_id in sorted(words, key=lambda w: -len(w[0])):
+        self.ids: dict[str, int] = {}
+        for word, token_id in words:
             if word:
-                self.by_first.setdefault(word[0], []).append((word, token_id))
-        self.first = re.compile("[" + "".join(map(re.escape, self.by_first)) + "]") if self.by_first else None
+                self.ids.setdefault(word, token_id)
+        lengths: dict[str, set[int]] = {}
+        for word in self.ids:
+            lengths.setdefault(word[:2], set()).add(len(word))
+        self.lengths = {key: sorted(found, reverse=True) for key, found in lengths.items()}
+        self.first = re.compile("[" + "".join(sorted({re.escape(w[0]) for w in self.ids})) + "]") if self.ids else None
 
     def find(self, text: str):
         """(start, end, id) of each word found, in order, none overlapping."""
         if self.first is None:
             return
-        at = 0
+        ids, lengths, at = self.ids, self.lengths, 0
         while (m := self.first.search(text, at)) is not None:
-            i = m.start()
-            for word, token_id in self.by_first[text[i]]:
-                if text.startswith(word, i):
-                    yield i, i + len(word), token_id
-                    at = i + len(word)
-                    break
-            else:
-                at = i + 1
+            i, at = m.start(), m.start() + 1
+            for key in (text[i:i + 2], text[i]):  # words of two characters or more, then of one
+                for n in lengths.get(key, ()):
+                    token_id = ids.get(text[i:i + n])
+                    if token_id is not None:
+                        yield i, i + n, token_id
+                        at = i + n
+                        break
+                else:
+                    continue
+                break
 
 
 def _utf8(piece: str) -> bytes:
