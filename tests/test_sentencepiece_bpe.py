@@ -16,12 +16,13 @@ from sentencepiece import sentencepiece_model_pb2 as pb  # noqa: E402
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 # (piece, score, type): "ab" and "bc" score alike (the leftmost pair joins first); "abc" is made by a+bc and ab+c;
-# "ca" is unused (joined, then split back, yet it keeps "cab" from forming as b+c first); "xy" is user-defined
+# "ca" is unused (joined, then split back, yet it keeps "cab" from forming as b+c first); "xy" is user-defined, and so is
+# a run of two spaces (the dummy prefix's "▁" may begin it)
 PIECES = [("<unk>", 0.0, UNKNOWN), ("<s>", 0.0, CONTROL), ("</s>", 0.0, CONTROL), ("▁", -1.0, NORMAL),
           ("a", -2.0, NORMAL), ("b", -2.0, NORMAL), ("c", -2.0, NORMAL), ("ab", -3.0, NORMAL), ("bc", -3.0, NORMAL),
           ("abc", -4.0, NORMAL), ("ca", -2.5, UNUSED), ("cab", -5.0, NORMAL), ("▁a", -3.5, NORMAL),
           ("▁ab", -6.0, NORMAL), ("é", -2.0, NORMAL), ("xy", 0.0, USER_DEFINED), ("x", -2.0, NORMAL),
-          ("y", -2.0, NORMAL)]
+          ("y", -2.0, NORMAL), ("▁▁", 0.0, USER_DEFINED)]
 BYTES = [(f"<0x{b:02X}>", 0.0, BYTE) for b in range(256)]
 ALPHABET = "abc é xyz日\n"
 
@@ -55,7 +56,7 @@ BUILT = {case: (ours(PIECES + BYTES * case[1], case[0]), reference(PIECES + BYTE
 
 
 @pytest.mark.parametrize("text", ["abc", "abcab", "cab", "bcab", "ab ab", " a", "abcabc abc", "xyxxyy", "é日é",
-                                  "a\nb", "zzz", "日日 z"])
+                                  "a\nb", "zzz", "日日 z", " ", "  a", "a   b"])
 @pytest.mark.parametrize("case", CASES)
 def test_the_corners_as_sentencepiece(case, text):
     tokenizer, sentencepiece = BUILT[case]
