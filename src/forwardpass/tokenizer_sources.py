@@ -69,7 +69,8 @@ def _byte_level_bpe(fields: dict) -> TokenizerParts:
         raise UnsupportedModelError(f"GGUF pre-tokenizer {pre!r} is not supported; known: {', '.join(_PRE_SPLITS)}")
     tokens: list[str] = fields["tokenizer.ggml.tokens"]
     vocab = dict(zip(tokens, range(len(tokens)), strict=True))
-    backend = Backend(models.BPE(vocab, _merge_pairs(fields["tokenizer.ggml.merges"]), fuse_unk=False))
+    merges = [tuple(m.split(" ", 1)) for m in fields["tokenizer.ggml.merges"]]
+    backend = Backend(models.BPE(vocab, merges, fuse_unk=False))
     splits, gpt2_regex = _PRE_SPLITS[pre]
     backend.pre_tokenizer = pre_tokenizers.Sequence(
         [pre_tokenizers.Split(Regex(s), behavior="isolated") for s in splits]
@@ -87,15 +88,6 @@ def _byte_level_bpe(fields: dict) -> TokenizerParts:
     return TokenizerParts(HFBackend(backend), eos, fields.get("tokenizer.chat_template"),
                           bos_token=tokens[bos_id] if bos_id is not None else "",
                           eos_token=tokens[eos[0]] if eos else "")
-
-
-def _merge_pairs(merges: list[str]) -> list[tuple[str, str]]:
-    """The file's merges ("Ġ t") as the pairs `tokenizers` takes: split all at once where each holds one space (a
-    byte-level piece never holds a space), else one by one at the first space."""
-    halves = " ".join(merges).split(" ")
-    if len(halves) == 2 * len(merges):
-        return list(zip(halves[0::2], halves[1::2], strict=True))
-    return [tuple(m.split(" ", 1)) for m in merges]
 
 
 def _sentencepiece(fields: dict, chat_template: str | None) -> TokenizerParts:
