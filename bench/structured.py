@@ -71,12 +71,12 @@ def llguidance_masks(tokenizer, vocab_size: int, ids: list[int]) -> dict:
 def xgrammar_masks(tokenizer, vocab_size: int, ids: list[int]) -> dict:
     try:
         import xgrammar
-        from transformers import PreTrainedTokenizerFast
     except ImportError:
         return {"library": "xgrammar", "skipped": "not installed"}
     start = time.perf_counter()
-    info = xgrammar.TokenizerInfo.from_huggingface(PreTrainedTokenizerFast(tokenizer_object=tokenizer.backend.hf),
-                                                   vocab_size=vocab_size, stop_token_ids=tokenizer.eos_ids)
+    vocab = [tokenizer.token_bytes(i) for i in range(tokenizer.vocab_size)]  # each token's bytes, as xgrammar's RAW
+    info = xgrammar.TokenizerInfo(vocab, xgrammar.VocabType.RAW, vocab_size=vocab_size,
+                                  stop_token_ids=tokenizer.eos_ids)
     compiler = xgrammar.GrammarCompiler(info)
     built = time.perf_counter() - start
     start = time.perf_counter()

@@ -309,10 +309,10 @@ def test_the_sampler_and_the_grammar_mask_run_without_pytorch():
         import numpy as np
         from forwardpass.constraints import Constraint, Grammars
         from forwardpass.sampling import SamplingParams, make_generator, next_token
-        from forwardpass.hf_tokenizer import UNICODE_TO_BYTE
+        from forwardpass.byte_level_bpe import BYTE_CHARS
         from forwardpass.tokenizer import Tokenizer
 
-        tokens = list(UNICODE_TO_BYTE) + ["<|im_end|>"]  # one token a byte, then an end-of-turn token
+        tokens = BYTE_CHARS + ["<|im_end|>"]  # one token a byte, then an end-of-turn token
         tok = Tokenizer.from_gguf_fields({"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.tokens": tokens,
                                           "tokenizer.ggml.merges": [], "tokenizer.ggml.token_type": [1] * 256 + [3]})
         matcher = Grammars(tok, len(tokens)).compile(Constraint("regex", "[0-9]{3}")).matcher()

@@ -15,9 +15,9 @@ spm = pytest.importorskip("sentencepiece")
 from sentencepiece import sentencepiece_model_pb2 as pb  # noqa: E402
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
-# (piece, score, type): "ab" and "bc" score alike (the leftmost pair joins first); "abc" is made by a+bc and ab+c;
-# "ca" is unused (joined, then split back, yet it keeps "cab" from forming as b+c first); "xy" is user-defined, and so is
-# a run of two spaces (the dummy prefix's "▁" may begin it)
+# (piece, score, type): "ab" and "bc" score alike (the leftmost pair joins first); "abc" is made by a+bc and
+# ab+c; "ca" is unused (joined, then split back, yet it keeps "cab" from forming as b+c first); "xy" is
+# user-defined, and so is a run of two spaces (the dummy prefix's "▁" may begin it)
 PIECES = [("<unk>", 0.0, UNKNOWN), ("<s>", 0.0, CONTROL), ("</s>", 0.0, CONTROL), ("▁", -1.0, NORMAL),
           ("a", -2.0, NORMAL), ("b", -2.0, NORMAL), ("c", -2.0, NORMAL), ("ab", -3.0, NORMAL), ("bc", -3.0, NORMAL),
           ("abc", -4.0, NORMAL), ("ca", -2.5, UNUSED), ("cab", -5.0, NORMAL), ("▁a", -3.5, NORMAL),

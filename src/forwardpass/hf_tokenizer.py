@@ -1,6 +1,5 @@
-"""Hugging Face `tokenizers` as a Tokenizer's backend: byte-level BPE built from a GGUF file's tokens and merges, or a
-checkpoint directory's tokenizer.json. (SentencePiece files are encoded by sentencepiece_bpe.py; both answer the same
-few questions, listed in tokenizer.py.)"""
+"""Hugging Face `tokenizers` as a Tokenizer's backend, for a checkpoint directory's tokenizer.json (a GGUF file's
+tokenizer is encoded by byte_level_bpe.py or sentencepiece_bpe.py; each answers the questions tokenizer.py lists)."""
 
 from __future__ import annotations
 
@@ -8,21 +7,7 @@ import threading
 
 from tokenizers import Tokenizer as Backend
 
-
-def _byte_level_alphabet() -> dict[str, int]:
-    """GPT-2's byte-level alphabet: each byte 0-255 is written as one printable character."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), 256))
-    chars, extra = {}, 0
-    for b in range(256):
-        if b in printable:
-            chars[chr(b)] = b
-        else:
-            chars[chr(256 + extra)] = b
-            extra += 1
-    return chars
-
-
-UNICODE_TO_BYTE = _byte_level_alphabet()
+from .byte_level_bpe import CHAR_BYTES
 
 
 class HFBackend:
@@ -36,7 +21,7 @@ class HFBackend:
         # bytes a byte-level vocabulary has no token for: BPE would drop them without a word (asked piece by piece:
         # the whole vocabulary as a dict takes long to make for a large one)
         absent = [] if getattr(hf.model, "byte_fallback", False) else [
-            b for ch, b in UNICODE_TO_BYTE.items() if hf.model.token_to_id(ch) is None]
+            b for ch, b in CHAR_BYTES.items() if hf.model.token_to_id(ch) is None]
         self.missing_bytes = frozenset(absent) if len(absent) < 128 else frozenset()  # else not byte-level
         self._matching = threading.Lock()  # held while the special-token matching is switched off
 
@@ -62,8 +47,8 @@ class HFBackend:
         """The bytes a token stands for: a byte-level piece's characters mapped back to bytes (it may be part of a
         UTF-8 character); a special token, or a piece written otherwise, as its UTF-8 text."""
         token = self.hf.id_to_token(token_id)
-        if all(ch in UNICODE_TO_BYTE for ch in token) and token_id not in self.special_ids:
-            return bytes(UNICODE_TO_BYTE[ch] for ch in token)
+        if all(ch in CHAR_BYTES for ch in token) and token_id not in self.special_ids:
+            return bytes(CHAR_BYTES[ch] for ch in token)
         return token.encode()
 
     def guidance(self, eos_ids: list[int]) -> str:

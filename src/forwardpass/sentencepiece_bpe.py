@@ -15,12 +15,12 @@ newline runs, tags) always, before any of that. Built in milliseconds: no merge 
 from __future__ import annotations
 
 import heapq
-import re
 from string import hexdigits
 
 import numpy as np
 
 from .errors import TokenizerError
+from .whole_pieces import WholePieces
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6  # GGUF's token types, SentencePiece's order
 
@@ -53,8 +53,8 @@ class SentencePieceBPE:
         self.missing_bytes: frozenset[int] = frozenset()  # byte fallback covers every byte
         # user-defined pieces are matched in the text with its spaces as "▁", as SentencePiece matches them
         user = np.flatnonzero(kinds == USER_DEFINED).tolist()
-        self._user = _Matcher([(tokens[i].replace(" ", "▁"), i) for i in user])
-        self._control = _Matcher([(tokens[i], i) for i in control])
+        self._user = WholePieces([(tokens[i].replace(" ", "▁"), i) for i in user])
+        self._control = WholePieces([(tokens[i], i) for i in control])
 
     def token_to_id(self, piece: str) -> int | None:
         """SentencePiece's PieceToId: a control, unknown or byte piece first, then the others."""
@@ -207,42 +207,6 @@ class _GuidanceView:
 
     def __call__(self, text: bytes | str) -> list[int]:
         return self.spm.encode(text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text, False)
-
-
-class _Matcher:
-    """Finds words (pieces matched whole) in a text, leftmost first and the longest there: at each place that begins
-    with a word's first two characters (or is a one-character word), the lengths of the words that begin so are tried,
-    longest first, against a dict."""
-
-    def __init__(self, words: list[tuple[str, int]]):
-        self.words = words
-        self.ids: dict[str, int] = {}
-        for word, token_id in words:
-            if word:
-                self.ids.setdefault(word, token_id)
-        lengths: dict[str, set[int]] = {}
-        for word in self.ids:
-            lengths.setdefault(word[:2], set()).add(len(word))
-        self.lengths = {key: sorted(found, reverse=True) for key, found in lengths.items()}
-        self.first = re.compile("[" + "".join(sorted({re.escape(w[0]) for w in self.ids})) + "]") if self.ids else None
-
-    def find(self, text: str):
-        """(start, end, id) of each word found, in order, none overlapping."""
-        if self.first is None:
-            return
-        ids, lengths, at = self.ids, self.lengths, 0
-        while (m := self.first.search(text, at)) is not None:
-            i, at = m.start(), m.start() + 1
-            for key in (text[i:i + 2], text[i]):  # words of two characters or more, then of one
-                for n in lengths.get(key, ()):
-                    token_id = ids.get(text[i:i + n])
-                    if token_id is not None:
-                        yield i, i + n, token_id
-                        at = i + n
-                        break
-                else:
-                    continue
-                break
 
 
 def _utf8(piece: str) -> bytes:

@@ -1,7 +1,7 @@
 """Tokenize (stage 1 of the pipeline): text ↔ token ids, built from the model file's own vocabulary — byte-level BPE
-through Hugging Face `tokenizers` (hf_tokenizer.py), SentencePiece BPE by our own encoder (sentencepiece_bpe.py) —
-plus special tokens and the chat template. What it is built from is read by tokenizer_sources.py; the chat template is
-rendered by chat_template.py.
+(byte_level_bpe.py) and SentencePiece BPE (sentencepiece_bpe.py) by our own encoders, a checkpoint's tokenizer.json
+through Hugging Face `tokenizers` (hf_tokenizer.py) — plus special tokens and the chat template. What it is built
+from is read by tokenizer_sources.py; the chat template is rendered by chat_template.py.
 
 A backend answers: encode(text, specials) → ids, decode(ids) → text, token_to_id, id_to_token, token_bytes, and
 vocab_size, special_ids, missing_bytes (bytes it has no token for), guidance() (llguidance's view of it)."""
@@ -12,20 +12,24 @@ import functools
 import re
 import secrets
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .chat_template import marked, render_chat
 from .errors import TokenIdError, TokenizerError, UnsupportedModelError
-from .hf_tokenizer import HFBackend
-from .sentencepiece_bpe import SentencePieceBPE
 from .tokenizer_sources import TokenizerParts, directory_parts, gguf_parts
+
+if TYPE_CHECKING:
+    from .byte_level_bpe import ByteLevelBPE
+    from .hf_tokenizer import HFBackend
+    from .sentencepiece_bpe import SentencePieceBPE
 
 
 class Tokenizer:
     """Text ↔ token ids for one model; special tokens written in a prompt are matched whole, those written in a
     chat message are its text (encode_chat)."""
 
-    def __init__(self, backend: HFBackend | SentencePieceBPE, eos_ids: list[int], chat_template: str | None = None,
-                 bos_token: str = "", eos_token: str = "", bos_id: int | None = None):
+    def __init__(self, backend: ByteLevelBPE | SentencePieceBPE | HFBackend, eos_ids: list[int],
+                 chat_template: str | None = None, bos_token: str = "", eos_token: str = "", bos_id: int | None = None):
         self.backend = backend
         self.bos_id = bos_id  # prepended to a text that does not already begin with it (SentencePiece models)
         self.eos_ids = sorted(set(eos_ids))
@@ -73,7 +77,12 @@ class Tokenizer:
         return self._with_bos(ids)
 
     def _encode(self, text: str, specials: bool) -> list[int]:
-        if self.missing_bytes and not self.missing_bytes.isdisjoint(text.encode()):
+        try:
+            raw = text.encode()
+        except UnicodeEncodeError as e:
+            raise TokenizerError(f"the text holds a lone surrogate (U+{ord(text[e.start]):04X}), which is not "
+                                 f"text") from None
+        if self.missing_bytes and not self.missing_bytes.isdisjoint(raw):
             bad = next(ch for ch in text if not self.missing_bytes.isdisjoint(ch.encode()))
             byte = min(self.missing_bytes & set(bad.encode()))
             raise TokenizerError(f"the text holds {bad!r} (U+{ord(bad):04X}), which this model's vocabulary "

@@ -6,31 +6,25 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers
-from tokenizers import Tokenizer as Backend
-
+from .byte_level_bpe import GPT2_SPLIT, LLAMA3_SPLIT, QWEN2_SPLIT, ByteLevelBPE
 from .errors import ModelFileError, UnsupportedModelError
-from .hf_tokenizer import HFBackend
 from .sentencepiece_bpe import SentencePieceBPE
 
-# GPT-2's split, which the byte-level pre-tokenizer applies when use_regex=True
-_LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
-                 r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
-_QWEN2_SPLIT = _LLAMA3_SPLIT.replace(r"\p{N}{1,3}", r"\p{N}")  # Qwen2: every digit on its own
+if TYPE_CHECKING:
+    from .hf_tokenizer import HFBackend
 
-# How each GGUF `tokenizer.ggml.pre` splits text before merging (llama.cpp's table): extra splits first,
-# then the byte-level step; True means the byte-level step applies GPT-2's own regex.
-_PRE_SPLITS: dict[str, tuple[list[str], bool]] = {
-    "default": ([], True),
-    "gpt2": ([], True),
-    "smollm": ([r"\p{N}"], True),  # every digit on its own, then GPT-2's split
-    "starcoder": ([r"\p{N}"], True),
-    "refact": ([r"\p{N}"], True),
-    "llama-bpe": ([_LLAMA3_SPLIT], False),
-    "llama3": ([_LLAMA3_SPLIT], False),
-    "qwen2": ([_QWEN2_SPLIT], False),  # and NFC first (_NFC)
+# How each GGUF `tokenizer.ggml.pre` splits text before merging (llama.cpp's table): its regexes, in order
+_PRE_SPLITS: dict[str, list[str]] = {
+    "default": [GPT2_SPLIT],
+    "gpt2": [GPT2_SPLIT],
+    "smollm": [r"\p{N}", GPT2_SPLIT],  # every digit on its own, then GPT-2's split
+    "starcoder": [r"\p{N}", GPT2_SPLIT],
+    "refact": [r"\p{N}", GPT2_SPLIT],
+    "llama-bpe": [LLAMA3_SPLIT],
+    "llama3": [LLAMA3_SPLIT],
+    "qwen2": [QWEN2_SPLIT],  # and NFC first (_NFC)
 }
 _NFC = {"qwen2"}  # pre-tokenizers whose reference tokenizer composes the text (Unicode NFC) before splitting
 
@@ -41,7 +35,7 @@ _END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", 
 class TokenizerParts:
     """A Tokenizer's arguments, as Tokenizer.__init__ takes them."""
 
-    backend: HFBackend | SentencePieceBPE
+    backend: ByteLevelBPE | SentencePieceBPE | HFBackend
     eos_ids: list[int]
     chat_template: str | None = None
     bos_token: str = ""
@@ -68,24 +62,13 @@ def _byte_level_bpe(fields: dict) -> TokenizerParts:
     if pre not in _PRE_SPLITS:
         raise UnsupportedModelError(f"GGUF pre-tokenizer {pre!r} is not supported; known: {', '.join(_PRE_SPLITS)}")
     tokens: list[str] = fields["tokenizer.ggml.tokens"]
-    vocab = dict(zip(tokens, range(len(tokens)), strict=True))
-    merges = [tuple(m.split(" ", 1)) for m in fields["tokenizer.ggml.merges"]]
-    backend = Backend(models.BPE(vocab, merges, fuse_unk=False))
-    splits, gpt2_regex = _PRE_SPLITS[pre]
-    backend.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Split(Regex(s), behavior="isolated") for s in splits]
-        + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=gpt2_regex)])
-    if pre in _NFC:
-        backend.normalizer = normalizers.NFC()
-    backend.decoder = decoders.ByteLevel()
-    types = np.asarray(fields.get("tokenizer.ggml.token_type", []), dtype=np.int64)
-    control = np.flatnonzero(types == 3).tolist()  # 3: control token
-    backend.add_special_tokens([AddedToken(tokens[i], special=True, normalized=False) for i in control])
-    eos = sorted(i for t in _END_OF_TURN if (i := vocab.get(t)) is not None and i < len(types) and types[i] == 3)
+    types = fields.get("tokenizer.ggml.token_type", [])
+    backend = ByteLevelBPE(tokens, fields["tokenizer.ggml.merges"], types, _PRE_SPLITS[pre], pre in _NFC)
+    eos = sorted(i for t in _END_OF_TURN if (i := backend.token_to_id(t)) is not None and i in backend.special_ids)
     if "tokenizer.ggml.eos_token_id" in fields and not eos:
         eos = [fields["tokenizer.ggml.eos_token_id"]]
     bos_id = fields.get("tokenizer.ggml.bos_token_id")
-    return TokenizerParts(HFBackend(backend), eos, fields.get("tokenizer.chat_template"),
+    return TokenizerParts(backend, eos, fields.get("tokenizer.chat_template"),
                           bos_token=tokens[bos_id] if bos_id is not None else "",
                           eos_token=tokens[eos[0]] if eos else "")
 
@@ -116,6 +99,10 @@ def directory_parts(directory: Path) -> TokenizerParts | None:
     path = directory / "tokenizer.json"
     if not path.exists():
         return None
+    from tokenizers import Tokenizer as Backend
+
+    from .hf_tokenizer import HFBackend
+
     try:
         backend = Backend.from_file(str(path))
     except Exception as e:

@@ -1,0 +1,87 @@
+"""Our byte-level BPE against Hugging Face `tokenizers` built from the same GGUF vocabulary and merges, with each
+pre-tokenizer the file may name: the same ids for any text (control tokens matched whole or written as text), the same
+text for any ids (bytes that are not UTF-8 included); and a GGUF file's tokenizer is built without importing
+`tokenizers`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers
+from tokenizers import Tokenizer as Backend
+
+import forwardpass
+from forwardpass.byte_level_bpe import LLAMA3_SPLIT, QWEN2_SPLIT
+from forwardpass.hf_tokenizer import HFBackend
+from forwardpass.tokenizer import Tokenizer
+from forwardpass.weights.gguf_file import GGUFFile
+
+# the reference's pre-tokenizers: extra splits, then its byte-level step (True: with GPT-2's own split)
+REFERENCE = {"smollm": ([r"\p{N}"], True), "gpt2": ([], True), "llama3": ([LLAMA3_SPLIT], False),
+             "qwen2": ([QWEN2_SPLIT], False)}
+PIECES = [*"abcXYZ 019\n\t\r'.,!?<>|_-éß日本🙂\u0301\u00a0\u3000\x1c\x85", "<|im_start|>", "<|im_end|>", "'s", "'LL",
+          "<|endoftext|>", "  ", "\n\n", "é", "ﬁ"]
+
+
+@pytest.fixture(scope="module")
+def fields():
+    f = GGUFFile(forwardpass.default_model_path()).fields
+    return {k: v for k, v in f.items() if k.startswith("tokenizer.")}
+
+
+def reference(fields: dict, pre: str) -> HFBackend:
+    tokens, types = fields["tokenizer.ggml.tokens"], fields["tokenizer.ggml.token_type"]
+    merges = [tuple(m.split(" ", 1)) for m in fields["tokenizer.ggml.merges"]]
+    hf = Backend(models.BPE({t: i for i, t in enumerate(tokens)}, merges, fuse_unk=False))
+    splits, gpt2 = REFERENCE[pre]
+    hf.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(s), behavior="isolated") for s in splits]
+                                               + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=gpt2)])
+    if pre == "qwen2":
+        hf.normalizer = normalizers.NFC()
+    hf.decoder = decoders.ByteLevel()
+    hf.add_special_tokens([AddedToken(tokens[i], special=True, normalized=False)
+                           for i, t in enumerate(types) if t == 3])
+    return HFBackend(hf)
+
+
+@pytest.fixture(scope="module")
+def pairs(fields):
+    """Per pre-tokenizer: ours and the reference, on the default model's vocabulary."""
+    return {pre: (Tokenizer.from_gguf_fields(fields | {"tokenizer.ggml.pre": pre}).backend, reference(fields, pre))
+            for pre in REFERENCE}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(PIECES), st.characters(blacklist_categories=["Cs"])), max_size=30),
+       st.sampled_from(list(REFERENCE)), st.booleans())
+def test_any_text_gets_the_references_ids(pairs, pieces, pre, specials):
+    ours, ref = pairs[pre]
+    text = "".join(pieces)
+    if not ours.missing_bytes.isdisjoint(text.encode()):  # refused by Tokenizer before it gets here
+        return
+    ids = ours.encode(text, specials)
+    assert ids == ref.encode(text, specials)
+    assert ours.decode(ids) == ref.decode(ids)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 49151), min_size=1, max_size=8))
+def test_any_ids_get_the_references_text(pairs, ids):
+    ours, ref = pairs["smollm"]
+    assert ours.decode(ids) == ref.decode(ids)  # a lone byte of a UTF-8 character reads as U+FFFD in both
+
+
+def test_a_gguf_tokenizer_is_built_without_tokenizers(pairs):
+    """In a fresh process: the file's tokenizer encodes (the reference's ids) and `tokenizers` is never imported."""
+    text = "hi <|im_start|>user\n12 apples"
+    code = ("import sys, forwardpass\nfrom forwardpass.weights.gguf_file import GGUFFile\n"
+            "from forwardpass.tokenizer import Tokenizer\n"
+            "f = GGUFFile(forwardpass.default_model_path()).fields\n"
+            f"print(Tokenizer.from_gguf_fields(f).encode({text!r}), 'tokenizers' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"{pairs['smollm'][1].encode(text, True)} False"
