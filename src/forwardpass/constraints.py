@@ -171,7 +171,7 @@ _TOKENIZERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def guidance_tokenizer(tokenizer: Tokenizer, vocab_size: int):
-    """llguidance's view of a vocabulary (built once per tokenizer: about 0.4 s for 49,152 tokens)."""
+    """llguidance's view of a vocabulary (built once per tokenizer: about 0.16 s for 49,152 tokens)."""
     import llguidance
 
     key = (vocab_size, tuple(tokenizer.eos_ids))
