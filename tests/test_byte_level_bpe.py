@@ -23,20 +23,28 @@ from forwardpass.weights.gguf_file import GGUFFile
 # the reference's pre-tokenizers: extra splits, then its byte-level step (True: with GPT-2's own split)
 REFERENCE = {"smollm": ([r"\p{N}"], True), "gpt2": ([], True), "llama3": ([LLAMA3_SPLIT], False),
              "qwen2": ([QWEN2_SPLIT], False)}
+USER_DEFINED = ["Ġthe", "<think>"]  # made user-defined here (GGUF type 4), as Qwen3's <think> is: always whole
 PIECES = [*"abcXYZ 019\n\t\r'.,!?<>|_-éß日本🙂\u0301\u00a0\u3000\x1c\x85", "<|im_start|>", "<|im_end|>", "'s", "'LL",
-          "<|endoftext|>", "  ", "\n\n", "é", "ﬁ"]
+          "<|endoftext|>", "  ", "\n\n", "é", "ﬁ", " the", "<think>", " Việt", " unbelievable"]
 
 
 @pytest.fixture(scope="module")
 def fields():
+    """The default model's tokenizer, with a tag <think> added and two tokens made user-defined."""
     f = GGUFFile(forwardpass.default_model_path()).fields
-    return {k: v for k, v in f.items() if k.startswith("tokenizer.")}
+    f = {k: v for k, v in f.items() if k.startswith("tokenizer.")}
+    tokens, types = [*f["tokenizer.ggml.tokens"], "<think>"], [*f["tokenizer.ggml.token_type"], 1]
+    for word in USER_DEFINED:
+        types[tokens.index(word)] = 4
+    return f | {"tokenizer.ggml.tokens": tokens, "tokenizer.ggml.token_type": types}
 
 
 def reference(fields: dict, pre: str) -> HFBackend:
+    """`tokenizers` as Hugging Face reads such a file: control tokens special, user-defined ones added whole."""
     tokens, types = fields["tokenizer.ggml.tokens"], fields["tokenizer.ggml.token_type"]
     merges = [tuple(m.split(" ", 1)) for m in fields["tokenizer.ggml.merges"]]
-    hf = Backend(models.BPE({t: i for i, t in enumerate(tokens)}, merges, fuse_unk=False))
+    hf = Backend(models.BPE({t: i for i, t in enumerate(tokens)}, merges, fuse_unk=False,
+                            ignore_merges=pre == "llama3"))
     splits, gpt2 = REFERENCE[pre]
     hf.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(s), behavior="isolated") for s in splits]
                                                + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=gpt2)])
@@ -45,6 +53,7 @@ def reference(fields: dict, pre: str) -> HFBackend:
     hf.decoder = decoders.ByteLevel()
     hf.add_special_tokens([AddedToken(tokens[i], special=True, normalized=False)
                            for i, t in enumerate(types) if t == 3])
+    hf.add_tokens([AddedToken(tokens[i], special=False, normalized=False) for i, t in enumerate(types) if t == 4])
     return HFBackend(hf)
 
 
@@ -53,6 +62,38 @@ def pairs(fields):
     """Per pre-tokenizer: ours and the reference, on the default model's vocabulary."""
     return {pre: (Tokenizer.from_gguf_fields(fields | {"tokenizer.ggml.pre": pre}).backend, reference(fields, pre))
             for pre in REFERENCE}
+
+
+def test_user_defined_tokens_are_whole_and_llama_3_keeps_a_token_whole(pairs):
+    ours, ref = pairs["llama3"]
+    for specials in (True, False):
+        ids = ours.encode("<think> the unbelievable", specials)
+        assert ids[:2] == [ours.token_to_id("<think>"), ours.token_to_id("Ġthe")] and ids == ref.encode(
+            "<think> the unbelievable", specials)
+    word = next(t for t in ours.tokens[1000:] if len(t) > 6 and ours._merged(t) != [ours.token_to_id(t)])
+    text = ours.decode([ours.token_to_id(word)])  # a token that merging its characters would split
+    assert ours.encode(text, False) == ref.encode(text, False) == [ours.token_to_id(word)]
+
+
+def test_a_character_with_no_token_is_left_out_before_merging():
+    """Where a vocabulary is not byte-level (no refusal), a character it lacks is dropped and its neighbours merge."""
+    tokens, merges = ["a", "b", "ab"], ["a b"]
+    ours = Tokenizer.from_gguf_fields({"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.tokens": tokens,
+                                       "tokenizer.ggml.merges": merges, "tokenizer.ggml.token_type": [1, 1, 1],
+                                       "tokenizer.ggml.pre": "gpt2"})
+    hf = Backend(models.BPE({t: i for i, t in enumerate(tokens)}, [("a", "b")], fuse_unk=False))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    assert ours.encode("aXb") == hf.encode("aXb").ids == [2]
+
+
+def test_structured_output_needs_an_end_token(fields):
+    from forwardpass.constraints import Constraint, Grammars
+    from forwardpass.errors import ConstraintError
+
+    bare = Tokenizer.from_gguf_fields({k: v for k, v in fields.items() if k != "tokenizer.ggml.eos_token_id"}
+                                      | {"tokenizer.ggml.token_type": [1] * len(fields["tokenizer.ggml.tokens"])})
+    with pytest.raises(ConstraintError, match="needs the model's end token, and this model names none"):
+        Grammars(bare, bare.vocab_size).compile(Constraint("regex", "[0-9]+"))
 
 
 @settings(max_examples=300, deadline=None)

@@ -62,6 +62,7 @@ def llama3(fields):
     vocab = {t: i for i, t in enumerate(fields["tokenizer.ggml.tokens"])}
     merges = [tuple(m.split(" ", 1)) for m in fields["tokenizer.ggml.merges"]]
     reference = transformers.GPT2TokenizerFast(vocab=vocab, merges=merges)
+    reference.backend_tokenizer.model.ignore_merges = True  # as Llama 3's tokenizer.json (and llama.cpp) have it
     return ours, set_split_regex(reference, {"pre_tokenizer_type": "llama-bpe"})
 
 

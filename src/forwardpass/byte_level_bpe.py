@@ -1,12 +1,14 @@
 """Byte-level BPE (GPT-2, SmolLM2, Llama 3, Qwen2), encoded from a GGUF file's tokens and merges as Hugging Face
 `tokenizers` encodes them:
 
-1. control tokens written in a text (<|im_start|>) are matched whole, where asked;
+1. user-defined tokens written in a text (Qwen's <think>) are matched whole, and control tokens (<|im_start|>) too
+   where asked;
 2. each stretch of text between them is composed (Unicode NFC) where the pre-tokenizer asks it, split as the
    pre-tokenizer says (its own splits, then GPT-2's), and each piece's UTF-8 bytes written in GPT-2's byte alphabet
    (one printable character a byte: a space is "Ġ");
 3. each piece's characters are merged: of the adjacent pairs the file lists as merges, the one listed first is joined
-   (the leftmost among equals), until no pair is listed.
+   (the leftmost among equals), until no pair is listed. Llama 3's pre-tokenizer keeps a piece that is itself a token
+   whole (`ignore_merges`, as its tokenizer.json and llama.cpp say).
 
 Ready once the vocabulary and the merges are dicts: no BPE model to build."""
 
@@ -14,10 +16,12 @@ from __future__ import annotations
 
 import heapq
 import unicodedata
+from collections.abc import Callable
 
 import numpy as np
 
 from .errors import ModelFileError
+from .guidance_view import guidance_view
 from .whole_pieces import WholePieces
 
 # GPT-2's split (the byte-level pre-tokenizer's own), and Llama 3's and Qwen2's, which replace it
@@ -47,22 +51,24 @@ CACHE_WORDS = 10_000  # pieces whose ids are kept (text repeats its words)
 
 class ByteLevelBPE:
     """A byte-level vocabulary, asked what a Tokenizer asks of its backend. `splits`: the pre-tokenizer's regexes
-    (`regex` syntax), applied in order, each piece kept apart from the text around it; `nfc`: compose first."""
+    (`regex` syntax), applied in order, each piece kept apart from the text around it; `nfc`: compose first;
+    `ignore_merges`: a piece that is a token is that token."""
 
-    def __init__(self, tokens: list[str], merges: list[str], types: list[int], splits: list[str], nfc: bool):
+    def __init__(self, tokens: list[str], merges: list[str], types: list[int], splits: list[str], nfc: bool,
+                 ignore_merges: bool):
         import regex  # Unicode classes (\p{L}, \p{N}) as the reference pre-tokenizers read them
 
-        self.tokens, self.nfc = tokens, nfc
+        self.tokens, self.nfc, self.ignore_merges = tokens, nfc, ignore_merges
         self.vocab_size = len(tokens)
-        self.vocab = dict(zip(tokens, range(len(tokens)), strict=True))  # a repeated token: its last id
-        self.ranks = dict(zip(merges, range(len(merges)), strict=True))  # "Ġ t" → its place in the list
-        control = np.flatnonzero(np.asarray(types, dtype=np.int64) == 3).tolist()  # 3: control token
-        self.special_ids = frozenset(control)
-        self._control = WholePieces([(tokens[i], i) for i in control])
+        self.vocab = {token: i for i, token in enumerate(tokens)}  # a repeated token: its last id, as tokenizers
+        self.ranks = {merge: rank for rank, merge in enumerate(merges)}  # "Ġ t" → its place in the list
+        kinds = np.asarray(types, dtype=np.int64)
+        self.special_ids = frozenset(self.vocab[tokens[i]] for i in np.flatnonzero(kinds == 3).tolist())  # control
+        self.user_ids = frozenset(self.vocab[tokens[i]] for i in np.flatnonzero(kinds == 4).tolist())  # user-defined
+        self._user = WholePieces([(tokens[i], i) for i in sorted(self.user_ids)])
+        self._added = WholePieces([(tokens[i], i) for i in sorted(self.user_ids | self.special_ids)])
         self._splits = [regex.compile(s) for s in splits]
-        # bytes the vocabulary has no token for: BPE would drop them without a word (Tokenizer refuses such text)
-        absent = [b for b, ch in enumerate(BYTE_CHARS) if ch not in self.vocab]
-        self.missing_bytes = frozenset(absent) if len(absent) < 128 else frozenset()  # else not byte-level
+        self.missing_bytes = missing_bytes(lambda ch: ch in self.vocab)
         self._cache: dict[str, list[int]] = {}
 
     def token_to_id(self, piece: str) -> int | None:
@@ -74,19 +80,15 @@ class ByteLevelBPE:
     def encode(self, text: str, specials: bool) -> list[int]:
         """`text`'s ids; `specials`: control tokens written in it are matched whole (else they are their text)."""
         ids: list[int] = []
-        start = 0
-        if specials:
-            for at, end, token_id in self._control.find(text):
-                if at > start:
-                    ids += self._stretch(text[start:at])
-                ids.append(token_id)
-                start = end
-        if start < len(text):
-            ids += self._stretch(text[start:])
+        for part in (self._added if specials else self._user).split(text):
+            if isinstance(part, int):
+                ids.append(part)
+            else:
+                ids += self._stretch(part)
         return ids
 
     def _stretch(self, text: str) -> list[int]:
-        """Text with no control token in it: steps 2 and 3."""
+        """Text with no whole token in it: steps 2 and 3."""
         if self.nfc:
             text = unicodedata.normalize("NFC", text)
         pieces = [text]
@@ -98,7 +100,8 @@ class ByteLevelBPE:
             word = "".join([BYTE_CHARS[b] for b in piece.encode()])
             found = cache.get(word)
             if found is None:
-                found = self._merged(word)
+                whole = self.vocab.get(word) if self.ignore_merges else None
+                found = [whole] if whole is not None else self._merged(word)
                 if len(cache) >= CACHE_WORDS:
                     cache.clear()
                 cache[word] = found
@@ -106,12 +109,17 @@ class ByteLevelBPE:
         return ids
 
     def _merged(self, word: str) -> list[int]:
-        """Step 3 on one piece. Symbol i starts at character i (a joined symbol keeps its left one's start): end[i] is
-        where it ends, 0 once it has been joined into the symbol before it. The agenda holds (rank, left, join) of
-        each proposed merge, first listed first, then leftmost; one is passed over unless its left symbol and the one
-        after it still make that join through a listed merge (as `tokenizers` checks it)."""
+        """Step 3 on one piece. A character with no token is left out first (`tokenizers` drops it; Tokenizer refuses
+        such text where the vocabulary is byte-level). Symbol i starts at character i (a joined symbol keeps its left
+        one's start): end[i] is where it ends, 0 once it has been joined into the symbol before it. The agenda holds
+        (rank, left, join) of each proposed merge, first listed first, then leftmost; one is passed over unless its
+        left symbol and the one after it still make that join through a listed merge (as `tokenizers` checks it)."""
+        vocab, ranks = self.vocab, self.ranks
+        if any(ch not in vocab for ch in word):
+            word = "".join([ch for ch in word if ch in vocab])
         n = len(word)
-        ranks = self.ranks
+        if not n:
+            return []
         end, prev, after = list(range(1, n + 1)), list(range(-1, n - 1)), list(range(1, n + 1))
         after[-1] = -1
         agenda = [(rank, i, word[i:i + 2]) for i in range(n - 1)
@@ -137,12 +145,10 @@ class ByteLevelBPE:
         i = 0
         while i >= 0:
             symbol = word[i:end[i]]
-            found = self.vocab.get(symbol)
-            if found is not None:
-                ids.append(found)
-            elif end[i] - i > 1:
+            found = vocab.get(symbol)
+            if found is None:
                 raise ModelFileError(f"the file's merges make {symbol!r}, which its vocabulary does not hold")
-            # (a byte with no token is dropped, as `tokenizers` drops it: Tokenizer refuses such text first)
+            ids.append(found)
             i = after[i]
         return ids
 
@@ -150,9 +156,8 @@ class ByteLevelBPE:
         """The bytes a token stands for: its characters mapped back to bytes (it may be part of a UTF-8 character); a
         control token, or a token written otherwise, as its UTF-8 text."""
         token = self.tokens[token_id]
-        if token_id not in self.special_ids and all(ch in CHAR_BYTES for ch in token):
-            return bytes([CHAR_BYTES[ch] for ch in token])
-        return token.encode()
+        mapped = None if token_id in self.special_ids else byte_level_bytes(token)
+        return token.encode() if mapped is None else mapped
 
     def decode(self, ids: list[int]) -> str:
         """The text of `ids`: each token's characters mapped back to bytes (one written otherwise as its UTF-8
@@ -160,32 +165,29 @@ class ByteLevelBPE:
         raw = bytearray()
         for token_id in ids:
             token = self.tokens[token_id]
-            try:
-                raw += bytes([CHAR_BYTES[ch] for ch in token])
-            except KeyError:
-                raw += token.encode()
+            mapped = byte_level_bytes(token)
+            raw += token.encode() if mapped is None else mapped
         return raw.decode("utf-8", errors="replace")
 
     def guidance(self, eos_ids: list[int]):
-        """What llguidance builds its view of the vocabulary from: each token's bytes (control tokens marked special by
-        a leading 0xFF, as llguidance reads llama.cpp's), the end token, and this tokenizer for text."""
-        import llguidance
-
-        return llguidance.TokenizerWrapper(_GuidanceView(self, eos_ids[0]))
+        """What llguidance builds its view of the vocabulary from (guidance_view.py)."""
+        return guidance_view(self, eos_ids)
 
 
-class _GuidanceView:
-    """The attributes and call llguidance's TokenizerWrapper reads (without an end token it adds one of its own)."""
+def byte_level_bytes(token: str) -> bytes | None:
+    """A token's bytes read through GPT-2's byte alphabet; None where a character of it is not in the alphabet."""
+    try:
+        return bytes([CHAR_BYTES[ch] for ch in token])
+    except KeyError:
+        return None
 
-    def __init__(self, bpe: ByteLevelBPE, eos_id: int):
-        self.bpe = bpe
-        self.eos_token_id, self.bos_token_id = eos_id, None
-        self.special_token_ids = sorted(bpe.special_ids)
-        self.tokens = [b"\xff" + t.encode() if i in bpe.special_ids else bpe.token_bytes(i)
-                       for i, t in enumerate(bpe.tokens)]
 
-    def __call__(self, text: bytes | str) -> list[int]:
-        return self.bpe.encode(text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text, False)
+def missing_bytes(has: Callable[[str], bool]) -> frozenset[int]:
+    """The bytes a byte-level vocabulary has no token for (`has`: whether a byte's character is a token), which BPE
+    would drop without a word (Tokenizer refuses text holding them); none where half the bytes or more are absent:
+    the vocabulary is not byte-level."""
+    absent = [b for b, ch in enumerate(BYTE_CHARS) if not has(ch)]
+    return frozenset(absent) if len(absent) < 128 else frozenset()
 
 
 def _isolated(split, text: str):

@@ -7,7 +7,7 @@ import threading
 
 from tokenizers import Tokenizer as Backend
 
-from .byte_level_bpe import CHAR_BYTES
+from .byte_level_bpe import byte_level_bytes, missing_bytes
 
 
 class HFBackend:
@@ -18,11 +18,8 @@ class HFBackend:
         # asked once: each ask costs ~1 ms on a large vocabulary, and streaming checks ids every token
         self.vocab_size: int = hf.get_vocab_size(with_added_tokens=True)
         self.special_ids: frozenset[int] = frozenset(i for i, t in hf.get_added_tokens_decoder().items() if t.special)
-        # bytes a byte-level vocabulary has no token for: BPE would drop them without a word (asked piece by piece:
-        # the whole vocabulary as a dict takes long to make for a large one)
-        absent = [] if getattr(hf.model, "byte_fallback", False) else [
-            b for ch, b in CHAR_BYTES.items() if hf.model.token_to_id(ch) is None]
-        self.missing_bytes = frozenset(absent) if len(absent) < 128 else frozenset()  # else not byte-level
+        self.missing_bytes = frozenset() if getattr(hf.model, "byte_fallback", False) else missing_bytes(
+            lambda ch: hf.model.token_to_id(ch) is not None)  # asked token by token: a dict of it all takes long
         self._matching = threading.Lock()  # held while the special-token matching is switched off
 
     def encode(self, text: str, specials: bool) -> list[int]:
@@ -47,9 +44,8 @@ class HFBackend:
         """The bytes a token stands for: a byte-level piece's characters mapped back to bytes (it may be part of a
         UTF-8 character); a special token, or a piece written otherwise, as its UTF-8 text."""
         token = self.hf.id_to_token(token_id)
-        if all(ch in CHAR_BYTES for ch in token) and token_id not in self.special_ids:
-            return bytes(CHAR_BYTES[ch] for ch in token)
-        return token.encode()
+        mapped = None if token_id in self.special_ids else byte_level_bytes(token)
+        return token.encode() if mapped is None else mapped
 
     def guidance(self, eos_ids: list[int]) -> str:
         """What llguidance builds its view of the vocabulary from: the tokenizer's JSON (its end tokens are given to

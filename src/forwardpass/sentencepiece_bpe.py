@@ -20,6 +20,7 @@ from string import hexdigits
 import numpy as np
 
 from .errors import TokenizerError
+from .guidance_view import guidance_view
 from .whole_pieces import WholePieces
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6  # GGUF's token types, SentencePiece's order
@@ -30,19 +31,12 @@ class SentencePieceBPE:
 
     def __init__(self, tokens: list[str], scores: list[float], types: list[int], unk: int | None, prefix: bool):
         self.tokens, self.scores, self.unk, self.prefix = tokens, scores, unk, prefix
-        self.vocab_size = n = len(tokens)
+        self.vocab_size = len(tokens)
         kinds = np.asarray(types, dtype=np.int64)
         reserved = np.flatnonzero((kinds == UNKNOWN) | (kinds == CONTROL) | (kinds == BYTE)).tolist()
-        # the pieces a join may make (SentencePiece's pieces_): every other piece, the first of equal ones kept
-        pieces = dict(zip(tokens, range(n), strict=True))
-        if len(pieces) == n:
-            for i in reserved:
-                del pieces[tokens[i]]
-        else:
-            pieces = {}
-            for i in np.flatnonzero(~np.isin(kinds, (UNKNOWN, CONTROL, BYTE))).tolist():
-                pieces.setdefault(tokens[i], i)
-        self._pieces = pieces
+        self._pieces: dict[str, int] = {}  # the pieces a join may make (SentencePiece's pieces_): all but reserved ones
+        for i in np.flatnonzero(~np.isin(kinds, (UNKNOWN, CONTROL, BYTE))).tolist():
+            self._pieces.setdefault(tokens[i], i)  # the first of equal pieces, as SentencePiece keeps it
         self._reserved: dict[str, int] = {}  # control, unknown and byte pieces: looked up first, never joined into
         for i in reserved:
             self._reserved.setdefault(tokens[i], i)
@@ -51,9 +45,9 @@ class SentencePieceBPE:
         control = np.flatnonzero(kinds == CONTROL).tolist()
         self.special_ids = frozenset(control)
         self.missing_bytes: frozenset[int] = frozenset()  # byte fallback covers every byte
+        self.user_ids = frozenset(np.flatnonzero(kinds == USER_DEFINED).tolist())
         # user-defined pieces are matched in the text with its spaces as "▁", as SentencePiece matches them
-        user = np.flatnonzero(kinds == USER_DEFINED).tolist()
-        self._user = WholePieces([(tokens[i].replace(" ", "▁"), i) for i in user])
+        self._user = WholePieces([(tokens[i].replace(" ", "▁"), i) for i in sorted(self.user_ids)])
         self._control = WholePieces([(tokens[i], i) for i in control])
 
     def token_to_id(self, piece: str) -> int | None:
@@ -68,30 +62,22 @@ class SentencePieceBPE:
         """`text`'s ids; `specials`: control pieces written in it are matched whole, and each stretch of text between
         them is encoded alone (with its own dummy prefix, as llama.cpp gives it)."""
         ids: list[int] = []
-        start = 0
-        if specials:
-            for at, end, token_id in self._control.find(text):
-                if at > start:
-                    ids += self._stretch(text[start:at])
-                ids.append(token_id)
-                start = end
-        if start < len(text):
-            ids += self._stretch(text[start:])
+        for part in self._control.split(text) if specials else (text,) if text else ():
+            if isinstance(part, int):
+                ids.append(part)
+            else:
+                ids += self._stretch(part)
         return ids
 
     def _stretch(self, text: str) -> list[int]:
         """Text with no control piece in it: spaces as "▁" and the dummy prefix put first (step 1), user-defined pieces
         matched whole, and what lies between them joined."""
-        text = ("▁" if self.prefix else "") + text.replace(" ", "▁")
         ids: list[int] = []
-        start = 0
-        for at, end, token_id in self._user.find(text):
-            if at > start:
-                ids += self._joined(text[start:at])
-            ids.append(token_id)
-            start = end
-        if start < len(text):
-            ids += self._joined(text[start:])
+        for part in self._user.split(("▁" if self.prefix else "") + text.replace(" ", "▁")):
+            if isinstance(part, int):
+                ids.append(part)
+            else:
+                ids += self._joined(part)
         return ids
 
     def _joined(self, text: str) -> list[int]:
@@ -105,7 +91,9 @@ class SentencePieceBPE:
         after[-1] = -1
         agenda = [(-scores[found], i, i + 1, 2) for i in range(n - 1) if (found := get(text[i:i + 2])) is not None]
         heapq.heapify(agenda)
-        split: dict[str, tuple[str, str]] = {}  # an unused piece → the two it was last proposed from
+        # an unused piece → the two it was last proposed from (SentencePiece's rev_merge, kept per sentence there: a
+        # user-defined piece between two stretches stops any join across it, so none of one's proposals reach the other)
+        split: dict[str, tuple[str, str]] = {}
         if unused:
             for i in range(n - 1):
                 if get(text[i:i + 2]) in unused:
@@ -151,7 +139,7 @@ class SentencePieceBPE:
         elif found is not None and found != self.unk:
             ids.append(found)
         else:
-            fallback = [self._bytes[b] for b in _utf8(piece)]
+            fallback = [self._bytes[b] for b in piece.encode()]
             if None not in fallback:
                 ids += fallback
             elif self.unk is None:
@@ -186,34 +174,8 @@ class SentencePieceBPE:
         return bytes([byte]) if byte is not None else piece.replace("▁", " ").encode()
 
     def guidance(self, eos_ids: list[int]):
-        """What llguidance builds its view of the vocabulary from: each token's bytes (control pieces, and
-        user-defined ones written as tags, marked special by a leading 0xFF, as llguidance reads llama.cpp's), the
-        end token, and this tokenizer for text."""
-        import llguidance
-
-        return llguidance.TokenizerWrapper(_GuidanceView(self, eos_ids[0]))
-
-
-class _GuidanceView:
-    """The attributes and call llguidance's TokenizerWrapper reads (without an end token it adds one of its own)."""
-
-    def __init__(self, spm: SentencePieceBPE, eos_id: int):
-        self.spm = spm
-        self.eos_token_id, self.bos_token_id = eos_id, None
-        self.special_token_ids = sorted(spm.special_ids)
-        tags = {i for _, i in spm._user.words if spm.tokens[i].startswith("<") and spm.tokens[i].endswith(">")}
-        self.tokens = [b"\xff" + t.encode() if i in spm.special_ids or i in tags else spm.token_bytes(i)
-                       for i, t in enumerate(spm.tokens)]
-
-    def __call__(self, text: bytes | str) -> list[int]:
-        return self.spm.encode(text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text, False)
-
-
-def _utf8(piece: str) -> bytes:
-    try:
-        return piece.encode("utf-8")
-    except UnicodeEncodeError:
-        raise TokenizerError(f"the text holds {piece!r}, a lone surrogate, which is not text") from None
+        """What llguidance builds its view of the vocabulary from (guidance_view.py)."""
+        return guidance_view(self, eos_ids)
 
 
 def _byte(piece: str) -> int | None:

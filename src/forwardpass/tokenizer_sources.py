@@ -27,6 +27,7 @@ _PRE_SPLITS: dict[str, list[str]] = {
     "qwen2": [QWEN2_SPLIT],  # and NFC first (_NFC)
 }
 _NFC = {"qwen2"}  # pre-tokenizers whose reference tokenizer composes the text (Unicode NFC) before splitting
+_IGNORE_MERGES = {"llama-bpe", "llama3"}  # a piece that is a token stays whole (Llama 3's tokenizer.json, llama.cpp)
 
 _END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "</s>", "<end_of_turn>", "<eos>")
 
@@ -62,8 +63,13 @@ def _byte_level_bpe(fields: dict) -> TokenizerParts:
     if pre not in _PRE_SPLITS:
         raise UnsupportedModelError(f"GGUF pre-tokenizer {pre!r} is not supported; known: {', '.join(_PRE_SPLITS)}")
     tokens: list[str] = fields["tokenizer.ggml.tokens"]
-    types = fields.get("tokenizer.ggml.token_type", [])
-    backend = ByteLevelBPE(tokens, fields["tokenizer.ggml.merges"], types, _PRE_SPLITS[pre], pre in _NFC)
+    types = fields.get("tokenizer.ggml.token_type") or [1] * len(tokens)
+    if "tokenizer.ggml.merges" not in fields or len(types) != len(tokens):
+        raise ModelFileError(f"the file's byte-level tokenizer needs its merges and one type per token (it has "
+                             f"{len(tokens)} tokens, {len(types)} types and "
+                             f"{len(fields.get('tokenizer.ggml.merges', []))} merges)")
+    backend = ByteLevelBPE(tokens, fields["tokenizer.ggml.merges"], types, _PRE_SPLITS[pre], pre in _NFC,
+                           ignore_merges=pre in _IGNORE_MERGES)
     eos = sorted(i for t in _END_OF_TURN if (i := backend.token_to_id(t)) is not None and i in backend.special_ids)
     if "tokenizer.ggml.eos_token_id" in fields and not eos:
         eos = [fields["tokenizer.ggml.eos_token_id"]]

@@ -10,9 +10,15 @@ LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0
                    20.0, 40.0, 80.0)
 
 
-class Gauge:
+class _Value:
+    """One number, with its name and help text."""
+
     def __init__(self, name: str, documentation: str):
         self.name, self.documentation, self.value = name, documentation, 0.0
+
+
+class Gauge(_Value):
+    """Goes up and down: set to what it is now."""
 
     def set(self, value: float) -> None:
         self.value = float(value)
@@ -22,7 +28,7 @@ class Gauge:
         return GaugeMetricFamily(self.name, self.documentation, value=self.value)
 
 
-class Counter(Gauge):
+class Counter(_Value):
     """Only goes up; written as `name_total`."""
 
     def __init__(self, name: str, documentation: str):
@@ -30,6 +36,8 @@ class Counter(Gauge):
         self._lock = threading.Lock()
 
     def inc(self, amount: float = 1.0) -> None:
+        if amount < 0:
+            raise ValueError(f"{self.name} only goes up (asked to add {amount})")
         with self._lock:
             self.value += amount
 
@@ -109,13 +117,12 @@ class EngineMetrics:
             self._seen[name] = now
 
     def collect(self):
-        """Every metric as a Prometheus family (prometheus_client's collector protocol)."""
-        return [m.family() for m in vars(self).values() if isinstance(m, Gauge | Histogram)]
+        """Every metric as a Prometheus family, in the order they were declared (prometheus_client's collector
+        protocol)."""
+        return [m.family() for m in vars(self).values() if isinstance(m, _Value | Histogram)]
 
     def render(self) -> bytes:
         """The Prometheus text format of every metric."""
-        from prometheus_client import CollectorRegistry, generate_latest
+        from prometheus_client import generate_latest
 
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(self)
-        return generate_latest(registry)
+        return generate_latest(self)
