@@ -22,7 +22,7 @@ import numpy as np
 
 from .errors import ModelFileError
 from .guidance_view import guidance_view
-from .whole_pieces import WholePieces
+from .whole_pieces import WholePieces, encoded
 
 # GPT-2's split (the byte-level pre-tokenizer's own), and Llama 3's and Qwen2's, which replace it
 GPT2_SPLIT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -79,13 +79,7 @@ class ByteLevelBPE:
 
     def encode(self, text: str, specials: bool) -> list[int]:
         """`text`'s ids; `specials`: control tokens written in it are matched whole (else they are their text)."""
-        ids: list[int] = []
-        for part in (self._added if specials else self._user).split(text):
-            if isinstance(part, int):
-                ids.append(part)
-            else:
-                ids += self._stretch(part)
-        return ids
+        return encoded((self._added if specials else self._user).split(text), self._stretch)
 
     def _stretch(self, text: str) -> list[int]:
         """Text with no whole token in it: steps 2 and 3."""

@@ -21,7 +21,7 @@ import numpy as np
 
 from .errors import TokenizerError
 from .guidance_view import guidance_view
-from .whole_pieces import WholePieces
+from .whole_pieces import WholePieces, encoded
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6  # GGUF's token types, SentencePiece's order
 
@@ -61,24 +61,12 @@ class SentencePieceBPE:
     def encode(self, text: str, specials: bool) -> list[int]:
         """`text`'s ids; `specials`: control pieces written in it are matched whole, and each stretch of text between
         them is encoded alone (with its own dummy prefix, as llama.cpp gives it)."""
-        ids: list[int] = []
-        for part in self._control.split(text) if specials else (text,) if text else ():
-            if isinstance(part, int):
-                ids.append(part)
-            else:
-                ids += self._stretch(part)
-        return ids
+        return encoded(self._control.split(text) if specials else (text,) if text else (), self._stretch)
 
     def _stretch(self, text: str) -> list[int]:
         """Text with no control piece in it: spaces as "▁" and the dummy prefix put first (step 1), user-defined pieces
         matched whole, and what lies between them joined."""
-        ids: list[int] = []
-        for part in self._user.split(("▁" if self.prefix else "") + text.replace(" ", "▁")):
-            if isinstance(part, int):
-                ids.append(part)
-            else:
-                ids += self._joined(part)
-        return ids
+        return encoded(self._user.split(("▁" if self.prefix else "") + text.replace(" ", "▁")), self._joined)
 
     def _joined(self, text: str) -> list[int]:
         """Steps 2 and 3 of the module's docstring on normalized text. Symbol i starts at character i (a joined symbol

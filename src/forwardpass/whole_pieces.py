@@ -4,7 +4,7 @@ user-defined pieces (a vocabulary's tags, runs of spaces)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 
 class WholePieces:
@@ -38,3 +38,14 @@ class WholePieces:
                     break
         if start < len(text):
             yield text[start:]
+
+
+def encoded(parts: Iterable[str | int], encode: Callable[[str], list[int]]) -> list[int]:
+    """The ids of `parts` (as WholePieces.split gives them): a whole piece's id as it is, each stretch encoded."""
+    ids: list[int] = []
+    for part in parts:
+        if isinstance(part, int):
+            ids.append(part)
+        else:
+            ids += encode(part)
+    return ids
