@@ -140,3 +140,16 @@ def test_the_pools_pytorch_views_are_plain_tensors_wherever_first_asked_for():
         pool.k.sum()
     pool.k[0, 0, 0, 0, 0] = 1.0  # outside inference mode: writable (an inference tensor would refuse)
     assert pool.k_array[0, 0, 0, 0, 0] == 1.0  # the same memory
+
+
+def test_the_best_device_without_pytorch_is_the_cpu(monkeypatch):
+    """device None on a machine showing a GPU: the PyTorch path where PyTorch is installed, the native CPU path where
+    it is not (rather than a refusal to run at all)."""
+    from forwardpass import pipeline
+
+    monkeypatch.setattr(pipeline, "has_gpu", lambda: True)
+    path = forwardpass.default_model_path()
+    assert "a GPU is present" in pipeline.native_refusal(path, None, None, False, None)
+    real = pipeline.importlib.util.find_spec
+    monkeypatch.setattr(pipeline.importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name))
+    assert pipeline.native_refusal(path, None, None, False, None) is None

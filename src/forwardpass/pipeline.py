@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -304,8 +305,8 @@ def load(path: str | Path | None = None, device: str | torch.device | None = "cp
 
 def native_refusal(path: Path, device, dtype, checked: bool, storage: str | None) -> str | None:
     """Why `load` needs the PyTorch model for these options (None: the native loader may read the file)."""
-    if device is None and has_gpu():
-        return "a GPU is present (device None: the best available)"
+    if device is None and has_gpu() and importlib.util.find_spec("torch") is not None:
+        return "a GPU is present (device None: the best available; without PyTorch the best is the CPU)"
     if device is not None and str(device) != "cpu":
         return f"device {device} (the native step runs on the CPU)"
     if dtype is not None:
