@@ -91,3 +91,11 @@ def test_a_character_no_piece_covers_without_bytes_or_unknown_piece_is_refused()
     assert tokenizer.encode_text("abc") == [9]
     with pytest.raises(TokenizerError, match="'z', which this model's vocabulary cannot represent"):
         tokenizer.encode_text("abz")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([3, 4, 7, 12, 14, *range(len(PIECES), len(PIECES) + 256)]), min_size=1, max_size=8))
+def test_any_ids_read_as_sentencepiece_reads_them(ids):
+    """Byte pieces that make no whole character (a stray <0xE7>, half of 日) read as sentencepiece reads them."""
+    tokenizer, sentencepiece = BUILT[(False, True)]
+    assert tokenizer.decode(ids) == sentencepiece.decode(ids)

@@ -137,8 +137,8 @@ class SentencePieceBPE:
                 ids.append(self.unk)
 
     def decode(self, ids: list[int]) -> str:
-        """The text of `ids`: "▁" read as a space, a run of byte pieces as the UTF-8 text of its bytes (one U+FFFD
-        per byte where they are not UTF-8), and the dummy prefix's space dropped again."""
+        """The text of `ids`: "▁" read as a space, a run of byte pieces as the UTF-8 text of its bytes (a byte that
+        begins no character as U+FFFD), and the dummy prefix's space dropped again."""
         out, run = [], bytearray()
         for token_id in ids:
             piece = self.tokens[token_id]
@@ -175,7 +175,21 @@ def _byte(piece: str) -> int | None:
 
 
 def _text(run: bytearray) -> str:
+    """A run of byte pieces as text, as SentencePiece reads it: each whole UTF-8 character as itself, each byte that
+    begins none as U+FFFD."""
     try:
         return run.decode("utf-8")
     except UnicodeDecodeError:
-        return "\ufffd" * len(run)
+        out, i = [], 0
+        while i < len(run):
+            for n in (1, 2, 3, 4):
+                try:
+                    out.append(run[i:i + n].decode("utf-8"))
+                    i += n
+                    break
+                except UnicodeDecodeError:
+                    continue
+            else:
+                out.append("\ufffd")
+                i += 1
+        return "".join(out)
