@@ -328,3 +328,32 @@ def test_sigterm_ends_every_open_stream_within_the_grace_even_when_the_engine_is
         assert json.loads(events[-2])["error"]["code"] == "server_shutdown"
         assert json.loads(events[-3])["choices"][0]["finish_reason"] == "abort"
     assert ended < 4  # at the grace, not when the engine's step returned
+
+
+def test_prompts_are_tokenized_off_the_event_loop(smollm, monkeypatch):
+    """Every route that tokenizes text (completions, chat, Messages and its token count, /tokenize) does it on a worker
+    thread: a prompt as long as the body limit allows takes a second or more to tokenize, which on the event loop would
+    hold every other request and stream still."""
+    import asyncio
+
+    seen = []
+    encode = smollm.tokenizer._encode
+
+    def recorded(text, specials):
+        try:
+            asyncio.get_running_loop()
+            seen.append("event loop")
+        except RuntimeError:
+            seen.append("worker")
+        return encode(text, specials)
+    monkeypatch.setattr(smollm.tokenizer, "_encode", recorded)
+    chat = [{"role": "user", "content": "Hi"}]
+    with running_server(smollm) as (url, _):
+        for path, body in (("/v1/completions", {"prompt": "Hi", "max_tokens": 1}),
+                           ("/v1/chat/completions", {"messages": chat, "max_tokens": 1}),
+                           ("/v1/messages", {"messages": chat, "max_tokens": 1}),
+                           ("/v1/messages/count_tokens", {"messages": chat}),
+                           ("/tokenize", {"prompt": "Hi"}), ("/tokenize", {"messages": chat})):
+            r = httpx.post(url + path, json={"model": MODEL} | body, timeout=60)
+            assert r.status_code == 200, (path, r.text)
+    assert seen and set(seen) == {"worker"}, seen

@@ -13,7 +13,7 @@ from ..engine import RequestOutput
 from . import messages, tools
 from .front import Front
 from .messages import MessagesInput, MessagesRequest
-from .served import Served, constraint_errors, engine_error
+from .served import Served, constraint_errors, engine_error, off_loop
 
 
 def router(front: Front) -> APIRouter:
@@ -27,7 +27,7 @@ def router(front: Front) -> APIRouter:
             chat, declared = req.chat()
             functions = tools.functions(declared)
             params = req.sampling(functions, s.config.sampling)
-        prompt_ids = s.chat_ids(chat, functions=functions)
+        prompt_ids = await off_loop(s.chat_ids, chat, functions=functions)
         calls = None if req.tool_mode == "none" else functions
         submission = await s.submit(request, req, [(prompt_ids, [params])], params.constraint)
         if req.stream:
@@ -52,7 +52,7 @@ def router(front: Front) -> APIRouter:
         with constraint_errors(req):
             chat, declared = req.chat()
             functions = tools.functions(declared)
-        return {"input_tokens": len(s.chat_ids(chat, functions=functions))}
+        return {"input_tokens": len(await off_loop(s.chat_ids, chat, functions=functions))}
 
     return r
 

@@ -16,7 +16,7 @@ from . import tools
 from .errors import APIError
 from .front import Front
 from .protocol import ChatCompletionRequest, CompletionRequest
-from .served import COMPLETION_MAX_TOKENS, Served, constraint_errors, engine_error
+from .served import COMPLETION_MAX_TOKENS, Served, constraint_errors, engine_error, off_loop
 
 
 def router(front: Front) -> APIRouter:
@@ -28,9 +28,12 @@ def router(front: Front) -> APIRouter:
         texts = req.listed(req.prompt)
         if any(isinstance(t, str) for t in texts) and s.tokenizer is None:
             raise APIError(400, "this model has no tokenizer: send the prompt as token ids")
-        prompts = [s.tokenizer.encode(t) if isinstance(t, str) else list(t) for t in texts]
         max_tokens = req.max_tokens if req.max_tokens is not None else COMPLETION_MAX_TOKENS
-        groups = [(ids, s.params_for(req, ids, max_tokens, req.logprobs)) for ids in prompts]
+
+        def grouped():
+            prompts = [s.tokenizer.encode(t) if isinstance(t, str) else list(t) for t in texts]
+            return [(ids, s.params_for(req, ids, max_tokens, req.logprobs)) for ids in prompts]
+        groups = await off_loop(grouped)
         return await respond(s, request, req, groups, chat=False)
 
     @r.post("/v1/chat/completions")
@@ -40,10 +43,10 @@ def router(front: Front) -> APIRouter:
             raise APIError(400, "messages must hold at least one message", param="messages")
         with constraint_errors(None, "tools"):
             functions = req.functions()
-        prompt_ids = s.chat_ids(req.messages, functions=functions)
+        prompt_ids = await off_loop(s.chat_ids, req.messages, functions=functions)
         max_tokens = req.max_completion_tokens if req.max_completion_tokens is not None else req.max_tokens
         logprobs = (req.top_logprobs or 0) if req.logprobs else None
-        params = s.params_for(req, prompt_ids, max_tokens, logprobs)
+        params = await off_loop(s.params_for, req, prompt_ids, max_tokens, logprobs)
         return await respond(s, request, req, [(prompt_ids, params)], chat=True,
                              calls=None if req.tool_mode == "none" else functions)
 

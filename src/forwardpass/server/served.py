@@ -36,6 +36,13 @@ class ServerConfig:
     cors_origins: tuple[str, ...] = ()  # origins whose browser pages may call the API ("*": any); none: same origin
 
 
+async def off_loop(fn, /, *args, **kwargs):
+    """fn(*args, **kwargs) on a worker thread, awaited: tokenizing a text as long as the body limit allows takes a
+    second or more in Python, and on the event loop it would hold every other request (and every stream) still as
+    long."""
+    return await asyncio.to_thread(fn, *args, **kwargs)
+
+
 def engine_error(error: Error, req) -> APIError:
     """The HTTP answer to a request the engine ended early (`req`: its body, whose constraint a refusal names)."""
     status, code = {"shutdown": (503, "server_shutdown"), "timeout": (504, "timeout"),

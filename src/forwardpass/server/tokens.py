@@ -8,7 +8,7 @@ from . import tools
 from .errors import APIError
 from .front import Front
 from .protocol import DetokenizeRequest, TokenizeRequest
-from .served import constraint_errors
+from .served import constraint_errors, off_loop
 
 
 def router(front: Front) -> APIRouter:
@@ -24,9 +24,9 @@ def router(front: Front) -> APIRouter:
         if req.messages is not None:
             with constraint_errors(None, "tools"):
                 functions = tools.functions(req.tools or [])
-            ids = s.chat_ids(req.messages, req.add_generation_prompt, functions)
+            ids = await off_loop(s.chat_ids, req.messages, req.add_generation_prompt, functions)
         else:
-            ids = s.tokenizer.encode(req.prompt)
+            ids = await off_loop(s.tokenizer.encode, req.prompt)
         out = {"count": len(ids), "max_model_len": s.context, "tokens": ids}
         return out | ({"token_strs": [s.tokenizer.piece(i) for i in ids]} if req.return_token_strs else {})
 
