@@ -28,13 +28,15 @@ def router(front: Front) -> APIRouter:
         else:
             ids = await off_loop(s.tokenizer.encode, req.prompt)
         out = {"count": len(ids), "max_model_len": s.context, "tokens": ids}
-        return out | ({"token_strs": [s.tokenizer.piece(i) for i in ids]} if req.return_token_strs else {})
+        if req.return_token_strs:
+            out["token_strs"] = await off_loop(lambda: [s.tokenizer.piece(i) for i in ids])
+        return out
 
     @r.post("/detokenize")
     async def detokenize(request: Request) -> dict:
         req, s = await front.model(request, DetokenizeRequest)
         s.need_tokenizer()
         s.tokenizer.check_ids(req.tokens)
-        return {"prompt": s.tokenizer.decode(req.tokens)}
+        return {"prompt": await off_loop(s.tokenizer.decode, req.tokens)}
 
     return r
