@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from .chat_template import marked, render_chat
 from .errors import TokenIdError, TokenizerError, UnsupportedModelError
 from .tokenizer_sources import TokenizerParts, directory_parts, gguf_parts
+from .utf8 import characters
 
 if TYPE_CHECKING:
     from .byte_level_bpe import ByteLevelBPE
@@ -153,19 +154,7 @@ class Tokenizer:
 
 def _named_bytes(raw: bytes) -> str:
     """`raw` with whole UTF-8 characters as text and stray bytes as SentencePiece names its byte pieces: <0xE7>."""
-    out, i = [], 0
-    while i < len(raw):  # whole characters as text, stray bytes by name
-        for n in (1, 2, 3, 4):
-            try:
-                out.append(raw[i:i + n].decode())
-                i += n
-                break
-            except UnicodeDecodeError:
-                continue
-        else:
-            out.append(f"<0x{raw[i]:02X}>")
-            i += 1
-    return "".join(out)
+    return "".join(f"<0x{raw[at]:02X}>" if character is None else character for at, _, character in characters(raw))
 
 
 def _trie_pattern(words: list[str]) -> str:

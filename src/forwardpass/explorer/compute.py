@@ -27,6 +27,7 @@ from ..sampling import (
     top_p_mask,
     values,
 )
+from ..utf8 import characters
 from .trace import trace
 
 GPT2, GPT3 = preset("gpt2-small"), preset("gpt3-175b")
@@ -116,17 +117,8 @@ def _characters(fp: LoadedModel, ids: list[int]) -> dict[int, dict]:
         spans.append((at, at + n))
         at += n
     raw = b"".join(fp.tokenizer.token_bytes(i) for i in ids)
-    letters, at = [], 0  # each character of the decoded bytes: (text, start, end)
-    while at < len(raw):
-        for n in (1, 2, 3, 4):
-            try:
-                letters.append((raw[at:at + n].decode(), at, at + n))
-                at += n
-                break
-            except UnicodeDecodeError:
-                continue
-        else:
-            at += 1  # a stray byte that starts no character: belongs to none
+    # each character of the decoded bytes: (text, start, end); a stray byte that starts none belongs to none
+    letters = [(character, s, e) for s, e, character in characters(raw) if character is not None]
     out = {}
     for position, (s, e) in enumerate(spans):
         cut = [c for c in letters if c[1] < e and s < c[2] and not (s <= c[1] and c[2] <= e)]  # split by the token
