@@ -21,6 +21,7 @@ import numpy as np
 
 from .errors import TokenizerError
 from .guidance_view import guidance_view
+from .utf8 import characters
 from .whole_pieces import WholePieces, encoded
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6  # GGUF's token types, SentencePiece's order
@@ -33,12 +34,12 @@ class SentencePieceBPE:
         self.tokens, self.scores, self.unk, self.prefix = tokens, scores, unk, prefix
         self.vocab_size = len(tokens)
         kinds = np.asarray(types, dtype=np.int64)
-        reserved = np.flatnonzero((kinds == UNKNOWN) | (kinds == CONTROL) | (kinds == BYTE)).tolist()
+        reserved = np.isin(kinds, (UNKNOWN, CONTROL, BYTE))
         self._pieces: dict[str, int] = {}  # the pieces a join may make (SentencePiece's pieces_): all but reserved ones
-        for i in np.flatnonzero(~np.isin(kinds, (UNKNOWN, CONTROL, BYTE))).tolist():
+        for i in np.flatnonzero(~reserved).tolist():
             self._pieces.setdefault(tokens[i], i)  # the first of equal pieces, as SentencePiece keeps it
         self._reserved: dict[str, int] = {}  # control, unknown and byte pieces: looked up first, never joined into
-        for i in reserved:
+        for i in np.flatnonzero(reserved).tolist():
             self._reserved.setdefault(tokens[i], i)
         self._unused = frozenset(np.flatnonzero(kinds == UNUSED).tolist())
         self._bytes = [self.token_to_id(f"<0x{b:02X}>") for b in range(256)]
@@ -105,21 +106,14 @@ class SentencePieceBPE:
                             split[joined] = (text[a:b], text[b:end[b]])
 
         ids: list[int] = []
-        reserved = self._reserved.get
         i = 0
         while i >= 0:
-            piece = text[i:end[i]]
-            found = reserved(piece)
-            if found is None:
-                found = get(piece)
-            if found is None or found == self.unk or found in unused:
-                self._resegment(piece, split, ids)
-            else:
-                ids.append(found)
+            self._resegment(text[i:end[i]], split, ids)
             i = after[i]
         return ids
 
     def _resegment(self, piece: str, split: dict[str, tuple[str, str]], ids: list[int]) -> None:
+        """A symbol's ids (step 3): its piece's, an unused piece's two halves', or its bytes' (else the unknown one)."""
         found = self.token_to_id(piece)
         if found is not None and found in self._unused and piece in split:
             for half in split[piece]:
@@ -180,16 +174,4 @@ def _text(run: bytearray) -> str:
     try:
         return run.decode("utf-8")
     except UnicodeDecodeError:
-        out, i = [], 0
-        while i < len(run):
-            for n in (1, 2, 3, 4):
-                try:
-                    out.append(run[i:i + n].decode("utf-8"))
-                    i += n
-                    break
-                except UnicodeDecodeError:
-                    continue
-            else:
-                out.append("\ufffd")
-                i += 1
-        return "".join(out)
+        return "".join("\ufffd" if character is None else character for _, _, character in characters(bytes(run)))

@@ -91,7 +91,7 @@ def _sentencepiece(fields: dict, chat_template: str | None) -> TokenizerParts:
                              f"types: one of each per piece is needed")
     backend = SentencePieceBPE(tokens, scores, types, unk, prefix)
     eos_id = fields.get("tokenizer.ggml.eos_token_id")
-    eos = sorted(i for t in _END_OF_TURN if (i := backend.token_to_id(t)) is not None and types[i] == 3) or \
+    eos = sorted(i for t in _END_OF_TURN if (i := backend.token_to_id(t)) is not None and i in backend.special_ids) or \
         ([eos_id] if eos_id is not None else [])
     bos_id = fields.get("tokenizer.ggml.bos_token_id")
     add_bos = bool(fields.get("tokenizer.ggml.add_bos_token", False)) and bos_id is not None
