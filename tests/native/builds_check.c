@@ -21,6 +21,16 @@ static void print(const char *how, const char *tag, const float *v, int n) {
     }
 }
 
+// One row's three query heads against slots [0, 21) of one K/V head: 20 in the cache, then the row's own new pair
+static void attend_one(const float *q, const Rows *k, const Rows *v, const void *k_new, const void *v_new,
+                       float *scores, float *out, float *top, float *total) {
+    const Slots keys = {k, 20, k_new, 0}, values = {v, 20, v_new, 0};
+    const float *qs[1] = {q};
+    float *sc[1] = {scores}, *outs[1] = {out}, *tops[1] = {top}, *totals[1] = {total};
+    const int lo[1] = {0}, hi[1] = {21};
+    attend_group(qs, 1, 3, &keys, &values, 64, 0.125f, lo, hi, sc, outs, tops, totals);
+}
+
 int main(void) {
     enum { M = 5, K = 192, N = 70, KF = 200, GROUPS = (N + 15) / 16 };
     static float x[M * KF], y[M * N], scale[GROUPS * (K / 32) * 16], minimum[GROUPS * (K / 32) * 16], wf[N * KF];
@@ -160,7 +170,7 @@ int main(void) {
     static const int one_block[1] = {0};  // the cache as one block of 32 slots (PAST of them held)
     const Rows k = {(char *)keys, 4 * HD, 4 * 32 * HD, one_block, 32, 5, KV_F32};
     const Rows vr = {(char *)values, 4 * HD, 4 * 32 * HD, one_block, 32, 5, KV_F32};
-    attend_group(q, HEADS, &k, &vr, PAST, k_new, v_new, 0, 0, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
+    attend_one(q, &k, &vr, k_new, v_new, scores, out, top, total);
     print("close", "attention", out, HEADS * HD);
     print("close", "attention-top", top, HEADS);
     print("close", "attention-total", total, HEADS);
@@ -169,7 +179,7 @@ int main(void) {
     floats_to_halves(k_new, half_k_new, HD), floats_to_halves(v_new, half_v_new, HD);
     const Rows hk = {(char *)half_keys, 2 * HD, 2 * 32 * HD, one_block, 32, 5, KV_F16};
     const Rows hv = {(char *)half_values, 2 * HD, 2 * 32 * HD, one_block, 32, 5, KV_F16};
-    attend_group(q, HEADS, &hk, &hv, PAST, half_k_new, half_v_new, 0, 0, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
+    attend_one(q, &hk, &hv, half_k_new, half_v_new, scores, out, top, total);
     print("close", "attention-half", out, HEADS * HD);
     print("close", "attention-half-top", top, HEADS);
     print("close", "attention-half-total", total, HEADS);
@@ -182,7 +192,7 @@ int main(void) {
     kv_encode(KV_Q8_0, k_new, q8_k_new, HD), kv_encode(KV_Q8_0, v_new, q8_v_new, HD);
     const Rows qk = {(char *)q8_keys, Q8_ROW, 32 * Q8_ROW, one_block, 32, 5, KV_Q8_0};
     const Rows qv = {(char *)q8_values, Q8_ROW, 32 * Q8_ROW, one_block, 32, 5, KV_Q8_0};
-    attend_group(q, HEADS, &qk, &qv, PAST, q8_k_new, q8_v_new, 0, 0, HD, 0.125f, 0, PAST + 1, scores, out, top, total);
+    attend_one(q, &qk, &qv, q8_k_new, q8_v_new, scores, out, top, total);
     print("close", "attention-q8_0", out, HEADS * HD);
     print("close", "attention-q8_0-top", top, HEADS);
     print("close", "attention-q8_0-total", total, HEADS);

@@ -154,92 +154,145 @@ static inline V exp_v(V x) {
     return v_scalef(p, n);
 }
 
-// Query heads q[0 … n-1] (n ≤ 4, consecutive rows of head_dim) of one K/V head against slots [lo, hi): below
-// `past` the cache's (K, V), from `past` on this step's new k and v, in the cache's format, slot past + i's at
-// k_new + i × k_stride bytes (v_new, v_stride): the row's own, and its chunk's earlier rows' (the cache gets them
-// after every thread has read it). One pass over the keys and one over the values serve all n heads. Leaves per head the
-// scores' maximum, the sum of their exponentials and the exponential-weighted sum of values, to be merged with the
-// other threads' parts (`merge_heads`); an empty range leaves -inf, 0, 0. head_dim is a multiple of 16, at most 256.
-static inline __attribute__((always_inline)) void attend_heads(const float *q, const int n, const Rows *k,
-                                                               const Rows *v, int past, const void *k_new,
-                                                               const void *v_new, size_t k_stride, size_t v_stride,
-                                                               int head_dim, float scale, int lo,
-                                                               int hi, float *scores, float *out, float *top,
-                                                               float *total, const int kv) {
-    const int nv = head_dim / LANES, len = hi - lo, stored = hi < past ? hi : past;
+// Where slots [lo, hi) of a chunk's rows are read: below `past` the cache's, from `past` on this step's new ones, in
+// the cache's format, slot past + i's at fresh + i × stride bytes
+typedef struct {
+    const Rows *rows;
+    int past;
+    const char *fresh;
+    size_t stride;
+} Slots;
+
+// Slot j's key (or value) row, through a cursor along the cache's blocks (row_next) below `past`
+static inline const void *slot_row(const Slots *s, int j, const char **next, int *left) {
+    return j < s->past ? (const void *)row_next(s->rows, j, next, left) : s->fresh + (size_t)(j - s->past) * s->stride;
+}
+
+// M consecutive rows of one chunk (M ≤ 4), each with query heads q[m][0 … n-1] (n ≤ 4, consecutive rows of head_dim)
+// of one K/V head, row m against slots [lo[m], hi[m]) (a row's causal range, or the part of it this thread takes). One
+// pass over the keys and one over the values serve every row and head: rows of a chunk read nearly the same slots, so
+// each key and value is read (and widened) once for all of them. Leaves per row and head the scores' maximum, the sum
+// of their exponentials and the exponential-weighted sum of values (top[m][h], total[m][h], out[m] + h × head_dim),
+// to be merged with the other threads' parts (`merge_heads`); an empty range leaves -inf, 0, 0. Each row's numbers
+// are made by the same operations in the same order whatever M is, so a row's result is the same bit for bit alone or
+// among its chunk. scores[m]: n × (hi[m] - lo[m]) floats. head_dim is a multiple of 16, at most 256.
+static inline __attribute__((always_inline)) void attend_heads(const float *const *q, const int M, const int n,
+                                                               const Slots *keys, const Slots *values, int head_dim,
+                                                               float scale, const int *range_lo, const int *range_hi,
+                                                               float *const *scores, float *const *out,
+                                                               float *const *top, float *const *total, const int kv) {
+    const int nv = head_dim / LANES;
+    int lo[4], hi[4], from = range_lo[0], to = range_hi[0], inner_lo = from, inner_hi = to;  // inner: every row's
+    for (int m = 0; m < M; m++) {
+        lo[m] = range_lo[m], hi[m] = range_hi[m];
+        from = lo[m] < from ? lo[m] : from, to = hi[m] > to ? hi[m] : to;
+        inner_lo = lo[m] > inner_lo ? lo[m] : inner_lo, inner_hi = hi[m] < inner_hi ? hi[m] : inner_hi;
+    }
+    float *s[4][4];  // row m's head h's score of slot j at s[m][h][j]
+    for (int m = 0; m < M; m++)
+        for (int h = 0; h < n; h++) s[m][h] = scores[m] + h * (hi[m] - lo[m]) - lo[m];
+    const int stored = to < keys->past ? to : keys->past;
     const char *next = NULL;
     int left = 0;
-    for (int j = lo; j < hi; j += 4) {  // scores q·k × scale: four positions, every head
+    for (int j = from; j < to; j += 4) {  // scores q·k × scale: four positions, every row and head
         const void *row[4];
-        for (int r = 0; r < 4; r++) {
-            const int at = j + r < hi ? j + r : j;  // past the range: a repeat, not stored
-            row[r] = at < past ? (at == j + r ? row_next(k, at, &next, &left) : row[0])
-                               : (const char *)k_new + (size_t)(at - past) * k_stride;
-        }
-        ask_ahead(k, j + AHEAD, 4, stored);
-        V acc[4][4];  // [head][position]
-        for (int h = 0; h < n; h++)
-            for (int r = 0; r < 4; r++) acc[h][r] = v_zero();
-        for (int c = 0; c < nv; c++)
-            for (int r = 0; r < 4; r++) {
-                const V key = kv_load(row[r], kv, LANES * c);
-                for (int h = 0; h < n; h++) acc[h][r] = v_fma(v_load(q + h * head_dim + LANES * c), key, acc[h][r]);
-            }
-        const int kept = hi - j < 4 ? hi - j : 4;
-        for (int h = 0; h < n; h++)
-            for (int r = 0; r < kept; r++) scores[h * len + j - lo + r] = v_reduce_add(acc[h][r]) * scale;
-    }
-    for (int h = 0; h < n; h++) {  // e^(score - max)
-        float *s = scores + h * len;
-        V most = v_set1(-INFINITY), sum = v_zero();
-        for (int j = 0; j < len; j += LANES) most = v_max(most, v_load_n(s + j, len - j, -INFINITY));
-        top[h] = v_reduce_max(most);
-        for (int j = 0; j < len; j += LANES) {
-            const V e = exp_v(v_sub(v_load_n(s + j, len - j, -INFINITY), v_set1(top[h])));  // e^-inf: 0
-            v_store_n(s + j, len - j, e);
-            sum = v_add(sum, v_load_n(s + j, len - j, 0.f));  // the range's lanes only
-        }
-        total[h] = len > 0 ? v_reduce_add(sum) : 0.f;
-    }
-    for (int c0 = 0; c0 < nv; c0 += 4) {  // 64 output values of every head at a time, over the range's positions
-        V acc[4][4];  // [head][vector]
-        for (int h = 0; h < n; h++)
-            for (int c = 0; c < 4; c++) acc[h][c] = v_zero();
-        next = NULL, left = 0;
-        for (int j = lo; j < hi; j++) {
-            if (c0 == 0 && (j - lo) % 4 == 0) ask_ahead(v, j + AHEAD, 4, stored);
-            const void *vj = j < past ? row_next(v, j, &next, &left) : (const char *)v_new + (size_t)(j - past) * v_stride;
-            for (int c = 0; c < 4; c++)
-                if (c0 + c < nv) {
-                    const V vv = kv_load(vj, kv, LANES * (c0 + c));
-                    for (int h = 0; h < n; h++) acc[h][c] = v_fma(v_set1(scores[h * len + j - lo]), vv, acc[h][c]);
+        for (int r = 0; r < 4; r++)  // past the range: a repeat of the first
+            row[r] = j + r < to ? slot_row(keys, j + r, &next, &left) : row[0];
+        ask_ahead(keys->rows, j + AHEAD, 4, stored);
+        float wide[M > 1 ? 4 * 256 : 1];  // several rows: the four keys widened once, for all of them
+        if (M > 1)
+            for (int r = 0; r < 4; r++)
+                for (int c = 0; c < nv; c++) v_store(wide + r * head_dim + LANES * c, kv_load(row[r], kv, LANES * c));
+        for (int m = 0; m < M; m++) {
+            if (j + 4 <= lo[m] || j >= hi[m]) continue;
+            V acc[16];  // [head × 4 + position]
+            for (int i = 0; i < 16; i++) acc[i] = v_zero();
+            for (int c = 0; c < nv; c++)
+                for (int r = 0; r < 4; r++) {
+                    const V key = M > 1 ? v_load(wide + r * head_dim + LANES * c) : kv_load(row[r], kv, LANES * c);
+                    for (int h = 0; h < n; h++)
+                        acc[4 * h + r] = v_fma(v_load(q[m] + h * head_dim + LANES * c), key, acc[4 * h + r]);
                 }
+            float sums[LANES];
+            v_store(sums, v_mul(v_sums(acc), v_set1(scale)));
+            if (j >= lo[m] && j + 4 <= hi[m])
+                for (int h = 0; h < n; h++) memcpy(s[m][h] + j, sums + 4 * h, 4 * sizeof(float));
+            else
+                for (int h = 0; h < n; h++)
+                    for (int r = 0; r < 4; r++)
+                        if (j + r >= lo[m] && j + r < hi[m]) s[m][h][j + r] = sums[4 * h + r];
         }
-        for (int h = 0; h < n; h++)
-            for (int c = 0; c < 4 && c0 + c < nv; c++) v_store(out + h * head_dim + LANES * (c0 + c), acc[h][c]);
+    }
+    for (int m = 0; m < M; m++) {
+        const int len = hi[m] - lo[m];
+        for (int h = 0; h < n; h++) {  // e^(score - max)
+            float *e = s[m][h] + lo[m];
+            V most = v_set1(-INFINITY), sum = v_zero();
+            for (int j = 0; j < len; j += LANES) most = v_max(most, v_load_n(e + j, len - j, -INFINITY));
+            top[m][h] = v_reduce_max(most);
+            for (int j = 0; j < len; j += LANES) {
+                const V x = exp_v(v_sub(v_load_n(e + j, len - j, -INFINITY), v_set1(top[m][h])));
+                v_store_n(e + j, len - j, x);
+                sum = v_add(sum, len - j >= LANES ? x : v_load_n(e + j, len - j, 0.f));  // the range's lanes only
+            }
+            total[m][h] = len > 0 ? v_reduce_add(sum) : 0.f;
+        }
+    }
+    // Σ e^score v, W vectors of head_dim at a time over the slots, every row and head: M × n × W sums in registers.
+    // Slots every row reads need no test of each row's range.
+    const int W = M == 1 ? 4 : M == 2 ? 2 : 1;
+    for (int c0 = 0; c0 < nv; c0 += W) {
+        V acc[4][4][4];  // [row][head][vector]
+        for (int m = 0; m < M; m++)
+            for (int h = 0; h < n; h++)
+                for (int c = 0; c < W; c++) acc[m][h][c] = v_zero();
+        next = NULL, left = 0;
+        for (int j = from; j < to; j++) {
+            if (c0 == 0 && (j - from) % 4 == 0) ask_ahead(values->rows, j + AHEAD, 4, stored);
+            const void *vj = slot_row(values, j, &next, &left);
+            V vv[4];
+            for (int c = 0; c < W; c++) vv[c] = c0 + c < nv ? kv_load(vj, kv, LANES * (c0 + c)) : v_zero();
+            const int every = j >= inner_lo && j < inner_hi;
+            for (int m = 0; m < M; m++)
+                if (every || (j >= lo[m] && j < hi[m]))
+                    for (int h = 0; h < n; h++) {
+                        const V e = v_set1(s[m][h][j]);
+                        for (int c = 0; c < W; c++) acc[m][h][c] = v_fma(e, vv[c], acc[m][h][c]);
+                    }
+        }
+        for (int m = 0; m < M; m++)
+            for (int h = 0; h < n; h++)
+                for (int c = 0; c < W && c0 + c < nv; c++) v_store(out[m] + h * head_dim + LANES * (c0 + c), acc[m][h][c]);
     }
 }
 
-// attend_heads for any n ≤ 4 and each format, each compiled on its own (its accumulators stay in registers)
-static void attend_group(const float *q, int n, const Rows *k, const Rows *v, int past, const void *k_new,
-                         const void *v_new, size_t k_stride, size_t v_stride, int head_dim, float scale, int lo, int hi,
-                         float *scores, float *out, float *top, float *total) {
-#define ATTEND(N, KV)                                                                                            \
-    attend_heads(q, N, k, v, past, k_new, v_new, k_stride, v_stride, head_dim, scale, lo, hi, scores, out, top, \
-                 total, KV)
-#define EACH_N(KV)                \
-    switch (n) {                  \
-    case 1: ATTEND(1, KV); break; \
-    case 2: ATTEND(2, KV); break; \
-    case 3: ATTEND(3, KV); break; \
-    default: ATTEND(4, KV);       \
+// attend_heads for M ≤ 4 rows, n ≤ 4 heads and each format, each compiled on its own (its sums stay in registers)
+static void attend_group(const float *const *q, int M, int n, const Slots *keys, const Slots *values, int head_dim,
+                         float scale, const int *lo, const int *hi, float *const *scores, float *const *out,
+                         float *const *top, float *const *total) {
+#define ATTEND(R, N, KV) attend_heads(q, R, N, keys, values, head_dim, scale, lo, hi, scores, out, top, total, KV)
+#define EACH_N(R, KV)                \
+    switch (n) {                     \
+    case 1: ATTEND(R, 1, KV); break; \
+    case 2: ATTEND(R, 2, KV); break; \
+    case 3: ATTEND(R, 3, KV); break; \
+    default: ATTEND(R, 4, KV);       \
     }
-    if (k->kv == KV_Q8_0)
-        EACH_N(KV_Q8_0)
-    else if (k->kv == KV_F16)
-        EACH_N(KV_F16)
+#define EACH_M(KV)                  \
+    switch (M) {                    \
+    case 1: EACH_N(1, KV); break;   \
+    case 2: EACH_N(2, KV); break;   \
+    case 3: EACH_N(3, KV); break;   \
+    default: EACH_N(4, KV);         \
+    }
+    const int kv = keys->rows->kv;
+    if (kv == KV_Q8_0)
+        EACH_M(KV_Q8_0)
+    else if (kv == KV_F16)
+        EACH_M(KV_F16)
     else
-        EACH_N(KV_F32)
+        EACH_M(KV_F32)
+#undef EACH_M
 #undef EACH_N
 #undef ATTEND
 }
@@ -361,7 +414,7 @@ static Shared cut_shared(Cut *c, const Model *m) {
 
 static Own cut_own(Cut *c, const Model *m) {
     const size_t H = m->n_heads, hd = m->head_dim, R = m->rows;
-    Own o = {cut(c, R * widest_row(m)), cut(c, R * (H + m->n_kv_heads) * hd), cut(c, 4 * (size_t)m->capacity),
+    Own o = {cut(c, R * widest_row(m)), cut(c, R * (H + m->n_kv_heads) * hd), cut(c, 16 * (size_t)m->capacity),
              cut(c, R * H * hd), cut(c, R * activation_floats(widest_row(m))), cut(c, R * 2 * m->n_kv_heads * hd)};
     return o;
 }
@@ -442,12 +495,9 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
             gemv_share(&L->qkv, a, R, qkv, 0);
             team_barrier(&bar, T);
             // Attention splits each row's slots into P parts, thread t taking parts t, t + T, …: each reads its
-            // share of every K/V head once, for all the group's query heads, after rotating every query and new key
-            // itself (cheaper than a barrier).
+            // share of every K/V head once, for all the group's query heads and up to four rows of a chunk, after
+            // rotating every query and new key itself (cheaper than a barrier).
             for (int r = 0; r < R; r++) {
-                // its slots: the pool's below `past`, then this step's new pairs, of its chunk's first row (r0) on
-                const int r0 = r - (b->chunk ? b->chunk[r] : 0), len = b->lengths[r] + 1, past = b->lengths[r0];
-                const int first = L->window > 0 && len > L->window ? len - L->window : 0, span = len - first;
                 const size_t at = (size_t)b->positions[r] * (hd / 2);
                 const float *cos = (L->local_rope ? m->cos_local : m->cos) + at;
                 const float *sin = (L->local_rope ? m->sin_local : m->sin) + at;
@@ -466,24 +516,43 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
                         kv_encode(b->kv, rot + (H + g) * hd, mine + g * row_bytes, hd);
                         kv_encode(b->kv, q + (H + KV + g) * hd, mine + (KV + g) * row_bytes, hd);
                     }
+            }
+            for (int r = 0, M; r < R; r += M) {  // rows r … r + M - 1: one chunk's (or one row)
+                for (M = 1; M < 4 && r + M < R && b->chunk && b->chunk[r + M] == b->chunk[r] + M; M++) {}
+                // their slots: the pool's below `past`, then this step's new pairs, of the chunk's first row (r0) on
+                const int r0 = r - (b->chunk ? b->chunk[r] : 0), past = b->lengths[r0];
+                int first[4], span[4];
+                for (int e = 0; e < M; e++) {
+                    const int len = b->lengths[r + e] + 1;
+                    first[e] = L->window > 0 && len > L->window ? len - L->window : 0, span[e] = len - first[e];
+                }
+                const uint8_t *news = own + (size_t)r0 * 2 * KV * row_bytes;  // r0's pairs, r0 + 1's, …
+                const int f32 = b->kv == KV_F32;
+                const size_t k_stride = f32 ? sizeof(float) * (H + KV) * hd : 2 * KV * row_bytes;
+                const size_t v_stride = f32 ? sizeof(float) * QKV : 2 * KV * row_bytes;
                 for (int c = t; c < P; c += T) {
-                    const int lo = first + span * c / P, hi = first + span * (c + 1) / P;
+                    int lo[4], hi[4];
+                    for (int e = 0; e < M; e++)
+                        lo[e] = first[e] + span[e] * c / P, hi[e] = first[e] + span[e] * (c + 1) / P;
                     for (int i = 0, n; i < H; i += n) {  // up to four query heads of one group at a time
                         const int g = i / group;
                         n = (g + 1) * group - i < 4 ? (g + 1) * group - i : 4;
                         const Rows k = rows_of(m, b, b->k, l, r, g), v = rows_of(m, b, b->v, l, r, g);
-                        const size_t part = ((size_t)r * P + c) * H + i;
-                        const uint8_t *news = own + (size_t)r0 * 2 * KV * row_bytes;  // r0's pairs, r0 + 1's, …
-                        const int f32 = b->kv == KV_F32;
-                        const void *k_new = f32 ? (const void *)(rotated + ((size_t)r0 * (H + KV) + H + g) * hd)
-                                                : news + g * row_bytes;
-                        const void *v_new = f32 ? (const void *)(qkv + (size_t)r0 * QKV + (H + KV + g) * hd)
-                                                : news + (KV + g) * row_bytes;
-                        const size_t k_stride = f32 ? sizeof(float) * (H + KV) * hd : 2 * KV * row_bytes;
-                        const size_t v_stride = f32 ? sizeof(float) * QKV : 2 * KV * row_bytes;
-                        attend_group(rot + i * hd, n, &k, &v, past, k_new, v_new, k_stride, v_stride, hd,
-                                     m->attn_scale, lo, hi, scores, part_out + part * hd, part_top + part,
-                                     part_total + part);
+                        const Slots keys = {&k, past,
+                                            f32 ? (const char *)(rotated + ((size_t)r0 * (H + KV) + H + g) * hd)
+                                                : (const char *)news + g * row_bytes, k_stride};
+                        const Slots values = {&v, past,
+                                              f32 ? (const char *)(qkv + (size_t)r0 * QKV + (H + KV + g) * hd)
+                                                  : (const char *)news + (KV + g) * row_bytes, v_stride};
+                        const float *q[4];
+                        float *sc[4], *out[4], *top[4], *total[4];
+                        for (int e = 0; e < M; e++) {
+                            const size_t part = ((size_t)(r + e) * P + c) * H + i;
+                            q[e] = rotated + (size_t)(r + e) * (H + KV) * hd + i * hd;
+                            sc[e] = scores + (size_t)e * 4 * m->capacity;
+                            out[e] = part_out + part * hd, top[e] = part_top + part, total[e] = part_total + part;
+                        }
+                        attend_group(q, M, n, &keys, &values, hd, m->attn_scale, lo, hi, sc, out, top, total);
                     }
                 }
             }

@@ -102,6 +102,22 @@ static inline V v_scalef(V a, V n) { return _mm512_scalef_ps(a, n); }  // a × 2
 static inline float v_reduce_add(V a) { return _mm512_reduce_add_ps(a); }
 static inline float v_reduce_max(V a) { return _mm512_reduce_max_ps(a); }
 static inline int v_any_nan(V a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q) != 0; }
+// lane i: the sum of a[i]'s lanes, 16 sums at once: pairs of vectors interleaved and added within 128-bit lanes,
+// twice, then the 128-bit lanes added across (a horizontal sum each would take four shuffles and four adds)
+static inline __attribute__((always_inline)) V v_sums(const V a[16]) {
+    V two[8], four[4], eight[2];
+    for (int i = 0; i < 8; i++)
+        two[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+    for (int i = 0; i < 4; i++) {
+        const __m512d x = _mm512_castps_pd(two[2 * i]), y = _mm512_castps_pd(two[2 * i + 1]);
+        four[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
+    for (int i = 0; i < 2; i++)  // 128-bit lanes 0, 2 of each against 1, 3
+        eight[i] = _mm512_add_ps(_mm512_shuffle_f32x4(four[2 * i], four[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_f32x4(four[2 * i], four[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(eight[0], eight[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(eight[0], eight[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
 static inline void v_store_i8(int8_t *p, V a) { _mm_storeu_si128((__m128i *)p, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(a))); }
 // 16 weights from 16-bit floats (n of them, the rest 0)
 static inline V v_load_f16_n(const uint16_t *p, int n) {
@@ -181,6 +197,15 @@ static inline float sum8(__m256 x) {
     return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
 }
 static inline float v_reduce_add(V x) { return sum8(_mm256_add_ps(x.a, x.b)); }
+// lane i: the sum of a[i]'s lanes, 16 sums at once (each vector's halves added, then eight at a time by hadd)
+static inline __m256 sums8(const V *a) {
+    __m256 h[8];
+    for (int i = 0; i < 8; i++) h[i] = _mm256_add_ps(a[i].a, a[i].b);
+    const __m256 lo = _mm256_hadd_ps(_mm256_hadd_ps(h[0], h[1]), _mm256_hadd_ps(h[2], h[3]));
+    const __m256 hi = _mm256_hadd_ps(_mm256_hadd_ps(h[4], h[5]), _mm256_hadd_ps(h[6], h[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31));
+}
+static inline V v_sums(const V a[16]) { return v_make(sums8(a), sums8(a + 8)); }
 static inline float v_reduce_max(V x) {
     const __m256 m = _mm256_max_ps(x.a, x.b);
     const __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
@@ -448,6 +473,15 @@ static inline VI vi_dot(VI acc, T t, int32_t word) {
 }
 #undef EACH
 #undef ACROSS
+#endif
+
+#if !defined(FP_AVX512) && !defined(FP_AVX2)
+// lane i: the sum of a[i]'s lanes, 16 sums at once
+static inline V v_sums(const V a[16]) {
+    float sums[LANES];
+    for (int i = 0; i < LANES; i++) sums[i] = v_reduce_add(a[i]);
+    return v_load(sums);
+}
 #endif
 
 // A block's row sums Σ q X, X = 128 hi + lo, for the quantized kernels. VS: 4-bit tiles (each lane at most 16 products
