@@ -168,6 +168,39 @@ static inline const void *slot_row(const Slots *s, int j, const char **next, int
     return j < s->past ? (const void *)row_next(s->rows, j, next, left) : s->fresh + (size_t)(j - s->past) * s->stride;
 }
 
+// out[m] + h × head_dim = Σ_j e[m][h][j] v_j over row m's slots [lo[m], hi[m]), for R ≤ 2 rows and n ≤ 4 heads, W
+// vectors of head_dim at a time (R × n × W sums in registers); each value row read once for both rows
+static inline __attribute__((always_inline)) void weigh_values(const Slots *values, const int n, const int R,
+                                                               const int W, int head_dim, const int *lo, const int *hi,
+                                                               float *(*e)[4], float *const *out, int stored,
+                                                               const int kv) {
+    const int nv = head_dim / LANES, from = R > 1 && lo[1] < lo[0] ? lo[1] : lo[0];
+    const int to = R > 1 && hi[1] > hi[0] ? hi[1] : hi[0];
+    for (int c0 = 0; c0 < nv; c0 += W) {
+        V acc[2][4][4];  // [row][head][vector]
+        for (int m = 0; m < R; m++)
+            for (int h = 0; h < n; h++)
+                for (int c = 0; c < W; c++) acc[m][h][c] = v_zero();
+        const char *next = NULL;
+        int left = 0;
+        for (int j = from; j < to; j++) {
+            if (c0 == 0 && (j - from) % 4 == 0) ask_ahead(values->rows, j + AHEAD, 4, stored);
+            const void *vj = slot_row(values, j, &next, &left);
+            V vv[4];
+            for (int c = 0; c < W; c++) vv[c] = c0 + c < nv ? kv_load(vj, kv, LANES * (c0 + c)) : v_zero();
+            for (int m = 0; m < R; m++)
+                if (R == 1 || (j >= lo[m] && j < hi[m]))
+                    for (int h = 0; h < n; h++) {
+                        const V w = v_set1(e[m][h][j]);
+                        for (int c = 0; c < W; c++) acc[m][h][c] = v_fma(w, vv[c], acc[m][h][c]);
+                    }
+        }
+        for (int m = 0; m < R; m++)
+            for (int h = 0; h < n; h++)
+                for (int c = 0; c < W && c0 + c < nv; c++) v_store(out[m] + h * head_dim + LANES * (c0 + c), acc[m][h][c]);
+    }
+}
+
 // M consecutive rows of one chunk (M ≤ 4), each with query heads q[m][0 … n-1] (n ≤ 4, consecutive rows of head_dim)
 // of one K/V head, row m against slots [lo[m], hi[m]) (a row's causal range, or the part of it this thread takes). One
 // pass over the keys and one over the values serve every row and head: rows of a chunk read nearly the same slots, so
@@ -182,11 +215,10 @@ static inline __attribute__((always_inline)) void attend_heads(const float *cons
                                                                float *const *scores, float *const *out,
                                                                float *const *top, float *const *total, const int kv) {
     const int nv = head_dim / LANES;
-    int lo[4], hi[4], from = range_lo[0], to = range_hi[0], inner_lo = from, inner_hi = to;  // inner: every row's
+    int lo[4], hi[4], from = range_lo[0], to = range_hi[0];
     for (int m = 0; m < M; m++) {
         lo[m] = range_lo[m], hi[m] = range_hi[m];
         from = lo[m] < from ? lo[m] : from, to = hi[m] > to ? hi[m] : to;
-        inner_lo = lo[m] > inner_lo ? lo[m] : inner_lo, inner_hi = hi[m] < inner_hi ? hi[m] : inner_hi;
     }
     float *s[4][4];  // row m's head h's score of slot j at s[m][h][j]
     for (int m = 0; m < M; m++)
@@ -238,32 +270,15 @@ static inline __attribute__((always_inline)) void attend_heads(const float *cons
             total[m][h] = len > 0 ? v_reduce_add(sum) : 0.f;
         }
     }
-    // Σ e^score v, W vectors of head_dim at a time over the slots, every row and head: M × n × W sums in registers.
-    // Slots every row reads need no test of each row's range.
-    const int W = M == 1 ? 4 : M == 2 ? 2 : 1;
-    for (int c0 = 0; c0 < nv; c0 += W) {
-        V acc[4][4][4];  // [row][head][vector]
-        for (int m = 0; m < M; m++)
-            for (int h = 0; h < n; h++)
-                for (int c = 0; c < W; c++) acc[m][h][c] = v_zero();
-        next = NULL, left = 0;
-        for (int j = from; j < to; j++) {
-            if (c0 == 0 && (j - from) % 4 == 0) ask_ahead(values->rows, j + AHEAD, 4, stored);
-            const void *vj = slot_row(values, j, &next, &left);
-            V vv[4];
-            for (int c = 0; c < W; c++) vv[c] = c0 + c < nv ? kv_load(vj, kv, LANES * (c0 + c)) : v_zero();
-            const int every = j >= inner_lo && j < inner_hi;
-            for (int m = 0; m < M; m++)
-                if (every || (j >= lo[m] && j < hi[m]))
-                    for (int h = 0; h < n; h++) {
-                        const V e = v_set1(s[m][h][j]);
-                        for (int c = 0; c < W; c++) acc[m][h][c] = v_fma(e, vv[c], acc[m][h][c]);
-                    }
-        }
-        for (int m = 0; m < M; m++)
-            for (int h = 0; h < n; h++)
-                for (int c = 0; c < W && c0 + c < nv; c++) v_store(out[m] + h * head_dim + LANES * (c0 + c), acc[m][h][c]);
-    }
+    // Σ e^score v: one row with W = 4, else two rows at a time with W = 2 (four rows' sums and their twelve score
+    // pointers would not stay in registers)
+    if (M == 1)
+        weigh_values(values, n, 1, 4, head_dim, lo, hi, s, out, stored, kv);
+    for (int m = 0; M > 1 && m < M; m += 2)
+        if (m + 1 < M)
+            weigh_values(values, n, 2, 2, head_dim, lo + m, hi + m, s + m, out + m, stored, kv);
+        else
+            weigh_values(values, n, 1, 2, head_dim, lo + m, hi + m, s + m, out + m, stored, kv);
 }
 
 // attend_heads for M ≤ 4 rows, n ≤ 4 heads and each format, each compiled on its own (its sums stay in registers)
