@@ -798,12 +798,15 @@ def test_chunks_on_the_real_model(smollm):
     assert_chunks_as_alone(smollm.model, torch.float16, 4)
 
 
-def test_prefill_through_the_step_splits_long_chunks_exactly(monkeypatch):
+@pytest.mark.parametrize("storage", [4, None, torch.float16])
+def test_prefill_through_the_step_splits_long_chunks_exactly(monkeypatch, storage):
     """Runner.prefill runs its chunks as native rows, PREFILL_ROWS a call: a long prompt split across calls gives the
-    bits of one call, and logits and pairs within float32 rounding of the PyTorch blocks'."""
+    bits of one call, and logits and pairs within float32 rounding of the PyTorch blocks'. One call of 32 rows has its
+    threads prepare each product's rows between them (SPLIT_ROWS), five rows each prepares all: the same bits, with
+    quantized and float weights."""
     import forwardpass.engine.native as native
 
-    model = bound(tiny_llama(False), 4)
+    model = bound(tiny_llama(False), storage)
     prompts = [list(range(1, 30)), [7, 8, 9]]
     results = []
     for rows in (64, 5):

@@ -413,6 +413,7 @@ static int widest_row(const Model *m) {
 typedef struct {
     float *x, *qkv, *gate_up, *part_out, *part_top, *part_total, *best_logit, *branch;
     int *best;
+    float *xn, *attn, *act;  // as Own's, for steps whose threads prepare their rows between them (SPLIT_ROWS)
 } Shared;
 
 typedef struct {
@@ -423,7 +424,8 @@ static Shared cut_shared(Cut *c, const Model *m) {
     const size_t H = m->n_heads, T = m->threads, hd = m->head_dim, R = m->rows;
     Shared s = {cut(c, R * m->d_model), cut(c, R * (H + 2 * m->n_kv_heads) * hd), cut(c, R * 2 * m->hidden),
                 cut(c, R * T * H * hd), cut(c, R * T * H), cut(c, R * T * H), cut(c, R * T), cut(c, R * m->d_model),
-                cut(c, R * T)};
+                cut(c, R * T), cut(c, R * widest_row(m)), cut(c, R * H * hd),
+                cut(c, R * activation_floats(widest_row(m)))};
     return s;
 }
 
@@ -446,12 +448,20 @@ size_t decode_workspace(const Model *m) {
 static _Thread_local TeamUsage usage;
 void decode_usage(double *out) { out[0] = usage.cpu, out[1] = usage.offered; }
 
-// each of R rows of `x` (row stride n) normalized and quantized for `kind` into a[r], through `out` (R × n)
+// Rows from which a step's threads prepare each product's input rows between them (each its share, then a barrier)
+// rather than each thread all of them: a barrier costs about as much as preparing a dozen rows twice
+#define SPLIT_ROWS 16
+
+// rows first, first + stride, … of R rows of `x` (row stride n) normalized and quantized for `kind` into a[r], through
+// `out` (R × n); every a[r] pointed at its row (float weights read the row itself)
 static void prepare(const float *x, int R, int n, const float *weight, float eps, int kind, float *out,
-                    Activation *a) {
+                    Activation *a, int first, int stride) {
     for (int r = 0; r < R; r++) {
+        const float *row = weight ? out + (size_t)r * n : x + (size_t)r * n;
+        a[r].x = row;
+        if (r % stride != first) continue;
         if (weight) rmsnorm(x + (size_t)r * n, weight, n, eps, out + (size_t)r * n);
-        quantize_row(weight ? out + (size_t)r * n : x + (size_t)r * n, n, kind, a + r);
+        quantize_row(row, n, kind, a + r);
     }
 }
 
@@ -491,22 +501,25 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
     #pragma omp parallel num_threads(team) reduction(+ : cpu)
     {
         // Each thread prepares its own copy of a matrix product's inputs (norms, quantizing rows: a few
-        // microseconds), which saves a barrier per product.
+        // microseconds), which saves a barrier per product; from SPLIT_ROWS rows, each prepares its share of them
+        // in shared buffers, then a barrier.
         const int t = omp_get_thread_num(), T = omp_get_num_threads();
         cpu -= seconds(CLOCK_THREAD_CPUTIME_ID);
         Cut mine = shared;
         for (int i = 0; i < t; i++) cut_own(&mine, m);
         const Own o = cut_own(&mine, m);
-        float *xn = o.xn, *rotated = o.rotated, *scores = o.scores, *attn = o.attn;
+        const int split = R >= SPLIT_ROWS, first = split ? t : 0, stride = split ? T : 1;  // the rows t prepares
+        float *xn = split ? s.xn : o.xn, *rotated = o.rotated, *scores = o.scores, *attn = split ? s.attn : o.attn;
         uint8_t *own = (uint8_t *)o.own;  // a binary16 or q8_0 pool's new pairs, each row's (KV keys, then KV values)
         const size_t row_bytes = kv_row_bytes(b->kv, hd);
         Activation a[R];
         for (int r = 0; r < R; r++)
-            a[r] = activation_in(o.act + (size_t)r * activation_floats(widest_row(m)), widest_row(m));
+            a[r] = activation_in((split ? s.act : o.act) + (size_t)r * activation_floats(widest_row(m)), widest_row(m));
         for (int l = 0; l < m->n_layers; l++) {
             const Layer *L = m->layers + l;
             // attention: x += out(attend(rope(q), cache + rope(k), cache + v)) over norm(x)
-            prepare(x, R, d, L->attn_norm, m->norm_eps, L->qkv.kind, xn, a);
+            prepare(x, R, d, L->attn_norm, m->norm_eps, L->qkv.kind, xn, a, first, stride);
+            if (split) team_barrier(&bar, T);
             gemv_share(&L->qkv, a, R, qkv, 0);
             team_barrier(&bar, T);
             // Attention splits each row's slots into P parts, thread t taking parts t, t + T, …: each reads its
@@ -580,28 +593,35 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
                         kv_encode(b->kv, rotated + ((size_t)r * (H + KV) + H + g) * hd, row_at(&k, b->lengths[r]), hd);
                         kv_encode(b->kv, q + (H + KV + g) * hd, row_at(&v, b->lengths[r]), hd);
                     }
-            for (int r = 0; r < R; r++)
+            for (int r = first; r < R; r += stride)
                 merge_heads(part_out + (size_t)r * P * H * hd, part_top + (size_t)r * P * H,
                             part_total + (size_t)r * P * H, P, H, hd, attn + (size_t)r * H * hd);
-            prepare(attn, R, H * hd, NULL, 0.f, L->out.kind, NULL, a);
+            prepare(attn, R, H * hd, NULL, 0.f, L->out.kind, NULL, a, first, stride);
+            if (split) team_barrier(&bar, T);
             branch_into(m, &L->out, a, R, x, s.branch, L->attn_post_norm, &bar, t, T);
             team_barrier(&bar, T);
             // feed-forward: x += down(act(gate) × up) over norm(x)
-            prepare(x, R, d, L->ffn_norm, m->norm_eps, L->gate_up.kind, xn, a);
+            prepare(x, R, d, L->ffn_norm, m->norm_eps, L->gate_up.kind, xn, a, first, stride);
+            if (split) team_barrier(&bar, T);
             gemv_share(&L->gate_up, a, R, gate_up, 0);
             team_barrier(&bar, T);
-            for (int r = 0; r < R; r++)
+            for (int r = first; r < R; r += stride)
                 (m->gelu ? geglu : swiglu)(gate_up + (size_t)r * 2 * F, gate_up + (size_t)r * 2 * F + F, F,
                                            xn + (size_t)r * F);
-            prepare(xn, R, F, NULL, 0.f, L->down.kind, NULL, a);
+            prepare(xn, R, F, NULL, 0.f, L->down.kind, NULL, a, first, stride);
+            if (split) team_barrier(&bar, T);
             branch_into(m, &L->down, a, R, x, s.branch, L->ffn_post_norm, &bar, t, T);
             team_barrier(&bar, T);
         }
         for (int r = 0, e = 0; r < R; r++)  // final norm, then unembedding, of the emitted rows
             if (emits(b, r)) {
-                prepare(x + (size_t)r * d, 1, d, m->norm_f, m->norm_eps, m->lm_head.kind, xn + (size_t)e * d, a + e);
+                a[e].x = xn + (size_t)e * d;
+                if (e % stride == first)
+                    prepare(x + (size_t)r * d, 1, d, m->norm_f, m->norm_eps, m->lm_head.kind, xn + (size_t)e * d, a + e,
+                            0, 1);
                 e++;
             }
+        if (split) team_barrier(&bar, T);
         gemv_share(&m->lm_head, a, E, logits, 0);
         int lo, hi;  // this thread's rows of logits: its units', less the padding past vocab_size
         part_units(&m->lm_head, t, T, &lo, &hi);
