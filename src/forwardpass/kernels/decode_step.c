@@ -6,9 +6,10 @@
 // per layer and their dispatch.
 //
 // Threads: one OpenMP team for the whole step, five barriers per layer (team.h's, which sleep soon when a partner
-// is not running). Matrix products split their rows (or groups of rows) across it, each unit of weights read from
-// memory once for all the batch's rows; attention splits each row's positions into m->threads parts however many
-// threads run (each part merged by every thread), so a step's results are the same bits for any team size.
+// is not running; four more from SPLIT_ROWS rows). Matrix products split their rows (or groups of rows) across it,
+// each unit of weights read from memory once for all the batch's rows; attention splits each row's positions into
+// m->threads parts however many threads run (a row's parts merged by every thread, or from SPLIT_ROWS rows by the
+// one that prepares it), so a step's results are the same bits for any team size.
 #define _GNU_SOURCE
 #include <omp.h>
 
@@ -168,7 +169,7 @@ static inline const void *slot_row(const Slots *s, int j, const char **next, int
     return j < s->past ? (const void *)row_next(s->rows, j, next, left) : s->fresh + (size_t)(j - s->past) * s->stride;
 }
 
-// out[m] + h × head_dim = Σ_j e[m][h][j] v_j over row m's slots [lo[m], hi[m]), for R ≤ 2 rows and n ≤ 4 heads, W
+// out[m] + h × head_dim = Σ_j e[m][h][j - lo[m]] v_j over row m's slots [lo[m], hi[m]), for R ≤ 2 rows and n ≤ 4 heads, W
 // vectors of head_dim at a time (R × n × W sums in registers); each value row read once for both rows
 static inline __attribute__((always_inline)) void weigh_values(const Slots *values, const int n, const int R,
                                                                const int W, int head_dim, const int *lo, const int *hi,
@@ -191,7 +192,7 @@ static inline __attribute__((always_inline)) void weigh_values(const Slots *valu
             for (int m = 0; m < R; m++)
                 if (R == 1 || (j >= lo[m] && j < hi[m]))
                     for (int h = 0; h < n; h++) {
-                        const V w = v_set1(e[m][h][j]);
+                        const V w = v_set1(e[m][h][j - lo[m]]);
                         for (int c = 0; c < W; c++) acc[m][h][c] = v_fma(w, vv[c], acc[m][h][c]);
                     }
         }
@@ -203,8 +204,8 @@ static inline __attribute__((always_inline)) void weigh_values(const Slots *valu
 
 // M consecutive rows of one chunk (M ≤ 4), each with query heads q[m][0 … n-1] (n ≤ 4, consecutive rows of head_dim)
 // of one K/V head, row m against slots [lo[m], hi[m]) (a row's causal range, or the part of it this thread takes). One
-// pass over the keys and one over the values serve every row and head: rows of a chunk read nearly the same slots, so
-// each key and value is read (and widened) once for all of them. Leaves per row and head the scores' maximum, the sum
+// pass over the keys serves every row and head, and one over the values every two rows: rows of a chunk read nearly
+// the same slots, so each key is read (and widened) once for all of them, each value once a pair. Leaves per row and head the scores' maximum, the sum
 // of their exponentials and the exponential-weighted sum of values (top[m][h], total[m][h], out[m] + h × head_dim),
 // to be merged with the other threads' parts (`merge_heads`); an empty range leaves -inf, 0, 0. Each row's numbers
 // are made by the same operations in the same order whatever M is, so a row's result is the same bit for bit alone or
@@ -220,9 +221,9 @@ static inline __attribute__((always_inline)) void attend_heads(const float *cons
         lo[m] = range_lo[m], hi[m] = range_hi[m];
         from = lo[m] < from ? lo[m] : from, to = hi[m] > to ? hi[m] : to;
     }
-    float *s[4][4];  // row m's head h's score of slot j at s[m][h][j]
+    float *s[4][4];  // row m's head h's score of slot j at s[m][h][j - lo[m]]
     for (int m = 0; m < M; m++)
-        for (int h = 0; h < n; h++) s[m][h] = scores[m] + h * (hi[m] - lo[m]) - lo[m];
+        for (int h = 0; h < n; h++) s[m][h] = scores[m] + h * (hi[m] - lo[m]);
     const int stored = to < keys->past ? to : keys->past;
     const char *next = NULL;
     int left = 0;
@@ -248,17 +249,17 @@ static inline __attribute__((always_inline)) void attend_heads(const float *cons
             float sums[LANES];
             v_store(sums, v_mul(v_sums(acc), v_set1(scale)));
             if (j >= lo[m] && j + 4 <= hi[m])
-                for (int h = 0; h < n; h++) memcpy(s[m][h] + j, sums + 4 * h, 4 * sizeof(float));
+                for (int h = 0; h < n; h++) memcpy(s[m][h] + j - lo[m], sums + 4 * h, 4 * sizeof(float));
             else
                 for (int h = 0; h < n; h++)
                     for (int r = 0; r < 4; r++)
-                        if (j + r >= lo[m] && j + r < hi[m]) s[m][h][j + r] = sums[4 * h + r];
+                        if (j + r >= lo[m] && j + r < hi[m]) s[m][h][j + r - lo[m]] = sums[4 * h + r];
         }
     }
     for (int m = 0; m < M; m++) {
         const int len = hi[m] - lo[m];
         for (int h = 0; h < n; h++) {  // e^(score - max)
-            float *e = s[m][h] + lo[m];
+            float *e = s[m][h];
             V most = v_set1(-INFINITY), sum = v_zero();
             for (int j = 0; j < len; j += LANES) most = v_max(most, v_load_n(e + j, len - j, -INFINITY));
             top[m][h] = v_reduce_max(most);
@@ -657,6 +658,7 @@ static int chunk_follows(const Batch *b, int r) {
 // steps: every row emitted, none a chunk's)
 static int batch_fits(const Model *m, const Batch *b, int steps) {
     if (b->rows < 1 || b->rows > m->rows || m->threads < 1 || !m->work || !b->tables || b->block_size < 1 ||
+        m->head_dim > 256 || m->head_dim % LANES ||
         b->max_blocks < 1 || b->slots < b->block_size || steps < 1 ||
         (steps > 1 && (b->chunk || emitted(b) < b->rows)) ||
         (b->kv != KV_F32 && b->kv != KV_F16 && (b->kv != KV_Q8_0 || m->head_dim % BLOCK)))

@@ -1,6 +1,6 @@
 """How many threads the native step runs, on a CPU it may share with other processes.
 
-A decode step meets its threads at five barriers a layer. While every thread has a core that costs nothing; when
+A decode step meets its threads at five barriers a layer (nine from 16 rows a step). While every thread has a core that costs nothing; when
 another busy process takes one, the thread left without a core holds up the rest at every barrier, and two threads
 decode slower than one. The step reports the CPU time its team ran against the time offered it (team × wall time,
 `kernels/team.h`); `TeamSize` drops a thread after a stretch of steps that ran under LOW of it, and PROBE seconds
