@@ -1,12 +1,12 @@
 """How many threads the native step runs, on a CPU it may share with other processes.
 
-A decode step meets its threads at five barriers a layer (nine from 16 rows a step). While every thread has a core that costs nothing; when
-another busy process takes one, the thread left without a core holds up the rest at every barrier, and two threads
-decode slower than one. The step reports the CPU time its team ran against the time offered it (team × wall time,
-`kernels/team.h`); `TeamSize` drops a thread after a stretch of steps that ran under LOW of it, and PROBE seconds
-later tries one more again, keeping it if its stretch runs at HIGH or better (each trial that fails doubles the wait,
-up to LONGEST, so a machine that stays busy pays for few). A step's results are the same
-bits for any team size, so this changes the speed, never a token."""
+A decode step meets its threads at five barriers a layer (nine from 16 rows a step). While every thread has a core
+that costs nothing; when another busy process takes one, the thread left without a core holds up the rest at every
+barrier, and two threads decode slower than one. The step reports the CPU time its team ran against the time offered
+it (team × wall time, `kernels/team.h`); `TeamSize` drops a thread after a stretch of steps that ran under LOW of it,
+and PROBE seconds later tries one more again, keeping it if its stretch runs at HIGH or better (each trial that fails
+doubles the wait, up to LONGEST, so a machine that stays busy pays for few). A step's results are the same bits for
+any team size, so this changes the speed, never a token."""
 
 from __future__ import annotations
 
