@@ -169,14 +169,21 @@ static inline const void *slot_row(const Slots *s, int j, const char **next, int
     return j < s->past ? (const void *)row_next(s->rows, j, next, left) : s->fresh + (size_t)(j - s->past) * s->stride;
 }
 
+// [*from, *to): the slots some one of M rows reads, row m [lo[m], hi[m])
+static inline void slots_read(const int *lo, const int *hi, const int M, int *from, int *to) {
+    *from = lo[0], *to = hi[0];
+    for (int m = 1; m < M; m++) *from = lo[m] < *from ? lo[m] : *from, *to = hi[m] > *to ? hi[m] : *to;
+}
+
 // out[m] + h × head_dim = Σ_j e[m][h][j - lo[m]] v_j over row m's slots [lo[m], hi[m]), for R ≤ 2 rows and n ≤ 4 heads, W
 // vectors of head_dim at a time (R × n × W sums in registers); each value row read once for both rows
 static inline __attribute__((always_inline)) void weigh_values(const Slots *values, const int n, const int R,
                                                                const int W, int head_dim, const int *lo, const int *hi,
                                                                float *(*e)[4], float *const *out, int stored,
                                                                const int kv) {
-    const int nv = head_dim / LANES, from = R > 1 && lo[1] < lo[0] ? lo[1] : lo[0];
-    const int to = R > 1 && hi[1] > hi[0] ? hi[1] : hi[0];
+    const int nv = head_dim / LANES;
+    int from, to;
+    slots_read(lo, hi, R, &from, &to);
     for (int c0 = 0; c0 < nv; c0 += W) {
         V acc[2][4][4];  // [row][head][vector]
         for (int m = 0; m < R; m++)
@@ -216,11 +223,9 @@ static inline __attribute__((always_inline)) void attend_heads(const float *cons
                                                                float *const *scores, float *const *out,
                                                                float *const *top, float *const *total, const int kv) {
     const int nv = head_dim / LANES;
-    int lo[4], hi[4], from = range_lo[0], to = range_hi[0];
-    for (int m = 0; m < M; m++) {
-        lo[m] = range_lo[m], hi[m] = range_hi[m];
-        from = lo[m] < from ? lo[m] : from, to = hi[m] > to ? hi[m] : to;
-    }
+    int lo[4], hi[4], from, to;
+    for (int m = 0; m < M; m++) lo[m] = range_lo[m], hi[m] = range_hi[m];
+    slots_read(lo, hi, M, &from, &to);
     float *s[4][4];  // row m's head h's score of slot j at s[m][h][j - lo[m]]
     for (int m = 0; m < M; m++)
         for (int h = 0; h < n; h++) s[m][h] = scores[m] + h * (hi[m] - lo[m]);
@@ -431,8 +436,8 @@ static Shared cut_shared(Cut *c, const Model *m) {
 }
 
 static Own cut_own(Cut *c, const Model *m) {
-    const size_t H = m->n_heads, hd = m->head_dim, R = m->rows;
-    Own o = {cut(c, R * widest_row(m)), cut(c, R * (H + m->n_kv_heads) * hd), cut(c, 16 * (size_t)m->capacity),
+    const size_t H = m->n_heads, hd = m->head_dim, R = m->rows, tile = R < 4 ? R : 4;  // tile: rows attending at once
+    Own o = {cut(c, R * widest_row(m)), cut(c, R * (H + m->n_kv_heads) * hd), cut(c, tile * 4 * (size_t)m->capacity),
              cut(c, R * H * hd), cut(c, R * activation_floats(widest_row(m))), cut(c, R * 2 * m->n_kv_heads * hd)};
     return o;
 }
