@@ -287,3 +287,23 @@ def test_the_section_follows_the_prompt(pages, smollm):
     wait_for(page, "W-attention-map", "block 5:")
     set_range(page, "#map-layer", 3)
     use_prompt(page, smollm, DEFAULT_PROMPT)
+
+
+@needs_chromium
+def test_attention_maps_are_ticked_throughout_and_a_long_prompt_keeps_them_short(pages, smollm):
+    """Every map labels indices along both axes (not only the first and last), and a long prompt shrinks the cells
+    rather than stretching the page: every head fits in the figure's bounded height."""
+    page = pages(1280, "en")
+    labels = lambda: page.evaluate("""() => [...document.querySelectorAll('#attention-maps g.head[data-head="0"] text')]
+      .map(e => e.textContent).filter(s => /^\\d+$/.test(s)).map(Number)""")
+    T = len(smollm.encode(DEFAULT_PROMPT))
+    assert set(range(T)) <= set(labels())  # a short prompt: every index on its axes
+    long = " ".join(["the cat sat on the mat and then the dog sat on the rug"] * 12)
+    use_prompt(page, smollm, long)
+    T = len(smollm.encode(long))
+    page.wait_for_function("t => document.querySelectorAll('#attention-maps rect[data-q][data-head=\"0\"]').length"
+                           " === t * (t + 1) / 2", arg=T, timeout=60_000)
+    shown = sorted(set(labels()))
+    assert shown[0] == 0 and shown[-1] == T - 1 and len(shown) >= 6
+    assert page.locator("#attention-maps").bounding_box()["height"] <= 1400
+    use_prompt(page, smollm, DEFAULT_PROMPT)

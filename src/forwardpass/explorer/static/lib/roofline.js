@@ -1,6 +1,7 @@
 // The roofline, normalized: for each machine, the share of its matrix-multiply rate a step can keep busy at a given
 // arithmetic intensity (FLOPs per byte of weights read), min(1, intensity / ridge). The curves come from the server;
-// this only draws them, on a log scale of intensity, with both axes ticked and labelled, and the steps being
+// this only draws them on log scales of both intensity and share, where the memory-bound slope is a straight line
+// rising one decade per decade up to the flat compute roof, with both axes ticked and labelled, and the steps being
 // compared (prefill, decode) as guides across every curve.
 
 import { COLORS, chartWidth, remember, shape, svgOf, text, textWidth } from "./charts.js";
@@ -8,7 +9,8 @@ import { fmt, t } from "./i18n.js";
 
 const LINE_COLORS = [COLORS.bar, COLORS.mark, COLORS.third];
 const LINE_DASHES = ["", "7 4", "2 3"];
-const pct = (v) => `${Math.round(100 * v)}%`;
+const pct = (v) => `${v < 0.01 ? +(100 * v).toPrecision(1) : Math.round(100 * v)}%`;
+const SHARE_TICKS = [0.0001, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1];
 
 /** machines: [{ name, ridge, roofline: [[intensity, share], …] }]; guides: [{ x, label }];
  * options: { x: axis title, y: axis title } */
@@ -20,10 +22,13 @@ export function roofline(el, machines, guides, options) {
   const [svg] = svgOf(el, height);
   const xs = machines.flatMap((m) => m.roofline.map((p) => p[0]));
   const lo = Math.min(...xs), hi = Math.max(...xs);
-  const yTicks = [0, 0.25, 0.5, 0.75, 1];
+  // the share's axis from the decade below the lowest point drawn (curves and guides) to 1
+  const shares = machines.flatMap((m) => [...m.roofline.map((p) => p[1]), ...guides.map((g) => Math.min(1, g.x / m.ridge))]);
+  const floor = 10 ** Math.floor(Math.log10(Math.max(1e-4, Math.min(...shares.filter((v) => v > 0)))));
+  const yTicks = SHARE_TICKS.filter((v) => v >= floor);
   const left = Math.max(...yTicks.map((v) => textWidth(pct(v)))) + 14, right = 14;
   const X = (x) => left + (Math.log2(x / lo) / Math.log2(hi / lo)) * (width - left - right);
-  const Y = (y) => top + plotH - y * plotH;
+  const Y = (y) => top + plotH - (Math.log10(Math.max(y, floor) / floor) / -Math.log10(floor)) * plotH;
 
   machines.forEach((m, i) => {  // the legend: each machine's line, its name and ridge
     svg.appendChild(shape("line", { x1: 4, x2: 24, y1: 10 + 18 * i, y2: 10 + 18 * i, stroke: LINE_COLORS[i],

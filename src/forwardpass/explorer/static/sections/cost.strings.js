@@ -49,7 +49,7 @@ export default {
   "W-intensity.chart": ["GPT-3, fp16 weights", "GPT-3，fp16 权重"],
   "W-intensity.axis": ["FLOPs per byte of weights read", "每读一字节权重的 FLOPs"],
   "W-intensity.roof-x": ["FLOPs per byte (log scale)", "每字节 FLOPs（对数刻度）"],
-  "W-intensity.roof-y": ["share of the matmul rate usable", "可用的矩阵乘法算力占比"],
+  "W-intensity.roof-y": ["share of the matmul rate usable (log scale)", "可用的矩阵乘法算力占比（对数刻度）"],
   "W-intensity.legend-here": ["the server running this page, measured: ridge {ridge}", "运行本页的服务器，实测：分界点 {ridge}"],
   "W-intensity.legend-gpu": ["{name}, published: ridge {ridge}", "{name}，公开数据：分界点 {ridge}"],
   "gpu.a100": ["NVIDIA A100 SXM 80GB", "NVIDIA A100 SXM 80G"],
