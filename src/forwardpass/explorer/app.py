@@ -110,7 +110,7 @@ def arithmetic(models: Models) -> dict[str, Callable[..., dict]]:
 def computations(models: Models) -> dict[str, tuple[type[BaseModel], Callable[[BaseModel], dict]]]:
     """The POST endpoints that run a model: each one's body and what answers it, one computation at a time on a
     model."""
-    from . import lens, many_users, story
+    from . import lens, many_users, mechanism, story
 
     def on_model(fn, body: Prompt, *args):
         """fn(model, prompt, *args) on the body's model, one computation at a time on it"""
@@ -126,6 +126,7 @@ def computations(models: Models) -> dict[str, tuple[type[BaseModel], Callable[[B
         "/api/reach": (Steps, lambda b: on_model(compute.reach, b, b.layer, b.head, b.token)),
         "/api/attention-map": (Steps, lambda b: on_model(attention_map.attention_map, b, b.layer)),
         "/api/attention": (Steps, lambda b: on_model(compute.attention_steps, b, b.layer, b.head, b.token)),
+        "/api/mechanism": (Steps, lambda b: on_model(mechanism.mechanism, b, b.layer, b.head, b.token)),  # one block
         "/api/candidates": (Prompt, lambda b: on_model(story.candidates, b)),  # §03: the article's five words
         "/api/logit-lens": (Prompt, lambda b: on_model(lens.logit_lens, b)),
         "/api/sampling": (Sampling, lambda b: on_model(compute.sampling_view, b, b.temperature, b.top_k, b.top_p,

@@ -1,0 +1,204 @@
+"""W-mechanism: one token through one block, stage by stage. Its numbers against the model's own tensors, recorded by
+hooks of this file on a separate forward pass (SmolLM2 and Gemma 3 270M, whose block has more stages: QK-norm and a
+norm after each branch); RoPE's rotated q·k against the attention map's score; softmax, the mask and the residual
+adds; and the widget on the page, stepped through in both languages at 1280 and 390 px."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from test_explorer_fixtures import DEFAULT_PROMPT
+
+import forwardpass
+from forwardpass.errors import ModelFileError
+from forwardpass.explorer.attention_map import attention_map
+from forwardpass.explorer.compute import model_lock
+from forwardpass.explorer.mechanism import mechanism
+from forwardpass.explorer.strips import vector
+from forwardpass.model import apply_rope
+
+
+@pytest.fixture(scope="module")
+def gemma():
+    from forwardpass.packaged import gemma3_270m
+    try:
+        return forwardpass.load(gemma3_270m(), storage="fp32")
+    except ModelFileError as e:
+        pytest.skip(str(e))
+
+
+def hooked(fp, ids: list[int], layer: int) -> dict[str, torch.Tensor]:
+    """A whole forward pass of `ids`, with hooks on block `layer`'s modules: what each took in and gave out, (1, T, …)
+    (q_norm's and k_norm's (1, heads, T, head_dim)); and the next block's input."""
+    model = fp.model
+    block = model.blocks[layer]
+    seen = {}
+
+    def out(name):
+        return lambda m, i, o: seen.__setitem__(name, o.clone())
+
+    def into(name):
+        return lambda m, i: seen.__setitem__(name, i[0].clone())
+
+    watched = {"h": block.attn_norm, "qkv": block.attn.qkv, "q_n": block.attn.q_norm, "k_n": block.attn.k_norm,
+               "a": block.attn, "a_n": block.attn_post_norm, "u": block.ffn_norm, "gate_up": block.ffn.gate_up,
+               "f": block.ffn.down, "f_n": block.ffn_post_norm, "x_out": block}
+    hooks = [m.register_forward_hook(out(n)) for n, m in watched.items() if m is not None]
+    hooks += [m.register_forward_pre_hook(into(n)) for n, m in {
+        "x": block, "o": block.attn.out, "x_mid": block.ffn_norm, "prod": block.ffn.down}.items()]
+    if layer + 1 < len(model.blocks):
+        hooks.append(model.blocks[layer + 1].register_forward_pre_hook(into("next")))
+    try:
+        with torch.inference_mode():
+            model(torch.tensor([ids]))
+    finally:
+        for h in hooks:
+            h.remove()
+    return seen
+
+
+def check_against_hooks(fp, prompt: str, layer: int, head: int, token: int) -> dict:
+    """Every vector the widget draws is the strip of the tensor the model computed (equal, not close), and the
+    stages between them agree with the model's own arithmetic. Returns the answer."""
+    with model_lock(fp):
+        d = mechanism(fp, prompt, layer, head, token)
+    ids, c, t = fp.encode(prompt), fp.config, token
+    seen = hooked(fp, ids, layer)
+    attn = fp.model.blocks[layer].attn
+    nh, nkv, hd = attn.n_heads, attn.n_kv_heads, attn.head_dim
+    g = head // (nh // nkv)
+    vec = d["vectors"]
+    row = lambda name: seen[name][0, t]  # noqa: E731
+
+    # the embedding: the table's row for this token's id (× √d_model where the family scales it)
+    table = fp.model.tok_embeddings.weight
+    assert d["id"] == ids[t] and vec["e"] == vector(table[ids[t]])
+    if c.embed_scale:
+        assert vec["e_scaled"] == vector(table[ids[t]] * c.d_model**0.5)
+        assert d["stages"][0]["scale"] == pytest.approx(c.d_model**0.5)
+    # every module's output, this token's row, as the hooks saw it
+    q, k, v = seen["qkv"][0, t].split([nh * hd, nkv * hd, nkv * hd])
+    expected = {"x": row("x"), "h": row("h"), "q": q.view(nh, hd)[head], "k": k.view(nkv, hd)[g],
+                "v": v.view(nkv, hd)[g], "o": row("o"), "a": row("a"), "x_mid": row("x_mid"), "u": row("u"),
+                "gate": row("gate_up").chunk(2)[0], "up": row("gate_up").chunk(2)[1], "prod": row("prod"),
+                "f": row("f"), "x_out": row("x_out")}
+    if c.qk_norm:
+        expected |= {"q_n": seen["q_n"][0, head, t], "k_n": seen["k_n"][0, g, t]}
+    if c.sandwich_norm:
+        expected |= {"a_n": row("a_n"), "f_n": row("f_n")}
+    for name, tensor in expected.items():
+        assert vec[name] == vector(tensor), name
+    # the two adds: the stream plus what each branch returned, and the result is the next block's input
+    branch_a, branch_f = (row("a_n"), row("f_n")) if c.sandwich_norm else (row("a"), row("f"))
+    assert torch.equal(row("x_mid"), row("x") + branch_a) and torch.equal(row("x_out"), row("x_mid") + branch_f)
+    if "next" in seen:
+        assert torch.equal(seen["next"][0, t], row("x_out"))
+    # the norm: x over its RMS, times the gain
+    norm = next(s for s in d["stages"] if s["name"] == "attn_norm")["parts"][0]
+    rms = torch.sqrt(row("x").pow(2).mean() + c.norm_eps)
+    assert norm["rms"] == pytest.approx(float(rms), rel=1e-5)
+    assert torch.allclose(row("x") / rms * fp.model.blocks[layer].attn_norm.weight, row("h"), atol=1e-5, rtol=1e-5)
+    # which query heads read this K/V head
+    qkv = next(s for s in d["stages"] if s["name"] == "qkv")
+    assert qkv["kv_head"] == g and head in qkv["sharing"] and len(qkv["sharing"]) == nh // nkv
+    assert d["matrices"]["W_Q"]["shape"] == [hd, c.d_model] and d["matrices"]["W_O"]["shape"] == [c.d_model, nh * hd]
+    return d
+
+
+def check_attention(fp, d: dict, prompt: str) -> None:
+    """RoPE's rotated q·k × the scale is the score the attention map's softmax is taken over; softmax rows sum to 1
+    and the mask leaves the later tokens weight 0; the weighted sum of the values is this head's slice of the heads
+    the model joined."""
+    ids, t, layer, head = fp.encode(prompt), d["token"], d["layer"], d["head"]
+    seen = hooked(fp, ids, layer)
+    model = fp.model
+    block = model.blocks[layer]
+    attn = block.attn
+    nh, nkv, hd, T = attn.n_heads, attn.n_kv_heads, attn.head_dim, len(ids)
+    g = head // (nh // nkv)
+    if fp.config.qk_norm:
+        q, k = seen["q_n"][0, head], seen["k_n"][0, g]  # (T, head_dim)
+    else:
+        qs, ks, _ = seen["qkv"][0].split([nh * hd, nkv * hd, nkv * hd], dim=-1)
+        q, k = qs.view(T, nh, hd)[:, head], ks.view(T, nkv, hd)[:, g]
+    rotary = model.rope_local if block.sliding and model.rope_local is not None else model.rope
+    cos, sin = rotary(torch.arange(T)[None], T)  # (1, 1, T, head_dim)
+    q_rot, k_rot = apply_rope(q, cos[0, 0], sin[0, 0]), apply_rope(k, cos[0, 0], sin[0, 0])
+    scores = (k_rot @ q_rot[t]) * attn.scale  # (T,)
+    stage = {s["name"]: s for s in d["stages"]}
+    assert stage["scores"]["scaled"] == pytest.approx(scores.tolist(), rel=1e-5, abs=1e-5)
+    rope = stage["rope"]
+    key = rope["score"]["key"]
+    assert rope["score"]["after"] == pytest.approx(float(scores[key]), rel=1e-5, abs=1e-5)
+    assert rope["score"]["before"] == pytest.approx(float(q[t] @ k[key] * attn.scale), rel=1e-5, abs=1e-5)
+    assert rope["position"] == t and rope["angles"][0] == pytest.approx(t)  # pair 0 turns by t × 1 radian
+    assert rope["angles"][1] == pytest.approx(t * rotary.table.inv_freq[1], abs=1e-4)
+    with model_lock(fp):
+        row = attention_map(fp, prompt, layer)["heads"][head][t]  # the map's row: keys 0 … t
+    weights = stage["softmax"]["weights"]
+    assert weights[: t + 1] == pytest.approx(row, abs=2e-5)
+    assert weights[: t + 1] == pytest.approx(torch.softmax(scores[: t + 1], -1).tolist(), abs=1e-5)
+    assert sum(weights) == pytest.approx(1.0, abs=1e-5) and stage["softmax"]["sum"] == pytest.approx(1.0, abs=1e-5)
+    assert all(w == 0.0 for w in weights[t + 1:]) and stage["scores"]["allowed"] == [j <= t for j in range(T)]
+    joined = seen["o"][0, t].view(nh, hd)[head]
+    assert d["vectors"]["o_head"]["lead"] == pytest.approx(joined[:6].tolist(), rel=1e-4, abs=1e-5)
+    assert d["vectors"]["o_head"]["norm"] == pytest.approx(float(joined.norm()), rel=1e-4)
+
+
+# ---- SmolLM2 ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("layer, head, token", [(0, 0, 0), (3, 4, 7), (29, 8, 11)])
+def test_smollm_block_is_the_models_own(smollm, layer, head, token):
+    d = check_against_hooks(smollm, DEFAULT_PROMPT, layer, head, token)
+    check_attention(smollm, d, DEFAULT_PROMPT)
+
+
+def test_smollm_stages_are_its_familys(smollm):
+    with model_lock(smollm):
+        d = mechanism(smollm, DEFAULT_PROMPT, 2, 1, 5)
+    assert [s["name"] for s in d["stages"]] == [
+        "embedding", "stream", "attn_norm", "qkv", "rope", "scores", "softmax", "weighted_sum", "heads",
+        "residual_attn", "ffn_norm", "gate_up", "activation", "down", "residual_ffn"]
+    act = next(s for s in d["stages"] if s["name"] == "activation")
+    xs = torch.tensor([x for x, _ in act["curve"]])
+    assert act["function"] == "silu" and act["gated"]  # SwiGLU: read off the model's config
+    assert [y for _, y in act["curve"]] == pytest.approx(torch.nn.functional.silu(xs).tolist(), rel=1e-5, abs=1e-6)
+    qkv = d["stages"][3]
+    assert qkv["sharing"] == [0, 1, 2] and qkv["kv_head"] == 0  # 9 query heads, 3 K/V heads
+    assert len(json.dumps(d)) < 20_000  # a few leading numbers and strips, no whole matrix
+
+
+def test_a_choice_outside_the_model_is_refused(smollm):
+    from forwardpass.errors import ForwardpassError
+    with model_lock(smollm), pytest.raises(ForwardpassError) as e:
+        mechanism(smollm, DEFAULT_PROMPT, 30, 0, 0)
+    assert e.value.code == "choice"
+
+
+# ---- Gemma 3 270M: QK-norm, sandwich norms, scaled embeddings, GELU-tanh, sliding and full layers -------------------
+@pytest.mark.parametrize("layer, head, token", [(0, 2, 5), (5, 1, 9)])  # block 6 attends to everything
+def test_gemma_block_is_the_models_own(gemma, layer, head, token):
+    d = check_against_hooks(gemma, DEFAULT_PROMPT, layer, head, token)
+    check_attention(gemma, d, DEFAULT_PROMPT)
+
+
+def test_gemma_stages_are_its_familys(gemma):
+    with model_lock(gemma):
+        d = mechanism(gemma, DEFAULT_PROMPT, 5, 3, 4)
+    assert [s["name"] for s in d["stages"]] == [
+        "embedding", "stream", "attn_norm", "qkv", "qk_norm", "rope", "scores", "softmax", "weighted_sum", "heads",
+        "attn_post_norm", "residual_attn", "ffn_norm", "gate_up", "activation", "down", "ffn_post_norm",
+        "residual_ffn"]
+    stage = {s["name"]: s for s in d["stages"]}
+    act = stage["activation"]
+    xs = torch.tensor([x for x, _ in act["curve"]])
+    assert act["function"] == "gelu_tanh" and act["gated"]
+    assert [y for _, y in act["curve"]] == pytest.approx(
+        torch.nn.functional.gelu(xs, approximate="tanh").tolist(), rel=1e-5, abs=1e-6)
+    assert stage["qkv"]["sharing"] == [0, 1, 2, 3]  # one K/V head for all four
+    assert stage["rope"]["theta"] == gemma.config.rope_theta  # a full layer's base; the sliding ones' is their own
+    with model_lock(gemma):
+        sliding = mechanism(gemma, DEFAULT_PROMPT, 0, 0, 4)
+    assert next(s for s in sliding["stages"] if s["name"] == "rope")["theta"] == gemma.config.local_rope_theta
+    assert next(s for s in sliding["stages"] if s["name"] == "scores")["window"] == gemma.config.sliding_window
