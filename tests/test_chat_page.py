@@ -250,6 +250,17 @@ def test_failures_are_shown_in_the_page(server, open_chat):
     assert [e for e in page.errors if "400" not in e] == [] and page.external == []
 
 
+def test_a_model_that_could_not_be_loaded_is_marked_with_why(server, open_chat):
+    url, _ = server
+    listed = {"object": "list", "data": [
+        {"id": "a", "object": "model", "status": "loaded"},
+        {"id": "t", "object": "model", "status": "failed", "error": "t.gguf: truncated GGUF file"}]}
+    page = open_chat(url, routes={"**/v1/models": lambda route: route.fulfill(json=listed)})
+    assert page.locator("#model option").all_inner_texts() == ["a", "t (could not be loaded)"]
+    assert page.locator("#model option").nth(1).get_attribute("title") == "t.gguf: truncated GGUF file"
+    assert page.input_value("#model") == "a" and page.errors == []
+
+
 def test_a_server_with_a_key_asks_for_it(smollm, open_chat):
     with running_server(smollm, api_key=KEY, default_max_tokens=4) as (url, _):
         assert httpx.get(url + "/").status_code == 200 and httpx.get(url + "/page/chat.js").status_code == 200

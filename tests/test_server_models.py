@@ -137,6 +137,76 @@ def test_a_busy_model_is_not_unloaded_under_it():
         assert "Traceback" not in s.close()
 
 
+# ---- models that cannot be loaded ------------------------------------------------------------------------
+BROKEN = {"t": "truncated GGUF file (the file ends at byte 1000000, inside its header)",
+          "h": "truncated GGUF file (tensor blk.15.attn_output.weight runs past the end of the file)",
+          "d": "no config.json beside the safetensors weights"}
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory):
+    """The default model beside three that cannot be loaded: its file's first MB, its first half and an empty directory
+    (a file that does not start as a GGUF file does is refused before the server starts)."""
+    folder = tmp_path_factory.mktemp("broken")
+    whole = default_model_path().read_bytes()
+    (folder / "t.gguf").write_bytes(whole[:1_000_000])
+    (folder / "h.gguf").write_bytes(whole[:len(whole) // 2])
+    (folder / "d").mkdir()
+    s = Serving("--model", f"a={PATH}", *(f"--model={m}={folder / f}" for m, f in
+                                          (("t", "t.gguf"), ("h", "h.gguf"), ("d", "d"))))
+    yield s
+    assert "Traceback" not in s.close()
+
+
+def test_a_model_that_cannot_be_loaded_is_listed_as_failed_with_its_reason(broken):
+    r = httpx.get(broken.url + "/v1/models")
+    assert r.status_code == 200, r.text
+    listed = {m["id"]: m for m in r.json()["data"]}
+    assert list(listed) == ["a", *BROKEN] and listed["a"]["status"] == "loaded" and listed["a"]["loaded"]
+    for model, reason in BROKEN.items():
+        about = listed[model]
+        assert about["status"] == "failed" and not about["loaded"] and about["error"].endswith(reason), about
+        assert about["family"] == "unknown" and about["context_length"] is None
+        assert httpx.get(f"{broken.url}/v1/models/{model}").json() == about
+    assert [m.id for m in broken.client.models.list()] == ["a", *BROKEN]
+    assert broken.client.models.retrieve("t").id == "t"
+
+
+@pytest.mark.parametrize("path,body", [
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "stream": True}),
+    ("/v1/completions", {"prompt": "Hi", "max_tokens": 4}),
+    ("/v1/messages", {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}),
+    ("/v1/messages/count_tokens", {"messages": [{"role": "user", "content": "Hi"}]}),
+    ("/tokenize", {"prompt": "Hi"}),
+])
+def test_a_request_for_a_model_that_cannot_be_loaded_is_refused_with_why(broken, path, body):
+    for model, reason in BROKEN.items():
+        r = httpx.post(broken.url + path, json={"model": model, **body}, timeout=60)
+        assert r.status_code == 503, r.text
+        assert r.headers["x-should-retry"] == "false"  # the SDKs' own retries would fail the same way at once
+        if path.startswith("/v1/messages"):
+            assert (r.json()["type"], r.json()["error"]["type"]) == ("error", "api_error")  # no overload that passes
+            message = r.json()["error"]["message"]
+        else:
+            error = r.json()["error"]
+            assert (error["type"], error["code"]) == ("server_error", "model_load_failed")
+            message = error["message"]
+        assert message.startswith(f"model {model!r} is unavailable: loading it failed: ") and reason in message
+        assert message.endswith("; the next request for it tries loading it again") and "\n" not in message
+    assert broken.answer("a")  # the loaded model is served all along
+    assert broken.models()["t"]["status"] == "failed"
+
+
+def test_health_and_the_log_say_which_models_cannot_be_loaded(broken):
+    r = httpx.get(broken.url + "/health")
+    assert r.status_code == 200 and r.json() == {"status": "ok", "failed_models": list(BROKEN)}
+    said = "".join(broken.said)
+    for model, reason in BROKEN.items():  # at start, from its file; and on each request's try
+        assert re.search(rf"^cannot load {model}: \S+: {re.escape(reason)}; requests for it are refused", said, re.M)
+    assert re.search(rf"^could not load t for a request: \S+: {re.escape(BROKEN['t'])}$", said, re.M)
+
+
 # ---- the registry's choices, on stand-ins --------------------------------------------------------------
 class StandIn:
     """What the registry reads of a loaded model: its id, bytes, leases and whether its engine has work."""
@@ -208,9 +278,33 @@ def test_a_model_that_fails_to_load_is_said_and_tried_again():
             raise ForwardpassError("no room on the disk")
         return StandIn(spec.id, 1)
     r = Registry([ModelSpec("a", "a")], open_model)
-    with pytest.raises(APIError, match="model 'a' could not be loaded: no room on the disk"):
+    with pytest.raises(APIError, match="model 'a' is unavailable: loading it failed: no room on the disk; the next "
+                                       "request for it tries loading it again") as refused:
         ask(r, "a")
+    assert refused.value.status == 503 and r.state("a") == ("failed", "no room on the disk") and r.failures() == ["a"]
     assert ask(r, "a").name == "a" and calls == ["a", "a"]
+    assert r.state("a") == ("loaded", None) and r.failures() == []
+
+
+def test_any_failure_to_load_is_a_refusal_in_one_line_and_the_registry_goes_on():
+    def estimate(spec):
+        if spec.id == "a":
+            raise ForwardpassError("a.gguf: truncated GGUF file")
+        return 1
+
+    def open_model(spec, wake, progress=False):
+        if spec.id == "b":
+            raise RuntimeError("out of memory\n" + "allocating " * 100)
+        return StandIn(spec.id, 1)
+    r = Registry([ModelSpec(i, i) for i in "abc"], open_model, estimate, max_bytes=100, wait=0.5)
+    with pytest.raises(APIError, match=r"^model 'a' is unavailable: loading it failed: a.gguf: truncated GGUF file;"):
+        ask(r, "a")
+    with pytest.raises(APIError) as refused:
+        ask(r, "b")
+    why = r.state("b")[1]
+    assert why.startswith("RuntimeError: out of memory allocating ") and len(why) == 300 and why.endswith("…")
+    assert why in refused.value.message and "\n" not in refused.value.message
+    assert ask(r, "c").name == "c" and r.failures() == ["a", "b"]
 
 
 # ---- naming ----------------------------------------------------------------------------------------------
@@ -228,6 +322,7 @@ def test_ids_are_the_names_typed_or_aliases():
     (["--model", PATH, "--model", PATH], "two --model values are served as 'SmolLM2-135M-Instruct.Q4_1'"),
     (["--model", f"a={PATH}", "--model", f"b={PATH}", "--served-model-name", "x"], "--served-model-name names one"),
     (["--model", f"a={PATH}", "--model", "b=/nowhere.gguf"], "model file not found: /nowhere.gguf"),
+    (["--model", f"a={PATH}", "--model", f"b={__file__}"], "not a GGUF file (starts with b'\"\"\"S', expected"),
     (["--max-memory-gib", "-1"], "--max-memory-gib must be a positive number, got -1"),
     (["--max-models", "0"], "--max-models: must be a positive integer"),
 ])

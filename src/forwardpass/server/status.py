@@ -1,5 +1,6 @@
 """The server's state (/health), its metrics (/metrics, Prometheus, each series labelled with its model as vLLM
-labels them) and the models it serves (/v1/models, /v1/models/{id})."""
+labels them) and the models it serves (/v1/models, /v1/models/{id}), each with where it stands: loaded, loading,
+unloaded, or failed with the reason (registry.py)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,24 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from ..catalog import describe
-from ..errors import EngineUnavailableError, ForwardpassError
+from ..errors import EngineUnavailableError
 from .errors import APIError
 from .exposition import labelled
 from .front import Front
 
+UNKNOWN = {"family": "unknown", "quantization": "unknown", "context_length": None}  # a file that cannot be read
+
 
 def router(s: Front) -> APIRouter:
     r = APIRouter()
-    described: dict[str, dict] = {}  # id → what its file says (read once)
 
     @r.get("/health")
     async def health() -> JSONResponse:
-        """200 while requests are served; 503 once an engine has failed (restart it) or is shutting down."""
+        """200 while requests are served; 503 once an engine has failed (restart it) or is shutting down. Models that
+        could not be loaded are named (failed_models; the reasons are /v1/models', behind the key): the others are
+        served all the same."""
+        failed = s.registry.failures()
+        named = {"failed_models": failed} if failed else {}
         try:
             for _, served in s.registry.listing():
                 if served is None:
@@ -30,8 +35,8 @@ def router(s: Front) -> APIRouter:
                                                  f"{served.engine.failure}")
                 served.engine.check_available()
         except EngineUnavailableError as e:
-            return JSONResponse({"status": "unavailable", "reason": str(e)}, status_code=503)
-        return JSONResponse({"status": "ok"})
+            return JSONResponse({"status": "unavailable", "reason": str(e)} | named, status_code=503)
+        return JSONResponse({"status": "ok"} | named)
 
     @r.get("/metrics")
     async def metrics(request: Request) -> Response:
@@ -41,19 +46,17 @@ def router(s: Front) -> APIRouter:
         return Response(labelled(texts, "model_name"), media_type=CONTENT_TYPE_LATEST)
 
     def entry(spec, served) -> dict:
-        """A chat model as /v1/models lists it: loaded or not, its family, quantization and context length."""
-        if spec.id not in described:
-            try:
-                described[spec.id] = describe(spec.path)
-            except (ForwardpassError, OSError):  # a model made in memory (tests): no file to ask
-                described[spec.id] = {"family": "unknown", "quantization": "unknown", "context_length": served.context}
-        about = dict(described[spec.id])
+        """A chat model as /v1/models lists it: where it stands (status, and the reason where it failed), its family,
+        quantization and context length."""
+        about = dict(s.registry.about(spec.id) or UNKNOWN)
         if served is not None:
             about["context_length"] = served.context
-        elif s.registry.ctx_size:
+        elif s.registry.ctx_size and about["context_length"] is not None:
             about["context_length"] = min(about["context_length"], s.registry.ctx_size)
+        status, why = s.registry.state(spec.id)
         return {"id": spec.id, "object": "model", "created": s.created, "owned_by": "forwardpass",
-                "max_model_len": about["context_length"], "loaded": served is not None, "kind": "chat"} | about
+                "max_model_len": about["context_length"], "loaded": served is not None, "status": status,
+                "kind": "chat"} | about | ({"error": why} if why else {})
 
     @r.get("/v1/models")
     async def models(request: Request) -> dict:

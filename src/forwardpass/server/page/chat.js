@@ -24,6 +24,14 @@ function notice(text) {
 // /v1/models may list an embedding model beside the chat models: it takes no messages
 const forChat = (model) => ![model.kind, model.type, model.task].some((v) => typeof v === "string" && /embed/i.test(v));
 
+// a model the server could not load stays in the list, marked, with the reason on hover (a request for it says why)
+function modelOption(model) {
+  if (model.status !== "failed") return new Option(model.id, model.id);
+  const option = new Option(`${model.id} (could not be loaded)`, model.id);
+  option.title = model.error ?? "";
+  return option;
+}
+
 async function loadModels() {
   setState("starting");
   try {
@@ -31,7 +39,7 @@ async function loadModels() {
     const models = data.filter(forChat);
     const select = $("model");
     const chosen = select.value;
-    select.replaceChildren(...models.map((m) => new Option(m.id, m.id)));
+    select.replaceChildren(...models.map(modelOption));
     if (models.some((m) => m.id === chosen)) select.value = chosen;
     notice(models.length ? "" : "This server lists no chat model.");
   } catch (e) {
