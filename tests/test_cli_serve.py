@@ -64,6 +64,9 @@ def test_serve_answers_then_sigterm_ends_streams_and_exits():
     (["--request-timeout", "inf"], "--request-timeout: must be a number of seconds ≥ 0"),
     (["--temperature", "-1"], "--temperature: temperature must be ≥ 0.0, got -1"),
     (["--top-p", "1.5"], "--top-p: top_p must be"),
+    (["--cors-origins", "http://a.example:99999"], "--cors-origins: 'http://a.example:99999' is not an origin"),
+    (["--cors-origins", "https://a.example,http://b.example:80x"], "'http://b.example:80x' is not an origin"),
+    (["--cors-origins", "http://a.example:0"], "'http://a.example:0' is not an origin"),
 ])
 def test_serve_rejects_bad_options_before_loading(args, message):
     r = subprocess.run([sys.executable, "-m", "forwardpass", "serve", *args, "--model", "/nonexistent.gguf"],

@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import json
+import unicodedata
+from types import SimpleNamespace
+
 import anthropic
 import httpx
 import openai
@@ -112,3 +116,59 @@ def test_one_log_line_per_request_with_its_true_counts(smollm, caplog):
                                                                        usage["completion_tokens"])
         assert line["status"] == 200 and line["model"] == MODEL and 0 < line["ttft_s"] <= line["total_s"]
     assert refused["status"] == 400 and refused["prompt_tokens"] is None and refused["path"] == "/v1/chat/completions"
+
+
+HOSTILE = ["a\nGET /v1/models · 200 · total 0.001 s", "a\r\nb", "a\rb", "\x1b[2J\x1b[H", "\x1b]0;owned\x07", "a\x00b",
+           "a\x7fb", "a\u2028b", "a\u2029b", "a\x85b", "a\x9bb", "m" * 200_000]
+PATHS = ["/v1/models/smollm%0A", "/nope%0D%0AGET%20/v1/models%20200", "/nope%1B%5B2J", "/nope%1B%5D0;owned%07",
+         "/nope%E2%80%A8x", "/nope%C2%85x", "/" + "p" * 20_000]
+
+
+def hostile_requests(c) -> list:
+    """Every route that logs a model id, sent each hostile id, and paths no route serves holding the same."""
+    sent = []
+    for model in HOSTILE:
+        chat = {"model": model, "messages": [{"role": "user", "content": "Hi"}]}
+        sent += [c.post("/v1/chat/completions", json=chat), c.post("/v1/messages/count_tokens", json=chat),
+                 c.post("/v1/completions", json={"model": model, "prompt": "Hi"}),
+                 c.post("/tokenize", json={"model": model, "prompt": "Hi"}),
+                 c.post("/v1/embeddings", json={"model": model, "input": "Hi"})]
+    return sent + [c.get(path) for path in PATHS]
+
+
+def unprintable(text: str) -> list[str]:
+    """The characters of `text` that end a line or command a terminal (controls, line and paragraph separators)."""
+    return [ch for ch in text if unicodedata.category(ch) in ("Cc", "Zl", "Zp")]
+
+
+@pytest.mark.parametrize("form", ["text", "json"])
+def test_what_a_client_sends_reaches_the_log_escaped_and_cut(smollm, caplog, form):
+    """A model id or a path holding a newline, a terminal's escape or a separator is written escaped, one request one
+    line; a long one cut, with its length; and the error answering it quotes it no further."""
+    from fastapi.testclient import TestClient
+
+    from forwardpass.engine import Engine, EngineConfig
+    from forwardpass.server import ServerConfig, build_app
+
+    engine = Engine(smollm, EngineConfig(kv_cache_bytes=16 * 2**20))
+    embedder = SimpleNamespace(name="minilm", max_tokens=256)  # enough for /v1/embeddings to refuse another model
+    with TestClient(build_app(engine, ServerConfig(MODEL, access_log=form), embedder)) as c, \
+            caplog.at_level("INFO", logger="forwardpass.server.access"):
+        answers = hostile_requests(c)
+    assert all(r.status_code == 404 and len(r.content) < 2000 for r in answers), [r.text[:300] for r in answers]
+    lines = [r.getMessage() for r in caplog.records if r.name == "forwardpass.server.access"]
+    assert len(lines) == len(answers)
+    for line in lines:
+        assert not unprintable(line) and len(line) < 1000, line[:300]
+    if form == "json":
+        entries = [json.loads(line) for line in lines]
+        assert all(line.isascii() for line in lines)  # U+2028 and its kind too are escapes
+        assert {e["model"] for e in entries if e["path"] == "/tokenize"} == \
+            {m if len(m) < 1000 else m[:120] + f"…(+{len(m) - 120} chars)" for m in HOSTILE}
+        assert "/v1/models/smollm\n" in {e["path"] for e in entries}
+    else:
+        text = "\n".join(lines)
+        for said in ("a\\nGET /v1/models", "a\\r\\nb", "\\x1b[2J\\x1b[H", "\\x1b]0;owned\\x07", "a\\x00b", "a\\x7fb",
+                     "a\\u2028b", "a\\u2029b", "a\\x85b", "GET /v1/models/smollm\\n · 404", "/nope\\x1b[2J",
+                     "m" * 120 + f"…(+{200_000 - 120} chars)", "p" * 119 + f"…(+{20_001 - 120} chars)"):
+            assert said in text, said

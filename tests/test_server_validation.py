@@ -5,6 +5,7 @@ route serves answer in the same shapes."""
 from __future__ import annotations
 
 import json
+import re
 
 import openai
 import pytest
@@ -228,3 +229,53 @@ def test_what_the_engine_refuses_names_the_field(client, path, body, param, mess
     """Values that pass the body's own checks but not the engine's (the context, the vocabulary) name their field."""
     error = openai_error(client.post(path, json=body), 400)
     assert error["param"] == param and error["message"].startswith(message), error
+
+
+LONG = "x" * 200_000
+TOOL = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}
+
+
+@pytest.mark.parametrize("path,body", [
+    ("/v1/chat/completions", {"model": LONG, "messages": ASK}),
+    ("/v1/completions", {"prompt": "hi", LONG: 1}),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi", LONG: 1}]}),
+    ("/v1/completions", {"prompt": "hi", "logit_bias": {LONG: 1}}),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": [{"type": LONG}]}]}),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi", LONG: 1}]}]}),
+    ("/v1/chat/completions", {"messages": [{"role": "tool", "content": "x", "tool_call_id": LONG}]}),
+    ("/v1/chat/completions", {"messages": ASK, "tools": [TOOL],
+                              "tool_choice": {"type": "function", "function": {"name": LONG}}}),
+    ("/v1/chat/completions", {"messages": [*ASK, {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": LONG, "arguments": "{"}}]}, *ASK]}),
+    ("/v1/messages", MESSAGE | {"model": LONG, "messages": ASK}),
+    ("/v1/messages", MESSAGE | {"messages": [{"role": "user", "content": [{"type": LONG}]}]}),
+    ("/v1/messages", MESSAGE | {"messages": [{"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": LONG, "content": "x"}]}]}),
+    ("/v1/models/" + LONG[:20_000], None),  # a URL as long as a client sends
+    ("/v1/" + LONG[:20_000], None),
+])
+def test_an_error_quotes_what_the_client_sent_cut_to_what_a_reader_needs(client, path, body):
+    """A value the client sent (a model id, a field's name, a type, an id, a path) is quoted by its first characters
+    and how many more it had, not echoed whole."""
+    r = client.post(path, json=body) if body is not None else client.get(path)
+    assert 400 <= r.status_code < 500 and len(r.content) < 1000, r.text[:300]
+    cut = re.search(r"…\(\+(\d+) chars\)", r.text)
+    assert cut and int(cut[1]) > 19_000, r.text
+
+
+CONTROLS = ["%0A", "%0D%0A", "%0D", "%00", "%09", "%1B", "%7F", "%C2%85", "%C2%9B", "%E2%80%A8", "%E2%80%A9"]
+
+
+def test_a_path_holding_a_control_character_names_no_route(client):
+    """Each route matches its path exactly: the path with a newline after it (which a pattern ending in `$` would
+    still match), or any control character in it, is a 404 in the API's shape."""
+    from forwardpass.cli.serve_cmd import routes
+
+    for route in routes(client.app):
+        method, path = route.split(" ")
+        path = path.replace("{model_id}", MODEL).replace("{name}", "index.html")
+        for control in CONTROLS:
+            for hostile in (path + control, path[:4] + control + path[4:]):
+                r = client.request(method, hostile)
+                error = (anthropic_error if hostile.startswith("/v1/messages") else openai_error)(r, 404)
+                assert error["message"].startswith(f"no route {method} /"), (hostile, error)

@@ -112,14 +112,23 @@ def access_log(log_format: str) -> str | None:
     return log_format
 
 
+ORIGIN = re.compile(r"https?://(?:\[[0-9A-Fa-f:.]+\]|[^\s/:@?#\[\]]+)(?::(\d{1,5}))?")  # scheme://host[:port]
+
+
 def origins(text: str) -> tuple[str, ...]:
-    """--cors-origins as a tuple; an origin that is not '*' or scheme://host[:port] is refused by name."""
+    """--cors-origins as a tuple; an origin that is not '*' or scheme://host[:port], its port from 1 to 65535, is
+    refused by name."""
     listed = tuple(o.strip().rstrip("/") for o in text.split(",") if o.strip())
     for o in listed:
-        scheme, _, rest = o.partition("://")
-        if o != "*" and (scheme not in ("http", "https") or not rest or "/" in rest):
-            raise ForwardpassError(f"--cors-origins: {o!r} is not an origin (scheme://host[:port], or '*')")
+        if o != "*" and not is_origin(o):
+            raise ForwardpassError(f"--cors-origins: {o!r} is not an origin (scheme://host[:port], the port from 1 to "
+                                   f"65535, or '*')")
     return listed
+
+
+def is_origin(text: str) -> bool:
+    m = ORIGIN.fullmatch(text)
+    return m is not None and (m[1] is None or 1 <= int(m[1]) <= 65535)
 
 
 def run(args) -> int:

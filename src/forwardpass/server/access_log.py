@@ -1,6 +1,7 @@
 """One line per request, once its response has ended: method and path, the model, tokens in and out, time to first
 token, total time and status, as text or as a JSON object (`serve --log-format`). Streams are logged when they end,
-with the tokens they carried; /health and /metrics, which supervisors poll, are not."""
+with the tokens they carried; /health and /metrics, which supervisors poll, are not. What the client sent (the path,
+the model it named) is cut, and in the text line escaped (quoting.py): a request is one line, whatever it holds."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
+
+from .quoting import cut, shown
 
 log = logging.getLogger("forwardpass.server.access")
 QUIET = ("/health", "/metrics")
@@ -51,17 +54,18 @@ class AccessLog:
 
     def record(self, scope, state: dict, status: int, start: float) -> None:
         tally: Tally | None = state.get("tally")
-        entry = {"method": scope["method"], "path": scope["path"], "model": state.get("model"), "status": status,
-                 "prompt_tokens": sum(tally.prompt.values()) if tally else None,
+        model = state.get("model")
+        entry = {"method": cut(scope["method"]), "path": cut(scope["path"]), "model": model and cut(model),
+                 "status": status, "prompt_tokens": sum(tally.prompt.values()) if tally else None,
                  "completion_tokens": sum(tally.completion.values()) if tally else None,
                  "ttft_s": round(tally.first_token_at - start, 4) if tally and tally.first_token_at else None,
                  "total_s": round(time.perf_counter() - start, 4)}
-        if self.as_json:
-            log.info(json.dumps(entry))
+        if self.as_json:  # ASCII: every control character and separator (U+2028 too) an escape
+            log.info(json.dumps(entry, ensure_ascii=True))
             return
-        said = [f"{entry['method']} {entry['path']}", str(status)]
-        if entry["model"]:
-            said.append(entry["model"])
+        said = [f"{shown(scope['method'])} {shown(scope['path'])}", str(status)]
+        if model:
+            said.append(shown(model))
         if tally:
             said.append(f"tokens {entry['prompt_tokens']} in, {entry['completion_tokens']} out")
         if entry["ttft_s"] is not None:

@@ -24,6 +24,7 @@ from . import completions, embeddings, page, status, tokens
 from .access_log import AccessLog
 from .errors import APIError
 from .front import Front
+from .quoting import CONTROLS, shown
 from .registry import Leases, Registry
 from .served import Served, ServerConfig
 from .submission import GraceOver
@@ -47,6 +48,7 @@ def build_app(models: Engine | Registry, config: ServerConfig, embedder: Embedde
     for api in (status, completions, anthropic_api, embeddings, tokens):
         app.include_router(api.router(front))
     app.add_middleware(Leases)
+    app.add_middleware(ExactPaths)
     app.include_router(page.router())  # the chat page at GET /
     if config.access_log is not None:
         app.add_middleware(AccessLog, as_json=config.access_log == "json")
@@ -58,7 +60,30 @@ def build_app(models: Engine | Registry, config: ServerConfig, embedder: Embedde
 
 def anthropic(request: Request) -> bool:
     """The request came to the Messages API: its errors take Anthropic's shape."""
-    return request.url.path.startswith("/v1/messages")
+    return path(request).startswith("/v1/messages")
+
+
+def path(request: Request) -> str:
+    """The path as the client sent it, decoded (request.url.path has lost any tab, CR or LF in it, as URLs do)."""
+    return request.scope["path"]
+
+
+def not_routed(request: Request) -> APIError:
+    return APIError(404, f"no route {request.method} {shown(path(request))}")
+
+
+class ExactPaths:
+    """ASGI middleware: a path holding a control character (a URL's %0A, %0D, %1B, …) names no route. A route's
+    pattern ends in `$`, which also matches before a final newline: `/v1/models%0A` would be /v1/models."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and CONTROLS.search(scope["path"]):
+            request = Request(scope)
+            return await not_routed(request).response(anthropic(request))(scope, receive, send)
+        await self.app(scope, receive, send)
 
 
 def _errors(app: FastAPI) -> None:
@@ -71,14 +96,15 @@ def _errors(app: FastAPI) -> None:
     @app.exception_handler(HTTPException)
     async def no_route(request: Request, e: HTTPException) -> JSONResponse:
         """A path no route serves (404), or a method its route does not take (405), in the API's error shape."""
-        method, path = request.method, request.url.path
+        method = request.method
         if e.status_code == 404:
-            message = f"no route {method} {path}"
+            error = not_routed(request)
         elif e.status_code == 405:
-            message = f"{method} is not allowed on {path}; use {(e.headers or {}).get('Allow', 'another method')}"
+            allowed = (e.headers or {}).get("Allow", "another method")
+            error = APIError(405, f"{method} is not allowed on {shown(path(request))}; use {allowed}")
         else:
-            message = str(e.detail)
-        response = APIError(e.status_code, message).response(anthropic(request))
+            error = APIError(e.status_code, str(e.detail))
+        response = error.response(anthropic(request))
         response.headers.update(e.headers or {})
         return response
 

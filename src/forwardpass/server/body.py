@@ -7,6 +7,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 
 from .errors import APIError
+from .quoting import cut, quoted, shown
 
 BOUNDS = {"greater_than": ("gt", ">"), "greater_than_equal": ("ge", "≥"), "less_than": ("lt", "<"),
           "less_than_equal": ("le", "≤")}
@@ -44,19 +45,20 @@ def location(error: dict, data) -> list[str | int]:
 
 def refusal(e: ValidationError, data, unsupported: dict[str, str]) -> APIError:
     """The 400 for a body that does not validate, naming the field (`param`) of the error that reaches deepest
-    into the body (inside a union, the member the value was meant for); an unknown field first."""
+    into the body (inside a union, the member the value was meant for); an unknown field first. The field's name
+    may be a key the client made up, of any length: it is cut, and escaped where the message names it."""
     found = [(location(error, data), error) for error in e.errors()]
     path, error = min(found, key=lambda f: (f[1]["type"] != "extra_forbidden", -len(f[0])))
     where = ".".join(str(p) for p in path)
-    kind, ctx = error["type"], error.get("ctx") or {}
+    kind, ctx, field = error["type"], error.get("ctx") or {}, cut(where)
     if kind == "extra_forbidden":
         why = unsupported.get(where, "not a field of this API")
-        return APIError(400, f"unsupported field '{where}': {why}", "unsupported_field", where)
+        return APIError(400, f"unsupported field {quoted(where)}: {why}", "unsupported_field", field)
     if kind in BOUNDS:
         key, sign = BOUNDS[kind]
-        message = f"{where} must be {sign} {ctx[key]}, got {error['input']}"
+        message = f"{shown(where)} must be {sign} {ctx[key]}, got {cut(str(error['input']))}"
     elif kind == "model_type":
-        message = f"{where or 'the request body'} must be a JSON object"
+        message = f"{shown(where) or 'the request body'} must be a JSON object"
     else:  # a validator's ValueError is its own words, without pydantic's "Value error, " before them
-        message = f"{where or 'the request body'}: {ctx['error'] if kind == 'value_error' else error['msg']}"
-    return APIError(400, message, "unsupported_value" if kind == "unsupported_value" else None, where or None)
+        message = f"{shown(where) or 'the request body'}: {ctx['error'] if kind == 'value_error' else error['msg']}"
+    return APIError(400, message, "unsupported_value" if kind == "unsupported_value" else None, field or None)

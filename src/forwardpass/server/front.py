@@ -15,6 +15,7 @@ from .auth import authorize as check_key
 from .body import read_body, refusal
 from .errors import APIError
 from .protocol import UNSUPPORTED
+from .quoting import quoted
 from .registry import Registry
 from .served import Served, ServerConfig
 
@@ -65,6 +66,6 @@ class Front:
         """The server's embedding model, which the body names (or leaves out); a 404 for another."""
         request.state.model = parsed.model or self.embedder.name
         if parsed.model is not None and parsed.model != self.embedder.name:
-            raise APIError(404, f"model {parsed.model!r} does not exist; this server embeds with "
+            raise APIError(404, f"model {quoted(parsed.model)} does not exist; this server embeds with "
                                 f"{self.embedder.name!r}", "model_not_found", "model")
         return self.embedder

@@ -17,6 +17,7 @@ from ..sampling import SamplingParams
 from ..server_defaults import applied
 from . import tools
 from .protocol import ChatMessage, Strict, Text, Tool, bounded
+from .quoting import quoted
 
 # Fields of the Messages API forwardpass does not implement: a request carrying one is refused by name
 UNSUPPORTED = {
@@ -80,8 +81,9 @@ class Message(Strict):
         for i, block in enumerate(content if isinstance(content, list) else []):
             kind = block.get("type") if isinstance(block, dict) else None
             if isinstance(kind, str) and kind not in BLOCKS:
-                raise PydanticCustomError("unsupported_value", "content blocks of type '{kind}' are not supported: "
-                                                               "this model reads text", {"kind": kind, "field": str(i)})
+                raise PydanticCustomError("unsupported_value", "content blocks of type {kind} are not supported: "
+                                                               "this model reads text",
+                                          {"kind": quoted(kind), "field": str(i)})
         return content
 
 
@@ -138,7 +140,7 @@ class MessagesInput(Strict):
                                               {"field": field})
                 if isinstance(b, ToolResultBlock) and b.tool_use_id not in called:
                     raise PydanticCustomError("unknown_tool_use", "{id} answers no tool_use block of an earlier "
-                                                                  "message", {"id": repr(b.tool_use_id),
+                                                                  "message", {"id": quoted(b.tool_use_id),
                                                                               "field": field + ".tool_use_id"})
             called |= {b.id for b in blocks if isinstance(b, ToolUseBlock)}
         return self

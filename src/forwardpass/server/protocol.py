@@ -14,6 +14,7 @@ from ..sampling import SamplingParams
 from ..sampling_params import MAX_COUNT, MAX_SEED, RANGES
 from ..server_defaults import applied
 from . import tools
+from .quoting import quoted
 
 # Fields of OpenAI's chat and completions requests that forwardpass does not implement, and why: a request that
 # carries one is refused with a 400 naming it, never served as if the field were absent. Any other field this
@@ -153,7 +154,7 @@ class SamplingFields(Strict):
         for key in bias or {}:
             if not (key.isascii() and key.isdigit() and int(key) <= MAX_COUNT):
                 raise PydanticCustomError("token_id", "keys are token ids (ASCII digits), got {key}",
-                                          {"key": repr(key)})
+                                          {"key": quoted(key)})
         return bias
 
     def bias(self) -> dict[int, float]:
@@ -217,11 +218,12 @@ def text_parts(content):
     for part in content:
         kind = part.get("type") if isinstance(part, dict) else type(part).__name__
         if kind != "text":
-            raise PydanticCustomError("unsupported_value", "content parts of type '{kind}' are not supported: "
-                                                           "this model reads text parts only", {"kind": kind})
+            raise PydanticCustomError("unsupported_value", "content parts of type {kind} are not supported: "
+                                                           "this model reads text parts only",
+                                      {"kind": quoted(str(kind))})
         extra = sorted(set(part) - {"type", "text"})
         if extra or not isinstance(part.get("text"), str):
-            why = f"field {extra[0]!r} is not supported" if extra else "needs its text as a string"
+            why = f"field {quoted(extra[0])} is not supported" if extra else "needs its text as a string"
             raise PydanticCustomError("unsupported_value", "a text part {why}", {"why": why})
         texts.append(part["text"])
     return "".join(texts)
@@ -268,7 +270,7 @@ def answered_calls(messages: list[ChatMessage]) -> None:
     for i, m in enumerate(messages):
         if m.role == "tool" and m.tool_call_id not in called:
             raise PydanticCustomError("unknown_tool_call", "{id} answers no tool call of an earlier assistant message",
-                                      {"id": repr(m.tool_call_id), "field": f"messages.{i}.tool_call_id"})
+                                      {"id": quoted(m.tool_call_id), "field": f"messages.{i}.tool_call_id"})
         called |= {c.id for c in m.tool_calls or []}
 
 

@@ -27,6 +27,7 @@ from ..catalog import ModelSpec, describe
 from ..errors import ForwardpassError
 from ..weights import return_freed_memory
 from .errors import APIError
+from .quoting import quoted
 from .served import Served
 
 log = logging.getLogger("forwardpass.server")
@@ -81,8 +82,8 @@ class Registry:
         model = self.first if model is None else model
         if model not in self.specs:
             served = ", ".join(repr(i) for i in self.specs)
-            raise APIError(404, f"model {model!r} does not exist; this server serves {served}", "model_not_found",
-                           "model")
+            raise APIError(404, f"model {quoted(model)} does not exist; this server serves {served}",
+                           "model_not_found", "model")
         while True:
             with self._lock:
                 served = self.loaded.get(model)

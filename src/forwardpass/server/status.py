@@ -12,6 +12,7 @@ from ..errors import EngineUnavailableError
 from .errors import APIError
 from .exposition import labelled
 from .front import Front
+from .quoting import quoted
 
 UNKNOWN = {"family": "unknown", "quantization": "unknown", "context_length": None}  # a file that cannot be read
 
@@ -74,7 +75,8 @@ def router(s: Front) -> APIRouter:
         found = [m for m in listed if m["id"] == model_id]
         if not found:
             served = ", ".join(repr(m["id"]) for m in listed)
-            raise APIError(404, f"model {model_id!r} does not exist; this server serves {served}", "model_not_found")
+            raise APIError(404, f"model {quoted(model_id)} does not exist; this server serves {served}",
+                           "model_not_found")
         return found[0]
 
     return r

@@ -19,6 +19,7 @@ from pydantic_core import from_json
 
 from ..constraints import COMPACT, Constraint
 from ..errors import ConstraintError
+from .quoting import quoted
 
 OPEN, CLOSE = "<tool_call>\n", "\n</tool_call>"
 CALLS = re.compile(r"\s*<tool_call>\s*(.*?)\s*</tool_call>\s*", re.S)
@@ -76,7 +77,7 @@ def call_body(call: dict) -> dict:
     try:
         arguments = json.loads(f["arguments"])
     except json.JSONDecodeError:
-        raise ConstraintError(f"the arguments of a tool call to {f['name']!r} are not JSON") from None
+        raise ConstraintError(f"the arguments of a tool call to {quoted(f['name'])} are not JSON") from None
     return {"name": f["name"], "arguments": arguments}
 
 
@@ -126,7 +127,7 @@ def constraint(tools: dict[str, dict], choice: str | None) -> Constraint | None:
         raise ConstraintError("tool_choice is 'required' but the request has no tools")
     for name in names:
         if name not in tools:
-            raise ConstraintError(f"tool_choice names {name!r}, which is not among the tools")
+            raise ConstraintError(f"tool_choice names {quoted(name)}, which is not among the tools")
     one_of = [{"type": "object", "properties": {"name": {"const": name},
                                                "arguments": strict(tools[name].get("parameters", {"type": "object"}))},
                "required": ["name", "arguments"], "additionalProperties": False} for name in names]
