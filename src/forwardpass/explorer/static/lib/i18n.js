@@ -2,7 +2,7 @@
 //
 // Strings live in one table per section (sections/<name>.strings.js) plus the page's own (strings/common.js), each
 // entry `key: [english, chinese]`. An entry is a template with {name} slots, or a function of the values returning
-// one (for plurals: `({ n }) => n === 1 ? "{n} token" : "{n} tokens"`). A template may hold <code>, <cite>, <em> and
+// one (for plurals: `({ n }) => plural(n, "{n} token", "{n} tokens")`). A template may hold <code>, <cite>, <em> and
 // <tok> (a token piece) tags; nothing else is markup.
 //
 //   t(key, values)     the string (for attributes, titles, aria labels, SVG text)
@@ -27,6 +27,8 @@ export function register(strings, owner) {
 }
 
 export const lang = () => current;
+/** an English count's noun: plural(n, "{n} token", "{n} tokens"); n a number or a number written as a string */
+export const plural = (n, one, many) => (Number(String(n).replace(/,/g, "")) === 1 ? one : many);
 export const has = (key) => key in table;
 export const onLang = (fn) => listeners.add(fn);
 

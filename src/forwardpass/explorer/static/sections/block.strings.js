@@ -1,5 +1,7 @@
 // §01–§02 Inside a block: every word of the section, [English, Chinese]. Keys as in pipeline.strings.js.
 
+import { plural } from "../lib/i18n.js";
+
 export default {
   "title-s01": ["2. Inside a block", "2. 块的内部"],
   "intro-s01": [
@@ -107,10 +109,10 @@ export default {
     "把鼠标移到格子上或轻点格子查看数值；点击一行，在下面的表格里展开。"],
   "W-attention-map.head": ["head {h}", "第 {h} 个头"],
   "W-attention-map.legend": ["attention weight (row: query, column: key)", "注意力权重（行：查询，列：键）"],
-  "W-attention-map.aria": ["attention maps of block {layer}: {heads} heads over {t} tokens; rows are queries, columns keys",
+  "W-attention-map.aria": [({ t }) => `attention maps of block {layer}: {heads} heads over ${plural(t, "{t} token", "{t} tokens")}; rows are queries, columns keys`,
     "第 {layer} 块的注意力图：{heads} 个头，{t} 个词元；行是查询，列是键"],
   "W-attention-map.readout": [
-    "block {layer}: {heads} heads sharing {kv} KV heads, {t} tokens; every row sums to 1 (largest difference {gap})",
+    ({ t }) => `block {layer}: {heads} heads sharing {kv} KV heads, ${plural(t, "{t} token", "{t} tokens")}; every row sums to 1 (largest difference {gap})`,
     "第 {layer} 块：{heads} 个头共用 {kv} 个 KV 头，{t} 个词元；每一行之和都是 1（最大偏差 {gap}）",
   ],
   "W-attention-map.detail": ["head {h}: query {q} {qp} reads key {k} {kp} with weight {w}",

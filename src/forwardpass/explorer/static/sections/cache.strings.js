@@ -1,6 +1,6 @@
 // §05 The KV cache. Every word of the section, [English, Chinese].
 
-const plural = (n, one, many) => (n === 1 ? one : many);
+import { plural } from "../lib/i18n.js";
 
 export default {
   "title-s05": ["5. The KV cache", "5. KV 缓存"],
@@ -36,11 +36,11 @@ export default {
     "{layers} 个块中每块填了 {pairs} 个 K 槽位和 {pairs} 个 V 槽位（画出 {drawn} 块）；最后 {fresh} 个是这一步写入的",
   ],
   "W-cache-fill.readout": [
-    ({ k, pairs }) => `After step {at} the model has read {t} tokens (the prompt's {p}${k === 0 ? "" : k === 1 ? ", then 1 chosen" : ", then {k} chosen"}), and each of its {layers} blocks holds exactly ${plural(pairs, "{pairs} (K, V) pair", "{pairs} (K, V) pairs")}: {bytes} in all, {per} per token.`,
+    ({ k, pairs, t }) => `After step {at} the model has read ${plural(t, "{t} token", "{t} tokens")} (the prompt's {p}${k === 0 ? "" : k === 1 ? ", then 1 chosen" : ", then {k} chosen"}), and each of its {layers} blocks holds exactly ${plural(pairs, "{pairs} (K, V) pair", "{pairs} (K, V) pairs")}: {bytes} in all, {per} per token.`,
     ({ k }) => `第 {at} 步之后，模型共读过 {t} 个词元（提示词 {p} 个${k === 0 ? "" : "，加上选出的 {k} 个"}），{layers} 个块中的每一块都恰好存着 {pairs} 对 (K, V)：共 {bytes}，每个词元 {per}。`,
   ],
   "W-cache-fill.broken": [
-    "After step {at} the model has read {t} tokens, but each block holds {pairs} (K, V) pairs: the invariant does not hold.",
+    ({ t, pairs }) => `After step {at} the model has read ${plural(t, "{t} token", "{t} tokens")}, but each block holds ${plural(pairs, "{pairs} (K, V) pair", "{pairs} (K, V) pairs")}: the invariant does not hold.`,
     "第 {at} 步之后，模型共读过 {t} 个词元，每个块却存着 {pairs} 对 (K, V)：不变式被打破了。",
   ],
   "W-cache-fill.pending": [
@@ -56,7 +56,7 @@ export default {
     "这 {steps} 步里，缓存从每块 {first} 对长到 {last} 对：提示词的 {p} 对一次写入，之后每步恰好一对。每一步、全部 {layers} 个块里，它存的对数都和读过的词元数一样，不多也不少。",
   ],
   "W-cache-fill.told-broken": [
-    "At step {at} the cache held {pairs} pairs per block after {t} tokens: the invariant did not hold.",
+    ({ t, pairs }) => `At step {at} the cache held ${plural(pairs, "{pairs} pair", "{pairs} pairs")} per block after ${plural(t, "{t} token", "{t} tokens")}: the invariant did not hold.`,
     "第 {at} 步时，读过 {t} 个词元，缓存每块却有 {pairs} 对：不变式没有成立。",
   ],
 

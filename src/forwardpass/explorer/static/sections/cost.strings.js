@@ -1,6 +1,6 @@
 // §06 What it costs. Every word of the section, [English, Chinese].
 
-const plural = (n, one, many) => (n === 1 ? one : many);
+import { plural } from "../lib/i18n.js";
 
 export default {
   "title-s06": ["6. What it costs", "6. 代价"],
@@ -231,11 +231,11 @@ export default {
   "W-many-users.state.running": ["running", "运行中"],
   "W-many-users.state.done": ["done", "已完成"],
   "W-many-users.readout": [
-    ({ preemptions }) => `{requests} requests, {generated} tokens in {seconds} ({rate} tok/s); at most {peak} of {blocks} blocks in use, {shared} of them shared at once; ${preemptions === 0 ? "no preemptions" : preemptions === 1 ? "1 preemption" : "{preemptions} preemptions"}.`,
+    ({ preemptions, requests }) => `${plural(requests, "{requests} request", "{requests} requests")}, {generated} tokens in {seconds} ({rate} tok/s); at most {peak} of {blocks} blocks in use, {shared} of them shared at once; ${preemptions === 0 ? "no preemptions" : preemptions === 1 ? "1 preemption" : "{preemptions} preemptions"}.`,
     ({ preemptions }) => `{requests} 个请求，{seconds}内生成 {generated} 个词元（{rate} tok/s）；最多同时用了 {blocks} 块中的 {peak} 块，其中同时共用的最多 {shared} 块；${preemptions === 0 ? "没有发生抢占" : "发生了 {preemptions} 次抢占"}。`,
   ],
   "W-many-users.metrics-agree": [
-    "The engine's own {metrics} after the run say the same: {prompt} prompt tokens, {generated} generated, {preemptions} preempted, {ttft} first-token times observed, {used} blocks in use at the end.",
+    ({ ttft, used }) => `The engine's own {metrics} after the run say the same: {prompt} prompt tokens, {generated} generated, {preemptions} preempted, ${plural(ttft, "{ttft} first-token time", "{ttft} first-token times")} observed, ${plural(used, "{used} block", "{used} blocks")} in use at the end.`,
     "运行后引擎自己的 {metrics} 给出同样的数字：提示词词元 {prompt} 个，生成 {generated} 个，抢占 {preemptions} 次，记录了 {ttft} 个首词元时间，结束时在用 {used} 块。",
   ],
   "W-many-users.metrics-differ": [
@@ -243,11 +243,11 @@ export default {
     "运行后引擎的 {metrics} 和各请求自己的计数在这些地方不一致：{which}。",
   ],
   "W-many-users.told-shared": [
-    ({ hits }) => `Every request started with the same {system} tokens of system prompt, and {full} full blocks of them were computed once and then shared: at the busiest step {shared} blocks were held by several requests at once, and the prefix cache handed out ${hits === 0 ? "no token" : "{hits} prompt tokens"} instead of recomputing ${hits === 1 ? "it" : "them"}.`,
+    ({ hits, full, shared }) => `Every request started with the same {system} tokens of system prompt, and ${plural(full, "{full} full block of them was", "{full} full blocks of them were")} computed once and then shared: at the busiest step ${plural(shared, "{shared} block was", "{shared} blocks were")} held by several requests at once, and the prefix cache handed out ${hits === 0 ? "no token" : "{hits} prompt tokens"} instead of recomputing ${hits === 1 ? "it" : "them"}.`,
     ({ hits }) => `每个请求都以同样的 {system} 个词元的系统提示词开头，其中 {full} 个完整的块只算了一次，之后被大家共用：最忙的那一步，有 {shared} 块同时被几个请求占着；前缀缓存直接交出了 ${hits === 0 ? "0 个" : "{hits} 个"}提示词词元，没有重算。`,
   ],
   "W-many-users.told-partial": [
-    "Only full blocks are shared: the last {rest} tokens of the system prompt sit in a block with the user's own question, so each request computes and keeps them itself.",
+    ({ rest }) => `Only full blocks are shared: ${plural(rest, "the last token of the system prompt sits", "the last {rest} tokens of the system prompt sit")} in a block with the user's own question, so each request computes and keeps ${plural(rest, "it", "them")} itself.`,
     "只有完整的块才能共用：系统提示词最后的 {rest} 个词元和用户自己的问题挤在同一块里，所以每个请求都得自己算、自己存。",
   ],
   "W-many-users.told-unshared": [

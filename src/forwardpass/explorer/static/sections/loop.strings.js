@@ -1,6 +1,6 @@
 // §04 The loop. Every word of the section, [English, Chinese].
 
-const plural = (n, one, many) => (n === 1 ? one : many);
+import { plural } from "../lib/i18n.js";
 
 export default {
   "title-s04": ["4. The loop", "4. 循环"],
@@ -53,7 +53,7 @@ export default {
     "这是这里展示的 {steps} 步中的最后一步，后面没有哪一步再读它。"],
   "W-autoregress.section-3": ["section 3", "第 3 节"],
   "W-autoregress.repeat": [
-    ({ start }) => `Greedy choice is already going round in circles here: ${start === 0 ? "from the first generated token" : "from generated token {from}"} the text comes back every {period} tokens, {text} again and again. That is the greedy loop of section 3 ({link}), live on your prompt; the loops below generate exactly these tokens.`,
+    ({ start, period }) => `Greedy choice is already going round in circles here: ${start === 0 ? "from the first generated token" : "from generated token {from}"} the text comes back ${plural(period, "every token", "every {period} tokens")}, {text} again and again. That is the greedy loop of section 3 ({link}), live on your prompt; the loops below generate exactly these tokens.`,
     ({ start }) => `贪心选择在这里已经开始绕圈：${start === 0 ? "从第一个生成的词元起" : "从第 {from} 个生成的词元起"}，文字每 {period} 个词元重复一次，{text}一遍又一遍。这就是第 3 节的贪心循环（{link}），在你的提示词上现场发生；下面两种循环生成的也正是这些词元。`,
   ],
 
@@ -83,13 +83,13 @@ export default {
   ],
   "W-naive-vs-cached.time-axis": ["time per step (ms)", "每步耗时（ms）"],
   "W-naive-vs-cached.readout": [
-    ({ c }) => `Step {at}: naive sent {n} tokens through the model in {nt} ms, cached ${plural(c, "{c} token", "{c} tokens")} in {ct} ms. All {steps} steps: naive {nw} tokens in {NT} ms, cached {cw} tokens in {CT} ms.`,
+    ({ n, c }) => `Step {at}: naive sent ${plural(n, "{n} token", "{n} tokens")} through the model in {nt} ms, cached ${plural(c, "{c} token", "{c} tokens")} in {ct} ms. All {steps} steps: naive {nw} tokens in {NT} ms, cached {cw} tokens in {CT} ms.`,
     "第 {at} 步：朴素循环送入 {n} 个词元，用了 {nt} ms；缓存循环送入 {c} 个，用了 {ct} ms。全部 {steps} 步：朴素 {nw} 个词元、{NT} ms，缓存 {cw} 个词元、{CT} ms。",
   ],
   "W-naive-vs-cached.differ": ["The two loops chose different tokens at some step, which they should not.",
     "两种循环在某一步选出了不同的词元——这本不该发生。"],
   "W-naive-vs-cached.work": [
-    "Both loops chose the same {n} tokens, so the work is all that differs, and there are two honest ways to count it. As the loops ran, the prompt's prefill counted in both: naive step i sends P + i tokens, Σ (P + i) = {nw}; cached sends the {p} prompt tokens at step 1 and one token after, P + n − 1 = {cw}; {w}×. Counting only the steps after the prompt is read, the cached loop at one token a step: {nw} ÷ {n} = {a}×. That second count is the usual way to quote the saving, and the presets below use it ({r0}× at the first token, {r1}× at 12, {r2}× at GPT-2 small's 100); this page gives both counts wherever it shows the ratio.",
+    ({ p }) => `Both loops chose the same {n} tokens, so the work is all that differs, and there are two honest ways to count it. As the loops ran, the prompt's prefill counted in both: naive step i sends P + i tokens, Σ (P + i) = {nw}; cached sends ${plural(p, "the {p} prompt token", "the {p} prompt tokens")} at step 1 and one token after, P + n − 1 = {cw}; {w}×. Counting only the steps after the prompt is read, the cached loop at one token a step: {nw} ÷ {n} = {a}×. That second count is the usual way to quote the saving, and the presets below use it ({r0}× at the first token, {r1}× at 12, {r2}× at GPT-2 small's 100); this page gives both counts wherever it shows the ratio.`,
     "两种循环选出的 {n} 个词元完全相同，差别只在工作量，而工作量有两种诚实的算法。按实际运行来算，两边都计入预填充：朴素循环第 i 步送入 P + i 个词元，Σ (P + i) = {nw}；缓存循环第 1 步送入提示词的 {p} 个词元，之后每步一个，P + n − 1 = {cw}；是 {w} 倍。如果只算读完提示词之后的各步，缓存循环每步按一个词元计：{nw} ÷ {n} = {a} 倍。后一种是引用这个节省时的通常算法，下面的预设用的也是它（第一个词元 {r0} 倍，第 12 个 {r1} 倍，GPT-2 small 生成 100 个时 {r2} 倍）；本页凡是给出这个比值的地方，两种算法都写出来。",
   ],
   "W-naive-vs-cached.miscounted": [

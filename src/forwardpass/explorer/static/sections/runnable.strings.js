@@ -1,5 +1,7 @@
 // §07 The runnable loop. Every word of the section, [English, Chinese].
 
+import { plural } from "../lib/i18n.js";
+
 export default {
   "title-s07": ["7. The runnable loop", "7. 可运行的循环"],
   "intro-s07": [
@@ -57,7 +59,8 @@ export default {
   "W-loop-cost.what.softmax": ["softmax over the vocabulary, per call", "每次调用对整个词表做 softmax"],
   "W-loop-cost.what.ratio": ["the work this line saves: naive ÷ cached", "这一行省下的工作量：朴素 ÷ 缓存"],
   "W-loop-cost.flops": ["{n} FLOPs", "{n} FLOPs"],
-  "W-loop-cost.flops-calls": ["{n} FLOPs in {calls} calls", "{calls} 次调用共 {n} FLOPs"],
+  "W-loop-cost.flops-calls": [({ calls }) => plural(calls, "{n} FLOPs in {calls} call", "{n} FLOPs in {calls} calls"),
+    "{calls} 次调用共 {n} FLOPs"],
   "W-loop-cost.floor": ["≥ {time} ({bound})", "≥ {time}（{bound}）"],
   "W-loop-cost.none": ["—", "—"],
   "W-loop-cost.readout": [
@@ -69,7 +72,7 @@ export default {
     ({ n }) => `${n === 1 ? "第一次调用就已经选出了要的那一个词元。" : "之后每次调用只送一个词元，因为注意力要读的缓存越来越长，运算量到最后一次长到 {last} FLOPs。"}每次调用还要把 {model} 全部 {weights} 的权重读一遍，按这台服务器 {bw} 的带宽，光这一遍就要 {read}：不管运算量多小，没有哪次调用能比这更快。`,
   ],
   "W-loop-cost.told-bounds": [
-    ({ n }) => `So here the prefill is {pbound}${n === 1 ? "." : ", and each one-token call after it is {dbound}: {calls} of them take at least {total} in all."}`,
+    ({ n, calls }) => `So here the prefill is {pbound}${n === 1 ? "." : plural(calls, ", and the one-token call after it is {dbound}: it takes at least {total}.", ", and each one-token call after it is {dbound}: {calls} of them take at least {total} in all.")}`,
     ({ n }) => `所以在这里，预填充是{pbound}的${n === 1 ? "。" : "，之后每次一个词元的调用是{dbound}的：{calls} 次加起来至少要 {total}。"}`,
   ],
 };

@@ -1,6 +1,8 @@
 // §03 What comes out: logits and sampling. Every word of the section, [English, Chinese]. Sentences that carry a
 // number (the *.told keys) are filled in from the same result the widget draws.
 
+import { plural } from "../lib/i18n.js";
+
 export default {
   "title-s03": ["3. What comes out: logits and sampling", "3. 输出：logits 与采样"],
   "intro-s03": [
@@ -117,7 +119,7 @@ export default {
   "W-logit-lens.same": ["the same logits as the model's own output, bit for bit",
     "和模型自己输出的 logits 逐位相同"],
   "W-logit-lens.differs": ["NOT the model's own logits: a bug", "和模型自己的 logits 不同：这是个错误"],
-  "W-logit-lens.readout": ["{k} tokens per block; after block {n}, the last, the top token is {top} at {p}: {same}",
+  "W-logit-lens.readout": [({ k }) => `${plural(k, "{k} token", "{k} tokens")} per block; after block {n}, the last, the top token is {top} at {p}: {same}`,
     "每个块显示 {k} 个词元；第 {n} 个块（最后一个）之后，第一名是 {top}（{p}）：{same}"],
   "W-logit-lens.told": [
     "After “{tail}”, the model's answer is {answer}. Read through the lens, it first tops a row after block {first} of {n}.",
