@@ -4,6 +4,7 @@ the option variations through the same `main` in this process (tests/cli_helpers
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -182,6 +183,23 @@ def test_threads_sets_the_most_a_step_runs(cli):
         assert run("--threads", "1") == run("--threads", "2") == run()
     finally:
         set_threads(None)  # the command set it for this whole (test) process
+
+
+def test_threads_past_the_cores_are_capped_with_one_warning(cli):
+    """--threads beyond the cores this process may use runs as many threads as it has cores, and says so on one line
+    (each thread without a core would hold the others up at every barrier); 0 is refused."""
+    from forwardpass.kernels.team import most_threads, set_threads
+
+    cores = len(os.sched_getaffinity(0))
+    try:
+        r = cli("generate", "Hi", "--max-tokens", "1", "--threads", "999", "--json")
+        assert r.returncode == 0 and most_threads() == cores, r.stderr
+        assert [line for line in r.stderr.splitlines() if "threads" in line] == [
+            f"forwardpass: warning: --threads 999 is more than the {cores} cores this process may use; running {cores}"]
+    finally:
+        set_threads(None)
+    r = cli("generate", "Hi", "--threads", "0")
+    assert r.returncode == 2 and "--threads: must be a positive integer, got 0" in r.stderr
 
 
 def test_logprobs_come_as_token_text(smollm, cli):

@@ -4,6 +4,7 @@ and whether an address can be listened on."""
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..config import SPECULATIVE_MODES
 
@@ -14,8 +15,8 @@ def add_device_option(p: argparse.ArgumentParser) -> None:
 
 def add_threads_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=positive_int, default=None,
-                   help="the most CPU threads a step runs (default: OMP_NUM_THREADS, else the cores this process may "
-                        "use); fewer run while other processes hold cores")
+                   help="the most CPU threads a step runs, at most the cores this process may use (default: "
+                        "OMP_NUM_THREADS, else those cores); fewer run while other processes hold cores")
 
 
 def add_speculative_option(p: argparse.ArgumentParser) -> None:
@@ -25,9 +26,15 @@ def add_speculative_option(p: argparse.ArgumentParser) -> None:
 
 
 def apply_threads(args: argparse.Namespace) -> None:
-    """--threads, for the whole process (kernels/team.py)."""
+    """--threads, for the whole process (kernels/team.py), capped with a warning at the cores this process may use:
+    a thread without a core of its own holds up the others at every barrier of every step."""
     if getattr(args, "threads", None) is not None:
-        from ..kernels.team import set_threads
+        from ..kernels.team import cores, set_threads
+        usable = cores()
+        if args.threads > usable:
+            print(f"forwardpass: warning: --threads {args.threads} is more than the {usable} cores this process may "
+                  f"use; running {usable}", file=sys.stderr, flush=True)
+            args.threads = usable
         set_threads(args.threads)
 
 

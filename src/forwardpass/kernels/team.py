@@ -39,6 +39,11 @@ def most_threads() -> int:
     env = os.environ.get("OMP_NUM_THREADS", "").strip()
     if env.isdigit() and int(env) > 0:
         return int(env)
+    return cores()
+
+
+def cores() -> int:
+    """The cores this process may run on (fewer than the machine's under taskset or a container's CPU set)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
