@@ -84,6 +84,15 @@ def test_the_cache_widgets_answer_on_the_default_model(default_client):
         assert r.status_code == 200, (path, r.text)
 
 
+def test_one_answer_for_the_models_bytes_per_token(default_client):
+    """The cache filling up and the model's cache beside GPT-3's give one number for the same model: the engine's
+    pool, in its dtype, named (the default model's reference blocks keep fp32 pairs, its engine fp16 ones)."""
+    fill = default_client.post("/api/autoregress", json={"prompt": DEFAULT_PROMPT, "steps": 12}).json()
+    here = default_client.get("/api/kv-here").json()["model"]
+    assert (fill["kv_bytes_per_token"], fill["kv_dtype"]) == (here["per_token"], here["dtype"]) == (23_040, "fp16")
+    assert fill["reference_kv_dtype"] == "fp32"  # what the blocks that ran the loop keep: said beside it
+
+
 # ---- the page ---------------------------------------------------------------------------------------------------
 pytestmark = needs_chromium
 
@@ -133,6 +142,15 @@ def test_the_cache_holds_t_pairs_after_t_tokens_and_marks_the_newest(any_page, s
             f"共读过 {t} 个词元" in text and f"恰好存着 {t} 对" in text)
     assert grid.locator("line.tick").count() >= 3
     set_range(page, "#fill-step", 1)
+
+
+def test_the_cache_filling_up_names_its_dtype_and_agrees_with_the_models_cache(any_page):
+    page = any_page
+    here = page.request.get(page.base + "api/kv-here").json()["model"]
+    per = f"{here['per_token']:,}"
+    fill, beside = readout(page, "W-cache-fill"), readout(page, "W-cache-here")
+    assert here["dtype"] in fill and here["dtype"] in beside
+    assert per in fill and per in beside
 
 
 def test_the_rings_verdict_at_capacity_16_says_nothing_overflowed(any_page):

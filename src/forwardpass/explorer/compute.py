@@ -308,12 +308,22 @@ def greedy_loop(fp: LoadedModel, prompt: str, steps: int, sample_at: int | None,
 
 
 def autoregress(fp: LoadedModel, prompt: str, steps: int) -> dict:
-    """W-autoregress, W-cache-fill, W-naive-vs-cached: each step's token, position, cache and work."""
+    """W-autoregress, W-cache-fill, W-naive-vs-cached: each step's token, position, cache and work. The pairs are
+    counted in the reference blocks' cache (the seed's loop), their bytes in the engine's KV dtype, as every other
+    count of the cache's bytes on the page; `reference_kv_dtype` is the dtype the reference cache keeps them in."""
     if not 1 <= steps <= 64:
         raise _range("steps", 1, 64)
     ids = _ids(fp, prompt)
     model = fp.model
     cache = model.new_cache(1, len(ids) + steps)
+KV_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "q8_0": "q8_0"}
+
+
+def kv_name(fp: LoadedModel) -> str:
+    """The engine's KV dtype as the page names it: every count of the cache's bytes on the page is in it."""
+    return KV_NAMES[fp.kv_format()]
+
+
     rows, x, read = [], ids, 0
     with torch.inference_mode():
         for step in range(steps):
@@ -332,7 +342,9 @@ def autoregress(fp: LoadedModel, prompt: str, steps: int) -> dict:
     repeat = ({"period": loop.period, "start": loop.start, "repeats": loop.repeats}
               if loop and loop.period * loop.repeats >= 6 else None)
     return {"prompt": [{"id": i, "piece": fp.tokenizer.piece(i)} for i in ids], "steps": rows,
-            "n_layers": fp.config.n_layers, "kv_bytes_per_token": cache.nbytes(1), "repeat": repeat}
+            "n_layers": fp.config.n_layers, "kv_dtype": kv_name(fp),
+            "kv_bytes_per_token": cost.kv_bytes_per_token(fp.config, kv_name(fp)),
+            "reference_kv_dtype": KV_NAMES[str(cache.k.dtype).removeprefix("torch.")], "repeat": repeat}
 
 
 def work(prompt_tokens: int, new: int) -> dict:
@@ -403,7 +415,7 @@ def loop_cost(fp: LoadedModel, prompt_tokens: int, new: int) -> dict:
     if not (1 <= prompt_tokens and 1 <= new and prompt_tokens + new <= c.context_length):
         raise refuse("context_fit", "prompt + new tokens must fit the context", context=c.context_length)
     context = prompt_tokens + new
-    kv = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "q8_0": "q8_0"}[fp.kv_format()]
+    kv = kv_name(fp)
     here, weights = measure(), weight_bytes(fp)
     line = {name: LOOP[i][0].strip() for i, name in enumerate(["tokens", "cache", "while", "x", "model", "softmax"])}
     model_line, calls = line["model"], new - 1  # the prefill chooses the first token, one call each after it

@@ -68,14 +68,16 @@ function mountCacheFill() {
       slots(q(fill.el, ".grid"), { pairs: s.cache_pairs_per_layer, fresh: s.input_tokens, layers: d.n_layers, most });
       const values = { at, t: s.tokens_read, p, k: at - 1, layers: d.n_layers, pairs: s.cache_pairs_per_layer,
         bytes: sized(s.cache_pairs_per_layer * d.kv_bytes_per_token), per: sized(d.kv_bytes_per_token),
-        piece: piece(s.piece), next: at + 1 };
+        dtype: code(d.kv_dtype), piece: piece(s.piece), next: at + 1 };
       const exact = s.cache_pairs_per_layer === s.tokens_read;  // what the cache holds against what was read
       fill.say([exact ? "W-cache-fill.readout" : "W-cache-fill.broken", values], gap(),
         [at === d.steps.length ? "W-cache-fill.pending-last" : "W-cache-fill.pending", values]);
       const bad = d.steps.find((x) => x.cache_pairs_per_layer !== x.tokens_read);
       told(fill, bad ? ["W-cache-fill.told-broken", { at: bad.step + 1, pairs: bad.cache_pairs_per_layer,
         t: bad.tokens_read }] : ["W-cache-fill.told", { steps: d.steps.length, first: d.steps[0].cache_pairs_per_layer,
-        last: most, p, layers: d.n_layers }]);
+        last: most, p, layers: d.n_layers }],
+      d.reference_kv_dtype !== d.kv_dtype && ["W-cache-fill.reference", { ref: code(d.reference_kv_dtype),
+        dtype: code(d.kv_dtype) }]);
     },
   });
   byId("fill-step").addEventListener("input", () => fill.redraw());

@@ -36,8 +36,8 @@ export default {
     "{layers} 个块中每块填了 {pairs} 个 K 槽位和 {pairs} 个 V 槽位（画出 {drawn} 块）；最后 {fresh} 个是这一步写入的",
   ],
   "W-cache-fill.readout": [
-    ({ k, pairs, t }) => `After step {at} the model has read ${plural(t, "{t} token", "{t} tokens")} (the prompt's {p}${k === 0 ? "" : k === 1 ? ", then 1 chosen" : ", then {k} chosen"}), and each of its {layers} blocks holds exactly ${plural(pairs, "{pairs} (K, V) pair", "{pairs} (K, V) pairs")}: {bytes} in all, {per} per token.`,
-    ({ k }) => `第 {at} 步之后，模型共读过 {t} 个词元（提示词 {p} 个${k === 0 ? "" : "，加上选出的 {k} 个"}），{layers} 个块中的每一块都恰好存着 {pairs} 对 (K, V)：共 {bytes}，每个词元 {per}。`,
+    ({ k, pairs, t }) => `After step {at} the model has read ${plural(t, "{t} token", "{t} tokens")} (the prompt's {p}${k === 0 ? "" : k === 1 ? ", then 1 chosen" : ", then {k} chosen"}), and each of its {layers} blocks holds exactly ${plural(pairs, "{pairs} (K, V) pair", "{pairs} (K, V) pairs")}: {bytes} in all, {per} per token, in {dtype} as the engine stores them.`,
+    ({ k }) => `第 {at} 步之后，模型共读过 {t} 个词元（提示词 {p} 个${k === 0 ? "" : "，加上选出的 {k} 个"}），{layers} 个块中的每一块都恰好存着 {pairs} 对 (K, V)：按引擎存储的 {dtype} 计，共 {bytes}，每个词元 {per}。`,
   ],
   "W-cache-fill.broken": [
     ({ t, pairs }) => `After step {at} the model has read ${plural(t, "{t} token", "{t} tokens")}, but each block holds ${plural(pairs, "{pairs} (K, V) pair", "{pairs} (K, V) pairs")}: the invariant does not hold.`,
@@ -54,6 +54,10 @@ export default {
   "W-cache-fill.told": [
     "Over the {steps} steps the cache grew from {first} to {last} pairs per block: the prompt's {p} at once, then exactly one per step. At every step, in all {layers} blocks, it held as many pairs as the tokens read, no more and no fewer.",
     "这 {steps} 步里，缓存从每块 {first} 对长到 {last} 对：提示词的 {p} 对一次写入，之后每步恰好一对。每一步、全部 {layers} 个块里，它存的对数都和读过的词元数一样，不多也不少。",
+  ],
+  "W-cache-fill.reference": [
+    "The PyTorch reference blocks that ran this loop keep their pairs in {ref}; the bytes above are the engine's, which keeps them in {dtype}, as every count of the cache's bytes on this page is.",
+    "跑这个循环的 PyTorch 参考实现把键值对存成 {ref}；上面的字节数按引擎算，引擎存成 {dtype}，本页所有关于缓存字节数的数字都这样算。",
   ],
   "W-cache-fill.told-broken": [
     ({ t, pairs }) => `At step {at} the cache held ${plural(pairs, "{pairs} pair", "{pairs} pairs")} per block after ${plural(t, "{t} token", "{t} tokens")}: the invariant did not hold.`,
