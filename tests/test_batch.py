@@ -309,3 +309,30 @@ def test_a_line_separator_inside_a_request_is_text(smollm, tmp_path):
     assert report.requests == 1 and report.succeeded == 1, report
     want = generate(smollm, smollm.tokenizer.encode(prompt), SamplingParams(temperature=0, max_tokens=2)).text
     assert out[0]["custom_id"] == "odd" and out[0]["response"]["body"]["choices"][0]["text"] == want
+
+
+def test_a_byte_order_mark_before_the_first_line_is_not_part_of_it(smollm, tmp_path):
+    """Windows editors save UTF-8 with a byte-order mark first: the first request is answered as the others are."""
+    requests = tmp_path / "in.jsonl"
+    write_requests(requests, 2)
+    requests.write_bytes("\ufeff".encode() + requests.read_bytes())
+    report = batch(smollm, requests, tmp_path / "out.jsonl")
+    assert report.succeeded == 2 and report.failed == 0, report.failures
+    assert_answered_as_alone(smollm, rows(tmp_path / "out.jsonl"), (0, 1))
+
+
+def test_a_second_batch_writing_the_same_output_is_refused_and_leaves_it_as_it_is(cli, no_model, tmp_path):
+    """Two runs appending to one output would each write every answer: while one holds the file (a lock, released
+    when that run ends), another is refused in one line before its model loads."""
+    import fcntl
+
+    write_requests(tmp_path / "in.jsonl", 3)
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(ANSWER + b"\n")
+    with open(out, "ab") as writing:  # a first run, in this process (its pid)
+        fcntl.flock(writing, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        r = cli("batch", str(tmp_path / "in.jsonl"), str(out), "--served-model-name", "m")
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == (f"forwardpass: error: another batch is writing {out} (pid {os.getpid()}); run this one again "
+                        "once it ends, or give another output file\n")
+    assert out.read_bytes() == ANSWER + b"\n"

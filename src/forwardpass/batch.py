@@ -7,8 +7,8 @@ Input lines: {"custom_id": "...", "method": "POST", "url": "/v1/chat/completions
 that is not a request is an `error`. The output is written as a prefix of the input, one flushed line at a time, so an
 interrupted run leaves a file the next run resumes: lines whose custom_id is already there are skipped, a last line
 cut mid-write is dropped and redone. An existing output is written to only if it is provably an earlier run's
-(`resumable`); any other is refused before any work, left as it is. Requests run `concurrency` at a time: the engine
-batches them as it batches a server's clients."""
+(`resumable`), and by one run at a time (`writing`); any other is refused before any work, left as it is. Requests
+run `concurrency` at a time: the engine batches them as it batches a server's clients."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def read_requests(path: Path) -> list[Line]:
     """Every non-blank line of the input. A custom_id used twice refuses the whole file (answers could not be told
     apart), before anything runs."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # less a byte-order mark, as Windows editors save UTF-8
     except (OSError, UnicodeDecodeError) as e:
         raise ForwardpassError(f"{path}: cannot read the requests ({e})") from None
     lines, seen = [], {}
@@ -194,6 +194,38 @@ class Report:
         self.seconds = time.perf_counter() - start
         self.interrupted = stop.is_set() and self.skipped + self.succeeded + self.failed < self.requests
         return self
+
+
+@contextlib.contextmanager
+def writing(output: Path) -> Iterator[None]:
+    """`output` held for one run (created if new): a lock on the file (flock, released however the run ends), so a
+    second run given the same output is refused in one line, the file left as it is, rather than both appending
+    every answer."""
+    import fcntl
+
+    with open(output, "ab") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = lock_holder(output)
+            raise ForwardpassError(f"another batch is writing {output}" + (f" (pid {holder})" if holder else "")
+                                   + "; run this one again once it ends, or give another output file") from None
+        yield
+
+
+def lock_holder(path: Path) -> int | None:
+    """The process holding a flock on `path`, from Linux's /proc/locks (None where it cannot be told)."""
+    st = path.stat()
+    file = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"  # as /proc/locks names it
+    try:
+        locks = Path("/proc/locks").read_text()
+    except OSError:
+        return None
+    for line in locks.splitlines():  # "1: FLOCK  ADVISORY  WRITE 1234 fe:00:5308722 0 EOF"
+        fields = line.split()
+        if "FLOCK" in fields and file in fields and fields[fields.index(file) - 1].isdigit():
+            return int(fields[fields.index(file) - 1])
+    return None
 
 
 def pending(requests: Path, output: Path) -> tuple[list[Line], Report]:

@@ -34,8 +34,6 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
     if not args.requests.is_file():
         raise ForwardpassError(f"{args.requests}: no such file")
     if not (math.isfinite(args.kv_cache_gib) and args.kv_cache_gib > 0):
@@ -47,8 +45,26 @@ def run(args) -> int:
     if args.replicas is not None and len(models) > 1:
         raise ForwardpassError("several --model apply to one process, not yet to --replicas")
     args.model = models[0].typed if args.replicas is not None else args.model
-    from ..batch import resumable
+    from ..batch import resumable, writing
     resumable(args.requests, args.output)  # an output that is not a new file or an earlier run's is refused now
+    with writing(args.output):  # and one that another batch is writing
+        report = answer_all(args, models)
+    if args.json:
+        print(json.dumps(report.__dict__))
+    else:
+        cut = " — interrupted" if report.interrupted else ""
+        print(f"{report.succeeded} answered, {report.failed} failed, {report.skipped} already in {args.output} "
+              f"({report.requests} requests, {report.seconds:.1f} s){cut}", file=sys.stderr)
+        for failure in report.failures:
+            print(f"  {failure}", file=sys.stderr)
+    return 130 if report.interrupted else 0
+
+
+def answer_all(args, models: list):
+    """The requests not yet answered, answered (through Ray with --replicas), with a progress bar: the run's report.
+    SIGINT or SIGTERM stops it with what is written resumable."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
     stop = threading.Event()
 
     def interrupt(sig, frame) -> None:  # finish what runs, write every answer before the first unfinished one
@@ -65,29 +81,19 @@ def run(args) -> int:
         task = bar.add_task("answering", total=None)
         progress = lambda done, total: bar.update(task, completed=done, total=total)  # noqa: E731
         if args.replicas is not None:
-            report = on_ray(args, progress, stop)
-        else:
-            from ..batch import run_batch  # PyTorch: imported once the options are known to be good
-            from ..server import ServerConfig, build_app
-            from .serve_cmd import hosting
+            return on_ray(args, progress, stop)
+        from ..batch import run_batch  # PyTorch: imported once the options are known to be good
+        from ..server import ServerConfig, build_app
+        from .serve_cmd import hosting
 
-            config = ServerConfig(models[0].id, default_max_tokens=args.default_max_tokens)
-            registry = hosting(args, models, config, {"kv_cache_bytes": int(args.kv_cache_gib * 2**30),
-                                                      "max_num_seqs": args.max_num_seqs,
-                                                      "speculative": args.speculative}, args.sampling_flags)
-            registry.load_now(models[0].id, progress=not args.json)
-            app = build_app(registry, config)
-            report = run_batch(registry, app, args.requests, args.output, concurrency=args.concurrency or 64,
-                               progress=progress, stop=stop)
-    if args.json:
-        print(json.dumps(report.__dict__))
-    else:
-        cut = " — interrupted" if report.interrupted else ""
-        print(f"{report.succeeded} answered, {report.failed} failed, {report.skipped} already in {args.output} "
-              f"({report.requests} requests, {report.seconds:.1f} s){cut}", file=sys.stderr)
-        for failure in report.failures:
-            print(f"  {failure}", file=sys.stderr)
-    return 130 if report.interrupted else 0
+        config = ServerConfig(models[0].id, default_max_tokens=args.default_max_tokens)
+        registry = hosting(args, models, config, {"kv_cache_bytes": int(args.kv_cache_gib * 2**30),
+                                                  "max_num_seqs": args.max_num_seqs,
+                                                  "speculative": args.speculative}, args.sampling_flags)
+        registry.load_now(models[0].id, progress=not args.json)
+        app = build_app(registry, config)
+        return run_batch(registry, app, args.requests, args.output, concurrency=args.concurrency or 64,
+                         progress=progress, stop=stop)
 
 
 def on_ray(args, progress, stop):
