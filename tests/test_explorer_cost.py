@@ -20,6 +20,9 @@ from test_explorer_fixtures import (
     set_range,
 )
 
+from forwardpass import cost
+from forwardpass.explorer import compute
+from forwardpass.explorer.machine_rates import bound, measure
 from forwardpass.explorer.many_users import Settings, run
 
 pytestmark = needs_chromium
@@ -276,6 +279,79 @@ def test_loop_cost_floors_are_this_machines(pages):
     text = told(page, "W-loop-cost")
     here = api(page, "/api/intensity?prompt=1")["machines"][0]
     assert f"{here['bandwidth'] / 1e9:.1f} GB/s" in text or f"{here['bandwidth'] / 1e9:.2f} GB/s" in text
+
+
+def test_the_loop_cost_counts_only_the_calls_that_happen(smollm):
+    """With t tokens generated the model is called t times (the prefill chooses the first token), and the cache at the
+    loop's end holds P + t − 1 pairs: the last token chosen is never fed back (§5's invariant)."""
+    c, p = smollm.config, 12
+    for new in (1, 2, 12):
+        d = compute.loop_cost(smollm, p, new)
+        rows = {r["key"]: r for r in d["rows"]}
+        decode = rows["all_decode"]["calls"] if "all_decode" in rows else int("first_decode" in rows)
+        assert rows["prefill"]["calls"] + decode == new and ("first_decode" in rows) == (new > 1)
+        assert ("last_decode" in rows) == (new > 2)  # the second call is the last one at two tokens: named once
+        held = rows["cache"]
+        assert held["pairs"] == p + new - 1 and held["bytes"] == cost.kv_bytes(c, p + new - 1, held["dtype"])
+
+
+def test_the_loop_costs_verdicts_name_their_assumptions(smollm):
+    """A call's bound is its FLOPs per byte of the weights as loaded against this machine's ridge; the same call with
+    fp16 weights (the format §6 counts) is given beside it."""
+    d, here = compute.loop_cost(smollm, 12, 12), measure()
+    w = d["weights"]
+    assert w["per_weight"] == pytest.approx(w["bytes"] / cost.parameters(smollm.config).total)
+    assert w["storage"] == "fp32" and w["per_weight"] == pytest.approx(4, rel=0.01)
+    for r in d["rows"]:
+        if "floor_s" in r:
+            assert r["intensity"] == pytest.approx(r["flops"] / (r["calls"] * w["bytes"]))
+            assert r["bound"] == bound(r["intensity"], here["ridge"])
+    one_call = next(r for r in d["rows"] if r["key"] == "first_decode")
+    fp16 = d["fp16"]
+    assert fp16["intensity"] == pytest.approx(one_call["flops"] / cost.weight_bytes(smollm.config, "fp16"))
+    assert fp16["bound"] == bound(fp16["intensity"], here["ridge"])
+
+
+@pytest.mark.parametrize("where", [(1280, "en"), (1280, "zh")], ids=["en", "zh"])
+def test_one_generated_token_is_one_call_and_the_cache_holds_what_was_read(pages, smollm, where):
+    page, lang = pages(*where), where[1]
+    p = len(smollm.encode(page.locator("#prompt").input_value()))
+    set_range(page, "#lc-new", 1)
+    page.wait_for_timeout(300)
+    settled(page, "W-loop-cost")
+    widget = page.locator('[data-widget="W-loop-cost"]').inner_text()
+    assert ("second call" not in widget and "after it" not in readout(page, "W-loop-cost")) if lang == "en" else (
+        "第二次调用" not in widget and "之后第一个词元" not in readout(page, "W-loop-cost"))
+    assert (f"{p} pairs per block" in widget) if lang == "en" else (f"每块 {p} 对" in widget)
+    set_range(page, "#lc-new", 12)
+    page.wait_for_timeout(300)
+    settled(page, "W-loop-cost")
+    widget = page.locator('[data-widget="W-loop-cost"]').inner_text()
+    assert (f"{p + 11} pairs per block" in widget) if lang == "en" else (f"每块 {p + 11} 对" in widget)
+
+
+def test_every_bound_on_the_page_names_the_weights_and_rates_it_rests_on(any_page):
+    """§7 calls a one-token call of the model as loaded compute- or memory-bound on this server, §6 and the recap call
+    decode memory-bound: each says the weights' format and the machine it means, and the two agree on fp16."""
+    page, lang = any_page, any_page.lang
+    set_range(page, "#lc-new", 12)
+    page.wait_for_timeout(300)
+    settled(page, "W-loop-cost")
+    prompt = len(page.request.post(page.base + "api/lookup", data={"prompt": page.locator("#prompt").input_value()})
+                 .json()["tokens"])
+    d = api(page, f"/api/loop-cost?prompt={prompt}&new=12")
+    here = d["machine"]
+    text = told(page, "W-loop-cost")
+    assert d["weights"]["storage"] in text and f"{d['weights']['per_weight']:.2f}" in text
+    assert one(here["ridge"]) in text and re.search(rf"{here['bandwidth'] / 1e9:.1f}\d? GB/s", text)
+    one_call = next(r for r in d["rows"] if r["key"] == "first_decode")
+    assert one(one_call["intensity"]) in text and one(d["fp16"]["intensity"]) in text
+    assert BOUND[lang][d["fp16"]["bound"]] in text.split("fp16")[-1]
+    decode = told(page, "W-intensity").split("\n")[-1]  # §6's decode paragraph: fp16, the machines it is about
+    recap = page.locator('[data-widget="W-reopen"] .recap li:has(a[href="#s06"])').inner_text()
+    for said in (decode, recap):
+        assert "fp16" in said
+        assert not re.search(r"on every machine|everywhere|在哪台机器上都|在哪里都", said)
 
 
 # ---- the recap: which numbers come from the model ------------------------------------------------------------------

@@ -408,35 +408,49 @@ def param_split() -> dict:
 def loop_cost(fp: LoadedModel, prompt_tokens: int, new: int) -> dict:
     """W-loop-cost: what each line of the loop costs, for the loaded model: FLOPs and bytes from cost.py, and for each
     call of the model the least time this machine can take for it (its FLOPs at the measured matmul rate, or its
-    weights read once at the measured bandwidth, whichever is longer: that one is what bounds it)."""
+    weights read once at the measured bandwidth, whichever is longer: that one is what bounds it).
+
+    `new` tokens take `new` calls: the prefill chooses the first, each later call one more. A call's bound rests on
+    two assumptions the page names: the weights as loaded here (`weights`: their storage and bytes per weight) and
+    this machine's measured rates (`machine`); `fp16`: a one-token call with 2-byte weights, as W-intensity counts."""
     from .machine_rates import bound, measure, weight_bytes
 
     c = fp.config
     if not (1 <= prompt_tokens and 1 <= new and prompt_tokens + new <= c.context_length):
         raise refuse("context_fit", "prompt + new tokens must fit the context", context=c.context_length)
-    context = prompt_tokens + new
+    held = prompt_tokens + new - 1  # the cache at the loop's end: the last token chosen is never fed back
     kv = kv_name(fp)
-    here, weights = measure(), weight_bytes(fp)
+    here, weights, params = measure(), weight_bytes(fp), cost.parameters(c).total
     line = {name: LOOP[i][0].strip() for i, name in enumerate(["tokens", "cache", "while", "x", "model", "softmax"])}
     model_line, calls = line["model"], new - 1  # the prefill chooses the first token, one call each after it
 
     def timed(flops: int, reads: int = 1) -> dict:
         floor = max(flops / here["flops"], reads * weights / here["bandwidth"])
-        return {"flops": flops, "floor_s": floor, "bound": bound(flops / (reads * weights), here["ridge"])}
+        per_byte = flops / (reads * weights)
+        return {"flops": flops, "floor_s": floor, "intensity": per_byte, "bound": bound(per_byte, here["ridge"])}
 
     decode = [cost.forward_flops(c, 1, prompt_tokens + i) for i in range(calls)]
     rows = [{"key": "prefill", "line": model_line, "calls": 1} | timed(cost.forward_flops(c, prompt_tokens))]
     if calls:
-        rows += [{"key": "first_decode", "line": model_line, "calls": 1} | timed(decode[0]),
-                 {"key": "last_decode", "line": model_line, "calls": 1} | timed(decode[-1]),
+        rows += [{"key": "first_decode", "line": model_line, "calls": 1} | timed(decode[0])]
+    if calls > 1:
+        rows += [{"key": "last_decode", "line": model_line, "calls": 1} | timed(decode[-1]),
                  {"key": "all_decode", "line": model_line, "calls": calls} | timed(sum(decode), calls)]
     # the cache the model line grows, one pair per token per block; the work the x line saves, counted both ways
     # (the prompt's prefill in both loops, and the steps after the prompt alone: the cached loop at 1 a step)
-    rows += [{"key": "cache", "line": model_line, "bytes": cost.kv_bytes(c, context, kv), "dtype": kv},
+    rows += [{"key": "cache", "line": model_line, "pairs": held, "bytes": cost.kv_bytes(c, held, kv), "dtype": kv},
              {"key": "softmax", "line": line["softmax"], "flops": 3 * c.vocab_size, "calls": new},
              {"key": "ratio", "line": line["x"], "ratio_after_prompt": cost.naive_over_cached(prompt_tokens, new),
               "ratio": cost.naive_over_cached(prompt_tokens, new, count_prefill=True)}]
-    return {"prompt": prompt_tokens, "new": new, "weights_bytes": weights, "machine": here, "rows": rows}
+    storage = fp.metadata.get("storage", "stored")
+    loaded = {"bytes": weights, "parameters": params, "per_weight": weights / params, "storage": storage,
+              "types": fp.metadata.get("tensor_types", []) if storage == "stored" else []}
+    fp16 = None
+    if calls:
+        per_byte = decode[0] / cost.weight_bytes(c, "fp16")
+        fp16 = {"intensity": per_byte, "bound": bound(per_byte, here["ridge"])}
+    return {"prompt": prompt_tokens, "new": new, "weights_bytes": weights, "weights": loaded, "fp16": fp16,
+            "machine": here, "rows": rows}
 
 
 def _greedy_through(fp: LoadedModel, cache, ids: list[int], steps: int) -> list[int]:

@@ -7,7 +7,7 @@ import { bars } from "../lib/charts.js";
 import { byId, debounce, el, q, row, setRange } from "../lib/dom.js";
 import { code, fmt, lang, nodes, t } from "../lib/i18n.js";
 import { pool } from "../lib/pool.js";
-import { bytes, clock, one, perSecond, seconds } from "../lib/prose.js";
+import { bytes, clock, linkTo, one, perSecond, seconds } from "../lib/prose.js";
 import { roofline } from "../lib/roofline.js";
 import { state } from "../lib/state.js";
 import { preset, presets, told } from "../lib/told.js";
@@ -75,6 +75,11 @@ const bound = (b) => t(`bound.${b}`);
 /** a parameter count of a model this size: 174.6 B, 175 B (in Chinese 1746 亿, 1750 亿) */
 const billions = (n) => (lang() === "zh" ? `${(n / 1e8).toFixed(0)} 亿` : `${(n / 1e9).toFixed(1).replace(/\.0$/, "")} B`);
 const machineName = (m) => (m.key === "here" ? t("machine.here") : t(`gpu.${m.key}`));
+/** a link to the loop's cost on the model as loaded (a later section), or its name where it is not on the page */
+const loopCost = () => {
+  const w = document.querySelector('[data-widget="W-loop-cost"]');
+  return w ? linkTo(w) : t("W-intensity.loop-cost");
+};
 
 export function mount() {
   mountIntensity();
@@ -120,7 +125,8 @@ function mountIntensity() {
           rate: perSecond(m.flops, "flops"), bw: perSecond(m.bandwidth, "bytes"), ridge: one(m.ridge),
           bound: bound(m.prefill_bound), from: m.compute_bound_from }]),
         ["W-intensity.told-where", { here: at16.prefill_bound === "compute" }]],
-        ["W-intensity.told-decode", { v: one(p16.decode) }]);
+        ["W-intensity.told-decode", { v: one(p16.decode), ridge: one(at16.ridge),
+          all: p16.machines.every((m) => m.decode_bound === "memory"), link: loopCost() }]);
     },
   });
   intensity.el.dataset.source = "formula";

@@ -90,9 +90,10 @@ export default {
       : "所以“P = 16 时算力受限”只在分界点不超过 16 的机器上成立：这台服务器和这两款 GPU 都不是。"),
   ],
   "W-intensity.told-decode": [
-    "Decode sits at {v} FLOPs per byte whatever the model's size: each weight costs 2 bytes to read and does 2 FLOPs (a multiply and an add) for the single token it serves. That is below every ridge above, so decode is memory-bound everywhere; faster arithmetic cannot help it, only faster memory, or more sequences sharing each read of the weights.",
-    "不管模型多大，解码都停在每字节 {v} 次运算：每个权重读一次要 2 字节，为它服务的唯一一个词元做 2 次运算（一次乘、一次加）。这比上面每一个分界点都低，所以解码在哪里都是内存受限的；更快的算力帮不了它，只有更快的内存，或者让更多序列共用每一次权重读取，才有用。",
+    ({ all }) => `Decode sits at {v} FLOPs per byte of fp16 weights whatever the model's size: each weight costs 2 bytes to read and does 2 FLOPs (a multiply and an add) for the single token it serves. ${all ? "That is below every ridge above, so with fp16 weights decode is memory-bound on all three machines" : "That is below both GPUs' ridges, so there decode is memory-bound; this server's ridge of {ridge} is lower still, and here even decode is compute-bound"}: faster arithmetic cannot help a memory-bound step, only faster memory, or more sequences sharing each read of the weights. Weights stored in fewer bytes do more FLOPs per byte of them: {link} prices the model on this page as it is loaded.`,
+    ({ all }) => `不管模型多大，以 fp16 权重计，解码都停在每字节 {v} 次运算：每个权重读一次要 2 字节，为它服务的唯一一个词元做 2 次运算（一次乘、一次加）。${all ? "这比上面每一个分界点都低，所以权重是 fp16 时，解码在这三台机器上都是内存受限的" : "这比两款 GPU 的分界点都低，所以在它们上面解码是内存受限的；这台服务器的分界点只有 {ridge}，在这里连解码都是算力受限的"}：内存受限的一步，更快的算力帮不了它，只有更快的内存，或者让更多序列共用每一次权重读取，才有用。每个权重存得字节越少，每字节换来的运算就越多：{link} 按本页模型加载后的样子给它标价。`,
   ],
+  "W-intensity.loop-cost": ["the loop's cost on the model at the top", "页面顶部模型上的循环代价"],
 
   // W-weights-vs-cache
   "title-W-weights-vs-cache": ["One request is cheap", "一个请求很便宜"],

@@ -70,7 +70,8 @@ export function mount() {
           ratio: ratios(naive / cached, naive / steps.length) }),
         idea("s05", "W-reopen.idea.s05", { model: name, per: bytes(d.kv.model.per_token),
           gpt3: fmt.gib(d.kv.gpt3.full_context_gib), ctx: fmt.int(d.kv.gpt3.context) }),
-        idea("s06", "W-reopen.idea.s06", { v: fmt.fixed(d.intensity.decode, 1), n: d.concurrency.crossover - 1 }),
+        idea("s06", "W-reopen.idea.s06", { v: fmt.fixed(d.intensity.decode, 1), n: d.concurrency.crossover - 1,
+          all: d.intensity.machines.every((m) => m.decode_bound === "memory") }),
         idea("s07", "W-reopen.idea.s07", { lines: d.info.loop.length, model: name, weights: bytes(d.model.weights),
           read: seconds(d.model.weights / here.bandwidth) }));
       // where the numbers came from: the widgets grouped by source, their links compact

@@ -41,8 +41,8 @@ export default {
     "KV 缓存在每个块里为每个词元存一个键和一个值，而且必须恰好如此：{model} 每个词元 {per}，GPT-3 一条 {ctx} 词元的序列要 {gpt3}。",
   ],
   "W-reopen.idea.s06": [
-    "Each step reads every weight once: decode does {v} FLOPs per byte of weights, memory-bound on every machine, and past {n} sequences GPT-3's caches outweigh its weights.",
-    "每一步都要把全部权重读一遍：解码每字节权重只做 {v} 次运算，在哪台机器上都是内存受限的；超过 {n} 条序列，GPT-3 的缓存就比它的权重还重。",
+    ({ all }) => `Each step reads every weight once: with fp16 weights decode does {v} FLOPs per byte, ${all ? "below the ridge of every machine the Roofline shows, so memory-bound on each" : "below the GPUs' ridges, so memory-bound there"}, and past {n} sequences GPT-3's caches outweigh its weights.`,
+    ({ all }) => `每一步都要把全部权重读一遍：权重是 fp16 时，解码每字节只做 {v} 次运算，${all ? "低于 Roofline 图上每台机器的分界点，所以在它们上面都是内存受限的" : "低于两款 GPU 的分界点，所以在它们上面是内存受限的"}；超过 {n} 条序列，GPT-3 的缓存就比它的权重还重。`,
   ],
   "W-reopen.idea.s07": [
     "{lines} lines of code run all of it; on the server running this page no call of {model} can take less than {read}, one read of its {weights} of weights.",

@@ -4,7 +4,7 @@
 import { get, post } from "../lib/api.js";
 import { byId, debounce, el, q, row, stepper } from "../lib/dom.js";
 import { code, fmt, lang, t } from "../lib/i18n.js";
-import { bytes, linkTo, perSecond, seconds } from "../lib/prose.js";
+import { bytes, linkTo, one, perSecond, seconds } from "../lib/prose.js";
 import { state } from "../lib/state.js";
 import { told } from "../lib/told.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
@@ -74,19 +74,25 @@ export function mount() {
             : t("W-loop-cost.flops", { n: fmt.int(r.flops) });
         const floor = r.floor_s !== undefined ? t("W-loop-cost.floor", { time: seconds(r.floor_s), bound: t(`bound.${r.bound}`) })
           : t("W-loop-cost.none");
-        return row([el("code", { textContent: r.line }), t(`W-loop-cost.what.${r.key}`, { dtype: r.dtype || "" }), amount,
-          floor], heads);
+        return row([el("code", { textContent: r.line }), t(`W-loop-cost.what.${r.key}`, { dtype: r.dtype || "",
+          pairs: r.pairs ?? "" }), amount, floor], heads);
       }));
-      const first = by.first_decode || by.prefill;
+      const call = by.first_decode;  // the first one-token call, where the loop makes one (not for one token)
       cost.say(["W-loop-cost.readout", { p: d.prompt, n: d.new, prefill: fmt.int(by.prefill.flops),
-        each: fmt.int(first.flops) }]);
-      const m = d.machine;
+        each: call ? fmt.int(call.flops) : "" }]);
+      const m = d.machine, w = d.weights, name = state.info.display_name;
+      const format = w.storage === "stored" ? t("W-loop-cost.stored", { types: fmt.list(w.types, true) }) : code(w.storage);
+      const intensity = document.querySelector('[data-widget="W-intensity"]');
       told(cost,
-        [["W-loop-cost.told", { n: d.new, model: state.info.display_name, last: fmt.int((by.last_decode || first).flops),
-          weights: bytes(d.weights_bytes), bw: perSecond(m.bandwidth, "bytes"), read: seconds(d.weights_bytes / m.bandwidth) }],
-        ["W-loop-cost.told-bounds", { n: d.new, pbound: t(`bound.${by.prefill.bound}`),
-          dbound: t(`bound.${first.bound}`), calls: by.all_decode ? by.all_decode.calls : 0,
-          total: by.all_decode ? seconds(by.all_decode.floor_s) : "" }]]);
+        [["W-loop-cost.told", { n: d.new, model: name, last: fmt.int((by.last_decode || call || by.prefill).flops),
+          weights: bytes(w.bytes), bw: perSecond(m.bandwidth, "bytes"), read: seconds(w.bytes / m.bandwidth) }],
+        ["W-loop-cost.told-bounds", { n: d.new, calls: d.new - 1, pbound: t(`bound.${by.prefill.bound}`),
+          dbound: call ? t(`bound.${call.bound}`) : "", total: seconds((by.all_decode || call || by.prefill).floor_s) }]],
+        [["W-loop-cost.told-assumed", { n: d.new, model: name, format, per: w.per_weight.toFixed(2),
+          i: one((call || by.prefill).intensity), ridge: one(m.ridge), dtype: code(m.dtype),
+          rate: perSecond(m.flops, "flops"), bw: perSecond(m.bandwidth, "bytes") }],
+        d.fp16 && ["W-loop-cost.told-fp16", { i: one(d.fp16.intensity), bound: t(`bound.${d.fp16.bound}`),
+          link: intensity ? linkTo(intensity) : t("W-loop-cost.intensity") }]]);
     },
   });
   cost.el.dataset.source = "model";

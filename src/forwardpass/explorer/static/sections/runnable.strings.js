@@ -55,7 +55,9 @@ export default {
   "W-loop-cost.what.first_decode": ["second call: one token", "第二次调用：一个词元"],
   "W-loop-cost.what.last_decode": ["last call: one token, the longest cache", "最后一次调用：一个词元，缓存最长"],
   "W-loop-cost.what.all_decode": ["every call after the first", "第一次之后的全部调用"],
-  "W-loop-cost.what.cache": ["the KV cache this line grows, at the loop's end ({dtype})", "这一行不断写入的 KV 缓存，循环结束时（{dtype}）"],
+  "W-loop-cost.what.cache": [
+    ({ pairs }) => `the KV cache this line grows, at the loop's end: ${plural(pairs, "{pairs} pair", "{pairs} pairs")} per block ({dtype})`,
+    "这一行不断写入的 KV 缓存，循环结束时：每块 {pairs} 对（{dtype}）"],
   "W-loop-cost.what.softmax": ["softmax over the vocabulary, per call", "每次调用对整个词表做 softmax"],
   "W-loop-cost.what.ratio": ["the work this line saves: naive ÷ cached", "这一行省下的工作量：朴素 ÷ 缓存"],
   "W-loop-cost.flops": ["{n} FLOPs", "{n} FLOPs"],
@@ -64,15 +66,25 @@ export default {
   "W-loop-cost.floor": ["≥ {time} ({bound})", "≥ {time}（{bound}）"],
   "W-loop-cost.none": ["—", "—"],
   "W-loop-cost.readout": [
-    ({ p }) => `prompt of ${p === 1 ? "{p} token" : "{p} tokens"}, {n} generated: prefill {prefill} FLOPs, then {each} for the first token after it`,
-    "提示词 {p} 个词元，生成 {n} 个：预填充 {prefill} FLOPs，之后第一个词元 {each}",
+    ({ p, n }) => `prompt of ${plural(p, "{p} token", "{p} tokens")}, {n} generated: prefill {prefill} FLOPs${n === 1 ? ", the one call, which chooses it" : ", then {each} for the first token after it"}`,
+    ({ n }) => `提示词 {p} 个词元，生成 {n} 个：预填充 {prefill} FLOPs${n === 1 ? "，这唯一的一次调用就选出了它" : "，之后第一个词元 {each}"}`,
   ],
   "W-loop-cost.told": [
-    ({ n }) => `${n === 1 ? "That first call already chooses the one token asked for." : "Each later call runs one token, its FLOPs growing to {last} by the last as attention reads a longer cache."} Every call also reads all {weights} of {model}'s weights, and at the server's {bw} that read alone takes {read}: no call can be faster than that, whatever its FLOPs.`,
-    ({ n }) => `${n === 1 ? "第一次调用就已经选出了要的那一个词元。" : "之后每次调用只送一个词元，因为注意力要读的缓存越来越长，运算量到最后一次长到 {last} FLOPs。"}每次调用还要把 {model} 全部 {weights} 的权重读一遍，按这台服务器 {bw} 的带宽，光这一遍就要 {read}：不管运算量多小，没有哪次调用能比这更快。`,
+    ({ n }) => `${n === 1 ? "That first call already chooses the one token asked for." : n === 2 ? "The second call runs one token: {last} FLOPs." : "Each later call runs one token, its FLOPs growing to {last} by the last as attention reads a longer cache."} Every call also reads all {weights} of {model}'s weights, and at the server's {bw} that read alone takes {read}: no call can be faster than that, whatever its FLOPs.`,
+    ({ n }) => `${n === 1 ? "第一次调用就已经选出了要的那一个词元。" : n === 2 ? "第二次调用只送一个词元：{last} FLOPs。" : "之后每次调用只送一个词元，因为注意力要读的缓存越来越长，运算量到最后一次长到 {last} FLOPs。"}每次调用还要把 {model} 全部 {weights} 的权重读一遍，按这台服务器 {bw} 的带宽，光这一遍就要 {read}：不管运算量多小，没有哪次调用能比这更快。`,
   ],
   "W-loop-cost.told-bounds": [
     ({ n, calls }) => `So here the prefill is {pbound}${n === 1 ? "." : plural(calls, ", and the one-token call after it is {dbound}: it takes at least {total}.", ", and each one-token call after it is {dbound}: {calls} of them take at least {total} in all.")}`,
-    ({ n }) => `所以在这里，预填充是{pbound}的${n === 1 ? "。" : "，之后每次一个词元的调用是{dbound}的：{calls} 次加起来至少要 {total}。"}`,
+    ({ n }) => `所以在这里，预填充是{pbound}的${n === 1 ? "。" : n === 2 ? "，之后那一次单词元调用是{dbound}的：至少要 {total}。" : "，之后每次一个词元的调用是{dbound}的：{calls} 次加起来至少要 {total}。"}`,
   ],
+  "W-loop-cost.told-assumed": [
+    ({ n }) => `${n === 1 ? "That verdict rests" : "Both verdicts rest"} on what was read and measured here: {model}'s weights as loaded, {format}, {per} bytes a weight on average, so ${n === 1 ? "the prefill does" : "a one-token call does"} {i} FLOPs per byte of weights; and this server's ridge of {ridge} FLOPs per byte, its {dtype} matrix rate ({rate}) over its read bandwidth ({bw}).`,
+    ({ n }) => `${n === 1 ? "这个结论" : "这两个结论"}依赖在这里读到和测到的东西：{model} 加载后的权重是 {format}，平均每个权重 {per} 字节，所以${n === 1 ? "预填充" : "一次单词元调用"}每字节权重做 {i} 次运算；以及这台服务器每字节 {ridge} 次运算的分界点，也就是它的 {dtype} 矩阵乘法速度（{rate}）除以读内存带宽（{bw}）。`,
+  ],
+  "W-loop-cost.told-fp16": [
+    "With fp16 weights, 2 bytes each as {link} counts GPT-3's, the same call would do {i} FLOPs per byte: {bound} here.",
+    "如果权重是 fp16，也就是 {link} 给 GPT-3 算的每个 2 字节，同样一次调用每字节只做 {i} 次运算：在这里是{bound}的。",
+  ],
+  "W-loop-cost.stored": ["as the file stores them ({types})", "按文件原样存储（{types}）"],
+  "W-loop-cost.intensity": ["the widget on work per byte", "“每字节权重换来的运算”那个组件"],
 };
