@@ -5,6 +5,7 @@ each row's logits handed to the outputs, a failed batch ending its own rows only
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from .outputs import Outputs
 from .paged import BlockPool
@@ -36,6 +37,9 @@ class Steps:
         self.runner, self.scheduler, self.pool, self.outputs = runner, scheduler, pool, outputs
         self.context_length, self.speculative = context_length, speculative
         self.cost = StepCost()  # the native step's time by its rows, for drafting's choices
+        # told of each pass of the model that gave a sequence its next tokens (one read of the weights): the sequence,
+        # the draft that pass verified ([] if none), how many of the draft it kept, and the pass's rows; None: nobody
+        self.observer: Callable[[Sequence, list[int], int, int], None] | None = None
 
     def run(self, work: Scheduled, newcomers: bool) -> None:
         """Run one scheduled step. `newcomers`: requests wait to join (a greedy burst would delay them)."""
@@ -56,6 +60,8 @@ class Steps:
             self._register_full_blocks(seq)
             if seq.to_compute == 0:
                 self.outputs.sample(seq, row_logits)
+                if self.observer is not None:
+                    self.observer(seq, [], 0, sum(n for _, n in batch))
 
     def _decode(self, batch: list[Sequence], newcomers: bool) -> None:
         """One new token for each row, or a greedy burst of several (`_burst`) where the runner runs them; where some
@@ -83,6 +89,8 @@ class Steps:
                 seq.num_computed += 1
                 self._register_full_blocks(seq)
                 self.outputs.sample(seq, row_logits, token)
+                if self.observer is not None:  # a burst's tokens are a pass each
+                    self.observer(seq, [], 0, len(batch))
             if n > 1 and seq.finish_reason is None:
                 self.scheduler.trim(seq)
 
@@ -132,6 +140,8 @@ class Steps:
                     break
                 kept += 1
             row += len(draft) + 1
+            if self.observer is not None:
+                self.observer(seq, draft, kept, len(tokens))
             if draft:
                 seq.drafter.update(len(draft), kept)
                 self.outputs.metrics.drafted(len(draft), kept)
