@@ -146,7 +146,7 @@ def texts(page) -> dict[str, str]:
 
 def test_prose_in_both_languages_for_every_section_and_widget(page):
     sections = page.locator("main > section[id]").evaluate_all("els => els.map(e => e.id)")
-    assert len(sections) == 8
+    assert len(sections) == 9
     set_range(page, "#depth-n", 48)
     wait_for(page, "W-depth", "N = 48")
     english = texts(page)

@@ -83,7 +83,8 @@ def opening() -> list[tuple[str, BaseModel]]:
     return [("/api/candidates", Prompt()),  # the article's five words after its own sentence
             ("/api/ring-overflow", Steps(prompt="One two three four five", capacity=8, steps=10)),
             ("/api/loop-timing", Steps(prompt=DEFAULT_PROMPT, steps=12)),
-            ("/api/many-users", Crowd())]
+            ("/api/many-users", Crowd()),
+            ("/api/drafting", Steps(prompt=DEFAULT_PROMPT, steps=48))]  # both runs through the engine
 
 
 def arithmetic(models: Models) -> dict[str, Callable[..., dict]]:
@@ -110,7 +111,7 @@ def arithmetic(models: Models) -> dict[str, Callable[..., dict]]:
 def computations(models: Models) -> dict[str, tuple[type[BaseModel], Callable[[BaseModel], dict]]]:
     """The POST endpoints that run a model: each one's body and what answers it, one computation at a time on a
     model."""
-    from . import lens, many_users, mechanism, story
+    from . import drafting, lens, many_users, mechanism, story
 
     def on_model(fn, body: Prompt, *args):
         """fn(model, prompt, *args) on the body's model, one computation at a time on it"""
@@ -138,6 +139,7 @@ def computations(models: Models) -> dict[str, tuple[type[BaseModel], Callable[[B
         "/api/ring-overflow": (Steps, lambda b: on_model(compute.ring_overflow, b, b.capacity, b.steps)),
         "/api/position-bug": (Steps, lambda b: on_model(compute.position_bug, b, b.steps)),
         "/api/many-users": (many_users.Body, many_users.runner(models)),  # §06: many users on one engine
+        "/api/drafting": (Steps, lambda b: on_model(drafting.run, b, b.steps)),  # drafts checked, with and without
     }
 
 

@@ -9,8 +9,8 @@ export default {
     "循环的每一步都要把模型的全部权重从内存里读一遍，再把这一遍读取用在这一步所含的所有词元上。每读一个字节的权重能换来多少次运算（FLOPs/字节），决定了这一步在等什么：等芯片算，还是等内存送数据。这一节从三个角度给循环标价：每个字节、每个请求、许多请求同时在跑；凡是能在运行本页的服务器上实测的，都实测。",
   ],
   "bridge-s06": [
-    "That is the whole bill: FLOPs per byte of weights, bytes of cache per sequence, and parameters per block. The next section folds the loop itself into a few lines of code that run, with the price of each line beside it.",
-    "账单就是这些：每字节权重换来的运算量、每条序列占的缓存字节数、每个块里的参数。下一节把循环本身收进几行能运行的代码，每一行旁边标上它的价钱。",
+    "That is the whole bill: FLOPs per byte of weights, bytes of cache per sequence, and parameters per block. The next section lowers the first of them: one read of the weights, spent on several tokens of one sequence.",
+    "账单就是这些：每字节权重换来的运算量、每条序列占的缓存字节数、每个块里的参数。下一节压低其中的第一笔：读一遍权重，换来同一条序列的好几个词元。",
   ],
 
   // units and rates, Latin in both languages (GB/s, GFLOP/s, KiB, MiB, ms), as Chinese technical writing keeps them

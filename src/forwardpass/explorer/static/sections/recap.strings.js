@@ -1,7 +1,7 @@
 // §08 Open the loop again. Every word of the section, [English, Chinese].
 
 export default {
-  "title-s08": ["8. Open the loop again", "8. 再次打开循环"],
+  "title-s08": ["9. Open the loop again", "9. 再次打开循环"],
   "intro-s08": [
     "What the page showed, each idea with the number it computed for it; where each number came from; and where to read next.",
     "本页讲过的几件事，每件配上本页为它算出的数字；这些数字从哪里来；以及接下来读什么。",

@@ -3,7 +3,7 @@
 import { plural } from "../lib/i18n.js";
 
 export default {
-  "title-s07": ["7. The runnable loop", "7. 可运行的循环"],
+  "title-s07": ["8. The runnable loop", "8. 可运行的循环"],
   "intro-s07": [
     "Everything above fits in a loop of nine lines. Start from the prompt's token ids, run the stack, turn the last position's scores into probabilities, choose one token, append it, run again; keep a cache so that each run only pays for the newest token; stop when the model says so or the budget runs out. It is the loop behind every widget on this page that generates tokens, and forwardpass's engine runs it for many sequences at once.",
     "上面的一切都装得进一个九行的循环。从提示词的词元编号开始，跑一遍整个模型，把最后一个位置的分数变成概率，选出一个词元，接到后面，再跑一遍；留着缓存，让每一遍只为最新的那个词元付钱；模型说停、或者预算用完，就停下。本页每一个生成词元的组件背后都是这个循环，forwardpass 的引擎则同时为许多条序列跑它。",
