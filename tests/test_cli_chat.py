@@ -1,5 +1,6 @@
 """`forwardpass chat` at a terminal (a pseudo-terminal): the banner, /help, /reset saying so, a command the model never
-sees, Ctrl-C stopping a reply while the session goes on, /bye ending it."""
+sees, Ctrl-C stopping a reply while the session goes on (a second one at once answered at the prompt), Ctrl-C at the
+prompt, a line that is not UTF-8, /bye and Ctrl-D ending it."""
 
 from __future__ import annotations
 
@@ -58,6 +59,81 @@ def test_chat_at_a_terminal_survives_ctrl_c_mid_reply():
                 pass
             time.sleep(0.1)
         raise AssertionError("chat did not end on /bye")
+    finally:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+        os.close(fd)
+
+
+def chat_at_a_terminal(*options: str) -> tuple[int, int]:
+    """(pid, terminal fd) of `forwardpass chat` on a pseudo-terminal of its own, under a strict UTF-8 locale (a byte
+    that is not UTF-8 is an error to decode, as in en_US.UTF-8)."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(sys.executable, [sys.executable, "-m", "forwardpass", "chat", *options],
+                  {**os.environ, "PYTHONIOENCODING": "utf-8:strict"})
+    return pid, fd
+
+
+def ended(pid: int, fd: int, timeout: float = 60) -> int:
+    """The exit status of the chat on `fd`, once it ends (read on, so its last words do not block it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        try:
+            os.read(fd, 4096)
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError("chat did not end")
+
+
+def test_ctrl_c_right_after_a_stopped_reply_is_answered_at_the_prompt_and_nothing_typed_is_lost():
+    """A second Ctrl-C that lands as the first one's reply stops (before the prompt reads again) is answered as a
+    Ctrl-C at the prompt: said once, a fresh prompt, the session going on, the next line typed read. Ctrl-C at the
+    prompt drops the line being typed; Ctrl-D at an empty prompt ends the session."""
+    pid, fd = chat_at_a_terminal("--max-tokens", "2000", "--logit-bias", "0=-100", "--logit-bias", "2=-100")
+    try:
+        read_until(fd, r"you> ")
+        for _ in range(4):  # where the second Ctrl-C lands varies by a few microseconds: several tries
+            os.write(fd, b"Tell me a very long story about the sea.\n")
+            read_until(fd, r"model> \S+ \S+ \S+")
+            os.write(fd, b"\x03")
+            read_until(fd, r"\[stopped\]")
+            os.write(fd, b"\x03")  # at once: the prompt is not reading yet
+            shown = read_until(fd, r"ends the session\)\r?\n(.|\n)*you> ", timeout=20)
+            assert shown.count("ends the session") == 1 and "Traceback" not in shown
+            os.write(fd, b"/help\n")  # the next line typed is read, not dropped
+            read_until(fd, r"/reset +start a new conversation(.|\n)*you> ", timeout=20)
+        os.write(fd, b"a line half typed")
+        time.sleep(0.3)
+        os.write(fd, b"\x03")
+        read_until(fd, r"ends the session\)\r?\n(.|\n)*you> ", timeout=20)
+        os.write(fd, b"/nonsense\n")  # the half-typed line was dropped: this one is read alone
+        read_until(fd, r"unknown command /nonsense;(.|\n)*you> ", timeout=20)
+        os.write(fd, b"\x04")  # Ctrl-D at an empty prompt
+        assert ended(pid, fd) == 0
+    finally:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+        os.close(fd)
+
+
+def test_a_line_typed_that_is_not_utf8_is_said_and_left_out():
+    pid, fd = chat_at_a_terminal("--max-tokens", "8")
+    try:
+        read_until(fd, r"you> ")
+        os.write(fd, b"caf\xff au lait\n")
+        shown = read_until(fd, r"not valid UTF-8 \(byte 0xFF\); the line is left out(.|\n)*you> ", timeout=20)
+        assert "Traceback" not in shown and "model>" not in shown
+        os.write(fd, b"/bye\n")
+        assert ended(pid, fd) == 0
     finally:
         try:
             os.kill(pid, 9)

@@ -132,6 +132,25 @@ def test_chat_goes_on_after_a_line_too_long_for_the_context(smollm, cli):
     assert turn == {"user": "Hi", "assistant": want.text, "stop_reason": want.stop_reason, "turn": 1}
 
 
+def test_chat_goes_on_after_a_line_that_is_not_utf8(smollm):
+    """Bytes that are not UTF-8 (under a strict UTF-8 locale, where decoding them is an error): that line is one
+    error, left out of the conversation; the next line is answered as its first turn."""
+    from forwardpass.loop import generate
+    from forwardpass.sampling import SamplingParams
+
+    r = subprocess.run([sys.executable, "-m", "forwardpass", "chat", "--max-tokens", "4", "--json"],
+                       input=b"caf\xff au lait\nHi\n", capture_output=True, timeout=300,
+                       env={**os.environ, "PYTHONIOENCODING": "utf-8:strict"})
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stderr.decode() == ("forwardpass: error: not valid UTF-8 (byte 0xFF); the line is left out of the "
+                                 "conversation (/reset starts a new one)\n")
+    refused, turn = [json.loads(line) for line in r.stdout.decode().splitlines()]
+    assert refused == {"user": "caf\ufffd au lait", "error": "not valid UTF-8 (byte 0xFF)", "type": "ForwardpassError"}
+    hi = smollm.tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}])
+    assert turn["turn"] == 1 and turn["assistant"] == generate(smollm, hi, SamplingParams(temperature=0,
+                                                                                           max_tokens=4)).text
+
+
 @pytest.mark.parametrize("option", [("--storage", "bf16"), ("--storage", "int8"), ("--storage", "q4"),
                                     ("--kv-cache-dtype", "float16")])
 def test_generate_with_a_storage_mode(option, cli):
