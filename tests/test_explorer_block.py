@@ -294,8 +294,11 @@ def test_attention_maps_are_ticked_throughout_and_a_long_prompt_keeps_them_short
     """Every map labels indices along both axes (not only the first and last), and a long prompt shrinks the cells
     rather than stretching the page: every head fits in the figure's bounded height."""
     page = pages(1280, "en")
-    labels = lambda: page.evaluate("""() => [...document.querySelectorAll('#attention-maps g.head[data-head="0"] text')]
-      .map(e => e.textContent).filter(s => /^\\d+$/.test(s)).map(Number)""")
+
+    def labels():
+        return page.evaluate("""() => [...document.querySelectorAll('#attention-maps g.head[data-head="0"] text')]
+          .map(e => e.textContent).filter(s => /^\\d+$/.test(s)).map(Number)""")
+
     T = len(smollm.encode(DEFAULT_PROMPT))
     assert set(range(T)) <= set(labels())  # a short prompt: every index on its axes
     long = " ".join(["the cat sat on the mat and then the dog sat on the rug"] * 12)
