@@ -402,7 +402,7 @@ def test_the_sections_can_be_pictured(pages):
 def test_the_roofline_is_log_log(any_page):
     """Share against intensity on log scales of both: the share's ticks are decades (and their halves) a constant
     distance apart, so the memory-bound slope is a straight line."""
-    ticks = any_page.evaluate("""() => [...document.querySelectorAll('[data-widget="W-intensity"] .chart.roof svg text')]
+    ticks = any_page.evaluate("""() => [...document.querySelectorAll('[data-widget="W-intensity"] .roof svg text')]
       .filter(e => /^[0-9.]+%$/.test(e.textContent)).map(e => [e.textContent, +e.getAttribute('y')])""")
     at = dict(ticks)
     assert {"1%", "10%", "100%"} <= set(at)
