@@ -307,6 +307,14 @@ def greedy_loop(fp: LoadedModel, prompt: str, steps: int, sample_at: int | None,
     return search(fp, _ids(fp, prompt), steps, sample_at, seed)
 
 
+KV_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "q8_0": "q8_0"}
+
+
+def kv_name(fp: LoadedModel) -> str:
+    """The engine's KV dtype as the page names it: every count of the cache's bytes on the page is in it."""
+    return KV_NAMES[fp.kv_format()]
+
+
 def autoregress(fp: LoadedModel, prompt: str, steps: int) -> dict:
     """W-autoregress, W-cache-fill, W-naive-vs-cached: each step's token, position, cache and work. The pairs are
     counted in the reference blocks' cache (the seed's loop), their bytes in the engine's KV dtype, as every other
@@ -316,14 +324,6 @@ def autoregress(fp: LoadedModel, prompt: str, steps: int) -> dict:
     ids = _ids(fp, prompt)
     model = fp.model
     cache = model.new_cache(1, len(ids) + steps)
-KV_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "q8_0": "q8_0"}
-
-
-def kv_name(fp: LoadedModel) -> str:
-    """The engine's KV dtype as the page names it: every count of the cache's bytes on the page is in it."""
-    return KV_NAMES[fp.kv_format()]
-
-
     rows, x, read = [], ids, 0
     with torch.inference_mode():
         for step in range(steps):
