@@ -123,6 +123,24 @@ def test_a_draw_equal_to_greedys_token_changes_nothing(smollm):
         assert r["loop"] == d["greedy"]["loop"] and not r["broke"]
 
 
+CAT = "🐱"  # greedy decoding does not loop after it within the window
+
+
+def test_each_steps_outcome_is_said_against_what_greedy_did(smollm):
+    """Where greedy decoding does not loop there is no loop to break: a draw leaves it without a loop or brings one
+    (the strip once counted "loop broken (29)" after a prompt whose verdict said greedy never looped)."""
+    with compute.model_lock(smollm):
+        free = compute.greedy_loop(smollm, CAT, 64, None, 1)
+        looped = compute.greedy_loop(smollm, LOOP_PROMPT, 64, None, 1)
+    assert free["greedy"]["loop"] is None and looped["greedy"]["loop"] is not None
+    same = lambda r: r["same_token"] or r["same_text"]  # noqa: E731
+    for r in free["rows"]:
+        assert r["outcome"] == ("same" if same(r) else "appeared" if r["loop"] else "changed")
+    for r in looped["rows"]:
+        assert r["outcome"] == ("same" if same(r) else "broke" if r["broke"] else "again")
+    assert [r["step"] for r in looped["rows"] if r["outcome"] == "broke"] == looped["broke"]
+
+
 def test_the_sample_step_must_be_in_the_windows_first_half(smollm):
     with pytest.raises(Exception) as e:
         compute.greedy_loop(smollm, LOOP_PROMPT, 64, 40, 1)
@@ -377,6 +395,27 @@ def test_the_search_count_is_the_engines_and_redraw_changes_the_seed(pages, smol
     k = len(again["broke"])
     assert (f"breaks the loop at {k} of the 32" if k else "breaks the loop at none of them") in \
         readout(page, "W-greedy-loop")
+
+
+@needs_chromium
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_strips_legend_counts_only_what_happened(pages, smollm, lang):
+    page = pages(1280, lang)
+    before = page.locator("#loop-prompt").input_value()
+    page.fill("#loop-prompt", CAT)
+    try:
+        with page.expect_response(lambda r: "/api/greedy-loop" in r.url) as answer:  # at the seed the page holds
+            run_greedy(page)
+        d = answer.value.json()
+        assert d["greedy"]["loop"] is None
+        legend = widget(page, "W-greedy-loop").locator(".strip svg text").all_text_contents()
+        counted = {m.group(1): int(m.group(2)) for x in legend if (m := re.fullmatch(r"(.+) \((\d+)\)", x))}
+        assert not [name for name in counted if ("broken" in name or "again" in name or "打破" in name
+                                                 or "又绕回" in name)]
+        outcomes = [r["outcome"] for r in d["rows"]]
+        assert sorted(counted.values()) == sorted(outcomes.count(k) for k in ("same", "changed", "appeared"))
+    finally:
+        page.fill("#loop-prompt", before)
 
 
 @needs_chromium

@@ -34,6 +34,17 @@ def same_loop(a: list[int], la: Loop, b: list[int], lb: Loop) -> bool:
     return any(block_a[i:] + block_a[:i] == block_b for i in range(la.period))
 
 
+def outcome(row: dict, greedy_looped: bool) -> str:
+    """What one sample at a step did, said against greedy decoding: "same" (greedy's own token, or its text), and
+    where greedy looped "broke" (no loop left) or "again" (a loop at the end); where it did not, "appeared" (a loop
+    came) or "changed" (another text, still no loop). A loop is broken only where greedy had one."""
+    if row["same_token"] or row["same_text"]:
+        return "same"
+    if greedy_looped:
+        return "broke" if row["loop"] is None else "again"
+    return "changed" if row["loop"] is None else "appeared"
+
+
 def draws(fp: LoadedModel, ids: list[int], greedy: list[int], steps: int, seed: int) -> list[dict]:
     """The token one sample at T = 1 with `seed` draws at each of the first `steps` steps of the greedy path: every
     step's distribution comes out of one forward pass over the prompt and the greedy tokens (position p's logits are
@@ -99,6 +110,7 @@ def greedy_loop(fp: LoadedModel, ids: list[int], steps: int, sample_at: int | No
             "same_loop": bool(loop and after and same_loop(greedy, loop, tokens, after)),
             "broke": bool(loop and not after),
         })
+        rows[-1]["outcome"] = outcome(rows[-1], loop is not None)
     out = {
         "steps": steps, "generated": len(greedy), "seed": seed, "searched": n, "temperature": TEMPERATURE,
         "greedy": {"text": result.text, "loop": loop.to_dict() if loop else None},

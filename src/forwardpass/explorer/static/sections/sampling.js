@@ -351,14 +351,18 @@ const KINDS = {
   same: { fill: "#eef0f3", stroke: COLORS.dim, glyph: "=" },
   again: { fill: "#fbe3d3", stroke: COLORS.mark, glyph: "↻" },
   broke: { fill: "#d6e9f6", stroke: COLORS.bar, glyph: "✓" },
+  changed: { fill: "#ffffff", stroke: COLORS.bar, glyph: "≠" },
+  appeared: { fill: "#fbe3d3", stroke: COLORS.mark, glyph: "↻" },
 };
+// the outcomes a step can have (explorer/greedy.py outcome): against a greedy loop, or where greedy did not loop
+const OUTCOMES = { looped: ["same", "again", "broke"], free: ["same", "changed", "appeared"] };
 
 function drawGreedy(w, d, at) {
   const row = d.rows[Math.min(at, d.rows.length - 1)];
   renderSeed(w, d.seed);
-  const kinds = Object.fromEntries(Object.entries(KINDS).map(([k, v]) => [k, { ...v, name: t(`W-greedy-loop.kind.${k}`) }]));
-  const kindOf = (r) => (r.same_token || r.same_text ? "same" : r.loop ? "again" : "broke");
-  stepStrip(w.q(".strip"), d.rows.map(kindOf), kinds, { chosen: row.step, onPick: (s) => w.pick(s),
+  const kinds = Object.fromEntries(OUTCOMES[d.greedy.loop ? "looped" : "free"].map((k) => [k,
+    { ...KINDS[k], name: t(`W-greedy-loop.kind.${k}`) }]));
+  stepStrip(w.q(".strip"), d.rows.map((r) => r.outcome), kinds, { chosen: row.step, onPick: (s) => w.pick(s),
     axis: t("W-greedy-loop.strip-axis", { n: d.searched }),
     summary: t("W-greedy-loop.strip-summary", { n: d.searched, differ: d.differ, k: d.broke.length, seed: String(d.seed) }) });
   w.q(".greedy").replaceChildren(...nodes("W-greedy-loop.greedy"), "\n", tokenSpan(d.greedy.text));

@@ -218,6 +218,8 @@ export default {
   "W-greedy-loop.kind.same": ["same token as greedy", "抽到的就是贪心的词元"],
   "W-greedy-loop.kind.again": ["another token, loop again", "换了词元，又绕回循环"],
   "W-greedy-loop.kind.broke": ["another token, loop broken", "换了词元，循环被打破"],
+  "W-greedy-loop.kind.changed": ["another token, still no loop", "换了词元，仍然没有循环"],
+  "W-greedy-loop.kind.appeared": ["another token, and a loop appears", "换了词元，反而出现了循环"],
   "W-greedy-loop.strip-axis": ["the step of the one sample (first {n} steps; click one)", "唯一一次采样放在第几步（前 {n} 步；可点选）"],
   "W-greedy-loop.strip-summary": ["{n} steps tried with seed {seed}: the draw differs from greedy's token at {differ}, the loop is broken at {k}",
     "用随机种子 {seed} 试了 {n} 步：抽到的词元和贪心不同的有 {differ} 步，循环被打破的有 {k} 步"],
