@@ -6,13 +6,16 @@ adds; and the widget on the page, stepped through in both languages at 1280 and 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
-from test_explorer_fixtures import DEFAULT_PROMPT
+from fastapi.testclient import TestClient
+from test_explorer_fixtures import DEFAULT_PROMPT, foreign_text, idle, needs_chromium, readout, set_range
 
 import forwardpass
 from forwardpass.errors import ModelFileError
+from forwardpass.explorer.app import build_explorer
 from forwardpass.explorer.attention_map import attention_map
 from forwardpass.explorer.compute import model_lock
 from forwardpass.explorer.mechanism import mechanism
@@ -202,3 +205,103 @@ def test_gemma_stages_are_its_familys(gemma):
         sliding = mechanism(gemma, DEFAULT_PROMPT, 0, 0, 4)
     assert next(s for s in sliding["stages"] if s["name"] == "rope")["theta"] == gemma.config.local_rope_theta
     assert next(s for s in sliding["stages"] if s["name"] == "scores")["window"] == gemma.config.sliding_window
+
+
+def test_the_endpoint_answers_the_same_and_says_a_bad_choice_in_the_pages_words(smollm):
+    client = TestClient(build_explorer(smollm))
+    body = {"prompt": DEFAULT_PROMPT, "layer": 2, "head": 1, "token": 5}
+    with model_lock(smollm):
+        direct = mechanism(smollm, DEFAULT_PROMPT, 2, 1, 5)
+    assert client.post("/api/mechanism", json=body).json() == json.loads(json.dumps(direct))
+    bad = client.post("/api/mechanism", json=body | {"head": 9})
+    assert bad.status_code == 400 and bad.json()["code"] == "choice"
+
+
+# ---- the page: opened with numbers, stepped through, in both languages at 1280 and 390 px ---------------------------
+WIDGET = '[data-widget="W-mechanism"]'
+NUMBER = re.compile(r"[−-]?\d+(?:[.,]\d+)*(?:e[−-]?\d+)?")
+
+
+def opened(page):
+    """the widget, any fold around it opened, on its first stage"""
+    w = page.locator(WIDGET)
+    w.evaluate("e => { for (let d = e.closest('details'); d; d = d.parentElement.closest('details')) d.open = true; }")
+    w.locator("button.stage").first.click()
+    return w
+
+
+def figure_text(w) -> str:
+    return w.locator(".mech-figure svg").evaluate("s => [...s.querySelectorAll('text')].map((e) => e.textContent)"
+                                                   ".join('  ')")
+
+
+def numbers_in(text: str) -> list[float]:
+    return [float(x.replace("−", "-").replace(",", "")) for x in NUMBER.findall(text)]
+
+
+@needs_chromium
+def test_the_widget_opens_on_the_models_numbers_and_steps_through_every_stage(any_page, smollm):
+    page = any_page
+    w = opened(page)
+    ids = smollm.encode(DEFAULT_PROMPT)
+    token = max(i for i, t in enumerate(ids) if re.search(r"[A-Za-z]", smollm.tokenizer.piece(t)))  # the last word
+    said = readout(page, "W-mechanism")
+    assert f"{token}" in said and ("1" in said) and (page.lang == "en" or re.search(r"[\u4e00-\u9fff]", said))
+    # the embedding stage: the token's id, and its row's first numbers, the model's own
+    told = w.locator(".told").inner_text()
+    row = smollm.model.tok_embeddings.weight[ids[token]].detach()
+    assert f"{ids[token]:,}" in told
+    shown = numbers_in(told.split(":", 1)[1] if page.lang == "en" else told.split("：", 1)[1])
+    firsts = [x for x in shown if any(abs(x - float(v)) <= 5e-4 * max(1, abs(float(v))) for v in row[:3])]
+    assert len(firsts) >= 3, (told, row[:3].tolist())
+    lead = [float(x.replace("−", "-")) for x in w.locator(".mech-figure svg text").evaluate_all(
+        "els => els.map((e) => e.textContent)") if re.fullmatch(r"[−-]?\d+\.\d+(?:e[−-]?\d+)?", x)]
+    assert any(abs(x - float(row[0])) <= 5e-4 * max(1, abs(float(row[0]))) for x in lead)  # the first box
+    # every stage, forward with ▶, each with its picture, its numbers and its prose; then back with ◀
+    stages = w.locator("button.stage").count()
+    assert stages == 15  # SmolLM2: no QK-norm, no norms after the branches
+    seen = set()
+    for i in range(stages):
+        said = readout(page, "W-mechanism")
+        assert re.search(rf"\b{i + 1}\b", said) and str(stages) in said
+        assert w.locator("button.stage[aria-pressed=true]").inner_text().startswith(f"{i + 1} ")
+        text = figure_text(w)
+        assert numbers_in(text) and w.locator(".told").inner_text().strip()
+        assert re.search(r"\(\d", text) or "×" in text or "q·k" in text  # its shapes (or the scores' columns)
+        seen.add(text)
+        assert [f for f in foreign_text(page) if f[0].split(" @")[0] == "W-mechanism"] == [], said
+        w.locator("button.next").click()
+    assert len(seen) == stages
+    w.locator("button.prev").click()
+    assert f"{stages - 1}" in readout(page, "W-mechanism")
+    # readable: nothing in the other language (checked at each stage above), no text under 11 px, no sideways scroll
+    sizes = w.evaluate("""e => [...e.querySelectorAll('svg text, .readout, .told, button, label')].map((n) => {
+        const svg = n.closest('svg'), scale = svg ? svg.getBoundingClientRect().width / svg.viewBox.baseVal.width : 1;
+        return parseFloat(getComputedStyle(n).fontSize) * scale; })""")
+    assert min(sizes) >= 11.5
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 1
+    w.locator("button.stage").first.click()
+
+
+@needs_chromium
+def test_the_stages_follow_the_block_head_and_token_chosen(pages, smollm):
+    page = pages(1280, "en")
+    w = opened(page)
+    last = smollm.config.n_layers
+    w.locator("button.stage").last.click()
+    set_range(page, "#mech-layer", last)
+    page.wait_for_function("n => document.querySelector('[data-widget=\"W-mechanism\"] .readout').innerText"
+                           ".includes(`block ${n},`)", arg=last)
+    idle(page)
+    assert "final norm" in w.locator(".told").inner_text()  # the last block hands the stream to the final norm
+    set_range(page, "#mech-layer", 1)
+    set_range(page, "#mech-head", 5)
+    w.locator("#mech-token").select_option("3")
+    page.wait_for_function("() => /head 5, token 3 /.test(document.querySelector('[data-widget=\"W-mechanism\"]"
+                           " .readout').innerText)")
+    idle(page)
+    w.locator("button.stage").nth(3).click()  # Q, K and V: head 5 reads K/V head 2, with heads 4 and 6
+    assert "K/V head 2, shared by query heads 4, 5 and 6" in w.locator(".told").inner_text()
+    set_range(page, "#mech-head", 1)
+    w.locator("#mech-token").select_option(str(len(smollm.encode(DEFAULT_PROMPT)) - 2))
+    idle(page)

@@ -134,7 +134,7 @@ def mechanism(fp: LoadedModel, prompt: str, layer: int, head: int, token: int) -
         lo = max(0, min(i - TABLE_ROWS // 2, c.vocab_size - TABLE_ROWS))
         window = list(range(lo, min(lo + TABLE_ROWS, c.vocab_size)))
         table = model.tok_embeddings(torch.tensor(window, device=fp.device)).float()  # (rows, d_model)
-        matrices["table"] = matrix(table, grid=(len(window), 32)) | {"shape": [c.vocab_size, c.d_model]}
+        matrices["table"] = matrix(table, grid=(len(window), 32), quantile=0.9) | {"shape": [c.vocab_size, c.d_model]}
         vectors["e"] = vector(table[i - lo])
         embedded = model.embed(torch.tensor([[i]], device=fp.device), torch.tensor([[t]], device=fp.device))[0, 0]
         stage = {"name": "embedding", "kind": "embedding", "id": i, "rows": window,

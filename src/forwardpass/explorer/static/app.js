@@ -13,13 +13,14 @@ import * as cache from "./sections/cache.js";
 import * as cost from "./sections/cost.js";
 import * as drafting from "./sections/drafting.js";
 import * as loop from "./sections/loop.js";
+import * as mechanism from "./sections/mechanism.js";
 import * as pipeline from "./sections/pipeline.js";
 import * as recap from "./sections/recap.js";
 import * as runnable from "./sections/runnable.js";
 import * as sampling from "./sections/sampling.js";
 
 // the article's order: §00 … §08
-const SECTIONS = { pipeline, block, sampling, loop, cache, cost, drafting, runnable, recap };
+const SECTIONS = { pipeline, block, mechanism, sampling, loop, cache, cost, drafting, runnable, recap };
 
 // ---- the status line at the top: a model loading, else whether any request is still being answered ----------------
 let loading = null, inFlight = 0;
