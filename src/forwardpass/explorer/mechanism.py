@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -34,11 +35,6 @@ def _weight(linear: nn.Module) -> torch.Tensor:
     if hasattr(linear, "dequantize"):  # integer tiles (quant/layers.py)
         return linear.dequantize()
     return linear.weight.detach().float()
-
-
-def _bias(linear: nn.Module, rows: slice) -> float | None:
-    """the first of `rows`' biases, where the layer has biases"""
-    return None if getattr(linear, "bias", None) is None else number(linear.bias[rows][0])
 
 
 def activation(ffn: nn.Module) -> tuple[str, Callable[[torch.Tensor], torch.Tensor]]:
@@ -83,181 +79,210 @@ def _watch(fp: LoadedModel, layer: int, x: torch.Tensor) -> tuple[dict[str, torc
     return seen, rope
 
 
-def _norm_part(module: nn.Module, x: torch.Tensor, out: torch.Tensor, vectors: dict, keys: tuple) -> dict:
-    """One norm opened: x (n,) → x̂ (x over its RMS, or centred over its deviation) → × the learned gain (+ bias) =
-    out. `keys`: the names of its input, x̂, gain and output among `vectors` (the input is there already)."""
-    x, out = x.float(), out.float()
-    into, hat, gain, given = keys
-    eps = module.eps if module.eps is not None else torch.finfo(x.dtype).eps
-    part = {"input": into, "hat": hat, "gain": gain, "output": given, "eps": number(eps), "size": x.numel()}
-    if isinstance(module, nn.RMSNorm):
-        rms = torch.sqrt(x.pow(2).mean() + eps)
-        part |= {"kind": "rmsnorm", "rms": number(rms)}
-        vectors[hat] = vector(x / rms)
-    else:
-        mean, std = x.mean(), torch.sqrt(x.var(unbiased=False) + eps)
-        part |= {"kind": "layernorm", "mean": number(mean), "std": number(std)}
-        vectors[hat] = vector((x - mean) / std)
-        if module.bias is not None:
-            part["bias"] = f"{gain}.bias"
-            vectors[part["bias"]] = vector(module.bias)
-    vectors[gain] = vector(module.weight)
-    vectors[given] = vector(out)
-    return part
+@dataclass
+class Opened:
+    """One token's pass through one block as the page is told it: the stages in order (each naming the vectors and
+    matrices it draws), and those vectors and matrices (strips.py)."""
 
+    t: int  # the token's position
+    seen: dict[str, torch.Tensor]  # what the block's modules took in and gave out (_watch)
+    stages: list[dict] = field(default_factory=list)
+    vectors: dict[str, dict] = field(default_factory=dict)
+    matrices: dict[str, dict] = field(default_factory=dict)
+    weights: dict[int, torch.Tensor] = field(default_factory=dict)  # id(linear) → its weight, read once
 
-def _norm(name: str, module: nn.Module, x: torch.Tensor, out: torch.Tensor, vectors: dict, keys: tuple) -> dict:
-    return {"name": name, "kind": "norms", "parts": [_norm_part(module, x, out, vectors, keys)]}
+    def row(self, name: str) -> torch.Tensor:
+        """this token's row of a (1, T, …) tensor the block computed"""
+        return self.seen[name][0, self.t].float()
+
+    def norm_part(self, module: nn.Module, x: torch.Tensor, out: torch.Tensor, keys: tuple) -> dict:
+        """One norm opened: x (n,) → x̂ (x over its RMS, or centred over its deviation) → × the learned gain (+ bias)
+        = out. `keys`: the names of its input, x̂, gain and output among the vectors (the input is there already)."""
+        x, out = x.float(), out.float()
+        into, hat, gain, given = keys
+        eps = module.eps if module.eps is not None else torch.finfo(x.dtype).eps
+        part = {"input": into, "hat": hat, "gain": gain, "output": given, "eps": number(eps), "size": x.numel()}
+        if isinstance(module, nn.RMSNorm):
+            rms = torch.sqrt(x.pow(2).mean() + eps)
+            part |= {"kind": "rmsnorm", "rms": number(rms)}
+            self.vectors[hat] = vector(x / rms)
+        else:
+            mean, std = x.mean(), torch.sqrt(x.var(unbiased=False) + eps)
+            part |= {"kind": "layernorm", "mean": number(mean), "std": number(std)}
+            self.vectors[hat] = vector((x - mean) / std)
+            if module.bias is not None:
+                part["bias"] = f"{gain}.bias"
+                self.vectors[part["bias"]] = vector(module.bias)
+        self.vectors[gain] = vector(module.weight)
+        self.vectors[given] = vector(out)
+        return part
+
+    def norm(self, name: str, module: nn.Module, into: str, out: str, keys: tuple) -> None:
+        """a block norm's stage: the norm of row `into` giving row `out`"""
+        part = self.norm_part(module, self.row(into), self.row(out), keys)
+        self.stages.append({"name": name, "kind": "norms", "parts": [part]})
+
+    def product(self, name: str, linear: nn.Module, rows: slice | None = None) -> None:
+        """the matrix `name`: `linear`'s weight (those rows of it), and its first row's bias where it has biases"""
+        if id(linear) not in self.weights:
+            self.weights[id(linear)] = _weight(linear)
+        w = self.weights[id(linear)]
+        rows = rows or slice(0, w.shape[0])
+        bias = getattr(linear, "bias", None)
+        self.matrices[name] = matrix(w[rows]) | {"bias0": None if bias is None else number(bias[rows][0])}
 
 
 def mechanism(fp: LoadedModel, prompt: str, layer: int, head: int, token: int) -> dict:
-    """The token at position `token` through block `layer`, head `head` of its attention: the stages in order (each
-    naming the vectors and matrices it draws), the vectors and matrices (strips.py), and the few numbers between."""
+    """The token at position `token` through block `layer`, head `head` of its attention: the stages in order, the
+    vectors and matrices they draw, and the few numbers between (Opened)."""
     ids = _ids(fp, prompt)
     _check_choice(fp, ids, layer, head, token)
-    c, model, t, T = fp.config, fp.model, token, len(ids)
-    block = model.blocks[layer]
-    attn, ffn = block.attn, block.ffn
-    nh, nkv, hd = attn.n_heads, attn.n_kv_heads, attn.head_dim
-    group = nh // nkv
-    g = head // group  # the K/V head this query head reads
-    vectors: dict[str, dict] = {}
-    matrices: dict[str, dict] = {}
-    stages: list[dict] = []
+    c, block = fp.config, fp.model.blocks[layer]
+    attn = block.attn
     with torch.inference_mode():
         x = trace(fp, ids).inputs[layer]  # (1, T, d_model): the stream block `layer` read
         seen, rope = _watch(fp, layer, x)
-        row = lambda name: seen[name][0, t].float()  # noqa: E731 — this token's row of a (1, T, …) tensor
-
-        # the embedding: the token's row of the table (vocab_size × d_model), × √d_model (Gemma), + its position's row
-        i = ids[t]
-        lo = max(0, min(i - TABLE_ROWS // 2, c.vocab_size - TABLE_ROWS))
-        window = list(range(lo, min(lo + TABLE_ROWS, c.vocab_size)))
-        table = model.tok_embeddings(torch.tensor(window, device=fp.device)).float()  # (rows, d_model)
-        matrices["table"] = matrix(table, grid=(len(window), 32), quantile=0.9) | {"shape": [c.vocab_size, c.d_model]}
-        vectors["e"] = vector(table[i - lo])
-        embedded = model.embed(torch.tensor([[i]], device=fp.device), torch.tensor([[t]], device=fp.device))[0, 0]
-        stage = {"name": "embedding", "kind": "embedding", "id": i, "rows": window,
-                 "pieces": [fp.tokenizer.piece(j) for j in window], "output": "e"}
-        if c.embed_scale:
-            vectors["e_scaled"] = vector(table[i - lo] * c.d_model**0.5)
-            stage |= {"scale": number(c.d_model**0.5), "output": "e_scaled"}
-        if model.pos_embeddings is not None:
-            vectors["p"] = vector(model.pos_embeddings.weight[t])
-            stage |= {"position_row": "p", "output": "x0"}
-        if model.pos_embeddings is not None:  # else the stream starts as the (scaled) row itself
-            vectors["x0"] = vector(embedded)
-        stages.append(stage)
-        vectors["x"] = vector(x[0, t])
-        stages.append({"name": "stream", "kind": "stream", "output": "x", "shape": list(x.shape),
-                       "same_as_embedding": layer == 0})
-
-        # attention's branch: a normalized copy of the stream, Q, K and V, QK-norm, RoPE, scores, softmax, Σ weights V
-        stages.append(_norm("attn_norm", block.attn_norm, x[0, t], row("h"), vectors, ("x", "x_hat", "g_attn", "h")))
-        qkv = seen["qkv"].float()
-        q, k, v = qkv.split([nh * hd, nkv * hd, nkv * hd], dim=-1)
-        q = q.view(1, T, nh, hd).transpose(1, 2)  # (1, heads, T, head_dim), as Attention.project shapes them
-        k = k.view(1, T, nkv, hd).transpose(1, 2)  # (1, kv heads, T, head_dim)
-        v = v.view(1, T, nkv, hd).transpose(1, 2)
-        w = _weight(attn.qkv)  # (heads + 2 kv heads) × head_dim rows: Q's, then K's, then V's
-        rows = {"W_Q": slice(head * hd, (head + 1) * hd), "W_K": slice((nh + g) * hd, (nh + g + 1) * hd),
-                "W_V": slice((nh + nkv + g) * hd, (nh + nkv + g + 1) * hd)}
-        for name, r in rows.items():
-            matrices[name] = matrix(w[r]) | {"bias0": _bias(attn.qkv, r)}
-        vectors |= {"q": vector(q[0, head, t]), "k": vector(k[0, g, t]), "v": vector(v[0, g, t])}
-        stages.append({"name": "qkv", "kind": "matvec", "input": "h", "products": [
-            {"matrix": m, "output": o} for m, o in (("W_Q", "q"), ("W_K", "k"), ("W_V", "v"))],
-            "kv_head": g, "sharing": list(range(g * group, (g + 1) * group))})
-        if attn.q_norm is not None:
-            q_n, k_n = seen["q_n"].float(), seen["k_n"].float()
-            stages.append({"name": "qk_norm", "kind": "norms", "parts": [
-                _norm_part(attn.q_norm, q[0, head, t], q_n[0, head, t], vectors, ("q", "q_hat", "g_q", "q_n")),
-                _norm_part(attn.k_norm, k[0, g, t], k_n[0, g, t], vectors, ("k", "k_hat", "g_k", "k_n"))]})
-            q, k = q_n, k_n
-        before_q, before_k = q, k
-        if rope is not None:
-            q, k = apply_rope(q, *rope), apply_rope(k, *rope)
-        query, keys, values = q[0, head, t], k[0, g], v[0, g]  # (head_dim,), (T, head_dim), (T, head_dim)
-        dots = keys @ query  # (T,): q·k for every key, the later ones too
-        scaled = dots * attn.scale
-        j = torch.arange(T, device=dots.device)
-        span = c.window(layer)
-        allowed = (j <= t) & ((j > t - span) if span is not None else True)
-        weights = torch.softmax(scaled.masked_fill(~allowed, float("-inf")), dim=-1)
-        if rope is not None:
-            stages.append(_rope(fp, block, t, weights, before_q[0, head, t], before_k[0, g], query, keys, attn.scale,
-                                vectors, "q_n" if attn.q_norm is not None else "q"))
-        scale_of = "head_dim" if math.isclose(attn.scale, hd**-0.5, rel_tol=1e-6) else "query_scale"
-        stages.append({"name": "scores", "kind": "scores", "dots": numbers(dots), "scaled": numbers(scaled),
-                       "allowed": [bool(a) for a in allowed], "scale": number(attn.scale), "scale_of": scale_of,
-                       "query_scalar": number(attn.scale**-2), "window": span})
-        stages.append({"name": "softmax", "kind": "softmax", "weights": numbers(weights),
-                       "sum": number(weights.sum()), "max": number(scaled[allowed].max())})
-        o_head = weights @ values  # (head_dim,): the weighted sum of the values
-        shown = sorted(torch.topk(weights, min(VALUES, t + 1)).indices.tolist())
-        vectors["o_head"] = vector(o_head)
-        stages.append({"name": "weighted_sum", "kind": "weighted_sum", "output": "o_head", "values": [
-            {"key": k_, "weight": number(weights[k_]), "v": vector(values[k_], lead=2, cells=16)} for k_ in shown],
-            "of": t + 1})
-
-        # the heads joined, the output projection, (its norm), and the add into the stream
-        vectors["o"] = vector(row("o"))
-        matrices["W_O"] = matrix(_weight(attn.out)) | {"bias0": _bias(attn.out, slice(0, 1))}
-        vectors["a"] = vector(row("a"))
-        stages.append({"name": "heads", "kind": "matvec", "input": "o", "products": [{"matrix": "W_O", "output": "a"}],
-                       "span": [head * hd, (head + 1) * hd]})
-        branch = "a"
-        if block.attn_post_norm is not None:
-            stages.append(_norm("attn_post_norm", block.attn_post_norm, row("a"), row("a_n"), vectors,
-                                ("a", "a_hat", "g_a", "a_n")))
-            branch = "a_n"
-        vectors["x_mid"] = vector(row("x_mid"))
-        stages.append({"name": "residual_attn", "kind": "residual", "stream": "x", "branch": branch, "output": "x_mid"})
-
-        # the FFN's branch: a normalized copy, gate and up (or up alone), the activation, down, (its norm), the add
-        stages.append(_norm("ffn_norm", block.ffn_norm, row("x_mid"), row("u"), vectors, ("x_mid", "u_hat", "g_ffn",
-                                                                                         "u")))
-        name, act = activation(ffn)
-        hidden = c.hidden
-        if "gate_up" in seen:
-            gate, up = row("gate_up").chunk(2)  # (ffn_hidden,) each
-            w = _weight(ffn.gate_up)
-            matrices["W_gate"] = matrix(w[:hidden]) | {"bias0": _bias(ffn.gate_up, slice(0, hidden))}
-            matrices["W_up"] = matrix(w[hidden:]) | {"bias0": _bias(ffn.gate_up, slice(hidden, 2 * hidden))}
-            vectors |= {"gate": vector(gate), "up": vector(up), "act": vector(act(gate))}
-            stages.append({"name": "gate_up", "kind": "matvec", "input": "u", "products": [
-                {"matrix": "W_gate", "output": "gate"}, {"matrix": "W_up", "output": "up"}]})
-            into = gate
-        else:
-            into = row("up")
-            matrices["W_up"] = matrix(_weight(ffn.up)) | {"bias0": _bias(ffn.up, slice(0, 1))}
-            vectors["up"] = vector(into)
-            stages.append({"name": "up", "kind": "matvec", "input": "u",
-                           "products": [{"matrix": "W_up", "output": "up"}]})
-        curve = act(torch.tensor(CURVE))
-        vectors["prod"] = vector(row("prod"))
-        stages.append({"name": "activation", "kind": "activation", "function": name, "gated": "gate_up" in seen,
-                       "input": "gate" if "gate_up" in seen else "up", "output": "prod",
-                       "curve": [[x_, number(y)] for x_, y in zip(CURVE, curve.tolist(), strict=True)],
-                       "points": [[number(a), number(b)] for a, b in zip(into[:6], act(into[:6]), strict=True)],
-                       "share_positive": number((into > 0).float().mean())})
-        matrices["W_down"] = matrix(_weight(ffn.down)) | {"bias0": _bias(ffn.down, slice(0, 1))}
-        vectors["f"] = vector(row("f"))
-        stages.append({"name": "down", "kind": "matvec", "input": "prod", "products": [{"matrix": "W_down",
-                                                                                        "output": "f"}]})
-        branch = "f"
-        if block.ffn_post_norm is not None:
-            stages.append(_norm("ffn_post_norm", block.ffn_post_norm, row("f"), row("f_n"), vectors,
-                                ("f", "f_hat", "g_f", "f_n")))
-            branch = "f_n"
-        vectors["x_out"] = vector(row("x_out"))
-        stages.append({"name": "residual_ffn", "kind": "residual", "stream": "x_mid", "branch": branch,
-                       "output": "x_out", "last": layer == c.n_layers - 1})
-    return {"layer": layer, "head": head, "token": t, "n_layers": c.n_layers, "id": i,
+        told = Opened(token, seen | {"x": x})
+        _embedding(fp, ids, told)
+        told.vectors["x"] = vector(told.row("x"))
+        told.stages.append({"name": "stream", "kind": "stream", "output": "x", "shape": list(x.shape),
+                            "same_as_embedding": layer == 0})
+        _attention(fp, layer, head, rope, told)
+        _ffn(fp, block, told)
+        told.stages[-1]["last"] = layer == c.n_layers - 1
+    return {"layer": layer, "head": head, "token": token, "n_layers": c.n_layers, "id": ids[token],
             "pieces": [fp.tokenizer.piece(j) for j in ids],
-            "shape": {"d_model": c.d_model, "n_heads": nh, "n_kv_heads": nkv, "head_dim": hd, "hidden": hidden,
-                      "vocab_size": c.vocab_size, "tokens": T},
-            "stages": stages, "vectors": vectors, "matrices": matrices}
+            "shape": {"d_model": c.d_model, "n_heads": attn.n_heads, "n_kv_heads": attn.n_kv_heads,
+                      "head_dim": attn.head_dim, "hidden": c.hidden, "vocab_size": c.vocab_size, "tokens": len(ids)},
+            "stages": told.stages, "vectors": told.vectors, "matrices": told.matrices}
+
+
+def _embedding(fp: LoadedModel, ids: list[int], told: Opened) -> None:
+    """The token's row of the table (vocab_size × d_model) among its neighbours, × √d_model where the family scales
+    it (Gemma), + its position's row where positions are learned."""
+    c, model, t = fp.config, fp.model, told.t
+    i = ids[t]
+    lo = max(0, min(i - TABLE_ROWS // 2, c.vocab_size - TABLE_ROWS))
+    window = list(range(lo, min(lo + TABLE_ROWS, c.vocab_size)))
+    table = model.tok_embeddings(torch.tensor(window, device=fp.device)).float()  # (rows, d_model)
+    told.matrices["table"] = matrix(table, grid=(len(window), 32), quantile=0.9) | {"shape": [c.vocab_size,
+                                                                                              c.d_model]}
+    told.vectors["e"] = vector(table[i - lo])
+    stage = {"name": "embedding", "kind": "embedding", "id": i, "rows": window,
+             "pieces": [fp.tokenizer.piece(j) for j in window], "output": "e"}
+    if c.embed_scale:
+        told.vectors["e_scaled"] = vector(table[i - lo] * c.d_model**0.5)
+        stage |= {"scale": number(c.d_model**0.5), "output": "e_scaled"}
+    if model.pos_embeddings is not None:  # else the stream starts as the (scaled) row itself
+        embedded = model.embed(torch.tensor([[i]], device=fp.device), torch.tensor([[t]], device=fp.device))[0, 0]
+        told.vectors |= {"p": vector(model.pos_embeddings.weight[t]), "x0": vector(embedded)}
+        stage |= {"position_row": "p", "output": "x0"}
+    told.stages.append(stage)
+
+
+def _attention(fp: LoadedModel, layer: int, head: int, rope: tuple | None, told: Opened) -> None:
+    """Attention's branch for one head: a normalized copy of the stream, Q, K and V, QK-norm, RoPE, the scores and
+    their mask, softmax, the weighted values; then every head joined, W_O, (its norm) and the add."""
+    c, block, t, vectors = fp.config, fp.model.blocks[layer], told.t, told.vectors
+    attn = block.attn
+    nh, nkv, hd = attn.n_heads, attn.n_kv_heads, attn.head_dim
+    group = nh // nkv
+    g = head // group  # the K/V head this query head reads
+    told.norm("attn_norm", block.attn_norm, "x", "h", ("x", "x_hat", "g_attn", "h"))
+    T = told.seen["qkv"].shape[1]
+    q, k, v = told.seen["qkv"].float().split([nh * hd, nkv * hd, nkv * hd], dim=-1)
+    q = q.view(1, T, nh, hd).transpose(1, 2)  # (1, heads, T, head_dim), as Attention.project shapes them
+    k = k.view(1, T, nkv, hd).transpose(1, 2)  # (1, kv heads, T, head_dim)
+    v = v.view(1, T, nkv, hd).transpose(1, 2)
+    # the fused weight's rows, (heads + 2 kv heads) × head_dim: Q's, then K's, then V's
+    told.product("W_Q", attn.qkv, slice(head * hd, (head + 1) * hd))
+    told.product("W_K", attn.qkv, slice((nh + g) * hd, (nh + g + 1) * hd))
+    told.product("W_V", attn.qkv, slice((nh + nkv + g) * hd, (nh + nkv + g + 1) * hd))
+    vectors |= {"q": vector(q[0, head, t]), "k": vector(k[0, g, t]), "v": vector(v[0, g, t])}
+    told.stages.append({"name": "qkv", "kind": "matvec", "input": "h", "products": [
+        {"matrix": m, "output": o} for m, o in (("W_Q", "q"), ("W_K", "k"), ("W_V", "v"))],
+        "kv_head": g, "sharing": list(range(g * group, (g + 1) * group))})
+    if attn.q_norm is not None:
+        q_n, k_n = told.seen["q_n"].float(), told.seen["k_n"].float()
+        told.stages.append({"name": "qk_norm", "kind": "norms", "parts": [
+            told.norm_part(attn.q_norm, q[0, head, t], q_n[0, head, t], ("q", "q_hat", "g_q", "q_n")),
+            told.norm_part(attn.k_norm, k[0, g, t], k_n[0, g, t], ("k", "k_hat", "g_k", "k_n"))]})
+        q, k = q_n, k_n
+    before_q, before_k = q, k
+    if rope is not None:
+        q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+    query, keys, values = q[0, head, t], k[0, g], v[0, g]  # (head_dim,), (T, head_dim), (T, head_dim)
+    scaled = (keys @ query) * attn.scale  # (T,): q·k × the scale for every key, the later ones too
+    j = torch.arange(T, device=scaled.device)
+    span = c.window(layer)
+    allowed = (j <= t) & ((j > t - span) if span is not None else True)
+    weights = torch.softmax(scaled.masked_fill(~allowed, float("-inf")), dim=-1)
+    if rope is not None:
+        told.stages.append(_rope(fp, block, t, weights, before_q[0, head, t], before_k[0, g], query, keys, attn.scale,
+                                 vectors, "q_n" if attn.q_norm is not None else "q"))
+    scale_of = "head_dim" if math.isclose(attn.scale, hd**-0.5, rel_tol=1e-6) else "query_scale"
+    told.stages.append({"name": "scores", "kind": "scores", "scaled": numbers(scaled),
+                        "allowed": [bool(a) for a in allowed], "scale": number(attn.scale), "scale_of": scale_of,
+                        "query_scalar": number(attn.scale**-2), "window": span})
+    told.stages.append({"name": "softmax", "kind": "softmax", "weights": numbers(weights),
+                        "sum": number(weights.sum()), "max": number(scaled[allowed].max())})
+    shown = sorted(torch.topk(weights, min(VALUES, t + 1)).indices.tolist())
+    vectors["o_head"] = vector(weights @ values)  # (head_dim,): the weighted sum of the values
+    told.stages.append({"name": "weighted_sum", "kind": "weighted_sum", "output": "o_head", "of": t + 1, "values": [
+        {"key": key, "weight": number(weights[key]), "v": vector(values[key], lead=2, cells=16)} for key in shown]})
+    # every head joined, the output projection, (its norm), and the add into the stream
+    told.product("W_O", attn.out)
+    vectors |= {"o": vector(told.row("o")), "a": vector(told.row("a"))}
+    told.stages.append({"name": "heads", "kind": "matvec", "input": "o", "span": [head * hd, (head + 1) * hd],
+                        "products": [{"matrix": "W_O", "output": "a"}]})
+    branch = "a"
+    if block.attn_post_norm is not None:
+        told.norm("attn_post_norm", block.attn_post_norm, "a", "a_n", ("a", "a_hat", "g_a", "a_n"))
+        branch = "a_n"
+    vectors["x_mid"] = vector(told.row("x_mid"))
+    told.stages.append({"name": "residual_attn", "kind": "residual", "stream": "x", "branch": branch,
+                        "output": "x_mid"})
+
+
+def _ffn(fp: LoadedModel, block: nn.Module, told: Opened) -> None:
+    """The FFN's branch: a normalized copy, gate and up (or up alone), the family's activation, down, (its norm), and
+    the add."""
+    ffn, hidden, vectors = block.ffn, fp.config.hidden, told.vectors
+    told.norm("ffn_norm", block.ffn_norm, "x_mid", "u", ("x_mid", "u_hat", "g_ffn", "u"))
+    name, act = activation(ffn)
+    gated = "gate_up" in told.seen
+    if gated:
+        gate, up = told.row("gate_up").chunk(2)  # (ffn_hidden,) each
+        told.product("W_gate", ffn.gate_up, slice(0, hidden))
+        told.product("W_up", ffn.gate_up, slice(hidden, 2 * hidden))
+        vectors |= {"gate": vector(gate), "up": vector(up), "act": vector(act(gate))}
+        told.stages.append({"name": "gate_up", "kind": "matvec", "input": "u", "products": [
+            {"matrix": "W_gate", "output": "gate"}, {"matrix": "W_up", "output": "up"}]})
+        into = gate
+    else:
+        into = told.row("up")
+        told.product("W_up", ffn.up)
+        vectors["up"] = vector(into)
+        told.stages.append({"name": "up", "kind": "matvec", "input": "u",
+                            "products": [{"matrix": "W_up", "output": "up"}]})
+    curve = act(torch.tensor(CURVE))
+    vectors["prod"] = vector(told.row("prod"))
+    told.stages.append({"name": "activation", "kind": "activation", "function": name, "gated": gated,
+                        "input": "gate" if gated else "up", "output": "prod",
+                        "curve": [[x, number(y)] for x, y in zip(CURVE, curve.tolist(), strict=True)],
+                        "points": [[number(a), number(b)] for a, b in zip(into[:6], act(into[:6]), strict=True)],
+                        "share_positive": number((into > 0).float().mean())})
+    told.product("W_down", ffn.down)
+    vectors["f"] = vector(told.row("f"))
+    told.stages.append({"name": "down", "kind": "matvec", "input": "prod",
+                        "products": [{"matrix": "W_down", "output": "f"}]})
+    branch = "f"
+    if block.ffn_post_norm is not None:
+        told.norm("ffn_post_norm", block.ffn_post_norm, "f", "f_n", ("f", "f_hat", "g_f", "f_n"))
+        branch = "f_n"
+    vectors["x_out"] = vector(told.row("x_out"))
+    told.stages.append({"name": "residual_ffn", "kind": "residual", "stream": "x_mid", "branch": branch,
+                        "output": "x_out"})
 
 
 def _rope(fp: LoadedModel, block: nn.Module, t: int, weights: torch.Tensor, q: torch.Tensor, keys: torch.Tensor,
