@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import subprocess
+import sys
 import threading
 import time
 
@@ -13,7 +15,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from server_helpers import running_server
+from server_helpers import free_port, running_server
 
 from forwardpass import constraints
 from forwardpass.constraints import Constraint, Grammars
@@ -211,3 +213,95 @@ def test_generated_constraints_are_served_or_refused_never_a_500(server, extra):
         assert r.json()["error"]["code"] == "invalid_constraint", r.text
     assert health.slowest < 1.0, health.times
     assert engine.healthy
+
+
+# ---- what the grammar library cannot take safely -----------------------------------------------------------------
+def gbnf_chain(n: int) -> str:
+    """llama.cpp's grammar of n rules, each referring to the next: `a` n times."""
+    return "root ::= r0\n" + "".join(f'r{i} ::= "a" r{i + 1}\n' for i in range(n - 1)) + f'r{n - 1} ::= "a"\n'
+
+
+def lark_chain(n: int) -> str:
+    return "start: r0\n" + "".join(f'r{i}: "a" r{i + 1}\n' for i in range(n - 1)) + f'r{n - 1}: "a"\n'
+
+
+def ref_chain(n: int) -> dict:
+    """A schema of n definitions, each an array of one or more of the next."""
+    defs = {f"d{i}": {"type": "array", "items": {"$ref": f"#/$defs/d{i + 1}"}, "minItems": 1} for i in range(n)}
+    return {"$defs": defs | {f"d{n}": {"type": "integer"}}, "$ref": "#/$defs/d0"}
+
+
+@pytest.fixture(scope="module")
+def serve_process():
+    """`forwardpass serve` in its own process: a grammar that crashed the library would end it, not the tests."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "forwardpass", "serve", "--port", str(port), "--kv-cache-gib",
+                             "0.25", "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url, deadline = f"http://127.0.0.1:{port}", time.time() + 120
+    while True:
+        try:
+            if httpx.get(url + "/health", timeout=5).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        assert proc.poll() is None and time.time() < deadline, proc.stderr.read() if proc.poll() is not None else ""
+        time.sleep(0.3)
+    yield url, proc
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("path,extra", [
+    ("/v1/chat/completions", {"grammar": gbnf_chain(6000)}),
+    ("/v1/completions", {"structured_outputs": {"grammar": lark_chain(6000)}}),
+    ("/v1/completions", schema_format(ref_chain(2500))),
+], ids=["gbnf", "lark", "json_schema"])
+def test_a_deep_chain_of_rules_is_served_and_the_server_lives(serve_process, path, extra):
+    """Thousands of rules each referring to the next: the library builds them recursively, which on a thread's usual
+    stack ends the process; compiled on a stack sized for what the limits admit, they are served."""
+    url, proc = serve_process
+    body = ({"messages": [{"role": "user", "content": "Go."}]} if "chat" in path else {"prompt": "Go:"})
+    r = httpx.post(url + path, json=body | {"max_tokens": 6, "temperature": 0} | extra, timeout=120)
+    assert r.status_code == 200, r.text
+    choice = r.json()["choices"][0]
+    text = choice["message"]["content"] if "chat" in path else choice["text"]
+    assert text in ("a" * len(text), "[" * len(text)) and choice["finish_reason"] == "length", choice
+    assert proc.poll() is None and httpx.get(url + "/health", timeout=10).status_code == 200
+
+
+@pytest.mark.parametrize("extra,field,message", [
+    ({"grammar": gbnf_chain(30000)}, "grammar", "past the limit of 20,000 symbols"),
+    ({"structured_outputs": {"grammar": lark_chain(30000)}}, "structured_outputs", "past the limit of 20,000 symbols"),
+    (schema_format(ref_chain(12000)), "response_format", "past the limit of 10,000 objects and arrays"),
+], ids=["gbnf", "lark", "json_schema"])
+def test_a_chain_past_the_limits_is_a_fast_400_and_the_server_lives(serve_process, extra, field, message):
+    url, proc = serve_process
+    start = time.perf_counter()
+    r = httpx.post(url + "/v1/completions", json={"prompt": "Go:", "max_tokens": 4} | extra, timeout=120)
+    assert message in refused(r, field) and time.perf_counter() - start < 5
+    assert proc.poll() is None and httpx.get(url + "/health", timeout=10).status_code == 200
+
+
+def test_a_small_constraint_does_not_wait_for_large_ones_nor_abandoned_compiles_run(smollm, monkeypatch):
+    """Four large schemas at once take the large constraints' workers past the time limit; a yes-or-no grammar sent
+    meanwhile compiles beside them. The two that waited for a worker never start once their requests are refused."""
+    built = []
+    init = constraints.Grammar.__init__
+    monkeypatch.setattr(constraints.Grammar, "__init__", lambda self, *a: (built.append(a[0]), init(self, *a))[1])
+    with running_server(smollm, EngineConfig(kv_cache_bytes=16 * 2**20), constraint_timeout=2.0) as (url, engine), \
+            concurrent.futures.ThreadPoolExecutor(4) as pool:
+        engine.grammars.compile(Constraint("regex", "a"))  # the vocabulary's view, built once, before the clock runs
+        large = [pool.submit(httpx.post, url + "/v1/completions", timeout=60,
+                             json={"prompt": "Answer:", "max_tokens": 4} | schema_format(optional_integers(5000 + i)))
+                 for i in range(4)]
+        time.sleep(0.5)
+        small = httpx.post(url + "/v1/completions", timeout=60, json={"prompt": "Yes or no?", "max_tokens": 4,
+                                                                       "grammar": 'root ::= "yes" | "no"'})
+        assert small.status_code == 200 and small.json()["choices"][0]["text"] in ("yes", "no"), small.text
+        for f in large:
+            assert "did not compile within 2 s" in refused(f.result(), "response_format")
+        deadline = time.time() + 60
+        while engine.grammars._running and time.time() < deadline:  # the two begun run to their end
+            time.sleep(0.2)
+    assert len([c for c in built if c.kind == "json_schema"]) == 2
+    assert len(built) == 4  # and the two small ones

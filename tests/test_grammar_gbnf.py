@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 
 import httpx
 import openai
@@ -64,6 +65,26 @@ def test_unicode_escapes_are_their_characters(smollm):
     assert r.text in (" café", " thé") and r.stop_reason == "stop"
 
 
+@pytest.mark.parametrize("grammar,text", [
+    ('root ::= start\nstart ::= "yes" | "no"', "yes"),  # the converter's own name for root
+    ('root ::= a-b a_b\na-b ::= "x"\na_b ::= "y"', "xy"),  # one name once `-` is `_`
+    ('root ::= Num num fooBar foo_bar\nNum ::= "1"\nnum ::= "2"\nfooBar ::= "3"\nfoo_bar ::= "4"', "1234"),
+    ('root ::= 1st\n1st ::= "ok"', "ok"),  # a name a Lark rule cannot have
+    ('root ::= ' + "(" * 60 + '"yes"' + ")" * 60, "yes"),  # groups of one, as deep as it likes
+])
+def test_rule_names_llama_cpp_accepts_are_kept_apart(smollm, grammar, text):
+    r = greedy(smollm, smollm.tokenizer.apply_chat_template(ASK), Constraint("gbnf", grammar))
+    assert (r.text, r.stop_reason) == (text, "stop")
+
+
+def test_a_long_chain_of_rules_converts_in_linear_time():
+    """The converter's search for rules made only of terminals swept every rule once per rule in a chain."""
+    chain = "root ::= r0\n" + "".join(f'r{i} ::= "a" r{i + 1}\n' for i in range(5999)) + 'r5999 ::= "a"\n'
+    start = time.perf_counter()
+    lark = Constraint("gbnf", chain).lark()
+    assert time.perf_counter() - start < 3 and "R5998: \"a\" R5999" in lark
+
+
 @pytest.mark.parametrize("grammar,message", [
     ('root ::= "a"\nbad line', "invalid GBNF grammar: Expected ::= at line 2"),
     ("root ::= num", "invalid GBNF grammar: Rule 'num' not found"),
@@ -73,6 +94,11 @@ def test_unicode_escapes_are_their_characters(smollm):
     ("root ::= [z-a]", "invalid character class range, the start must be <= the end (in the rule converted to Lark "
                        "as `start: /[z-a]/`)"),
     ("", "a GBNF grammar must be a non-empty string"),
+    # past the limits: refused before the converter and the library, at the line where it passes them
+    ('root ::= "a"\n' + "".join(f'r{i} ::= "a" "b"\n' for i in range(7000)),
+     "GBNF grammar is past the limit of 20,000 symbols (rules, references, literals, character classes and groups) "
+     "at line 6,668"),
+    ("root ::= " + "(" * 101 + '"a"' + ")" * 101, "GBNF grammar nests groups more than 100 deep at line 1"),
 ])
 def test_a_gbnf_grammar_that_does_not_compile_is_refused(smollm, grammar, message):
     with pytest.raises(ConstraintError) as caught:
@@ -126,6 +152,15 @@ def test_a_bad_grammar_is_a_400_naming_it(server, path, extra, param, message):
     assert (error["param"], error["code"]) == (param, "invalid_constraint") and message in error["message"], error
 
 
+def test_a_grammar_of_tens_of_thousands_of_alternatives_is_a_fast_400(server):
+    alternatives = "root ::= " + " | ".join(f'"a{i}"' for i in range(78000))
+    start = time.perf_counter()
+    r = httpx.post(server + "/v1/chat/completions", json={"messages": ASK, "grammar": alternatives}, timeout=60)
+    assert r.status_code == 400 and time.perf_counter() - start < 5, r.text
+    error = r.json()["error"]
+    assert error["param"] == "grammar" and "past the limit of 20,000 symbols" in error["message"], error
+
+
 def test_a_grammar_that_is_not_text_is_refused_by_name(server):
     r = httpx.post(server + "/v1/completions", json={"prompt": COUNT, "grammar": 5}, timeout=60)
     assert r.status_code == 400 and r.json()["error"]["param"] == "grammar", r.text
@@ -160,6 +195,9 @@ print("torch" in sys.modules, code)
     (None, "--grammar-file: cannot read {path}: No such file or directory"),
     ('root ::= "a"\nbad line\n', "--grammar-file {path}: invalid GBNF grammar: Expected ::= at line 2"),
     ("root ::= [z-a]\n", "--grammar-file {path}: invalid GBNF grammar: invalid regex"),
+    # 200,000 alternatives: refused in a moment by the count of symbols, not by the library's internal limit
+    ("root ::= " + " | ".join(f'"w{i}"' for i in range(200000)) + "\n",
+     "--grammar-file {path}: GBNF grammar is past the limit of 20,000 symbols"),
 ])
 def test_a_grammar_file_that_cannot_be_is_one_line_before_the_model(tmp_path, text, said):
     """Refused while the options are read: exit 2, one line naming the file (and the line where the converter says
@@ -168,6 +206,6 @@ def test_a_grammar_file_that_cannot_be_is_one_line_before_the_model(tmp_path, te
     if text is not None:
         path.write_text(text)
     r = subprocess.run([sys.executable, "-c", PROBE, "generate", "hi", "--grammar-file", str(path)],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=30)
     assert r.stdout.split() == ["False", "2"], r.stdout + r.stderr
     assert r.stderr.startswith("forwardpass: error: " + said.format(path=path)) and r.stderr.count("\n") == 1, r.stderr

@@ -10,10 +10,11 @@ unless max_tokens or a stop string cuts it first.
 
 Compiling a constraint (`Grammars.compile`) can take seconds for a large schema, and some of the library's limits
 (a grammar row of more than 2,000 items, a grammar that allows no text) only show once a mask is computed. So a
-constraint is compiled once, off the caller's thread where the caller wants (the server's event loop never waits
-on it), its first masks are computed along a short probe walk, and the result is kept in a cache bounded by count
-and size; every sequence that uses it starts from a copy. The library releases Python's lock while it builds and
-masks, so compiling beside the event loop leaves it free.
+constraint is measured first and refused past what the library takes safely (constraint_limits.py), compiled once,
+on a thread of its own with a deep stack (grammar_threads.py: the library recurses as deep as a grammar's chains of
+rules), its first masks computed along a short probe walk, and the result kept in a cache bounded by count and size;
+every sequence that uses it starts from a copy. The library releases Python's lock while it builds and masks, so
+compiling beside the event loop leaves it free.
 
 The mask is computed on the engine's thread, just before the token is drawn: about 13 µs a token on the default
 model's 49,152-token vocabulary (`bench/structured.py`), well under 1% of a decode step. A second thread would
@@ -23,17 +24,18 @@ from __future__ import annotations
 
 import ctypes
 import json
-import os
 import re
 import threading
 import weakref
 from collections import OrderedDict
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import grammar_threads
+from .constraint_limits import MAX_GRAMMAR_SIZE, check_gbnf, check_lark, check_schema
 from .errors import ConstraintError
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ PROBE_STEPS = 8  # masks computed, along the lowest allowed tokens, before a com
 MAX_GRAMMARS = 64  # compiled constraints kept for reuse
 MAX_CACHED_BYTES = 256 << 20  # and at most this much memory among them (a larger one serves its own request only)
 MAX_LEXER_STATES = 50_000  # the library's default, 250,000 at 1-2 kB each, lets one regular expression take 500 MB
+SMALL_SPEC = 16 << 10  # characters of a constraint compiled in the small lane, never behind a large one
 
 
 @dataclass(frozen=True)
@@ -71,12 +74,14 @@ class Constraint:
         if self.kind == "json_schema":
             if not isinstance(self.spec, dict):
                 raise ConstraintError("a JSON schema must be a JSON object")
+            check_schema(self.spec)
             return m.grammar_from_json_schema(self.spec, defaults=COMPACT)
         if self.kind == "regex":
             _need_text(self.spec, "a regular expression")
             return m.grammar_from_regex(self.spec)
         if self.kind == "grammar":
             _need_text(self.spec, "a grammar")
+            check_lark(self.spec, self.what)
             return m.grammar_from_lark(self.spec)
         if self.kind == "gbnf":
             return m.grammar_from_lark(self.lark())
@@ -88,11 +93,12 @@ class Constraint:
         raise ConstraintError(f"unknown constraint kind {self.kind!r}; choose from {', '.join(KINDS)}")
 
     def lark(self) -> str:
-        """A GBNF grammar as the library's Lark dialect, through the library's own converter (`root` becomes
+        """A GBNF grammar as the library's Lark dialect, through the library's own converter (gbnf.py: `root` becomes
         `start`, rules whose alternatives are all terminals become upper-case lexer rules)."""
-        from llguidance.gbnf_to_lark import gbnf_to_lark
+        from .gbnf import gbnf_to_lark
 
         _need_text(self.spec, "a GBNF grammar")
+        check_gbnf(self.spec, self.what)
         try:
             return gbnf_to_lark(UNICODE_ESCAPE.sub(_unescaped, self.spec))
         except Exception as e:  # the converter raises bare Exceptions ("Rule 'x' not found") and GbnfToLarkError
@@ -108,7 +114,8 @@ class Constraint:
         what shows without the vocabulary (its syntax, unknown rules); `Grammar` checks the rest."""
         import llguidance
 
-        problem = llguidance.LLMatcher.validate_grammar(self.grammar())
+        text, limits = self.grammar(), _limits(verbose_errors=True)
+        problem = grammar_threads.call(lambda: llguidance.LLMatcher.validate_grammar(text, limits=limits))
         if problem and not problem.startswith("WARNING"):
             raise ConstraintError(self.invalid(problem))
 
@@ -116,6 +123,8 @@ class Constraint:
         """The library's complaint that the grammar is not valid, as one line: its first line and the parser's reason
         (its `error:` line). For a GBNF grammar the place it names is in the converted text: that line is quoted
         instead of its number, which the client's grammar does not have."""
+        if problem.startswith("panic"):
+            return f"invalid {self.what}: {INTERNAL_LIMIT}"
         lines = [line.strip() for line in problem.splitlines() if line.strip()]
         detail = next((line for line in lines[1:] if line.startswith("error:")), "")  # the parser's reason
         first, place = lines[0], ""
@@ -153,6 +162,17 @@ def _literal(text: str) -> str:
     return "".join(c if c.isalnum() or ord(c) > 127 else f"\\x{{{ord(c):02x}}}" for c in text)
 
 
+def _limits(verbose_errors: bool = False):
+    """The library's limits: its lexer's states and its grammar's symbols bounded. Without `verbose_errors` its errors
+    never echo its internal state (the schema, the parser's rows); a validation's keep the place they name."""
+    import llguidance
+
+    return llguidance.LLParserLimits(verbose_errors=verbose_errors, max_lexer_states=MAX_LEXER_STATES,
+                                     max_grammar_size=MAX_GRAMMAR_SIZE)
+
+
+# a panic inside the library (an assertion) in words: its text says nothing to the client
+INTERNAL_LIMIT = "it is past an internal limit of the constraint library"
 # the library's one-word reasons for stopping, as a client would want to read them
 REASONS = {"NoExtensionBias": "it allows no text at all (a $ref that only refers to itself?)",
            "NoExtension": "it allows no text at all",
@@ -164,7 +184,7 @@ def _reason(error: str) -> str:
     """The library's error without the parser state it appends: its first line, in words where it is a code."""
     first = error.strip().splitlines()[0] if error.strip() else "unknown error"
     first = first.removeprefix("Parser Error: ")
-    return REASONS.get(first, first)
+    return INTERNAL_LIMIT if first.startswith("panic") else REASONS.get(first, first)
 
 
 _TOKENIZERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -236,13 +256,11 @@ class Grammar:
 
         what = constraint.what
         text = constraint.grammar()
-        problem = llguidance.LLMatcher.validate_grammar(text, vocab)
+        problem = llguidance.LLMatcher.validate_grammar(text, vocab, limits=_limits(verbose_errors=True))
         if problem and not problem.startswith("WARNING"):
             raise ConstraintError(constraint.invalid(problem))
-        # errors never echo the library's internal state (the schema, the parser's rows)
-        limits = llguidance.LLParserLimits(verbose_errors=False, max_lexer_states=MAX_LEXER_STATES)
         before = _heap_bytes()
-        self._start = llguidance.LLMatcher(vocab, text, log_level=0, limits=limits)
+        self._start = llguidance.LLMatcher(vocab, text, log_level=0, limits=_limits())
         if self._start.is_error():
             raise ConstraintError(f"invalid {what}: {_reason(self._start.get_error())}")
         self.vocab_size, self.eos_ids = vocab_size, eos_ids
@@ -274,48 +292,46 @@ class Grammar:
 class Grammars:
     """The compiled constraints of one model's vocabulary: each compiled once however many requests, choices and
     prompts use it (a second request for one being compiled waits for that compile), and the latest kept for reuse
-    within MAX_GRAMMARS and MAX_CACHED_BYTES. `compile` runs on the caller's thread; `submit` on one of two worker
-    threads that yield their core to the decode step (lowest priority), for a caller that must not wait."""
+    within MAX_GRAMMARS and MAX_CACHED_BYTES. Compiles run on grammar_threads' lanes: constraints of up to SMALL_SPEC
+    characters in one, larger ones in the other, so that large ones can only keep each other waiting."""
 
     def __init__(self, tokenizer: Tokenizer | None, vocab_size: int):
         self.tokenizer, self.vocab_size = tokenizer, vocab_size
         self._lock = threading.Lock()
         self._done: OrderedDict[tuple, Grammar | str] = OrderedDict()  # a compiled constraint, or why it cannot be
-        self._running: dict[tuple, Future] = {}
-        self._workers: ThreadPoolExecutor | None = None
+        self._running: dict[tuple, list[Future]] = {}  # each compile not yet done: the futures waiting for it
+        self._small = grammar_threads.Lane("forwardpass-grammar")
+        self._large = grammar_threads.Lane("forwardpass-grammar-large")
 
     def compile(self, constraint: Constraint) -> Grammar:
-        future, mine = self._claim(constraint)
-        if mine:
-            self._build(constraint, future)
-        return future.result()
+        return self.submit(constraint).result()
 
     def submit(self, constraint: Constraint) -> Future:
-        """A future of the compiled constraint (its exception: a ConstraintError)."""
-        future, mine = self._claim(constraint)
-        if mine:
-            with self._lock:
-                if self._workers is None:
-                    self._workers = ThreadPoolExecutor(2, "forwardpass-grammar", initializer=_yield_the_core)
-            self._workers.submit(self._build, constraint, future)
-        return future
-
-    def _claim(self, constraint: Constraint) -> tuple[Future, bool]:
-        """The future to wait on, and whether the caller is the one to compute it."""
-        key = constraint.key
+        """A future of the compiled constraint (its exception: a ConstraintError), the caller's own: a compile whose
+        every caller cancelled theirs before it began (a request past its time limit) is never begun."""
+        key, future = constraint.key, Future()
         with self._lock:
             if key in self._done:
                 self._done.move_to_end(key)
-                future: Future = Future()
                 _settle(future, self._done[key])
-                return future, False
-            if key in self._running:
-                return self._running[key], False
-            future = self._running[key] = Future()
-            return future, True
+                return future
+            waiting = self._running.setdefault(key, [])
+            waiting.append(future)
+            if len(waiting) > 1:
+                return future
+        lane = self._small if len(key[1]) <= SMALL_SPEC else self._large
+        try:
+            lane.submit(lambda: self._build(constraint))
+        except BaseException as e:  # no thread to compile on
+            self._deliver(key, e)
+        return future
 
-    def _build(self, constraint: Constraint, future: Future) -> None:
+    def _build(self, constraint: Constraint) -> None:
         key = constraint.key
+        with self._lock:
+            if all(f.cancelled() for f in self._running[key]):
+                del self._running[key]
+                return
         try:
             if self.tokenizer is None:
                 raise ConstraintError("structured output needs the model's tokenizer, and this checkpoint has none")
@@ -324,16 +340,21 @@ class Grammars:
         except ConstraintError as e:
             done = str(e)  # the message alone: the exception's frames would keep the failed matcher's memory
         except BaseException as e:  # not the client's: not kept, the next request tries again
-            with self._lock:
-                self._running.pop(key, None)
-            future.set_exception(e)
+            self._deliver(key, e)
             return
-        with self._lock:
-            self._running.pop(key, None)
-            self._done[key] = done
-            self._evict()
+        self._deliver(key, done, keep=True)
         _return_memory()
-        _settle(future, done)
+
+    def _deliver(self, key: tuple, outcome: Grammar | str | BaseException, keep: bool = False) -> None:
+        """The compile's outcome to every caller still waiting for it, and to the cache where `keep`."""
+        with self._lock:
+            waiting = self._running.pop(key, [])
+            if keep:
+                self._done[key] = outcome
+                self._evict()
+        for future in waiting:
+            if future.set_running_or_notify_cancel():  # from here on it cannot be cancelled under us
+                _settle(future, outcome)
 
     def _evict(self) -> None:
         size = lambda g: g.size if isinstance(g, Grammar) else len(g)  # noqa: E731
@@ -341,16 +362,11 @@ class Grammars:
             self._done.popitem(last=False)
 
 
-def _settle(future: Future, done: Grammar | str) -> None:
-    future.set_result(done) if isinstance(done, Grammar) else future.set_exception(ConstraintError(done))
-
-
-def _yield_the_core() -> None:
-    """A grammar worker runs at the lowest priority: the decode step's threads go first."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-    except (AttributeError, OSError):
-        pass
+def _settle(future: Future, done: Grammar | str | BaseException) -> None:
+    if isinstance(done, Grammar):
+        future.set_result(done)
+    else:
+        future.set_exception(done if isinstance(done, BaseException) else ConstraintError(done))
 
 
 class _MallInfo2(ctypes.Structure):

@@ -106,10 +106,10 @@ class Served:
             limit = min(limit, self.engine.config.request_timeout - (time.perf_counter() - arrival))
         compiling = asyncio.wrap_future(self.engine.grammars.submit(constraint))
         with constraint_errors(req):
-            try:  # shielded: the compile goes on for the others waiting on it, and is kept for the next request
-                return await asyncio.wait_for(asyncio.shield(compiling), max(limit, 0.0))
+            try:  # this request's own future: past the limit (or gone) it is cancelled, and a compile no request
+                # waits for any more is not begun (one begun goes on, and is kept for the next request)
+                return await asyncio.wait_for(compiling, max(limit, 0.0))
             except asyncio.TimeoutError:
-                compiling.add_done_callback(lambda f: f.cancelled() or f.exception())  # its outcome is not ours now
                 raise ConstraintError(f"the constraint did not compile within {limit:.3g} s, the server's limit: make "
                                       f"it smaller or simpler") from None
 
