@@ -203,16 +203,16 @@ def test_many_users_draws_the_engines_run_and_its_metrics(pages, smollm, where):
         assert n in numbers
     assert ("say the same" in text) if lang == "en" else ("给出同样的数字" in text)
     steps = page.locator("#mu-step").get_attribute("max")
-    assert int(steps) == len(want["steps"]) - 1
+    assert int(steps) == len(want["steps"])
     busiest = max(range(len(want["steps"])), key=lambda k: want["steps"][k]["shared"])
-    show_step(page, busiest)
+    show_step(page, busiest + 1)
     owners = want["steps"][busiest]["owners"]
     expect = ["free" if o == -1 else "shared" if isinstance(o, list) else str(o) for o in owners]
     assert grid(page) == expect and expect.count("shared") == SMALL["system_tokens"] // 16  # the shared prefix
     counts = page.locator('[data-widget="W-many-users"] .mu-counts dd').all_inner_texts()
     assert counts[2].startswith(str(want["steps"][busiest]["used"]))
     assert counts[3] == str(want["steps"][busiest]["shared"])
-    show_step(page, len(want["steps"]) - 1)
+    show_step(page, len(want["steps"]))
     counts = page.locator('[data-widget="W-many-users"] .mu-counts dd').all_inner_texts()
     assert counts[8].replace(",", "") == str(int(m["generation_tokens"])) and counts[7] == str(int(m["preemptions"]))
     assert set(grid(page)) == {"free"}  # every request done, every block back
@@ -220,8 +220,15 @@ def test_many_users_draws_the_engines_run_and_its_metrics(pages, smollm, where):
 
 def test_presets_show_sharing_and_preemption(pages):
     page = pages(1280, "en")
-    press(page, "W-many-users", "a pool too small")
+    with page.expect_response(lambda r: "/api/many-users" in r.url) as answer:
+        press(page, "W-many-users", "a pool too small")
+    d = answer.value.json()
     assert page.locator("#mu-pool").input_value() == "10"
+    first, again = d["prefix_cache"]["first_hits"], d["prefix_cache"]["resumed_hits"]
+    found = page.locator('[data-widget="W-many-users"] td[data-label="found in the prefix cache"]').all_text_contents()
+    assert first == sum(int(x.replace(",", "")) for x in found) and again > 0  # preempted requests looked again
+    said = told(page, "W-many-users")
+    assert f"handed out {first} prompt tokens" in said and f"found {again} more" in said
     text = readout(page, "W-many-users")
     preempted = int(re.search(r"(\d+) preemptions?", text).group(1))
     assert preempted > 0 and "The pool ran out of blocks" in told(page, "W-many-users")
@@ -231,11 +238,37 @@ def test_presets_show_sharing_and_preemption(pages):
     settled(page, "W-many-users")
     assert "nothing could be shared" in told(page, "W-many-users")
     owners = page.evaluate("""() => { const input = document.querySelector('#mu-step'), seen = new Set();
-      for (let k = 0; k <= +input.max; k++) { input.value = k; input.dispatchEvent(new Event('input'));
+      for (let k = +input.min; k <= +input.max; k++) { input.value = k; input.dispatchEvent(new Event('input'));
         document.querySelectorAll('[data-widget="W-many-users"] .pool g[data-block]')
           .forEach(g => seen.add(g.dataset.owner)); }
       return [...seen]; }""")
     assert "shared" not in owners and len(owners) > 1
+
+
+def step_shown(page) -> tuple[int, str, str]:
+    """the slider's value, the step the counts name ("9 of 23") and the blocks in use there"""
+    return page.evaluate("""() => { const dd = [...document.querySelectorAll(
+      '[data-widget="W-many-users"] .mu-counts dd')].map(d => d.textContent);
+      return [+document.querySelector('#mu-step').value, dd[0], dd[2]]; }""")
+
+
+@pytest.mark.parametrize("where", [(1280, "en"), (390, "zh")], ids=["1280px-en", "390px-zh"])
+def test_the_step_slider_names_the_step_it_shows_and_a_run_rests_on_its_peak(pages, where):
+    page = pages(*where)
+    set_many(page, SMALL)
+    with page.expect_response(lambda r: "/api/many-users" in r.url) as answer:
+        run_many(page)
+    d = answer.value.json()
+    page.wait_for_function("document.querySelector('[data-widget=\"W-many-users\"] .play')"
+                           ".getAttribute('aria-pressed') === 'false'", timeout=60_000)  # the run played, and stopped
+    n, peak = len(d["steps"]), d["peak_used"]
+    at, step, used = step_shown(page)
+    of = "{} of {}" if where[1] == "en" else "{} / {}"
+    assert step == of.format(at, n) and used == of.format(peak, d["pool_blocks"])  # the run's busiest step, not its end
+    assert d["steps"][at - 1]["used"] == peak
+    for k in (1, 9, n):
+        show_step(page, k)
+        assert step_shown(page)[1] == of.format(k, n)
 
 
 # ---- §07: the loop walked, each link numbered as its heading is --------------------------------------------------

@@ -77,6 +77,16 @@ def test_a_small_pool_preempts_and_every_request_still_finishes(smollm):
     assert [r["generated"] for r in d["requests"]] == [tight["new_tokens"]] * tight["requests"]
 
 
+def test_the_prefix_caches_count_tells_first_lookups_from_resumed_ones(smollm):
+    """A preempted request looks its tokens up again when it resumes: the engine's hits count those too, the page's
+    "handed out" counts each request's first lookup alone, and names the others apart."""
+    d = run(smollm, Settings(pool_blocks=10))  # the page's "a pool too small"
+    c = d["prefix_cache"]
+    assert d["counted"]["preemptions"] > 0
+    assert c["first_hits"] == sum(r["cached_tokens"] for r in d["requests"])
+    assert c["resumed_hits"] == c["hits"] - c["first_hits"] > 0
+
+
 def test_together_requests_find_no_prefix_yet(smollm):
     """Requests prefilled in the same step cannot share a prefix: its blocks are registered once they are computed."""
     d = run(smollm, Settings(**(SMALL | {"requests": 3, "arrival": "together"})))

@@ -191,9 +191,17 @@ def _summary(fp, s: Settings, ids, engine: Engine, seqs, order, arrived_at, fini
             "tokens_per_s": counted["generation_tokens"] / seconds,
             "peak_used": max(st["used"] for st in steps), "peak_shared": max(st["shared"] for st in steps),
             "counted": counted, "metrics": reported, "ttft_buckets": list(LATENCY_BUCKETS),
-            "prefix_cache": {"queries": m["vllm:prefix_cache_queries_total"],  # in tokens; a preempted request
-                             "hits": m["vllm:prefix_cache_hits_total"]},  # looks its prompt up again
+            "prefix_cache": _prefix_cache(m, per),
             "agrees": all(counted[k] == reported[k] for k in counted)}
+
+
+def _prefix_cache(m: dict, per: list[dict]) -> dict:
+    """The prefix cache's lookups, in tokens, as /metrics counts them (`queries`, `hits`), and the hits split: each
+    request's first lookup (`first_hits`: what one request found of another's) and the lookups of preempted requests
+    resuming (`resumed_hits`: the engine counts those again)."""
+    hits, first = m["vllm:prefix_cache_hits_total"], sum(p["cached_tokens"] for p in per)
+    return {"queries": m["vllm:prefix_cache_queries_total"], "hits": hits, "first_hits": first,
+            "resumed_hits": int(hits) - first}
 
 
 class Body(BaseModel):

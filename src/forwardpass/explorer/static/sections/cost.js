@@ -243,12 +243,12 @@ function mountManyUsers() {
     runsOn: "W-many-users.runs-on", follows: ["model"], auto: false, first: true, idle: "not-run",
     load: () => post("/api/many-users", settings(), { fresh }),  // the opening run: the one the explorer made
     draw(d) {
-      if (d !== shown) {  // a new run: its busiest step; after Run, its steps played from the first (unless the
-        shown = d;        // reader asked for less motion)
+      if (d !== shown) {  // a new run: its busiest step; after Run, its steps played from the first up to that one
+        shown = d;        // (unless the reader asked for less motion). The slider counts steps from 1, as the counts do
         stop();
-        const busiest = d.steps.findIndex((s) => s.used === d.peak_used);
-        setRange(stepInput, { min: 0, max: d.steps.length - 1, value: busiest });
-        if (animate && !matchMedia("(prefers-reduced-motion: reduce)").matches) play(true);
+        const busiest = d.steps.findIndex((s) => s.used === d.peak_used) + 1;
+        setRange(stepInput, { min: 1, max: d.steps.length, value: busiest });
+        if (animate && !matchMedia("(prefers-reduced-motion: reduce)").matches) play(true, busiest);
         animate = false;
       }
       renderStep(d);
@@ -258,19 +258,21 @@ function mountManyUsers() {
   many.el.dataset.source = "model";
   many.el.dataset.measured = "";
 
-  function renderStep(d) { drawStep(root, d, +stepInput.value); }
+  function renderStep(d) { drawStep(root, d, +stepInput.value - 1); }
 
-  function play(fromStart = false) {
+  /** the steps one after another from the one shown (from the first: `fromStart`, or when at the end) to `until` */
+  function play(fromStart = false, until = null) {
     stop();
     if (!shown) return;
-    if (fromStart || +stepInput.value >= shown.steps.length - 1) setRange(stepInput, { value: 0 });
+    const last = until ?? shown.steps.length;
+    if (fromStart || +stepInput.value >= shown.steps.length) setRange(stepInput, { value: 1 });
     playButton.setAttribute("aria-pressed", "true");
     playButton.textContent = "❚❚";
     playButton.setAttribute("aria-label", t("W-many-users.pause"));
     const delay = Math.max(60, Math.min(300, 4000 / shown.steps.length));
     timer = setInterval(() => {
       const next = +stepInput.value + 1;
-      if (next >= shown.steps.length) return stop();
+      if (next > last) return stop();
       setRange(stepInput, { value: next });
       renderStep(shown);
     }, delay);
@@ -328,11 +330,13 @@ function tellRun(many, d) {
   const s = d.settings, full = Math.floor(s.system_tokens / d.block_size), rest = s.system_tokens % d.block_size;
   const median = ttfts[Math.floor((ttfts.length - 1) / 2)];
   told(many,
-    s.shared && s.system_tokens > 0 && d.prefix_cache.hits > 0 ? [["W-many-users.told-shared", { system: s.system_tokens,
-      full, shared: d.peak_shared, hits: d.prefix_cache.hits }], rest ? ["W-many-users.told-partial", { rest }] : null]
+    s.shared && s.system_tokens > 0 && d.prefix_cache.first_hits > 0 ? [["W-many-users.told-shared", {
+      system: s.system_tokens, full, shared: d.peak_shared, hits: d.prefix_cache.first_hits }],
+    rest ? ["W-many-users.told-partial", { rest }] : null]
       : s.shared && s.system_tokens >= d.block_size && s.arrival === "together" ? ["W-many-users.told-together", {}]
         : !s.shared && s.system_tokens > 0 ? ["W-many-users.told-unshared", { total: fmt.int(c.prompt_tokens) }] : null,
-    c.preemptions ? ["W-many-users.told-preempted", { n: c.preemptions }]
+    c.preemptions ? [["W-many-users.told-preempted", { n: c.preemptions }], d.prefix_cache.resumed_hits > 0
+      && ["W-many-users.told-resumed", { again: fmt.int(d.prefix_cache.resumed_hits), metrics: code("/metrics") }]]
       : ["W-many-users.told-room", { peak: d.peak_used, blocks: d.pool_blocks }],
     ["W-many-users.told-ttft", { min: seconds(ttfts[0]), max: seconds(ttfts[ttfts.length - 1]), median: seconds(median) }],
     [d.agrees ? ["W-many-users.metrics-agree", { metrics: code("/metrics"), prompt: fmt.int(m.prompt_tokens),

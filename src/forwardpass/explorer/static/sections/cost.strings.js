@@ -244,8 +244,8 @@ export default {
     "运行后引擎的 {metrics} 和各请求自己的计数在这些地方不一致：{which}。",
   ],
   "W-many-users.told-shared": [
-    ({ hits, full, shared }) => `Every request started with the same {system} tokens of system prompt, and ${plural(full, "{full} full block of them was", "{full} full blocks of them were")} computed once and then shared: at the busiest step ${plural(shared, "{shared} block was", "{shared} blocks were")} held by several requests at once, and the prefix cache handed out ${hits === 0 ? "no token" : "{hits} prompt tokens"} instead of recomputing ${hits === 1 ? "it" : "them"}.`,
-    ({ hits }) => `每个请求都以同样的 {system} 个词元的系统提示词开头，其中 {full} 个完整的块只算了一次，之后被大家共用：最忙的那一步，有 {shared} 块同时被几个请求占着；前缀缓存直接交出了 ${hits === 0 ? "0 个" : "{hits} 个"}提示词词元，没有重算。`,
+    ({ hits, full, shared }) => `Every request started with the same {system} tokens of system prompt, and ${plural(full, "{full} full block of them was", "{full} full blocks of them were")} computed once and then shared: at the busiest step ${plural(shared, "{shared} block was", "{shared} blocks were")} held by several requests at once, and the prefix cache handed out ${hits === 0 ? "no token" : "{hits} prompt tokens"} to requests looking ${hits === 1 ? "it" : "them"} up for the first time, instead of recomputing ${hits === 1 ? "it" : "them"}.`,
+    ({ hits }) => `每个请求都以同样的 {system} 个词元的系统提示词开头，其中 {full} 个完整的块只算了一次，之后被大家共用：最忙的那一步，有 {shared} 块同时被几个请求占着；前缀缓存直接把 ${hits === 0 ? "0 个" : "{hits} 个"}提示词词元交给第一次来查找的请求，没有重算。`,
   ],
   "W-many-users.told-partial": [
     ({ rest }) => `Only full blocks are shared: ${plural(rest, "the last token of the system prompt sits", "the last {rest} tokens of the system prompt sit")} in a block with the user's own question, so each request computes and keeps ${plural(rest, "it", "them")} itself.`,
@@ -262,6 +262,10 @@ export default {
   "W-many-users.told-preempted": [
     ({ n }) => `The pool ran out of blocks: ${n === 1 ? "once, the engine preempted" : "{n} times, the engine preempted"} the newest running request, freeing all its blocks, and recomputed its tokens when room came back. The oldest request is never preempted, so every request finishes.`,
     "池里的块用完了：引擎 {n} 次抢占了最新的那个运行中的请求，释放它的全部块，等有空位时再重算它的词元。最早的请求永远不会被抢占，所以每个请求都能完成。",
+  ],
+  "W-many-users.told-resumed": [
+    "Preempted requests, looking their tokens up again when they resumed, found {again} more; the engine's hit count in {metrics} includes those, the count above does not.",
+    "被抢占的请求恢复时重新查找自己的词元，又找到了 {again} 个；引擎 {metrics} 里的命中数把这些也算在内，上面的数字不算。",
   ],
   "W-many-users.told-room": [
     "The pool never ran out ({peak} of {blocks} blocks at the busiest step), so no request was preempted; press “a pool too small” to see what happens when it does.",
