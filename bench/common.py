@@ -28,8 +28,8 @@ def counts(text: str) -> list[int]:
 
 def checked_device(name: str) -> str:
     """The device as torch names it, or exit with the reason it cannot be used (before any model loads)."""
+    from forwardpass.devices import resolve_device
     from forwardpass.errors import ForwardpassError
-    from forwardpass.pipeline import resolve_device
 
     try:
         return str(resolve_device(name))

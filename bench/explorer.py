@@ -101,7 +101,7 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     from forwardpass.explorer.names import display_name
-    from forwardpass.pipeline import load
+    from forwardpass.loader import load
 
     device = checked_device(args.device)
     if args.threads:

@@ -15,10 +15,10 @@ Run = Callable[..., subprocess.CompletedProcess]
 @contextlib.contextmanager
 def in_process() -> Iterator[Run]:
     """A `run(*args, stdin=None)` that returns what `subprocess.run` would: exit status, stdout and stderr."""
-    from forwardpass import pipeline
+    from forwardpass import loader
     from forwardpass.cli import main
 
-    real, loaded = pipeline.load, {}
+    real, loaded = loader.load, {}
 
     def load(*args, progress: bool = True, **kwargs):  # the same model for the same arguments, without reloading
         key = repr((args, sorted(kwargs.items())))
@@ -38,8 +38,8 @@ def in_process() -> Iterator[Run]:
                 sys.stdin = saved
         return subprocess.CompletedProcess(["forwardpass", *args], code, out.getvalue(), err.getvalue())
 
-    pipeline.load = load
+    loader.load = load
     try:
         yield run
     finally:
-        pipeline.load = real
+        loader.load = real

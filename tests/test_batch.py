@@ -178,11 +178,11 @@ def cli():
 @pytest.fixture
 def no_model(monkeypatch):
     """A command that would load the model fails the test: it was to refuse before."""
-    from forwardpass import pipeline
+    from forwardpass import loader
 
     def load(*args, **kwargs):
         raise AssertionError("the model was loaded")
-    monkeypatch.setattr(pipeline, "load", load)
+    monkeypatch.setattr(loader, "load", load)
 
 
 ANSWER = json.dumps({"id": "batch_req_1", "custom_id": "r0", "response": {"status_code": 200, "body": {"x": "é"}},

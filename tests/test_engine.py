@@ -16,8 +16,8 @@ from forwardpass import Transformer, preset
 from forwardpass.engine import BlockPool, Engine, EngineConfig
 from forwardpass.engine.paged import PagedBatch
 from forwardpass.errors import ContextLengthError, InvariantError
+from forwardpass.loaded import LoadedModel
 from forwardpass.loop import generate
-from forwardpass.pipeline import LoadedModel
 from forwardpass.sampling import SamplingParams
 
 SYSTEM = ("You are a careful assistant. Answer in one short sentence, in plain English, without lists, "

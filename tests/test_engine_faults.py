@@ -14,8 +14,8 @@ import forwardpass.engine.outputs as engine_module
 from forwardpass import Transformer, preset
 from forwardpass.engine import Engine, EngineConfig
 from forwardpass.errors import EngineUnavailableError
+from forwardpass.loaded import LoadedModel
 from forwardpass.loop import generate
-from forwardpass.pipeline import LoadedModel
 from forwardpass.sampling import SamplingParams
 
 GREEDY = SamplingParams(temperature=0, max_tokens=6)

@@ -8,8 +8,8 @@ import torch
 from forwardpass import Transformer, preset
 from forwardpass.detokenize import TextStream
 from forwardpass.errors import ContextLengthError, ForwardpassError
+from forwardpass.loaded import LoadedModel
 from forwardpass.loop import Generation, generate
-from forwardpass.pipeline import LoadedModel
 from forwardpass.sampling import SamplingParams
 
 GREEDY = SamplingParams(temperature=0, max_tokens=24)

@@ -28,8 +28,8 @@ from forwardpass.engine.runner import Runner, native_step
 from forwardpass.errors import ForwardpassError
 from forwardpass.kernels.abi import KV_Q8_0, Batch, Model
 from forwardpass.kv_q8_0 import Q8_0, dequantize, quantize
+from forwardpass.loaded import LoadedModel
 from forwardpass.loop import generate
-from forwardpass.pipeline import LoadedModel
 from forwardpass.sampling import SamplingParams
 
 TEXT = (Path(__file__).parents[1] / "bench" / "text.txt").read_text()

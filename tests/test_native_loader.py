@@ -10,9 +10,9 @@ from gguf import GGMLQuantizationType as Q
 
 import forwardpass
 from forwardpass.engine.native import NativeStep
-from forwardpass.engine.native_model import from_torch
 from forwardpass.engine.paged import BlockPool
 from forwardpass.errors import ForwardpassError
+from forwardpass.weights.native_model import from_torch
 from forwardpass.weights.synthetic import Q4_K_M, write_synthetic_gguf
 
 SHAPE = {"d_model": 256, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "ffn_hidden": 512, "context": 128}
@@ -110,15 +110,15 @@ def test_a_file_whose_tensors_disagree_with_its_metadata_is_refused_by_name(tmp_
     """Every tensor the step reads is checked against the config's shape before a step can read past it, as the
     PyTorch loader checks its state_dict; a context past the trained one is refused as by the PyTorch loader."""
     from forwardpass.errors import ModelFileError
-    from forwardpass.weights import native as native_module
+    from forwardpass.weights import opened
 
     path = write_synthetic_gguf(tmp_path / "m.gguf", forwardpass.default_model_path(), Q.Q8_0, **SHAPE)
-    read = native_module.gguf_config
-    monkeypatch.setattr(native_module, "gguf_config", lambda r, p: read(r, p).with_(ffn_hidden=1024))
+    read = opened.gguf_config
+    monkeypatch.setattr(opened, "gguf_config", lambda r, p, f=None: read(r, p, f).with_(ffn_hidden=1024))
     with pytest.raises(ModelFileError, match=r"tensor blocks.0.ffn.gate_up.weight has shape \(1024, 256\), "
                                              r"expected \(2048, 256\)"):
         forwardpass.load(path, backend="native")
-    monkeypatch.setattr(native_module, "gguf_config", read)
+    monkeypatch.setattr(opened, "gguf_config", read)
     with pytest.raises(ForwardpassError, match="ctx_size 1000 exceeds the model's trained context length 128"):
         forwardpass.load(path, backend="native", ctx_size=1000)
 
@@ -145,11 +145,11 @@ def test_the_pools_pytorch_views_are_plain_tensors_wherever_first_asked_for():
 def test_the_best_device_without_pytorch_is_the_cpu(monkeypatch):
     """device None on a machine showing a GPU: the PyTorch path where PyTorch is installed, the native CPU path where
     it is not (rather than a refusal to run at all)."""
-    from forwardpass import pipeline
+    from forwardpass import loader
 
-    monkeypatch.setattr(pipeline, "has_gpu", lambda: True)
+    monkeypatch.setattr(loader, "has_gpu", lambda: True)
     path = forwardpass.default_model_path()
-    assert "a GPU is present" in pipeline.native_refusal(path, None, None, False, None)
-    real = pipeline.importlib.util.find_spec
-    monkeypatch.setattr(pipeline.importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name))
-    assert pipeline.native_refusal(path, None, None, False, None) is None
+    assert "a GPU is present" in loader.native_refusal(path, None, None, False, None)
+    real = loader.importlib.util.find_spec
+    monkeypatch.setattr(loader.importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name))
+    assert loader.native_refusal(path, None, None, False, None) is None

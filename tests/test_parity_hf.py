@@ -7,8 +7,8 @@ import torch
 import transformers
 
 import forwardpass
+from forwardpass.loaded import LoadedModel
 from forwardpass.loop import generate
-from forwardpass.pipeline import LoadedModel
 from forwardpass.sampling import SamplingParams
 
 VOCAB = 101

@@ -41,7 +41,7 @@ def test_the_package_names_load_on_first_use():
     code = ("import sys, forwardpass; assert 'torch' not in sys.modules; import forwardpass.loop as loop; "
             "from forwardpass.loop import Generation; "
             "assert forwardpass.generate is loop.generate and forwardpass.generate.__name__ == 'generate'; "
-            "assert forwardpass.Generation is Generation and forwardpass.load.__module__ == 'forwardpass.pipeline'; "
+            "assert forwardpass.Generation is Generation and forwardpass.load.__module__ == 'forwardpass.loader'; "
             "print([n for n in forwardpass.__all__ if n not in dir(forwardpass) or getattr(forwardpass, n) is None])")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == "[]", r.stderr

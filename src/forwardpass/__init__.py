@@ -15,8 +15,8 @@ from .errors import ContextLengthError, ForwardpassError, InvariantError, ModelF
 from .lazy import lazy_names
 from .packaged import default_model_path
 
-LAZY = {"Generation": "loop", "GenerationResult": "loop", "generate": "loop", "KVCache": "kv_cache",
-        "Transformer": "model", "LoadedModel": "pipeline", "load": "pipeline", "SamplingParams": "sampling_params",
+LAZY = {"Generation": "loop", "GenerationResult": "loop", "generate": "loop", "LLM": "loop", "KVCache": "kv_cache",
+        "Transformer": "model", "LoadedModel": "loaded", "load": "loader", "SamplingParams": "sampling_params",
         "Tokenizer": "tokenizer"}
 
 __getattr__ = lazy_names(__name__, LAZY, globals())
@@ -27,7 +27,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "PRESETS", "ContextLengthError", "ForwardpassError", "Generation", "GenerationResult", "InvariantError", "KVCache",
-    "LoadedModel", "ModelConfig", "ModelFileError", "SamplingParams", "TokenIdError", "Tokenizer", "Transformer",
-    "cost", "default_model_path", "generate", "load", "preset",
+    "LLM", "PRESETS", "ContextLengthError", "ForwardpassError", "Generation", "GenerationResult", "InvariantError",
+    "KVCache", "LoadedModel", "ModelConfig", "ModelFileError", "SamplingParams", "TokenIdError", "Tokenizer",
+    "Transformer", "cost", "default_model_path", "generate", "load", "preset",
 ]

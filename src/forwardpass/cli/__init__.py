@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as e:
         if (e.name or "").partition(".")[0] != "torch":
             raise
-        from ..pipeline import INSTALL_TORCH
+        from ..devices import INSTALL_TORCH
 
         message = f"{args.command} with these options needs PyTorch, which cannot be imported ({e}): {INSTALL_TORCH}"
         if getattr(args, "json", False):

@@ -170,8 +170,8 @@ def reply(g, json_out: bool, ctrl_c: CtrlC | None) -> tuple[str, str]:
 def run(args) -> int:
     params = sampling_params(args)
     check_model(args)
+    from ..loader import load
     from ..packaged import model_id
-    from ..pipeline import load
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
               kv_cache_dtype=args.kv_cache_dtype, ctx_size=args.ctx_size, backend="auto")
     if fp.tokenizer is None or not fp.tokenizer.chat_template:

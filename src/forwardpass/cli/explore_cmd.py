@@ -19,8 +19,8 @@ def add_parser(sub):
 def others(args, models: list) -> dict:
     """The models a page may switch to, each loaded on first use: the embedded default, every installed one and every
     other --model (catalog.ModelSpec), each under its id."""
+    from ..loader import load
     from ..packaged import NAMED, default_model_path, resolve_model
-    from ..pipeline import load
     from ..weights import read_config
 
     def loader(name):
@@ -42,7 +42,7 @@ def run(args) -> int:
     import uvicorn
 
     from ..explorer.app import build_explorer
-    from ..pipeline import load  # PyTorch: imported once the options are known to be good
+    from ..loader import load  # PyTorch: imported once the options are known to be good
 
     fp = load(models[0].typed, device=args.device, progress=not args.json, storage=args.storage,
               kv_cache_dtype=args.kv_cache_dtype, ctx_size=args.ctx_size)

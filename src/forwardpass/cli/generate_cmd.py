@@ -46,8 +46,8 @@ def print_logprobs(logprobs: list, tokenizer) -> None:
 def run(args) -> int:
     params = sampling_params(args)
     check_model(args)
+    from ..loader import load
     from ..loop import Generation
-    from ..pipeline import load
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
               kv_cache_dtype=args.kv_cache_dtype, ctx_size=args.ctx_size,
               backend="torch" if args.naive else "auto")  # the naive loop calls the PyTorch model

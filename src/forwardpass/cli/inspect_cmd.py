@@ -10,7 +10,7 @@ from ..sampling_params import check_temperature
 from .options import check_model, positive_int
 
 if TYPE_CHECKING:
-    from ..pipeline import LoadedModel
+    from ..loaded import LoadedModel
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -55,7 +55,7 @@ def inspect(fp: LoadedModel, prompt: str, top: int, temperature: float, typed: s
 def run(args) -> int:
     check_temperature(args.temperature)  # before PyTorch and the model load
     check_model(args)
-    from ..pipeline import load
+    from ..loader import load
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
               kv_cache_dtype=args.kv_cache_dtype, ctx_size=args.ctx_size)
     report = inspect(fp, args.prompt, args.top, args.temperature, args.model)

@@ -12,7 +12,7 @@ from ..sampling import SamplingParams, make_generator
 from .sequence import RequestOutput, Sequence
 
 if TYPE_CHECKING:  # named in annotations only: admission itself needs no PyTorch
-    from ..pipeline import LoadedModel
+    from ..loaded import LoadedModel
     from .paged import BlockPool
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ..config import SPECULATIVE_MODES
 from ..constraints import Grammar, Grammars
 from ..errors import EngineUnavailableError
-from ..pipeline import LoadedModel
+from ..loaded import LoadedModel
 from ..sampling import SamplingParams
 from .admission import check_request, new_sequence, token_room
 from .metrics import EngineMetrics

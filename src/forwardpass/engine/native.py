@@ -22,7 +22,7 @@ from .. import kernels
 from ..errors import InvariantError, TokenIdError
 from ..kernels.abi import KV_F16, KV_F32, KV_Q8_0, Batch, Model
 from ..kernels.team import TeamSize, most_threads
-from .native_model import NativeModel
+from ..weights.native_model import NativeModel
 from .paged import BlockPool
 
 _i = ctypes.c_int

@@ -11,8 +11,8 @@ from __future__ import annotations
 import weakref
 
 from ..errors import ForwardpassError
+from ..weights.native_model import NativeModel, from_torch
 from .native import NativeStep
-from .native_model import NativeModel, from_torch
 from .paged import BlockPool
 
 # each model's native step, bound once (building it walks every layer) and shared by every engine on the model

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..pipeline import LoadedModel
+from ..loaded import LoadedModel
 from .compute import _ids
 
 

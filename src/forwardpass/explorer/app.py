@@ -15,7 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 
 from ..errors import ForwardpassError
-from ..pipeline import LoadedModel
+from ..loaded import LoadedModel
 from . import anatomy, answers, attention_map, compute, loop_runs, names
 
 STATIC = Path(__file__).parent / "static"

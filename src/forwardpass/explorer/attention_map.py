@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ..pipeline import LoadedModel
+from ..loaded import LoadedModel
 from .compute import _attention_inputs, _ids, _range
 
 

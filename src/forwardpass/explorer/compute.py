@@ -13,8 +13,8 @@ from ..bugs import NaiveRingCache, StuckPositionCache
 from ..collapse import detect_loop
 from ..config import preset
 from ..errors import ContextLengthError, ForwardpassError
+from ..loaded import LoadedModel
 from ..loop import generate
-from ..pipeline import LoadedModel
 from ..sampling import (
     SEED_CANDIDATES,
     SamplingParams,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..engine import BlockPool, Engine, EngineConfig
 from ..engine.sequence import RequestOutput, Sequence
 from ..engine.speculation import MOST_K, NGRAMS
-from ..pipeline import LoadedModel
+from ..loaded import LoadedModel
 from ..sampling import SamplingParams
 from .compute import _first_difference, _ids, _range, refuse
 from .many_users import metrics_of

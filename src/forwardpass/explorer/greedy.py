@@ -13,8 +13,8 @@ import torch
 
 from ..collapse import Loop, detect_loop
 from ..engine import BlockPool, Engine, EngineConfig
+from ..loaded import LoadedModel
 from ..loop import generate
-from ..pipeline import LoadedModel
 from ..sampling import SamplingParams, make_generator, next_token
 
 WINDOW = 64  # generated tokens the verdict is measured over (the page's window)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from ..pipeline import LoadedModel
+from ..loaded import LoadedModel
 from .compute import _ids
 from .trace import trace
 

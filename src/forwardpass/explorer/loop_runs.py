@@ -10,7 +10,7 @@ import torch
 from .. import cost
 from ..config import preset
 from ..engine import BlockPool, EngineConfig
-from ..pipeline import LoadedModel
+from ..loaded import LoadedModel
 from .compute import _ids, _range, refuse
 
 GPT3 = preset("gpt3-175b")

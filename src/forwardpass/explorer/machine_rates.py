@@ -11,9 +11,9 @@ import time
 import torch
 
 from ..engine import BlockPool
+from ..loaded import LoadedModel
 from ..machine import matmul_rate, memory_bandwidth
 from ..model import RotaryEmbedding
-from ..pipeline import LoadedModel
 
 # Published peak rates (dense 16-bit tensor-core FLOP/s, memory bandwidth in bytes/s) from the makers' datasheets:
 # quoted, not measured here.

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from ..engine import BlockPool, Engine, EngineConfig
 from ..engine.metrics import LATENCY_BUCKETS
 from ..engine.sequence import Sequence
-from ..pipeline import LoadedModel
+from ..loaded import LoadedModel
 from ..sampling import SamplingParams
 from .compute import model_lock, refuse
 

@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..loaded import LoadedModel
 from ..model import SwiGLU, apply_rope, attention_mask
-from ..pipeline import LoadedModel
 from .compute import _check_choice, _ids
 from .strips import matrix, number, numbers, vector
 from .trace import trace

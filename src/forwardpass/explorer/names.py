@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..loaded import LoadedModel
 from ..packaged import DEFAULT_FILE, GEMMA3_FILE
-from ..pipeline import LoadedModel
 
 # the file each name `forwardpass explore` offers stands for, known before it is loaded
 FILES = {"smollm2-135m": Path(DEFAULT_FILE).name, "gemma3-270m": GEMMA3_FILE}

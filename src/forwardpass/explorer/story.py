@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ..pipeline import LoadedModel
+from ..loaded import LoadedModel
 from ..sampling import SEED_CANDIDATES
 from .compute import _ids, _top
 from .trace import trace

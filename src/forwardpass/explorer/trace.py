@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..pipeline import LoadedModel
+from ..loaded import LoadedModel
 
 
 @dataclass

@@ -28,7 +28,7 @@ def set_threads(n: int | None) -> None:
         raise ValueError(f"threads must be at least 1, got {n}")
     _most = n
     torch = sys.modules.get("torch")
-    if torch is not None:  # PyTorch's own operations too, where it is in use (pipeline.torch_module: later)
+    if torch is not None:  # PyTorch's own operations too, where it is in use (devices.torch_module: later)
         torch.set_num_threads(most_threads())
 
 

@@ -43,7 +43,7 @@ class HostedEngine:
 
     def _main(self, loaded: threading.Event) -> None:
         from ..engine import Engine, EngineConfig
-        from ..pipeline import load
+        from ..loader import load
         from ..server import ServerConfig, build_app
         from ..server_defaults import server_sampling
 

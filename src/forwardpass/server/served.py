@@ -163,7 +163,7 @@ def opener(config: ServerConfig, load_options: dict, engine_config, flags: dict)
     """How the registry opens a model (in its engine thread): loaded with `load_options`, its engine made and woken by
     the registry's event, the sampling its requests get (`flags` over the file's recommendation), its bytes counted."""
     def open_model(spec, wake, progress: bool = False) -> Served:
-        from ..pipeline import load
+        from ..loader import load
         from ..server_defaults import server_sampling
         fp = load(spec.typed, **load_options, progress=progress)
         engine = Engine(fp, engine_config, wake)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # reading a file's config needs neither
 
     from ..quant import Blocks
     from ..tokenizer import Tokenizer
+    from .opened import OpenedModel
 
 
 @dataclass
@@ -71,19 +72,20 @@ def model_file(path: str | Path) -> Path:
 
 def read_config(path: str | Path) -> ModelConfig:
     """Only the ModelConfig of a model file: reads metadata, never the tensors."""
-    path = model_file(path)
-    if path.is_file() and path.suffix != ".safetensors":
-        from .gguf_config import gguf_config, open_gguf
-        return gguf_config(open_gguf(path), path)
-    from .hf_config import safetensors_config
-    return safetensors_config(path)[0]
+    from .opened import open_model
+    return open_model(path).config
 
 
 def read_checkpoint(path: str | Path, progress: bool = False) -> Checkpoint:
     """Read a `.gguf` file, or a safetensors checkpoint (a directory with config.json, or a file inside one)."""
-    path = model_file(path)
-    if path.is_file() and path.suffix != ".safetensors":
+    from .opened import open_model
+    return checkpoint_of(open_model(path), progress)
+
+
+def checkpoint_of(opened: OpenedModel, progress: bool = False) -> Checkpoint:
+    """An opened model file's tensors for the PyTorch model."""
+    if opened.gguf is not None:
         from .gguf import read_gguf
-        return read_gguf(path, progress)
+        return read_gguf(opened, progress)
     from .safetensors import read_safetensors
-    return read_safetensors(path, progress)
+    return read_safetensors(opened, progress)

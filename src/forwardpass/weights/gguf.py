@@ -16,7 +16,8 @@ from ..models import Stored
 from ..quant import GROUP, BlockRows, Blocks, Tiles, as_float, group_span
 from . import Checkpoint, Deferred
 from .formats import FLOATS, FORMATS, native, repack, supported, to_blocks, to_float
-from .gguf_config import BAND_WEIGHTS, gguf_config, gguf_family, open_gguf, rotary_order, tokenizer_and_metadata
+from .gguf_config import BAND_WEIGHTS, rotary_order
+from .opened import OpenedModel
 
 T = TypeVar("T")
 
@@ -146,12 +147,11 @@ def deferred(file: _Tensors, s: Stored) -> Deferred:
     return file.joined(list(s.names), list(s.rotary_heads) or [None] * len(s.names))
 
 
-def read_gguf(path: Path, progress: bool = False) -> Checkpoint:
-    """The file's config, tokenizer and tensors; each tensor is read (and repacked) only when the model is built,
-    one at a time, so loading never holds the weights twice."""
-    reader = open_gguf(path)
-    family, config = gguf_family(reader, path), gguf_config(reader, path)
-    file = _Tensors(reader, path)
-    tensors = {ours: deferred(file, s) for ours, s in family.gguf_tensors(config, set(file.by_name)).items()}
-    tokenizer, metadata = tokenizer_and_metadata(reader, family)
-    return Checkpoint(config, tensors, tokenizer, str(path), metadata)
+def read_gguf(opened: OpenedModel, progress: bool = False) -> Checkpoint:
+    """The opened file's config, tokenizer and tensors; each tensor is read (and repacked) only when the model is
+    built, one at a time, so loading never holds the weights twice."""
+    file = _Tensors(opened.gguf, opened.path)
+    stored = opened.family.gguf_tensors(opened.config, set(file.by_name))
+    tensors = {ours: deferred(file, s) for ours, s in stored.items()}
+    tokenizer, metadata = opened.tokenizer_and_metadata()
+    return Checkpoint(opened.config, tensors, tokenizer, str(opened.path), metadata)

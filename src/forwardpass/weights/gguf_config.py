@@ -12,10 +12,14 @@ import numpy as np
 from ..config import ModelConfig
 from ..errors import ModelFileError
 from ..models import Family, GGUFMetadata, by_gguf_arch
-from .gguf_file import GGUFFile, Truncated
+from .gguf_file import GGUFFile, NotGGUF, Truncated
 
 if TYPE_CHECKING:
     from ..tokenizer import Tokenizer
+
+
+def not_gguf(path: Path, magic: bytes) -> ModelFileError:
+    return ModelFileError(f"{path}: not a GGUF file (starts with {magic!r}, expected b'GGUF')")
 
 
 def check_magic(path: Path) -> None:
@@ -23,14 +27,15 @@ def check_magic(path: Path) -> None:
     with open(path, "rb") as f:
         magic = f.read(4)
     if magic != b"GGUF":
-        raise ModelFileError(f"{path}: not a GGUF file (starts with {magic!r}, expected b'GGUF')")
+        raise not_gguf(path, magic)
 
 
 def open_gguf(path: Path) -> GGUFFile:
-    """The file, memory-mapped, or a one-line error if it is not a complete GGUF file."""
-    check_magic(path)
+    """The file, memory-mapped and its header read, or a one-line error if it is not a complete GGUF file."""
     try:
         return GGUFFile(path)
+    except NotGGUF as e:
+        raise not_gguf(path, e.magic) from None
     except Truncated as e:
         raise ModelFileError(f"{path}: truncated GGUF file ({e})") from None
     except (ValueError, struct.error, UnicodeError) as e:
@@ -42,9 +47,10 @@ def gguf_family(reader: GGUFFile, path: Path) -> Family:
     return by_gguf_arch(reader.fields.get("general.architecture"), str(path))
 
 
-def gguf_config(reader: GGUFFile, path: Path) -> ModelConfig:
-    """The file's ModelConfig, read by its family from the metadata under its architecture's keys."""
-    family = gguf_family(reader, path)
+def gguf_config(reader: GGUFFile, path: Path, family: Family | None = None) -> ModelConfig:
+    """The file's ModelConfig, read by its family (given, or the one it declares) from the metadata under its
+    architecture's keys."""
+    family = family or gguf_family(reader, path)
     return family.gguf_config(GGUFMetadata(reader.fields, family.gguf_arch, path, {t.name for t in reader.tensors}))
 
 

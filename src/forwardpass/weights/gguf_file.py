@@ -30,6 +30,14 @@ class Truncated(ValueError):
     pass
 
 
+class NotGGUF(ValueError):
+    """The file does not start as a GGUF file does: `magic` holds its first bytes (up to 4)."""
+
+    def __init__(self, magic: bytes):
+        super().__init__(f"not a GGUF file (starts with {magic!r})")
+        self.magic = magic
+
+
 @dataclass
 class Tensor:
     name: str
@@ -45,11 +53,12 @@ class Tensor:
 
 class GGUFFile:
     def __init__(self, path: Path):
-        with open(path, "rb") as f:
+        with open(path, "rb") as f:  # the magic is read before the map: an empty file cannot be mapped
+            magic = f.read(4)
+            if magic != b"GGUF":
+                raise NotGGUF(magic)
             self.map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        self.at = 0
-        if self._bytes(4) != b"GGUF":
-            raise ValueError("not a GGUF file")
+        self.at = 4
         version = self._scalar(4)
         if version not in (2, 3):
             raise ValueError(f"GGUF version {version} is not supported (2 and 3 are)")

@@ -1,29 +1,30 @@
-"""A GGUF file read straight into the native step's model (engine/native_model.py), without PyTorch: each linear
+"""An opened GGUF file read straight into the native step's model (native_model.py), without PyTorch: each linear
 layer's bands repacked by the kernels (kernels/repack.c) into numpy memory the layer owns, joined by quant/packed.py;
-norms, biases and a float embedding table as float32 arrays; the RoPE tables from rope.py. The PyTorch loader
-(pipeline.build_model) packs the same tiles through the same `pack`, so both describe a model the same bits.
+norms, biases and a float embedding table as float32 arrays; the RoPE tables from rope.py. The PyTorch model
+(torch_model.build_model) packs the same tiles through the same `pack`, so both describe a model the same bits.
 
 `read_native` raises NotNative, with the reason, where this path does not apply (a family or switch the native step
-does not run, a block format the kernels do not repack): the caller then builds the PyTorch model."""
+does not run, a block format the kernels do not repack): the caller then builds the PyTorch model from the same
+opened file."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 
 from .. import kernels
 from ..config import ModelConfig
-from ..engine.native_model import NativeModel, layer, runs
-from ..errors import ForwardpassError, ModelFileError
+from ..errors import ModelFileError
 from ..kernels.abi import BLOCK, GROUP, Linear
 from ..models import Stored
 from ..quant.packed import Packed, Tiles, group_span, pack
 from ..rope import RopeTable
 from . import return_freed_memory
 from .formats import FLOATS, FORMATS, native, repack
-from .gguf_config import BAND_WEIGHTS, gguf_config, gguf_family, open_gguf, rotary_order, tokenizer_and_metadata
+from .gguf_config import BAND_WEIGHTS, rotary_order
+from .native_model import NativeModel, layer, runs
+from .opened import OpenedModel
 from .progress import track
 
 QK_NORMS = ("attn.q_norm", "attn.k_norm")
@@ -48,8 +49,8 @@ class NotNative(Exception):
 
 
 class _File:
-    def __init__(self, path: Path):
-        self.path, self.reader = path, open_gguf(path)
+    def __init__(self, opened: OpenedModel):
+        self.path, self.reader = opened.path, opened.gguf
         self.by_name = {t.name: t for t in self.reader.tensors}
 
     def info(self, name: str):
@@ -135,32 +136,27 @@ def linear(w: Packed | np.ndarray, bias: np.ndarray | None = None) -> Linear:
     return Linear(kind=kind, N=w.shape[0], K=w.shape[1], w=w.ctypes.data, bias=b)
 
 
-def read_native(path: Path, ctx_size: int | None = None, progress: bool = False):
-    """(NativeModel, tokenizer, metadata, trained context length) from a GGUF file, or raises NotNative saying why
-    the PyTorch loader is needed."""
+def read_native(opened: OpenedModel, ctx_size: int | None = None, progress: bool = False):
+    """(NativeModel, tokenizer, metadata) from an opened GGUF file (of `ctx_size` positions where given, no more than
+    it was trained on), or raises NotNative saying why the PyTorch model is needed."""
     if not kernels.available():
         raise NotNative("the native kernels are not built on this machine")
-    file = _File(path)
-    reader = file.reader
-    family, config = gguf_family(reader, path), gguf_config(reader, path)
+    config = opened.config
     why = runs(config)
     if why:
         raise NotNative(f"the native step does not run {why}")
-    trained = config.context_length
-    if ctx_size and ctx_size > trained:
-        raise ForwardpassError(f"ctx_size {ctx_size} exceeds the model's trained context length {trained}")
     if ctx_size:
         config = config.with_(context_length=ctx_size)
-    stored = family.gguf_tensors(config, set(file.by_name))
+    file = _File(opened)
+    stored = opened.family.gguf_tensors(config, set(file.by_name))
     unread = sorted({file.info(n).kind.name for s in stored.values() for n in s.names
                      if n in file.by_name and file.info(n).kind not in native() and file.info(n).kind not in FLOATS})
     if unread:  # said before a byte is repacked, so that the PyTorch loader does not follow a half-read file
         raise NotNative(f"the kernels do not repack {', '.join(unread)} blocks")
-    tokenizer, metadata = tokenizer_and_metadata(reader, family)
-    metadata["storage"] = "stored"
+    tokenizer, metadata = opened.tokenizer_and_metadata()
     model = build(config, stored, file, progress)
     return_freed_memory()
-    return model, tokenizer, metadata, trained
+    return model, tokenizer, metadata | {"storage": "stored"}
 
 
 def expected(c: ModelConfig) -> dict[str, tuple[int, ...]]:

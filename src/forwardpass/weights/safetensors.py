@@ -3,21 +3,18 @@ checkpoint's family (models/, by config.json's model_type) maps them."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 from safetensors import safe_open
 
 from ..errors import ModelFileError
 from ..models import Stored, TensorMap
-from ..tokenizer import Tokenizer
 from . import Checkpoint
-from .hf_config import safetensors_config
+from .opened import OpenedModel
 from .progress import track
 
 
-def read_safetensors(path: Path, progress: bool = False) -> Checkpoint:
-    config, family = safetensors_config(path)
+def read_safetensors(opened: OpenedModel, progress: bool = False) -> Checkpoint:
+    path, config, family = opened.path, opened.config, opened.family
     directory = path if path.is_dir() else path.parent
 
     files = [path] if path.is_file() else sorted(directory.glob("*.safetensors"))
@@ -36,8 +33,8 @@ def read_safetensors(path: Path, progress: bool = False) -> Checkpoint:
         tensors = gather(raw, family.hf_tensors(config, set(raw)))
     except RuntimeError as e:  # projections whose shapes cannot be joined
         raise ModelFileError(f"{path}: tensors of mismatched shapes ({e})") from None
-    return Checkpoint(config, tensors, Tokenizer.from_directory(directory), str(path),
-                      {"format": "safetensors", "model_type": family.model_type})
+    tokenizer, metadata = opened.tokenizer_and_metadata()
+    return Checkpoint(config, tensors, tokenizer, str(path), metadata)
 
 
 def gather(raw: dict[str, torch.Tensor], tensors: TensorMap) -> dict[str, torch.Tensor]:
