@@ -1,6 +1,7 @@
 """The kernels' interface is declared once (kernels/abi.h) and checked from Python when the library loads: every
-struct's size, every field's offset and every shared constant, as the library reports them (abi.c), against
-kernels/abi.py. A field moved on either side, or a constant changed, refuses the library by name."""
+struct's size, every field's offset, every shared constant and every export's signature, as the library reports them
+(abi.c), against kernels/abi.py. A field moved on either side, a constant changed or a signature that differs refuses
+the library by name."""
 
 from __future__ import annotations
 
@@ -27,6 +28,74 @@ def test_every_build_reports_the_layout_python_builds(build):
     got = abi.reported(lib)
     assert abi.mismatches(abi.layout(), got) == []
     assert {name for name in got if "." not in name} >= {"Linear", "Layer", "Model", "Batch", *abi.CONSTANTS}
+
+
+EXPORTED = {"kernel_abi", "kernel_exports", "kernel_isa", "gemv", "decode_workspace", "decode_usage", "decode_batch",
+            "dequantize", "repack", "repack_formats", "stream_read"}
+
+
+@needs_kernels
+@pytest.mark.parametrize("build", list(kernels.BUILDS))
+def test_every_build_reports_the_signatures_python_declares(build):
+    """Each export's result and argument types, as abi.h's EXPORTS declares them, are abi.py's, and ctypes calls it
+    with abi.py's declaration."""
+    if kernels.missing(build):
+        pytest.skip(f"this CPU cannot run the {build} build")
+    lib = kernels.load(build)
+    got = abi.reported_signatures(lib)
+    assert set(got) == EXPORTED
+    assert got == abi.signatures()
+    assert got["gemv"] == "vpiiipppiiip" and got["stream_read"] == "fpz" and got["kernel_isa"] == "s"
+    for name, (result, args) in abi.EXPORTS.items():
+        assert getattr(lib, name).restype is result and getattr(lib, name).argtypes == args
+
+
+@needs_kernels
+def test_a_signature_declared_otherwise_in_python_is_refused_by_name(monkeypatch):
+    c_int, p = ctypes.c_int, ctypes.c_void_p
+    monkeypatch.setitem(abi.EXPORTS, "repack", (c_int, [c_int, c_int, p, p, p, p, p]))  # K a pointer
+    monkeypatch.setitem(abi.EXPORTS, "stream_read", (ctypes.c_double, [p, ctypes.c_size_t]))
+    monkeypatch.delitem(abi.EXPORTS, "decode_usage")
+    monkeypatch.setitem(abi.EXPORTS, "decode_steps", (c_int, [p]))
+    with pytest.raises(ForwardpassError) as e:
+        abi.check(kernels.library())
+    said = str(e.value)
+    assert ("function repack: int repack(int, int, int, pointer, pointer, pointer, pointer) in the library, "
+            "int repack(int, int, pointer, pointer, pointer, pointer, pointer) in kernels/abi.py") in said
+    assert "function stream_read: float stream_read(pointer, size_t) in the library, double stream_read" in said
+    assert "function decode_usage is not in kernels/abi.py" in said
+    assert "function decode_steps is not in the library" in said
+    assert "gemv" not in said and "decode_batch" not in said  # only what differs is named
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_a_signature_changed_on_the_c_side_is_refused_by_name(tmp_path):
+    """abi.h with gemv's M a size_t: the library built from it reports, and is refused for, the declaration it was
+    compiled with."""
+    header = (kernels.HERE / "abi.h").read_text()
+    assert "X(gemv, void, (const float *, x), (int, M)," in header
+    (tmp_path / "abi.h").write_text(header.replace("(const float *, x), (int, M),", "(const float *, x), (size_t, M),"))
+    shutil.copy(kernels.HERE / "simd.h", tmp_path / "simd.h")
+    shutil.copy(kernels.HERE / "abi.c", tmp_path / "abi.c")
+    target = tmp_path / "abi.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-std=c11", str(tmp_path / "abi.c"), "-o", str(target)], check=True)
+    with pytest.raises(ForwardpassError, match=r"function gemv: void gemv\(pointer, size_t, int, int, pointer, "
+                                               r"pointer, pointer, int, int, int, pointer\) in the library, void "
+                                               r"gemv\(pointer, int, int,"):
+        abi.check(ctypes.CDLL(str(target)))
+
+
+def test_the_tiles_take_their_sizes_from_the_abi():
+    """The modules that lay out tiles and their scales read abi.py's BLOCK, GROUP and OCTET, not their values written
+    again."""
+    from forwardpass.quant import layers, packed, tiles
+    from forwardpass.weights import native
+
+    uses = {kernels: ("BLOCK", "GROUP", "OCTET"), packed: ("BLOCK", "GROUP", "OCTET"), tiles: ("BLOCK", "GROUP"),
+            layers: ("BLOCK", "GROUP"), native: ("BLOCK", "GROUP")}
+    for module, names in uses.items():
+        for name in names:
+            assert vars(module).get(name) == getattr(abi, name), f"{module.__name__} does not import abi.{name}"
 
 
 def reordered(struct: type, a: str, b: str) -> type:

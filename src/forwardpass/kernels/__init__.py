@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import ForwardpassError
 from . import abi
+from .abi import BLOCK, GROUP, OCTET  # inputs per block, rows per tile, bytes of 8 blocks' factored scales
 
 if TYPE_CHECKING:  # the products over PyTorch tensors (the reference layers, tests) import it when called
     import torch
@@ -132,7 +133,7 @@ def load(build: str) -> ctypes.CDLL | None:
     if not shutil.which("cc"):
         return None
     path = _compile(build)
-    return None if path is None else _bind(ctypes.CDLL(str(path)))
+    return None if path is None else abi.bind(ctypes.CDLL(str(path)))  # refused unless it matches abi.py
 
 
 def _build() -> ctypes.CDLL | None:
@@ -141,31 +142,6 @@ def _build() -> ctypes.CDLL | None:
         if lib is not None:
             return lib
     return None
-
-
-def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
-    """`lib` with its exports' signatures (abi.h), once its structs and constants are checked against abi.py's."""
-    abi.check(lib)
-    p, i = ctypes.c_void_p, ctypes.c_int
-    lib.kernel_isa.restype = ctypes.c_char_p
-    lib.kernel_isa.argtypes = []
-    lib.gemv.restype = None
-    lib.gemv.argtypes = [p, i, i, i, p, p, p, i, i, i, p]
-    lib.decode_workspace.restype = ctypes.c_size_t
-    lib.decode_workspace.argtypes = [p]
-    lib.decode_usage.restype = None
-    lib.decode_usage.argtypes = [p]
-    lib.decode_batch.restype = ctypes.c_int
-    lib.decode_batch.argtypes = [p, p, i, p, i, p, p]
-    lib.dequantize.restype = None
-    lib.dequantize.argtypes = [i, i, i, p, p, p, i, i, p]
-    lib.repack.restype = i
-    lib.repack.argtypes = [i, i, i, p, p, p, p]
-    lib.repack_formats.restype = ctypes.POINTER(abi.RepackFormat)
-    lib.repack_formats.argtypes = [ctypes.POINTER(ctypes.c_int)]
-    lib.stream_read.restype = ctypes.c_float
-    lib.stream_read.argtypes = [p, ctypes.c_size_t]
-    return lib
 
 
 _LIB: ctypes.CDLL | None | bool = False  # False: not built yet
@@ -252,13 +228,14 @@ def repack(kind: int, tile: int, scales: int, zero: int | None, data: np.ndarray
     The format's facts (tile, scales, zero) are its row in weights/formats.py, which checks them against
     repack_formats(). `q`, where given, is where the tiles go (a slice of the matrix's own: no copy after). Call only
     where available()."""
-    groups, blocks = -(-rows // 16), cols // 32
+    groups, blocks = -(-rows // GROUP), cols // BLOCK
     if q is None:
         q = np.empty((groups, blocks, tile), dtype=np.uint8)
     elif q.shape != (groups, blocks, tile) or q.dtype != np.uint8 or not q.flags.c_contiguous:
         raise ForwardpassError(f"tiles for {rows} × {cols} go into ({groups}, {blocks}, {tile}) contiguous bytes, not "
                                f"{tuple(q.shape)} {q.dtype}")
-    shape = {FACTORS: (groups, blocks // 8, 160), HALVES: (groups, blocks, 2, 16)}.get(scales, (groups, blocks, 16))
+    shapes = {FACTORS: (groups, blocks // 8, OCTET), HALVES: (groups, blocks, 2, GROUP)}
+    shape = shapes.get(scales, (groups, blocks, GROUP))
     dtype = {FACTORS: np.uint8, HALVES: np.float32}.get(scales, np.float16)
     scale = np.empty(shape, dtype=dtype)
     minimum = None if zero is not None else np.empty(shape, dtype=dtype)

@@ -1,5 +1,6 @@
 // What abi.h declares, as this build compiled it: every struct's size, every field's offset and every shared
-// constant, for kernels/abi.py to hold against its own before Python builds a struct.
+// constant, and every export's signature, for kernels/abi.py to hold against its own before Python builds a struct or
+// calls a function.
 #include "abi.h"
 #include "simd.h"
 
@@ -22,15 +23,31 @@ static const AbiEntry ABI[] = {
     AT(Model, embed_scale) AT(Model, gelu) AT(Model, cos_local) AT(Model, sin_local) AT(Model, team)
     SIZE(RepackFormat) AT(RepackFormat, kind) AT(RepackFormat, block_bytes) AT(RepackFormat, tile)
     AT(RepackFormat, scales) AT(RepackFormat, zero)
+    SIZE(AbiExport) AT(AbiExport, name) AT(AbiExport, result) AT(AbiExport, args)
     SIZE(Batch) AT(Batch, rows) AT(Batch, tokens) AT(Batch, positions) AT(Batch, lengths) AT(Batch, k) AT(Batch, v)
     AT(Batch, slots) AT(Batch, block_size) AT(Batch, max_blocks) AT(Batch, tables) AT(Batch, kv)
     AT(Batch, chunk) AT(Batch, emit)
     CONSTANT(BLOCK) CONSTANT(GROUP) CONSTANT(OCTET) CONSTANT(F32) CONSTANT(F16) CONSTANT(BF16) CONSTANT(Q4)
     CONSTANT(Q8) CONSTANT(FACTORS) CONSTANT(HALVES) CONSTANT(KV_F32) CONSTANT(KV_F16) CONSTANT(KV_Q8_0)
-    CONSTANT(KV_BLOCK_BYTES)
+    CONSTANT(KV_BLOCK_BYTES) CONSTANT(MOST_ARGS)
 };
 
 const AbiEntry *kernel_abi(int *n) {
     *n = (int)(sizeof ABI / sizeof ABI[0]);
     return ABI;
+}
+
+// A type's code (AbiExport), told apart by the type of a pointer to a function returning it, which void has too; a
+// scalar type not named here would read as a pointer, so a new one needs its code here and in abi.py's _CODES
+#define TYPE_CODE(type)                                                                                                \
+    _Generic((type(*)(void))0, void (*)(void): 'v', int (*)(void): 'i', size_t (*)(void): 'z', float (*)(void): 'f', \
+             double (*)(void): 'd', const char *(*)(void): 's', default: 'p')
+#define ARGUMENT_CODE(type, name) TYPE_CODE(type)
+#define DESCRIBE(name, ...) {#name, TYPE_CODE(ABI_RESULT(__VA_ARGS__, )), {ABI_EACH(ARGUMENT_CODE, 0, __VA_ARGS__)}},
+
+static const AbiExport EXPORTED[] = {EXPORTS(DESCRIBE)};
+
+const AbiExport *kernel_exports(int *n) {
+    *n = (int)(sizeof EXPORTED / sizeof EXPORTED[0]);
+    return EXPORTED;
 }

@@ -1,7 +1,7 @@
 // The kernels' interface with Python, declared once: the structs Python builds (kernels/abi.py mirrors them by field
 // name), the constants both sides use, and every function the library exports. kernel_abi() reports each struct's
-// size, each field's offset and each constant's value, and Python compares them with its own when it loads the
-// library, refusing a library whose layout differs (abi.c).
+// size, each field's offset and each constant's value, kernel_exports() each export's signature, and Python compares
+// them with its own when it loads the library, refusing a library that differs (abi.c).
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -98,23 +98,65 @@ typedef struct {
     long long value;
 } AbiEntry;
 
-const AbiEntry *kernel_abi(int *n);
-const char *kernel_isa(void);  // which build of simd.h this library is
+// kernel_exports(&n): n entries, one per exported function (EXPORTS below): its name, and its result's and arguments'
+// types as codes: 'v' void, 'i' int, 'z' size_t, 'f' float, 'd' double, 's' const char *, 'p' any other pointer
+#define MOST_ARGS 12  // arguments an export may take (ABI_EACH counts up to this many)
+typedef struct {
+    const char *name;
+    char result;
+    char args[MOST_ARGS + 1];  // in order, then NUL
+} AbiExport;
 
-// gemv.c: y (M, N) = x (M, K) @ Wᵀ, W stored as `kind` (w, w_scale, w_min, scales, zero as in Linear)
-void gemv(const float *x, int M, int kind, int K, const void *w, const void *w_scale, const void *w_min, int scales,
-          int zero, int N, float *y);
-// decode_step.c: n steps of a batch of sequences over a paged pool (Batch): each emitted row's logits (vocab_size) and
-// its highest-scoring token per step; the steps done, or -1
-size_t decode_workspace(const Model *m);
-void decode_usage(double *out);  // the calling thread's steps so far: their CPU time and the time offered their teams
-int decode_batch(const Model *m, const Batch *b, int n, const int *stop, int n_stop, float *logits, int *tokens);
-// dequantize.c: (N, K) float32 from 8- or 4-bit tiles
-void dequantize(int bits, int N, int K, const uint8_t *q, const void *scale, const void *minimum, int scales, int zero,
-                float *w);
-// repack.c: a band of a GGUF tensor in ggml type `kind` into tiles, scales and minimums; nonzero where a scale is not
-// finite in 16 bits
-int repack(int kind, int rows, int K, const uint8_t *src, uint8_t *q, void *scale, void *minimum);
-const RepackFormat *repack_formats(int *n);  // the formats repack() reads, n of them
-// stream_read.c: the sum of n floats, read in concurrent streams
-float stream_read(const float *x, size_t n);
+// Every function the library exports, declared once: X(name, result type, (type, name) of each argument). The list
+// both declares each one (ABI_DECLARE, below) and fills kernel_exports()'s report of its signature (abi.c), which
+// kernels/abi.py compares with its own declaration when it loads the library.
+#define EXPORTS(X)                                                                                                     \
+    /* abi.c: this interface as the library was compiled; which build of simd.h it is */                              \
+    X(kernel_abi, const AbiEntry *, (int *, n))                                                                        \
+    X(kernel_exports, const AbiExport *, (int *, n))                                                                   \
+    X(kernel_isa, const char *)                                                                                        \
+    /* gemv.c: y (M, N) = x (M, K) @ Wᵀ, W stored as `kind` (w, w_scale, w_min, scales, zero as in Linear) */        \
+    X(gemv, void, (const float *, x), (int, M), (int, kind), (int, K), (const void *, w), (const void *, w_scale),    \
+      (const void *, w_min), (int, scales), (int, zero), (int, N), (float *, y))                                       \
+    /* decode_step.c: n steps of a batch of sequences over a paged pool (Batch): each emitted row's logits           \
+       (vocab_size) and its highest-scoring token per step; the steps done, or -1. decode_usage: the calling         \
+       thread's steps so far, their CPU time and the time offered their teams */                                      \
+    X(decode_workspace, size_t, (const Model *, m))                                                                    \
+    X(decode_usage, void, (double *, out))                                                                             \
+    X(decode_batch, int, (const Model *, m), (const Batch *, b), (int, n), (const int *, stop), (int, n_stop),       \
+      (float *, logits), (int *, tokens))                                                                              \
+    /* dequantize.c: (N, K) float32 from 8- or 4-bit tiles */                                                          \
+    X(dequantize, void, (int, bits), (int, N), (int, K), (const uint8_t *, q), (const void *, scale),                 \
+      (const void *, minimum), (int, scales), (int, zero), (float *, w))                                               \
+    /* repack.c: a band of a GGUF tensor in ggml type `kind` into tiles, scales and minimums; nonzero where a scale   \
+       is not finite in 16 bits. repack_formats: the formats repack() reads, n of them */                              \
+    X(repack, int, (int, kind), (int, rows), (int, K), (const uint8_t *, src), (uint8_t *, q), (void *, scale),       \
+      (void *, minimum))                                                                                               \
+    X(repack_formats, const RepackFormat *, (int *, n))                                                                \
+    /* stream_read.c: the sum of n floats, read in concurrent streams */                                               \
+    X(stream_read, float, (const float *, x), (size_t, n))
+
+// ABI_EACH(f, none, result, args...): f applied to each (type, name) argument, comma-separated; `none` where there
+// are none (ABI_PICK chooses by counting them)
+#define ABI_EACH(f, none, ...)                                                                                         \
+    ABI_PICK(__VA_ARGS__, ABI_12, ABI_11, ABI_10, ABI_9, ABI_8, ABI_7, ABI_6, ABI_5, ABI_4, ABI_3, ABI_2, ABI_1,      \
+             ABI_0, )(f, none, __VA_ARGS__)
+#define ABI_PICK(r, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, each, ...) each
+#define ABI_0(f, none, r) none
+#define ABI_1(f, none, r, a) f a
+#define ABI_2(f, none, r, a, ...) f a, ABI_1(f, none, r, __VA_ARGS__)
+#define ABI_3(f, none, r, a, ...) f a, ABI_2(f, none, r, __VA_ARGS__)
+#define ABI_4(f, none, r, a, ...) f a, ABI_3(f, none, r, __VA_ARGS__)
+#define ABI_5(f, none, r, a, ...) f a, ABI_4(f, none, r, __VA_ARGS__)
+#define ABI_6(f, none, r, a, ...) f a, ABI_5(f, none, r, __VA_ARGS__)
+#define ABI_7(f, none, r, a, ...) f a, ABI_6(f, none, r, __VA_ARGS__)
+#define ABI_8(f, none, r, a, ...) f a, ABI_7(f, none, r, __VA_ARGS__)
+#define ABI_9(f, none, r, a, ...) f a, ABI_8(f, none, r, __VA_ARGS__)
+#define ABI_10(f, none, r, a, ...) f a, ABI_9(f, none, r, __VA_ARGS__)
+#define ABI_11(f, none, r, a, ...) f a, ABI_10(f, none, r, __VA_ARGS__)
+#define ABI_12(f, none, r, a, ...) f a, ABI_11(f, none, r, __VA_ARGS__)
+#define ABI_RESULT(result, ...) result
+#define ABI_PARAMETER(type, name) type name
+#define ABI_DECLARE(name, ...) ABI_RESULT(__VA_ARGS__, ) name(ABI_EACH(ABI_PARAMETER, void, __VA_ARGS__));
+
+EXPORTS(ABI_DECLARE)

@@ -1,6 +1,7 @@
-"""The kernels' interface as Python builds it: abi.h's structs (ctypes, fields by name) and shared constants, and the
-check, when the library loads, that the library laid out every field and defined every constant as this file does
-(`check`: the library's own report, abi.c's kernel_abi)."""
+"""The kernels' interface as Python builds it: abi.h's structs (ctypes, fields by name), shared constants and exported
+functions' signatures, and the check, when the library loads, that the library laid out every field, defined every
+constant and declared every export as this file does (`check`: the library's own reports, abi.c's kernel_abi and
+kernel_exports); `bind` then gives ctypes each export's signature from EXPORTS."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ F32, F16, BF16, Q4, Q8 = 0, 1, 2, 4, 8  # how a weight matrix is stored (Linear.
 FACTORS, HALVES = 3, 5  # how block scales are stored, beside F32 and F16 (Linear.scales)
 KV_F32, KV_F16, KV_Q8_0 = 0, 1, 2  # how a KV pool stores its pairs (Batch.kv)
 KV_BLOCK_BYTES = 34  # KV_Q8_0: a block of BLOCK numbers, its binary16 scale then BLOCK int8 values (kv_q8_0.py)
+MOST_ARGS = 12  # arguments an export may take (AbiExport.args)
 CONSTANTS = {"BLOCK": BLOCK, "GROUP": GROUP, "OCTET": OCTET, "F32": F32, "F16": F16, "BF16": BF16, "Q4": Q4,
              "Q8": Q8, "FACTORS": FACTORS, "HALVES": HALVES, "KV_F32": KV_F32, "KV_F16": KV_F16, "KV_Q8_0": KV_Q8_0,
-             "KV_BLOCK_BYTES": KV_BLOCK_BYTES}
+             "KV_BLOCK_BYTES": KV_BLOCK_BYTES, "MOST_ARGS": MOST_ARGS}
 
 
 class _Struct(ctypes.Structure):
@@ -62,11 +64,36 @@ class RepackFormat(_Struct):
     _fields_ = [("kind", _i), ("block_bytes", _i), ("tile", _i), ("scales", _i), ("zero", _i)]
 
 
-STRUCTS = (Linear, Layer, Model, Batch, RepackFormat)
+class AbiExport(_Struct):
+    _fields_ = [("name", ctypes.c_char_p), ("result", ctypes.c_char), ("args", ctypes.c_char * (MOST_ARGS + 1))]
+
+
+STRUCTS = (Linear, Layer, Model, Batch, RepackFormat, AbiExport)
 
 
 class _Entry(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_longlong)]
+
+
+_n = ctypes.POINTER(_i)  # int *n: where a table's length goes
+# Every function the library exports (abi.h's EXPORTS): name → (result, argument types) as ctypes passes them, None for
+# void; a buffer, a struct (ctypes.byref) or an array as c_void_p, a table read back as a pointer to its rows
+EXPORTS = {
+    "kernel_abi": (ctypes.POINTER(_Entry), [_n]),
+    "kernel_exports": (ctypes.POINTER(AbiExport), [_n]),
+    "kernel_isa": (ctypes.c_char_p, []),
+    "gemv": (None, [_p, _i, _i, _i, _p, _p, _p, _i, _i, _i, _p]),
+    "decode_workspace": (ctypes.c_size_t, [_p]),
+    "decode_usage": (None, [_p]),
+    "decode_batch": (_i, [_p, _p, _i, _p, _i, _p, _p]),
+    "dequantize": (None, [_i, _i, _i, _p, _p, _p, _i, _i, _p]),
+    "repack": (_i, [_i, _i, _i, _p, _p, _p, _p]),
+    "repack_formats": (ctypes.POINTER(RepackFormat), [_n]),
+    "stream_read": (_f, [_p, ctypes.c_size_t]),
+}
+# a ctypes type → the code kernel_exports gives its C type (abi.h's AbiExport); any pointer type is "p"
+_CODES = {None: "v", _i: "i", ctypes.c_size_t: "z", _f: "f", ctypes.c_double: "d", ctypes.c_char_p: "s", _p: "p"}
+_C_NAMES = {"v": "void", "i": "int", "z": "size_t", "f": "float", "d": "double", "s": "const char *", "p": "pointer"}
 
 
 def layout(structs=STRUCTS, constants=None) -> dict[str, int]:
@@ -103,10 +130,69 @@ def mismatches(expected: dict[str, int], got: dict[str, int]) -> list[str]:
     return said
 
 
+def code(ctype) -> str:
+    """The code kernel_exports gives the C type that `ctype` passes (None: void)."""
+    if ctype in _CODES:
+        return _CODES[ctype]
+    if isinstance(ctype, type) and issubclass(ctype, ctypes._Pointer):
+        return "p"
+    raise TypeError(f"kernels/abi.py declares a {ctype.__name__}, which has no code (abi.c's TYPE_CODE, _CODES here)")
+
+
+def signatures() -> dict[str, str]:
+    """What Python expects kernel_exports to report: each export's name → its result's code, then its arguments'
+    ("ipi": int f(pointer, int))."""
+    return {name: code(result) + "".join(map(code, args)) for name, (result, args) in EXPORTS.items()}
+
+
+def reported_signatures(lib: ctypes.CDLL) -> dict[str, str]:
+    """The library's own report of its exports (kernel_exports), as `signatures` writes them."""
+    n = ctypes.c_int()
+    rows = lib.kernel_exports(ctypes.byref(n))
+    return {rows[i].name.decode(): (rows[i].result + rows[i].args).decode() for i in range(n.value)}
+
+
+def _c(name: str, signature: str) -> str:
+    """A signature as C, every pointer one word: "int repack(int, pointer)"."""
+    return f"{_C_NAMES[signature[0]]} {name}({', '.join(_C_NAMES[c] for c in signature[1:]) or 'void'})"
+
+
+def signature_mismatches(expected: dict[str, str], got: dict[str, str]) -> list[str]:
+    """Every export whose signature differs between the two sides, or that one side lacks, in words."""
+    said = []
+    for name in [*expected, *(k for k in got if k not in expected)]:
+        if name not in got:
+            said.append(f"function {name} is not in the library")
+        elif name not in expected:
+            said.append(f"function {name} is not in kernels/abi.py")
+        elif got[name] != expected[name]:
+            said.append(f"function {name}: {_c(name, got[name])} in the library, {_c(name, expected[name])} in "
+                        f"kernels/abi.py")
+    return said
+
+
+def _sign(lib: ctypes.CDLL, name: str) -> None:
+    function = getattr(lib, name)
+    function.restype, function.argtypes = EXPORTS[name]
+
+
 def check(lib: ctypes.CDLL, expected: dict[str, int] | None = None) -> None:
-    """Refuse a library whose structs or constants differ from this file's, naming each difference."""
-    lib.kernel_abi.restype = ctypes.POINTER(_Entry)
-    lib.kernel_abi.argtypes = [ctypes.POINTER(ctypes.c_int)]
+    """Refuse a library whose structs, constants (or `expected`'s) or exports' signatures differ from this file's,
+    naming each difference. The reports are read through EXPORTS' own declarations of kernel_abi and kernel_exports,
+    which the second report checks too."""
+    _sign(lib, "kernel_abi")
     bad = mismatches(layout() if expected is None else expected, reported(lib))
     if bad:
         raise ForwardpassError("the native kernels and kernels/abi.py disagree on abi.h: " + "; ".join(bad))
+    _sign(lib, "kernel_exports")
+    bad = signature_mismatches(signatures(), reported_signatures(lib))
+    if bad:
+        raise ForwardpassError("the native kernels and kernels/abi.py disagree on abi.h's exports: " + "; ".join(bad))
+
+
+def bind(lib: ctypes.CDLL) -> ctypes.CDLL:
+    """`lib`, once `check`ed, with every export's argtypes and restype set from EXPORTS."""
+    check(lib)
+    for name in EXPORTS:
+        _sign(lib, name)
+    return lib

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvariantError
-from ..kernels.abi import GROUP, OCTET  # rows per tile, bytes of 8 blocks' factored scales (abi.h)
+from ..kernels.abi import BLOCK, GROUP, OCTET  # inputs per block, rows per tile, bytes of 8 blocks' factored scales
 
 
 @dataclass
@@ -141,7 +141,7 @@ def pack(bands: Iterable[Tiles], bits: int, out_features: int, in_features: int,
     """A matrix from its bands top to bottom (every band whole groups of GROUP rows but the last), their tiles copied
     into `q` (groups, blocks, tile bytes) unless already written there. Scales take the narrowest form holding every
     band's exactly; minimums are kept only where the bands are not all one symmetric grid (then zero says it)."""
-    groups, n = q.shape[0], in_features // 32
+    groups, n = q.shape[0], in_features // BLOCK
     scale = minimum = None  # made for the first band (minimum: for the first with minimums), as scales_buffer
     symmetric: list[tuple[slice, int]] = []  # (groups, zero) of the bands without minimums
 

@@ -41,7 +41,7 @@ def widened(q: np.ndarray) -> np.ndarray:
     holds inputs 8u + j in its low nibbles and 8u + 4 + j in its high ones, 8-bit tile t inputs 4t + j."""
     groups, blocks, _ = q.shape
     t = q.reshape(groups, blocks, 4, 1, GROUP * 4)
-    return np.concatenate([t & 15, t >> 4], axis=3).reshape(groups, blocks, 512)
+    return np.concatenate([t & 15, t >> 4], axis=3).reshape(groups, blocks, GROUP * BLOCK)
 
 
 class NotNative(Exception):
