@@ -80,14 +80,15 @@ def prefill_tps(fp, ids: list[int], blocks: bool = False) -> float:
     import torch
 
     from forwardpass.engine import BlockPool
+    from forwardpass.engine.rows import Chunk, Rows
     from forwardpass.engine.runner import Runner
 
     with torch.inference_mode():
         pool = BlockPool(fp.config, -(-len(ids) // 16), 16, fp.kv_format(), fp.device)
-        runner = Runner(fp.model, pool)
+        runner = Runner(fp.model, pool, reference=blocks)
         sync(fp.device)
         start = time.perf_counter()
-        (runner.blocks if blocks else runner.prefill)([(ids, list(range(pool.num_blocks)), 0)])
+        runner.step(Rows([Chunk(ids, list(range(pool.num_blocks)), 0)]))
         sync(fp.device)
         return len(ids) / (time.perf_counter() - start)
 

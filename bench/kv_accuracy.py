@@ -38,6 +38,7 @@ def measure(path, storages: list[str]) -> dict:
     import forwardpass
     from forwardpass.engine import BlockPool
     from forwardpass.engine.paged import PagedBatch
+    from forwardpass.engine.rows import NATIVE, Chunk, Rows
     from forwardpass.engine.runner import Runner
 
     def scored(logits: torch.Tensor, ids: list[int]) -> tuple[torch.Tensor, float]:
@@ -54,8 +55,8 @@ def measure(path, storages: list[str]) -> dict:
             logits, _ = fp.model(torch.tensor([ids]), PagedBatch(pool, [table], [0]))
             return logits[0].float(), False
         runner = Runner(fp.model, pool)
-        rows = [as_tensor(runner.decode([t], [i], [table])[0][0]).float() for i, t in enumerate(ids)]
-        return torch.stack(rows), runner.native is not None
+        rows = [as_tensor(runner.step(Rows([Chunk([t], table, i)])).logits[0]).float() for i, t in enumerate(ids)]
+        return torch.stack(rows), runner.capabilities is NATIVE
 
     reference = forwardpass.load(path, storage="fp32")
     ids = reference.encode(TEXT)

@@ -37,6 +37,7 @@ def main() -> None:
 
     import forwardpass
     from forwardpass.engine import BlockPool
+    from forwardpass.engine.rows import NATIVE, Chunk, Rows
     from forwardpass.engine.runner import Runner
 
     fp = forwardpass.load(storage=args.storage, kv_cache_dtype=args.kv_cache_dtype)
@@ -46,10 +47,11 @@ def main() -> None:
         prompt = (ids * (n // len(ids) + 1))[:n]
         pool = BlockPool(fp.config, -(-n // 16), 16, fp.kv_format())
         table = list(range(pool.num_blocks))
-        runner = Runner(fp.model, pool)
-        if runner.native is None:
+        runner, reference = Runner(fp.model, pool), Runner(fp.model, pool, reference=True)
+        if runner.capabilities is not NATIVE:
             raise SystemExit("error: the native step does not bind this model here")
-        paths = {"native": runner.prefill, "blocks": runner.blocks}
+        paths = {name: lambda chunks, r=r: r.step(Rows([Chunk(*c) for c in chunks])).logits
+                 for name, r in (("native", runner), ("blocks", reference))}
         rates: dict[str, list[float]] = {name: [] for name in paths}
         last = {}
         with torch.inference_mode():

@@ -247,15 +247,17 @@ def worker_accuracy(path: Path, device: str) -> dict:
         engine's runner steps it: the native step where it binds the pool, else the PyTorch blocks. None where a
         float16 pool is asked for and the native step does not read it."""
         from forwardpass.engine import BlockPool
+        from forwardpass.engine.rows import NATIVE, Chunk, Rows
         from forwardpass.engine.runner import Runner
 
         pool = BlockPool(fp.config, -(-len(ids) // 16), 16, kv, fp.model.device)
         table = [pool.allocate() for _ in range(pool.num_blocks)]
         runner = Runner(fp.model, pool)
-        if kv == "float16" and runner.native is None:
+        if kv == "float16" and runner.capabilities is not NATIVE:
             return None
         with torch.inference_mode():  # each row copied: the native step's next call reuses its logits
-            return torch.stack([as_tensor(runner.decode([t], [i], [table])[0][0]).float() for i, t in enumerate(ids)])
+            return torch.stack([as_tensor(runner.step(Rows([Chunk([t], table, i)])).logits[0]).float()
+                                for i, t in enumerate(ids)])
 
     def run(storage: str, one_by_one: bool = False):
         """Logits at every position of the text: in one forward (the prefill path), or token by token over a

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from forwardpass.engine import BlockPool
+from forwardpass.engine.rows import NATIVE, Chunk, Rows, StepOutput
 from forwardpass.engine.runner import Runner
 
 
@@ -14,6 +15,16 @@ def as_tensor(x) -> torch.Tensor:
     """A torch tensor of `x`'s own numbers, never sharing its memory: a numpy array (the native step's logits, valid
     only until its next call) copied, a tensor cloned."""
     return torch.from_numpy(np.array(x, copy=True)) if isinstance(x, np.ndarray) else x.clone()
+
+
+def prefill(runner: Runner, chunks: list[tuple[list[int], list[int], int]]) -> np.ndarray:
+    """Logits at each chunk's last token, chunk (ids, table, start) run through the runner's one verb."""
+    return runner.step(Rows([Chunk(ids, table, start) for ids, table, start in chunks])).logits
+
+
+def decode(runner: Runner, tokens: list[int], lengths: list[int], tables: list[list[int]], n: int = 1) -> StepOutput:
+    """A decode row for each token (n > 1: a greedy burst), through the runner's one verb."""
+    return runner.step(Rows([Chunk([t], table, at) for t, at, table in zip(tokens, lengths, tables, strict=True)], n))
 
 
 def pool_of_one(model, tokens: int, kv: str | torch.dtype = "float32", block_size: int = 16):
@@ -28,17 +39,11 @@ def stepped(model, prompt: list[int], tokens: list[int], native: bool = True, kv
     """Logits (len(tokens), vocab_size): each token's, stepped after the prompt and the tokens before it. `native`:
     through the native step (which must bind), else through the PyTorch blocks."""
     pool, table = pool_of_one(model, len(prompt) + len(tokens), kv, block_size)
-    runner = Runner(model, pool)
+    runner = Runner(model, pool, reference=not native)
     if native:
-        assert runner.native is not None, "the native step does not bind this model and pool"
-    (runner.prefill if native else runner.blocks)([(prompt, table, 0)])
-    rows = []
-    for i, token in enumerate(tokens):
-        at = len(prompt) + i
-        if native:
-            rows.append(as_tensor(runner.native.decode(pool, [token], [at], [table])[0][0]))
-        else:
-            rows.append(runner.blocks([([token], table, at)])[0].clone())
+        assert runner.capabilities is NATIVE, "the native step does not bind this model and pool"
+    prefill(runner, [(prompt, table, 0)])
+    rows = [as_tensor(decode(runner, [token], [len(prompt) + i], [table]).logits[0]) for i, token in enumerate(tokens)]
     return torch.stack(rows)
 
 

@@ -15,6 +15,7 @@ from stepping import run
 from forwardpass import Transformer, preset
 from forwardpass.engine import BlockPool, Engine, EngineConfig
 from forwardpass.engine.paged import PagedBatch
+from forwardpass.engine.rows import NATIVE
 from forwardpass.errors import ContextLengthError, InvariantError
 from forwardpass.loaded import LoadedModel
 from forwardpass.loop import generate
@@ -76,7 +77,7 @@ def test_a_float16_kv_cache_halves_the_pool_and_keeps_greedy_text(smollm):
     assert 2 * per_block == BlockPool.block_bytes(smollm.config, 16, torch.float32)
     assert small.pool.k.dtype == torch.float16 and small.pool.num_blocks == 16 * 2**20 // per_block
     assert large.pool.num_blocks == 16 * 2**20 // (2 * per_block)
-    assert small.runner.native is not None
+    assert small.runner.capabilities is NATIVE
     for prompt in ["The three primary colors are", "def add(a, b):\n", "Water boils at"]:
         ids = smollm.encode(prompt)
         params = SamplingParams(temperature=0, max_tokens=24, logprobs=2)
@@ -221,7 +222,7 @@ def test_greedy_bursts_end_each_row_as_alone(smollm):
 
 def test_prefill_groups_bound_the_padding():
     """Rows of very different lengths run in separate padded batches; alike ones together; none lost."""
-    from forwardpass.engine.steps import prefill_groups
+    from forwardpass.engine.step_plan import prefill_groups
 
     rows = [(f"s{i}", n) for i, n in enumerate([36, 512, 35, 37, 300, 36, 1])]
     groups = prefill_groups(rows)

@@ -13,6 +13,7 @@ import torch
 import forwardpass.engine.outputs as engine_module
 from forwardpass import Transformer, preset
 from forwardpass.engine import Engine, EngineConfig
+from forwardpass.engine.rows import BLOCKS
 from forwardpass.errors import EngineUnavailableError
 from forwardpass.loaded import LoadedModel
 from forwardpass.loop import generate
@@ -101,7 +102,7 @@ class FlakyModel(torch.nn.Module):
 def test_a_failed_forward_pass_ends_its_batch_and_the_engine_goes_on(toy):
     flaky = FlakyModel(toy.model)
     engine = Engine(LoadedModel(flaky, None, "toy", {}), EngineConfig(kv_cache_bytes=8 * 2**20, checked=True))
-    assert engine.runner.native is None  # decode steps run its forward pass too (the toy is GPT-2-shaped)
+    assert engine.runner.capabilities is BLOCKS  # decode steps run its forward pass too (the toy is GPT-2-shaped)
     outs: dict = {}
     first = [collect(engine, p, LONG, outs) for p in ([1, 2, 3], [4, 5, 6, 7])]
     engine.step()
@@ -124,7 +125,7 @@ def test_a_failed_loop_ends_every_request_and_refuses_new_ones(toy, monkeypatch)
                                                      o.finish_reason and done.set()))
     engine.step()
 
-    def broken():
+    def broken(*_):
         raise KeyError("a block table went missing")
 
     monkeypatch.setattr(engine.scheduler, "schedule", broken)

@@ -153,7 +153,7 @@ def test_stops_at_context_length():
 ])
 def test_greedy_bursts_generate_what_single_steps_do(smollm, monkeypatch, params):
     """Plain greedy runs up to BURST native steps per call; every result is the one a step per call gives."""
-    from forwardpass.engine import steps as generation  # where the cached loop's bursts are set
+    from forwardpass.engine import step_plan as generation  # where the cached loop's bursts are set
     prompt = smollm.tokenizer.apply_chat_template([{"role": "user", "content": "Write two sentences about the sea."}])
     burst = Generation(smollm, prompt, params)
     deltas = list(burst)

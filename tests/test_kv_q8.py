@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 import torch
 from cli_helpers import in_process
-from stepping import as_tensor, run
+from stepping import as_tensor, decode, run
 
 import forwardpass
 from forwardpass import Transformer, kernels
 from forwardpass.config import ModelConfig
 from forwardpass.engine import BlockPool, Engine, EngineConfig
+from forwardpass.engine.rows import BLOCKS, NATIVE
 from forwardpass.engine.runner import Runner, native_step
 from forwardpass.errors import ForwardpassError
 from forwardpass.kernels.abi import KV_Q8_0, Batch, Model
@@ -102,8 +103,8 @@ def decoded(fp: LoadedModel, ids: list[int], kv: torch.dtype) -> torch.Tensor:
     pool = BlockPool(fp.config, -(-len(ids) // 16), 16, kv)
     table = [pool.allocate() for _ in range(pool.num_blocks)]
     runner = Runner(fp.model, pool)
-    assert runner.native is not None or not kernels.available()
-    return torch.stack([as_tensor(runner.decode([t], [i], [table])[0][0]) for i, t in enumerate(ids)])
+    assert runner.capabilities is NATIVE or not kernels.available()
+    return torch.stack([as_tensor(decode(runner, [t], [i], [table]).logits[0]) for i, t in enumerate(ids)])
 
 
 # Measured over these 256 tokens of bench/text.txt: 98.4% top-1 agreement, logits within 0.43, log-probabilities
@@ -166,7 +167,7 @@ def test_prefix_caching_preemption_and_checked_mode_over_q8_0_pairs(smollm):
         assert same_but_near_a_tie([o.token_id for o in out if o.token_id is not None], generate(q8, p, long), 0.1)
     smollm.model.checked = True
     try:
-        assert Runner(smollm.model, engine.pool).native is None
+        assert Runner(smollm.model, engine.pool).capabilities is BLOCKS
         assert generate(q8, prompt, greedy).token_ids == alone
     finally:
         smollm.model.checked = False
@@ -211,7 +212,7 @@ def test_a_head_dim_of_no_whole_blocks_is_refused_by_name():
 def test_the_native_step_reads_q8_0_pairs_on_a_head_dim_of_whole_blocks():
     """head_dim 32 (one block a row) and 96 (three): the native step over a q8_0 pool gives the PyTorch blocks' logits
     over the same pool, the same bytes stored (float32 weights: the same float32 numbers quantized)."""
-    from stepping import pool_of_one
+    from stepping import pool_of_one, prefill
 
     for head_dim in (32, 96):
         model = small(head_dim)
@@ -221,13 +222,12 @@ def test_the_native_step_reads_q8_0_pairs_on_a_head_dim_of_whole_blocks():
         pools = []
         for native in (True, False):
             pool, table = pool_of_one(model, 12, Q8_0, 4)
-            runner = Runner(model, pool)
+            runner = Runner(model, pool, reference=not native)
             rows = []
             with torch.inference_mode():
-                (runner.prefill if native else runner.blocks)([([1, 2, 3], table, 0)])
+                prefill(runner, [([1, 2, 3], table, 0)])
                 for at, token in enumerate([4, 5, 299, 0, 7, 8, 9], 3):
-                    rows.append(as_tensor(runner.decode([token], [at], [table])[0][0] if native
-                                          else runner.blocks([([token], table, at)])[0]))
+                    rows.append(as_tensor(decode(runner, [token], [at], [table]).logits[0]))
             pools.append((torch.stack(rows), pool))
         (got, pool), (want, reference) = pools
         assert (got - want).abs().max().item() < 1e-4 * want.abs().max().item()
@@ -257,7 +257,7 @@ def test_auto_is_float16_for_quantized_weights_and_float32_in_fp32(smollm, store
         assert dataclasses.replace(stored, kv_cache_dtype=name).kv_dtype() == kv
     engine = Engine(stored, EngineConfig(kv_cache_bytes=2**20))
     assert engine.pool.k.dtype == torch.float16
-    assert engine.runner.native is not None or not kernels.available()
+    assert engine.runner.capabilities is NATIVE or not kernels.available()
 
 
 def test_every_command_takes_q8_0():

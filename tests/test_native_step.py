@@ -18,7 +18,7 @@ import threading
 import pytest
 import torch
 from bits import same_bits
-from stepping import as_tensor, pool_of_one, stepped
+from stepping import as_tensor, decode, pool_of_one, prefill, stepped
 
 import forwardpass
 from forwardpass import Transformer, kernels
@@ -26,6 +26,7 @@ from forwardpass.config import ModelConfig
 from forwardpass.engine import BlockPool
 from forwardpass.engine.native import NativeStep
 from forwardpass.engine.paged import PagedBatch
+from forwardpass.engine.rows import BLOCKS, NATIVE, Chunk, Rows
 from forwardpass.engine.runner import Runner, native_step
 from forwardpass.errors import ForwardpassError, InvariantError, TokenIdError
 from forwardpass.kernels.abi import Batch, Model
@@ -45,15 +46,13 @@ def steps(model, prompt: list[int], decode: list[int], native: bool = True, kv: 
     """`stepped` that also returns the pool, and takes an empty prompt (every token then a decode step): each step's
     logits (len(decode), vocab_size) and the pool of one they were decoded over."""
     pool, table = pool_of_one(model, len(prompt) + len(decode), kv, block_size)
-    runner = Runner(model, pool)
-    assert not native or runner.native is not None
-    if prompt:
-        runner.blocks([(prompt, table, 0)])  # both from the same prefill: this compares the decode steps
+    runner = Runner(model, pool, reference=not native)
+    assert not native or runner.capabilities is NATIVE
+    if prompt:  # both from the same prefill: this compares the decode steps
+        prefill(Runner(model, pool, reference=True), [(prompt, table, 0)])
     rows = []
     for at, token in enumerate(decode, len(prompt)):
-        logits = runner.native.decode(pool, [token], [at], [table])[0] if native else \
-            runner.blocks([([token], table, at)])
-        rows.append(as_tensor(logits[0]))
+        rows.append(as_tensor(runner.step(Rows([Chunk([token], table, at)])).logits[0]))
     return torch.stack(rows), pool
 
 
@@ -236,18 +235,18 @@ def test_the_step_binds_only_where_it_applies(smollm):
         BlockPool(model.config, 1, 16, torch.float64)
     pool = pools["float32"]
     runner = Runner(model, pool)
-    assert runner.native is step
+    assert runner.backend() is step and runner.capabilities is NATIVE
     model.checked = True
     try:
-        assert not step.binds(pool) and runner.native is None
+        assert not step.binds(pool) and runner.capabilities is BLOCKS
     finally:
         model.checked = False
     model.blocks[3].residual = "replace"
     try:
-        assert not step.binds(pool) and runner.native is None
+        assert not step.binds(pool) and runner.capabilities is BLOCKS
     finally:
         model.blocks[3].residual = "add"
-    assert step.binds(pool) and runner.native is step
+    assert step.binds(pool) and runner.backend() is step
 
 
 def test_where_the_step_does_not_bind_the_runner_decodes_through_the_blocks(smollm):
@@ -258,17 +257,18 @@ def test_where_the_step_does_not_bind_the_runner_decodes_through_the_blocks(smol
     pool, table = pool_of_one(model, len(ids))
     runner, at = Runner(model, pool), len(ids) - 1
     with torch.inference_mode():
-        runner.prefill([(ids[:-1], table, 0)])
-        native, chosen = runner.decode([ids[-1]], [at], [table])
-        native = as_tensor(native)
+        prefill(runner, [(ids[:-1], table, 0)])
+        out = decode(runner, [ids[-1]], [at], [table])
+        native, chosen = as_tensor(out.logits), out.chosen
         model.checked = True
         try:
-            blocks, none = runner.decode([ids[-1]], [at], [table])
+            out = decode(runner, [ids[-1]], [at], [table])
+            blocks, none = as_tensor(out.logits), out.chosen
             with pytest.raises(ValueError, match="greedy bursts run on the native step only"):
-                runner.decode([ids[-1]], [at], [table], n=2)
+                decode(runner, [ids[-1]], [at], [table], n=2)
         finally:
             model.checked = False
-    assert chosen == [[int(native[0].argmax())]] and none is None
+    assert chosen == [[int(native[0].argmax())]] and none == [[]]
     assert (native - blocks).abs().max().item() < 1e-4 and torch.equal(native.argmax(-1), blocks.argmax(-1))
 
 
@@ -278,13 +278,13 @@ def test_replacing_a_weight_unbinds_the_step(replace):
     blocks (a runner checks the tensors once, when it is made: weights are not replaced while a model is served)."""
     model = bound(tiny_llama(False), 4)
     pool = BlockPool(model.config, 1)
-    step = Runner(model, pool).native
-    assert step is not None and step.binds(pool)
+    step = Runner(model, pool).backend()
+    assert step is native_step(model) and step.binds(pool)
     if replace == "layer":  # a middle layer's, not only the first's or last's
         model.blocks[0].attn.out = torch.nn.Linear(96, 96)
     else:
         model.blocks[-1].ffn_norm.weight = torch.nn.Parameter(model.blocks[-1].ffn_norm.weight.detach().clone())
-    assert not step.binds(pool) and Runner(model, pool).native is None
+    assert not step.binds(pool) and Runner(model, pool).capabilities is BLOCKS
 
 
 def test_no_kernels_means_the_pytorch_path():
@@ -301,7 +301,7 @@ def test_refusals_touch_nothing(smollm):
     step = native_step(smollm.model)
     pool = BlockPool(smollm.config, num_blocks=4, block_size=4)
     with torch.inference_mode():
-        Runner(smollm.model, pool).prefill([([1, 2, 3, 4], [0], 0)])  # block 0 full
+        prefill(Runner(smollm.model, pool), [([1, 2, 3, 4], [0], 0)])  # block 0 full
     held = (pool.k.clone(), pool.v.clone())
     with pytest.raises(InvariantError, match="row 0 has 1 blocks, too few for its slot 4"):
         step.decode(pool, [5], [4], [[0]])
@@ -483,7 +483,7 @@ def prefilled(model, ids: list[int], slots: int, block_size: int = 16,
     """A pool of one with room for `slots` pairs, `ids` prefilled into it through the PyTorch blocks."""
     pool, table = pool_of_one(model, slots, kv, block_size)
     with torch.inference_mode():
-        Runner(model, pool).prefill([(ids, table, 0)])
+        prefill(Runner(model, pool), [(ids, table, 0)])
     return pool, table
 
 
@@ -573,7 +573,7 @@ def paged_rows(model, pool: BlockPool) -> tuple[list[list[int]], list[int]]:
     with torch.inference_mode():
         for table, ids, held in ((tables[0], list(range(1, bs + 4)), 0), (tables[1], [8, 9], 0),
                                  (tables[2], [5, 6, 7, 8, 9, 10, 11, 12, 13], bs)):
-            runner.prefill([(ids, table, held)])
+            prefill(runner, [(ids, table, held)])
     return tables, lengths
 
 
@@ -814,15 +814,16 @@ def test_prefill_through_the_step_splits_long_chunks_exactly(monkeypatch, storag
         pool = BlockPool(model.config, num_blocks=16, block_size=4)
         tables = [[pool.allocate() for _ in range(-(-len(p) // 4))] for p in prompts]
         with torch.inference_mode():
-            results.append((as_tensor(Runner(model, pool).prefill([(p, t, 0)
-                                                                   for p, t in zip(prompts, tables, strict=True)])),
+            results.append((as_tensor(prefill(Runner(model, pool), [(p, t, 0)
+                                                                    for p, t in zip(prompts, tables, strict=True)])),
                             pool))
     (one, pool), (split, split_pool) = results
     assert one.shape == (2, 300) and torch.equal(one, split)
     assert same_bits(pool.k, split_pool.k) and same_bits(pool.v, split_pool.v)
     reference = BlockPool(model.config, num_blocks=16, block_size=4)
     with torch.inference_mode():
-        want = Runner(model, reference).blocks([(p, t, 0) for p, t in zip(prompts, tables, strict=True)])
+        want = as_tensor(prefill(Runner(model, reference, reference=True),
+                                 [(p, t, 0) for p, t in zip(prompts, tables, strict=True)]))
     assert close(one, want) and torch.equal(one.argmax(-1), want.argmax(-1))
     assert (pool.k - reference.k).abs().max() < 1e-4 * reference.k.abs().max()
 

@@ -15,6 +15,7 @@ from gguf_files import add_shape
 import forwardpass
 from forwardpass import kernels
 from forwardpass.engine import Engine, EngineConfig
+from forwardpass.engine.rows import NATIVE
 from forwardpass.errors import UnsupportedModelError
 from forwardpass.models import GGUFMetadata
 from forwardpass.models.phi3 import PHI3
@@ -131,7 +132,7 @@ def test_greedy_tokens_are_transformers(hf, path, storage):
     """Through the engine (paged prefill, then decode steps: native ones in the default mode), past the window."""
     fp = forwardpass.load(path, storage=storage)
     if storage is None and kernels.available():
-        assert Engine(fp, EngineConfig(kv_cache_bytes=2**20)).runner.native is not None
+        assert Engine(fp, EngineConfig(kv_cache_bytes=2**20)).runner.capabilities is NATIVE
     params = SamplingParams(temperature=0, max_tokens=16, ignore_eos=True)
     for seed in (3, 4):
         prompt = torch.randint(0, VOCAB, (12,), generator=torch.Generator().manual_seed(seed)).tolist()

@@ -42,14 +42,10 @@ def simulate(seed: int, num_blocks: int, block_size: int, max_num_seqs: int, bud
         if not pending and not scheduler.has_work():
             break
         work = scheduler.schedule()
-        assert not scheduler.rejected, "a request that fits the pool was refused"
-        for seq, n in [(s, 1) for s in work.decode] + work.prefill:
-            seq.num_computed += n
+        assert not work.rejected, "a request that fits the pool was refused"
+        for seq, n in [(r.seq, r.n) for p in work.passes for r in p.rows]:
+            scheduler.advance(seq, n)
             assert len(seq.blocks) * block_size >= seq.num_computed
-            while len(seq.hashes) < seq.num_computed // block_size:
-                i, prefix = len(seq.hashes), seq.hashes[-1] if seq.hashes else 0
-                tokens = seq.token_ids[i * block_size:(i + 1) * block_size]
-                seq.hashes.append(pool.register(seq.blocks[i], prefix, tokens, seq.blocks[i - 1] if i else None))
             if seq.to_compute == 0:
                 seq.output_ids.append(rng.randrange(8))
                 if len(seq.output_ids) == seq.params.max_tokens:

@@ -1,4 +1,4 @@
-"""Speculative decoding by prompt lookup (engine/speculation.py, steps.py): the lookup and the draft length's
+"""Speculative decoding by prompt lookup (engine/speculation.py, step_plan.py): the lookup and the draft length's
 adaptation, and the engine's output token for token the same with and without drafting — greedy and seeded sampling,
 stop strings, penalties, logit bias, log-probabilities, structured output, among concurrent requests with preemption —
 while drafts are really made and kept."""
@@ -76,7 +76,7 @@ class FixedCost(StepCost):
 
 def drafting_engine(smollm, speculative: str, **config) -> Engine:
     engine = Engine(smollm, EngineConfig(speculative=speculative, **config))
-    engine.steps.cost = FixedCost()
+    engine.scheduler.planner.cost = FixedCost()
     return engine
 
 

@@ -22,6 +22,7 @@ CHECK = """
 import json, resource, sys, time, torch
 import forwardpass
 from forwardpass.engine import BlockPool
+from forwardpass.engine.rows import Chunk, Rows
 from forwardpass.engine.runner import Runner
 from forwardpass.loop import generate
 from forwardpass.quant import QuantizedLinear
@@ -39,9 +40,9 @@ with torch.inference_mode():
     for native in (True, False):  # the native step, then the PyTorch blocks, after the same prefill over a pool of one
         pool = BlockPool(m.config, 1, 64, fp.kv_dtype())  # the pairs as generate() keeps them
         table, runner = [pool.allocate()], Runner(m, pool)
-        logits = torch.from_numpy(runner.prefill([(ids, table, 0)]).copy())  # the native step's: numpy
-        steps.append(torch.from_numpy(runner.native.decode(pool, [token], [at], [table])[0][0].copy()) if native
-                     else runner.blocks([([token], table, at)])[0])
+        logits = torch.from_numpy(runner.step(Rows([Chunk(ids, table, 0)])).logits.copy())  # the native step's
+        step = runner if native else Runner(m, pool, reference=True)
+        steps.append(torch.from_numpy(step.step(Rows([Chunk([token], table, at)])).logits[0].copy()))
 held = sum(t.numel() * t.element_size() for t in (*m.parameters(), *m.buffers()))
 print(json.dumps({"loaded_s": loaded, "bits": bits, "head_bits": m.lm_head.bits, "tokens": out.token_ids, "held": held,
                   "first": int(logits[0].argmax()), "step_diff": float((steps[0] - steps[1]).abs().max()),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -10,6 +11,7 @@ from ..detokenize import TextStream
 from ..errors import ContextLengthError, ForwardpassError
 from ..sampling import SamplingParams, make_generator
 from .sequence import RequestOutput, Sequence
+from .speculation import Drafter, Predicted
 
 if TYPE_CHECKING:  # named in annotations only: admission itself needs no PyTorch
     from ..loaded import LoadedModel
@@ -45,12 +47,9 @@ def new_sequence(pipeline: LoadedModel, request_id: str, prompt_ids: list[int], 
     (`grammar`: params.constraint compiled), when it arrived and when its time runs out."""
     tok = pipeline.tokenizer
     eos = params.end_ids(tok.eos_ids if tok is not None else [])
-    seq = Sequence(request_id, list(prompt_ids), params, make_generator(params),
-                   TextStream(tok, params.stop) if tok is not None else None, on_output, eos)
-    if grammar is not None:
-        seq.matcher = grammar.matcher()
-    if arrival is not None:
-        seq.arrival = arrival
-    if timeout is not None:
-        seq.deadline = seq.arrival + timeout
-    return seq
+    arrival = arrival if arrival is not None else time.perf_counter()
+    predicted = Predicted(params.prediction, len(prompt_ids)) if params.prediction else None
+    return Sequence(request_id, list(prompt_ids), params, make_generator(params),
+                    TextStream(tok, params.stop) if tok is not None else None, on_output, eos, arrival,
+                    arrival + timeout if timeout is not None else None,
+                    grammar.matcher() if grammar is not None else None, Drafter(predicted=predicted))

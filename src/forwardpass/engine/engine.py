@@ -1,8 +1,8 @@
 """The engine: runs scheduled steps on the runner over the paged cache, samples each request with its own
 parameters, and streams outputs. `step()` runs one step; `start()` runs steps in a background thread.
 
-    submit → scheduler → runner (steps.py: prefill chunks, decode rows) → logits → outputs.py (sample, stop rules,
-    delivery)
+    submit → scheduler.schedule (a StepPlan: every row and block) → steps.run (runner.step per call) → logits →
+    outputs.py (sample, stop rules, delivery)
 
 No request can stop the others: whatever goes wrong with one request (its sampling, its output callback, the
 forward pass of the batch it ran in) ends that request with finish reason "error" and a message, and the loop
@@ -11,26 +11,21 @@ leaves `failure` set: the server then answers 503 on /health so that a superviso
 
 from __future__ import annotations
 
-import itertools
 import logging
-import queue
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..config import SPECULATIVE_MODES
-from ..constraints import Grammar, Grammars
-from ..errors import EngineUnavailableError
+from ..constraints import Grammars
 from ..loaded import LoadedModel
-from ..sampling import SamplingParams
-from .admission import check_request, new_sequence, token_room
+from .intake import Intake
 from .metrics import EngineMetrics
 from .outputs import Outputs
 from .paged import BlockPool
 from .runner import Runner
 from .scheduler import Scheduler
-from .sequence import Error, RequestOutput
+from .sequence import Error
 from .steps import Steps
 
 log = logging.getLogger("forwardpass.engine")
@@ -48,7 +43,9 @@ class EngineConfig:
     speculative: str = "ngram"  # "ngram": drafts by prompt lookup, verified in the native step; "off"
 
 
-class Engine:
+class Engine(Intake):
+    """The requests' way in (intake.py), and the loop: admit, schedule, run, hand on; step by step."""
+
     def __init__(self, pipeline: LoadedModel, config: EngineConfig | None = None,
                  wake: threading.Event | None = None):
         self.pipeline, self.config = pipeline, config or EngineConfig()
@@ -56,93 +53,30 @@ class Engine:
         kv = pipeline.kv_format()
         num_blocks = max(1, self.config.kv_cache_bytes // BlockPool.block_bytes(c, self.config.block_size, kv))
         self.pool = BlockPool(c, num_blocks, self.config.block_size, kv, pipeline.device, self.config.prefix_caching)
-        self.scheduler = Scheduler(self.pool, self.config.max_num_seqs, self.config.max_num_batched_tokens)
-        self.metrics = EngineMetrics()
-        self.outputs = Outputs(self.scheduler, self.metrics, c.context_length)
-        self.runner = Runner(model, self.pool, self.config.checked)
         if self.config.speculative not in SPECULATIVE_MODES:
             raise ValueError(f"speculative must be one of {', '.join(SPECULATIVE_MODES)}, got "
                              f"{self.config.speculative!r}")
-        self.steps = Steps(self.runner, self.scheduler, self.pool, self.outputs, c.context_length,
-                           self.config.speculative == "ngram")
+        self.scheduler = Scheduler(self.pool, self.config.max_num_seqs, self.config.max_num_batched_tokens,
+                                   c.context_length, self.config.speculative == "ngram")
+        self.metrics = EngineMetrics()
+        self.outputs = Outputs(self.scheduler, self.metrics, c.context_length)
+        self.runner = Runner(model, self.pool, self.config.checked)
+        self.steps = Steps(self.runner, self.scheduler, self.outputs)
         self.grammars = Grammars(pipeline.tokenizer, c.vocab_size)  # structured output's compiled constraints
-        self._ids = itertools.count()
-        self._inbox: queue.Queue = queue.Queue()  # (action, payload) from other threads
-        self._wake = wake or threading.Event()  # set when work arrives (shared by engines one thread steps in turn)
+        self._open(wake)
         self._thread: threading.Thread | None = None
         self._stop = False
-        self._admission = threading.Lock()
-        self.failure: str | None = None  # why the loop died; nothing is admitted after it
-        self._drain_at: float | None = None  # draining: nothing admitted, everything ended at this time
-
-    # ---- requests ----------------------------------------------------------------------------------
-    def check_request(self, prompt_ids: list[int], params: SamplingParams) -> None:
-        """Raise a clear error, before anything is queued, for a request that can never be served."""
-        check_request(self.pipeline, self.pool, prompt_ids, params)
-
-    def token_room(self, prompt_ids: list[int]) -> int:
-        """The most tokens a request with this prompt may ask for: what the context and the pool leave."""
-        return token_room(self.pipeline, self.pool, prompt_ids)
-
-    def submit(self, prompt_ids: list[int], params: SamplingParams, on_output: Callable[[RequestOutput], None],
-               grammar: Grammar | None = None, arrival: float | None = None) -> str:
-        """Queue a request; `on_output` is called from the engine's thread for every step's output. `grammar`:
-        params.constraint already compiled (`grammars.submit`), else it is compiled here (a grammar that cannot be
-        is the caller's error). `arrival`: when the request arrived, if before now (its time limit counts from
-        then)."""
-        self.check_request(prompt_ids, params)
-        if params.constraint is not None and grammar is None:
-            grammar = self.grammars.compile(params.constraint)
-        seq = new_sequence(self.pipeline, f"req-{next(self._ids)}", prompt_ids, params, on_output,
-                           grammar if params.constraint is not None else None, arrival, self.config.request_timeout)
-        with self._admission:  # never queued after a failed loop took its last look at the inbox
-            self.check_available()
-            self._inbox.put(("add", seq))
-        self._wake.set()
-        return seq.request_id
-
-    def check_available(self) -> None:
-        """Raise EngineUnavailableError if the engine takes no new requests (it failed, or it is shutting down)."""
-        if self.failure is not None:
-            raise EngineUnavailableError(f"the engine stopped after an internal error: {self.failure}")
-        if self._drain_at is not None:
-            raise EngineUnavailableError("the server is shutting down")
-
-    def abort(self, request_id: str) -> None:
-        """Cancel a request (a client went away); its blocks are freed at the next step boundary."""
-        self._inbox.put(("abort", request_id))
-        self._wake.set()
-
-    def drain(self, grace: float) -> None:
-        """Shut down gently: admit nothing more, let requests in flight finish for `grace` seconds, then end
-        the rest ("abort", with a message saying the server is shutting down)."""
-        if self._drain_at is None:
-            self._drain_at = time.perf_counter() + grace
-            self._wake.set()
-
-    def has_work(self) -> bool:
-        return self.scheduler.has_work() or not self._inbox.empty()
 
     # ---- steps -------------------------------------------------------------------------------------
-    def _drain_inbox(self) -> None:
-        while not self._inbox.empty():
-            action, payload = self._inbox.get_nowait()
-            if action == "add":
-                self.outputs.sequences[payload.request_id] = payload
-                self.scheduler.add(payload)
-                self.metrics.prompt_tokens.inc(len(payload.prompt_ids))
-            elif payload in self.outputs.sequences:
-                self.outputs.finish(self.outputs.sequences[payload], "abort", None)
-
     def step(self) -> None:
-        """Admit, schedule, run the model once for decode rows and once for prefill chunks, sample, emit."""
+        """Admit; schedule (the scheduler plans every row and block of the step); run the planned calls on the runner;
+        sample, apply the stop rules and emit (outputs.py)."""
         self._drain_inbox()
         self.outputs.end_overdue(self._drain_at, self.config.request_timeout)
-        work = self.scheduler.schedule()
-        for seq in self.scheduler.rejected:
+        plan = self.scheduler.schedule(self.runner.capabilities, not self._inbox.empty())
+        for seq in plan.rejected:
             self.outputs.finish(seq, "error", None, error=Error("the request does not fit the KV block pool", "failed"))
-        self.scheduler.rejected.clear()
-        self.steps.run(work, bool(self.scheduler.waiting) or not self._inbox.empty())
+        self.steps.run(plan)
         self.metrics.observe_pool(self)
         if self.config.checked:
             self.scheduler.check()
@@ -192,13 +126,6 @@ class Engine:
             self._drain_inbox_safely()
         self.metrics.healthy.set(0)
         self.outputs.end_all(Error(f"the engine stopped after an internal error: {self.failure}", "failed"))
-
-    def _drain_inbox_safely(self) -> None:
-        """Move queued requests among the outputs' sequences (so they are ended too) without touching the scheduler."""
-        while not self._inbox.empty():
-            action, payload = self._inbox.get_nowait()
-            if action == "add":
-                self.outputs.sequences[payload.request_id] = payload
 
     def run_until_done(self) -> None:
         """Run steps in the caller's thread until every queued request has finished (tests, benchmarks)."""

@@ -1,5 +1,5 @@
 """The native step: one call runs whole steps of a Llama-family model for a batch of rows over the engine's paged pool
-(a single sequence is a pool of one). The runner (runner.py) calls it where it applies.
+(a single sequence is a pool of one). The runner (runner.py) calls it (`run`) where it binds the pool.
 
 A decode step of a small model is ~20 framework ops per layer, each doing microseconds of work; their
 dispatch costs as much as reading the weights. `kernels/decode_step.c` does the same arithmetic as the
@@ -24,6 +24,7 @@ from ..kernels.abi import KV_F16, KV_F32, KV_Q8_0, Batch, Model
 from ..kernels.team import TeamSize, most_threads
 from ..weights.native_model import NativeModel
 from .paged import BlockPool
+from .rows import NATIVE, Rows, StepOutput
 
 _i = ctypes.c_int
 PREFILL_ROWS = 64  # positions one native prefill call runs: its workspace grows with them
@@ -53,6 +54,8 @@ class NativeStep:
     """The native step bound to one NativeModel: held here where the step owns it (a Transformer's description, made
     for the step), else only referred to, so that a model read without PyTorch is freed with its last user (runner.py
     keeps each model's step beside the model, not holding it)."""
+
+    capabilities = NATIVE  # bursts, and drafts to verify beside other rows: any mix of rows is one call
 
     def __init__(self, native: NativeModel, owned: bool = False):
         self.spec = native.spec
@@ -90,17 +93,38 @@ class NativeStep:
         work.team.observe(work.usage[0], work.usage[1])
 
     def binds(self, pool: BlockPool) -> bool:
-        """The one eligibility check: whether the step runs over this pool now (`fits` and `ready`)."""
+        """The one eligibility check: whether the step runs over this pool now, its two parts below (the runner asks
+        `fits` once for its life, `ready` before every step)."""
         return self.fits(pool) and self.ready()
 
     def fits(self, pool: BlockPool) -> bool:
         """A block pool of float32, float16 or q8_0 pairs in numpy memory (engine/paged.py), and the model's tensors
-        still those described (NativeModel.current)."""
+        still those described (NativeModel.current: a walk over every slot the step points into)."""
         return pool.format in KV_FORMAT and pool.k_array is not None and self.native.current()
 
     def ready(self) -> bool:
-        """The switches a model may turn while it is served, checked before every step (NativeModel.ready)."""
+        """The switches a model may turn while it is served (NativeModel.ready: checked mode, the residual
+        counterfactual), cheap enough to ask before every step."""
         return self.native.ready()
+
+    def run(self, pool: BlockPool, rows: Rows) -> StepOutput:
+        """The runner's one verb on this back end: decode rows (and bursts) in one call (`decode`); chunks giving
+        logits at every position (drafts to verify) beside the rest in one call; prompt chunks in calls of at most
+        PREFILL_ROWS rows (`prefill`)."""
+        chunks = rows.chunks
+        if all(len(c.ids) == 1 for c in chunks):
+            logits, chosen = self.decode(pool, [c.ids[0] for c in chunks], [c.start for c in chunks],
+                                         [c.table for c in chunks], rows.steps, rows.stop)
+            return StepOutput(logits, chosen)
+        if any(c.every for c in chunks):
+            flat = [(token, c.start + i, c.table, i, c.every or i == len(c.ids) - 1)
+                    for c in chunks for i, token in enumerate(c.ids)]
+            emit = None if all(e for *_, e in flat) else [int(e) for *_, e in flat]
+            logits, chosen = self.step(pool, [t for t, *_ in flat], [p for _, p, *_ in flat],
+                                       [t for _, _, t, _, _ in flat], chunk=[i for *_, i, _ in flat], emit=emit)
+            return StepOutput(logits, chosen)
+        logits = self.prefill(pool, [(c.ids, c.table, c.start) for c in chunks])
+        return StepOutput(logits, [[] for _ in chunks])
 
     def decode(self, pool: BlockPool, tokens: list[int], lengths: list[int], tables: list[list[int]], n: int = 1,
                stop: tuple[int, ...] = ()) -> tuple[np.ndarray, list[list[int]]]:

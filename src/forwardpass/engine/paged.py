@@ -1,6 +1,5 @@
 """The paged KV cache: one pool of fixed-size blocks per model, a block table per sequence, a free list,
-reference counts, and prefix caching (full blocks found again by the hash of everything up to them, a hit
-confirmed by the block's own tokens and the block before it, so a hash collision never shares wrong pairs)."""
+reference counts, and prefix caching (prefix_cache.py: full blocks found again by the hash of everything up to them)."""
 
 from __future__ import annotations
 
@@ -14,6 +13,7 @@ import numpy as np
 from ..config import ModelConfig
 from ..errors import ContextLengthError, InvariantError
 from ..kv_q8_0 import NUMPY_KV, dequantize, kv_name, quantize, row_bytes, torch_dtype
+from .prefix_cache import PrefixCache
 
 if TYPE_CHECKING:
     import torch
@@ -28,7 +28,7 @@ def zeroed(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     return np.frombuffer(pages, dtype=np.uint8)[:count].view(dtype).reshape(shape)
 
 
-class BlockPool:
+class BlockPool(PrefixCache):
     """K and V for `num_blocks` blocks of `block_size` token slots, every layer.
 
     k, v: (n_layers, num_blocks, n_kv_heads, block_size, head_dim) in the pool's format (float32, float16, bfloat16),
@@ -38,7 +38,8 @@ class BlockPool:
     long-context decode read about three times the bytes it used).
 
     On the CPU the pairs live in numpy arrays (`k_array`, `v_array`: the native step's); `k` and `v` are PyTorch views
-    of them for the PyTorch blocks, made when first asked for. On another device they are PyTorch tensors there."""
+    of them for the PyTorch blocks, made when first asked for. On another device they are PyTorch tensors there.
+    Its blocks are handed out oldest freed first, and found again by the prefix cache it is (PrefixCache)."""
 
     def __init__(self, config: ModelConfig, num_blocks: int, block_size: int = 16, dtype="float32",
                  device="cpu", prefix_caching: bool = True):
@@ -65,14 +66,11 @@ class BlockPool:
             reason = str(e).splitlines()[0][:160]
             raise ContextLengthError(f"a KV pool of {gib:.3g} GiB ({num_blocks} blocks of {block_size} tokens) cannot "
                                      f"be allocated on {device}: {reason}") from None
-        self.num_blocks, self.block_size, self.prefix_caching = num_blocks, block_size, prefix_caching
+        super().__init__(block_size, prefix_caching)
+        self.num_blocks = num_blocks
         self._bytes = num_blocks * self.block_bytes(config, block_size, self.format)
         self.ref_count = [0] * num_blocks
         self.free: OrderedDict[int, None] = OrderedDict((b, None) for b in range(num_blocks))  # oldest first
-        self.block_hash: dict[int, int] = {}  # block → hash of the tokens it (and its prefix) holds
-        self.block_key: dict[int, tuple] = {}  # block → (the block before it or None, its tokens): what a hit checks
-        self.cached: dict[int, int] = {}  # hash → block, for full blocks that may be shared
-        self.hits = self.queries = 0  # prefix-cache lookups, in tokens
 
     def _torch(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self._tensors is None:  # PyTorch views of the numpy arrays: the same memory
@@ -114,10 +112,7 @@ class BlockPool:
         if not self.free:
             raise ContextLengthError("the KV block pool is exhausted")
         block, _ = self.free.popitem(last=False)
-        self.block_key.pop(block, None)
-        old = self.block_hash.pop(block, None)
-        if old is not None and self.cached.get(old) == block:
-            del self.cached[old]
+        self.forget(block)
         self.ref_count[block] = 1
         return block
 
@@ -137,37 +132,12 @@ class BlockPool:
                 self.free[block] = None
 
     def match_prefix(self, tokens: list[int]) -> list[int]:
-        """Blocks already holding the longest run of full blocks at the start of `tokens` (shared, ref +1).
-        At least one token is always left to compute, so the model has logits to sample from."""
-        found: list[int] = []
-        usable = (len(tokens) - 1) // self.block_size
-        if not self.prefix_caching:
-            return found
-        h = 0
-        for i in range(usable):
-            chunk = tuple(tokens[i * self.block_size:(i + 1) * self.block_size])
-            h = hash((h, chunk))
-            block = self.cached.get(h)
-            if block is None or self.block_key[block] != (found[-1] if found else None, chunk):
-                break
+        """Blocks already holding the longest run of full blocks at the start of `tokens` (PrefixCache.lookup), shared
+        (ref +1)."""
+        found = self.lookup(tokens)
+        for block in found:
             self.share(block)
-            found.append(block)
         return found
-
-    def count_hits(self, tokens: list[int], hit: int) -> None:
-        """Count one prefix lookup that a request kept: the full blocks of `tokens` it could reuse, `hit` reused."""
-        self.queries += (len(tokens) - 1) // self.block_size * self.block_size
-        self.hits += hit
-
-    def register(self, block: int, prefix_hash: int, tokens: list[int], previous: int | None = None) -> int:
-        """A block just filled, after block `previous` (None: the first): remember it under the hash of its prefix
-        and tokens. Returns that hash."""
-        h = hash((prefix_hash, tuple(tokens)))
-        if self.prefix_caching and h not in self.cached:
-            self.cached[h] = block
-            self.block_hash[block] = h
-            self.block_key[block] = (previous, tuple(tokens))
-        return h
 
     def check(self, tables: list[list[int]]) -> None:
         """Invariants: each block's reference count equals the live sequences using it; free + used = pool."""

@@ -40,6 +40,11 @@ class Error:
 
 @dataclass
 class Sequence:
+    """One owner writes each field after it is made (the objects it holds change their own state: the matcher, the text
+    stream, the drafter, the generator): admission.py makes it with the first block of fields; the block tables
+    (tables.py) write `blocks`, `hashes`, `num_computed`, `cached_tokens`; the scheduler `preemptions`; the outputs
+    (outputs.py) `output_ids`, `first_token_at`, `last_token_at`, `finish_reason`."""
+
     request_id: str
     prompt_ids: list[int]
     params: SamplingParams
@@ -47,19 +52,22 @@ class Sequence:
     text: TextStream | None
     on_output: Callable[[RequestOutput], None]
     eos_ids: set[int]
-    output_ids: list[int] = field(default_factory=list)
+    arrival: float = field(default_factory=time.perf_counter)
+    deadline: float | None = None  # perf_counter time past which the engine ends it (the server's time limit)
+    matcher: Matcher | None = None  # structured output: where the text is in its grammar
+    drafter: Drafter = field(default_factory=Drafter)  # speculative decoding's lookup and draft length (speculation.py)
+    # the block tables'
     blocks: list[int] = field(default_factory=list)
     hashes: list[int] = field(default_factory=list)  # prefix hash of each full block, in order
     num_computed: int = 0  # tokens whose (K, V) pairs are in the cache
     cached_tokens: int = 0  # prompt tokens found in the prefix cache
-    arrival: float = field(default_factory=time.perf_counter)
+    # the scheduler's
+    preemptions: int = 0
+    # the outputs'
+    output_ids: list[int] = field(default_factory=list)
     first_token_at: float | None = None
     last_token_at: float | None = None
     finish_reason: str | None = None
-    preemptions: int = 0
-    deadline: float | None = None  # perf_counter time past which the engine ends it (the server's time limit)
-    matcher: Matcher | None = None  # structured output: where the text is in its grammar
-    drafter: Drafter | None = None  # speculative decoding's lookup and draft length (speculation.py)
 
     @property
     def token_ids(self) -> list[int]:

@@ -101,4 +101,4 @@ def run(fp: LoadedModel, prompt: str, new_tokens: int) -> dict:
             "plain": {"passes": len(plain), "rows": sum(p.rows for p in plain), "token_ids": plain_tokens,
                       "ended": plain[-1].ended},
             "same": differ is None, "first_difference": differ, "drafts": counted, "metrics": reported,
-            "agrees": counted == reported, "drafting": engine.runner.native is not None}
+            "agrees": counted == reported, "drafting": engine.runner.capabilities.drafts}
