@@ -40,7 +40,7 @@ def test_a_family_is_found_by_the_architecture_a_file_declares():
 
 
 def test_family_files_import_only_config_errors_and_each_other():
-    """models/ sits below the readers: it never imports weights/, the pipeline, or PyTorch."""
+    """models/ sits below the readers: it never imports weights/, the loader, or PyTorch."""
     for path in PACKAGE.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level:
