@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 SCHEMA = json.loads((EXAMPLES / "person.schema.json").read_text())
 GREEDY = {"temperature": 0.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "repetition_penalty": 1.0}
-CLIENTS = ["openai_chat.py", "anthropic_messages.py", "openai_structured.py"]
+CLIENTS = ["openai_chat.py", "anthropic_messages.py", "openai_structured.py", "openai_responses.py"]
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +61,20 @@ def test_anthropic_messages_streams_the_reply_the_server_gives_whole(server):
     assert r.stdout == whole["content"][0]["text"] != ""
     usage = whole["usage"]
     assert r.stderr == (f"\n[smollm, stop: {whole['stop_reason']}, {usage['input_tokens']} tokens in, "
+                        f"{usage['output_tokens']} out]\n")
+
+
+def test_openai_responses_streams_the_reply_then_continues_it(server):
+    r = example("openai_responses.py", server, "Name a fruit.")
+    assert r.returncode == 0, r.stderr
+    ask = {"model": "smollm", "max_output_tokens": 48, "temperature": 0}
+    first = httpx.post(f"{server}/v1/responses", json=ask | {"input": "Name a fruit."}, timeout=120).json()
+    then = httpx.post(f"{server}/v1/responses", json=ask | {"input": "Say it again, shorter.",
+                                                             "previous_response_id": first["id"]}, timeout=120).json()
+    text = first["output"][0]["content"][0]["text"]
+    assert r.stdout == text + "\n" + then["output"][0]["content"][0]["text"] + "\n" and text != ""
+    usage = first["usage"]
+    assert r.stderr == (f"[smollm, {first['status']}, {usage['input_tokens']} tokens in, "
                         f"{usage['output_tokens']} out]\n")
 
 

@@ -1,6 +1,7 @@
-"""The HTTP API over the engine: OpenAI's /v1/models, /v1/completions, /v1/chat/completions (plain or SSE streams)
-and /v1/embeddings, Anthropic's /v1/messages, /tokenize and /detokenize, /health and /metrics, one module each over
-one request → engine path (served.py). Every error is a JSON body in the API's own shape; the server keeps serving.
+"""The HTTP API over the engine: OpenAI's /v1/models, /v1/completions, /v1/chat/completions (plain or SSE streams),
+/v1/responses and /v1/embeddings, Anthropic's /v1/messages, /tokenize and /detokenize, /health and /metrics, one
+module each over one request → engine path (served.py). Every error is a JSON body in the API's own shape; the
+server keeps serving.
 
 A request's engine work ends with it: a client that goes away (streaming or not) has its requests aborted and
 their blocks freed at the next step. A request the engine ends early (a failure, the time limit, a shutdown)
@@ -20,7 +21,7 @@ from starlette.exceptions import HTTPException
 from ..engine import Engine
 from ..errors import ContextLengthError, EngineUnavailableError, ForwardpassError
 from . import anthropic as anthropic_api
-from . import completions, embeddings, page, status, tokens
+from . import completions, embeddings, page, responses, status, tokens
 from .access_log import AccessLog
 from .errors import APIError
 from .front import Front
@@ -45,7 +46,7 @@ def build_app(models: Engine | Registry, config: ServerConfig, embedder: Embedde
     _errors(app)
     registry = models if isinstance(models, Registry) else Registry.of(Served(models, config))
     front = Front(registry, config, embedder)
-    for api in (status, completions, anthropic_api, embeddings, tokens):
+    for api in (status, completions, responses, anthropic_api, embeddings, tokens):
         app.include_router(api.router(front))
     app.add_middleware(Leases)
     app.add_middleware(ExactPaths)

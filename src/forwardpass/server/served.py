@@ -34,6 +34,7 @@ class ServerConfig:
     sampling: dict = field(default_factory=dict)  # defaults for the sampling fields a request leaves out (defaults.py)
     access_log: str | None = None  # one line per request: "text" or "json" (access_log.py); None: none
     cors_origins: tuple[str, ...] = ()  # origins whose browser pages may call the API ("*": any); none: same origin
+    stored_responses: int = 512  # Responses API: responses kept for retrieve and previous_response_id
 
 
 async def off_loop(fn, /, *args, **kwargs):
