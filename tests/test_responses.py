@@ -9,6 +9,7 @@ import json
 import httpx
 import jsonschema
 import openai
+import pydantic
 import pytest
 from server_helpers import MODEL, running_server
 
@@ -213,3 +214,20 @@ def test_chat_and_messages_are_unchanged(client, server):
     r = httpx.post(server + "/v1/messages", json={"model": MODEL, "max_tokens": 3, "messages": [
         {"role": "user", "content": "Hi"}]}, timeout=60)
     assert r.status_code == 200 and r.json()["type"] == "message"
+
+
+def test_the_stream_helper_assembles_calls_and_parsed_output(client):
+    """responses.stream's own bookkeeping (items by output_index, calls by call_id) accepts the events as sent."""
+    with client.responses.stream(input="What is the weather in Paris?", tools=[TOOL], tool_choice="required",
+                                 max_output_tokens=60, **GREEDY) as stream:
+        final = stream.get_final_response()
+    (call,) = final.output
+    assert call.type == "function_call" and json.loads(call.arguments)["city"]
+
+    class Fruit(pydantic.BaseModel):
+        fruit: str = pydantic.Field(max_length=20)
+
+    with client.responses.stream(input="Name a fruit as JSON.", text_format=Fruit, max_output_tokens=40,
+                                 **GREEDY) as stream:
+        parsed = stream.get_final_response().output_parsed
+    assert isinstance(parsed, Fruit)
