@@ -6,9 +6,10 @@ dispatch costs as much as reading the weights. `kernels/decode_step.c` does the 
 blocks in one call: RMSNorm, Q/K/V, RoPE, the cache append, grouped-query attention, the output projection,
 SwiGLU, the residual adds, the final norm and the unembedding, with the switches other families declare
 (QK-norm, sandwich norms, GeGLU, scaled embeddings, per-layer sliding windows and RoPE tables, the attention
-scale): Qwen2/3, Mistral, Phi-3 and Gemma 3 run through it as Llama does. It reads a NativeModel (native_model.py: the
-model file's tensors read without PyTorch, or a built Transformer's own) and writes into the pool's blocks (float32,
-float16 or q8_0 pairs) in numpy memory; logits come back as numpy arrays. Nothing here imports PyTorch."""
+scale): Qwen2/3, Mistral, Phi-3 and Gemma 3 run through it as Llama does. It reads a NativeModel
+(weights/native_model.py: the model file's tensors read without PyTorch, or a built Transformer's own) and writes into
+the pool's blocks (float32, float16 or q8_0 pairs) in numpy memory; logits come back as numpy arrays. Nothing here
+imports PyTorch."""
 
 from __future__ import annotations
 
@@ -57,17 +58,18 @@ class NativeStep:
 
     capabilities = NATIVE  # bursts, and drafts to verify beside other rows: any mix of rows is one call
 
-    def __init__(self, native: NativeModel, owned: bool = False):
-        self.spec = native.spec
-        self._native, self._owned = weakref.ref(native), native if owned else None
+    def __init__(self, model: NativeModel, owned: bool = False):
+        self.spec = model.spec
+        self._model, self._owned = weakref.ref(model), model if owned else None
         self._work = _Workspace()
 
     @property
-    def native(self) -> NativeModel:
-        native = self._native()
-        if native is None:
+    def model(self) -> NativeModel:
+        """The description the step reads."""
+        model = self._model()
+        if model is None:
             raise InvariantError("the native step's model was freed")
-        return native
+        return model
 
     def _workspace(self, capacity: int, rows: int) -> Model:
         """This thread's copy of the model's description with a workspace for `capacity` cache slots, `rows` rows and
@@ -100,12 +102,12 @@ class NativeStep:
     def fits(self, pool: BlockPool) -> bool:
         """A block pool of float32, float16 or q8_0 pairs in numpy memory (engine/paged.py), and the model's tensors
         still those described (NativeModel.current: a walk over every slot the step points into)."""
-        return pool.format in KV_FORMAT and pool.k_array is not None and self.native.current()
+        return pool.format in KV_FORMAT and pool.k_array is not None and self.model.current()
 
     def ready(self) -> bool:
         """The switches a model may turn while it is served (NativeModel.ready: checked mode, the residual
         counterfactual), cheap enough to ask before every step."""
-        return self.native.ready()
+        return self.model.ready()
 
     def run(self, pool: BlockPool, rows: Rows) -> StepOutput:
         """The runner's one verb on this back end: decode rows (and bursts) in one call (`decode`); chunks giving
@@ -168,9 +170,9 @@ class NativeStep:
         bad = [t for t in tokens if not 0 <= t < self.spec.vocab_size]
         if bad:
             raise TokenIdError(f"token id {bad[0]} is outside the vocabulary [0, {self.spec.vocab_size})")
-        native = self.native  # held for the call, whoever else lets it go
+        model = self.model  # held for the call, whoever else lets it go
         spec = self._workspace(max(lengths) + n, rows)
-        native.cover(max(lengths) + n)
+        model.cover(max(lengths) + n)
         work = self._work
         emitted = rows if emit is None else sum(1 for e in emit if e)
         if work.logits is None or work.logits.shape[0] < emitted:
