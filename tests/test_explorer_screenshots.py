@@ -3,8 +3,10 @@
     .venv/bin/python tests/test_explorer_screenshots.py      # writes docs/explorer*.png
 
 docs/explorer.png (English, 1280 px, the top of the page), docs/explorer-zh.png (Chinese, 1280 px, §01),
-docs/explorer-390.png and docs/explorer-zh-390.png (390 px, attention opened up). Under pytest the same four go to
-artifacts/ (or $FORWARDPASS_ARTIFACTS): a check that they can still be made."""
+docs/explorer-390.png and docs/explorer-zh-390.png (390 px, attention opened up). The script offers the installed
+Gemma 3 270M beside the default model, as `forwardpass explore` does, so the Chinese page is on the model that reads
+Chinese. Under pytest the same four go to artifacts/ (or $FORWARDPASS_ARTIFACTS), on the default model alone: a check
+that they can still be made."""
 
 from __future__ import annotations
 
@@ -21,11 +23,11 @@ SHOTS = [("explorer.png", "en", 1280, 1000, None), ("explorer-zh.png", "zh", 128
          ("explorer-390.png", "en", 390, 844, ATTENTION), ("explorer-zh-390.png", "zh", 390, 844, ATTENTION)]
 
 
-def take(pipeline, out: Path) -> list[Path]:
-    """The four screenshots of the explorer on `pipeline`, written into `out`."""
+def take(pipeline, out: Path, others: dict | None = None) -> list[Path]:
+    """The four screenshots of the explorer on `pipeline` (and the models `others` names), written into `out`."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    with chromium() as browser, explorer(pipeline) as url:
+    with chromium() as browser, explorer(pipeline, others) as url:
         pages = {}
         for name, lang, width, height, target in SHOTS:
             if lang not in pages:
@@ -51,8 +53,9 @@ def test_the_readmes_screenshots_can_be_made(smollm):
 
 if __name__ == "__main__":
     import forwardpass
+    from forwardpass.packaged import gemma3_270m
 
     if not Path("/usr/bin/chromium").exists():
         sys.exit("Debian's chromium is needed: make browser")
-    for path in take(forwardpass.load(), ROOT / "docs"):
+    for path in take(forwardpass.load(), ROOT / "docs", {"gemma3-270m": lambda: forwardpass.load(gemma3_270m())}):
         print(path.relative_to(ROOT))
