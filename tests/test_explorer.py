@@ -259,7 +259,8 @@ def test_byte_pieces_are_named_not_replaced(page, smollm):
     assert all("(猫)" in c for c in cells if "⟨" in c) and "".join(c.split()[0] for c in cells if "⟨" in c).replace(
         "⟩⟨", " ") == "⟨E7 8C AB⟩"
     told = page.locator('[data-widget="W-lookup"] .told').inner_text()
-    assert "⟨E7⟩" in told and "raw byte" in told
+    assert "⟨E7 8C AB⟩" in told.replace("⟩ + ⟨", " ") and "猫" in told
+    assert "raw byte" in page.locator('[data-widget="W-lookup"] .token-writing').inner_text()  # the writing, said once
     use_prompt(page, smollm, DEFAULT_PROMPT)
 
 

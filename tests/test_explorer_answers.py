@@ -12,7 +12,7 @@ from test_explorer_fixtures import DEFAULT_PROMPT, chromium, explorer, needs_chr
 
 from forwardpass.explorer import compute, lens
 from forwardpass.explorer.answers import Answers
-from forwardpass.explorer.app import Prompt, Steps, build_explorer, opening
+from forwardpass.explorer.app import Prompt, Steps, Story, build_explorer, opening
 from forwardpass.explorer.many_users import Body as Crowd
 from forwardpass.explorer.trace import trace
 
@@ -109,7 +109,7 @@ def test_the_explorer_prepares_the_opening_pages_slow_answers(smollm):
 def test_the_page_opens_on_exactly_the_prepared_answers(smollm):
     """What the page asks of the slow endpoints when it opens is what the explorer prepared: nothing of theirs is
     computed while it opens (a drift between the page's controls and opening() fails here)."""
-    shapes = {"/api/candidates": Prompt, "/api/ring-overflow": Steps, "/api/loop-timing": Steps,
+    shapes = {"/api/candidates": Story, "/api/ring-overflow": Steps, "/api/loop-timing": Steps,
               "/api/many-users": Crowd, "/api/drafting": Steps}
     prepared = {(path, Answer(body.model_dump() | {"model": smollm.config.name})) for path, body in opening()}
     asked = set()

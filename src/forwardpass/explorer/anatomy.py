@@ -56,11 +56,14 @@ def norm_path(fp: LoadedModel) -> dict:
     """W-norm: how many norms sit on the residual path itself, the path a gradient takes from the top of the stack
     back to the embedding. Every block wraps each of its sublayers in a norm; pre-norm applies it to the branch's
     copy (the stream never passes through it), post-norm (the 2017 design) to the stream after each add. The count
-    is that of the loaded model's own blocks."""
+    is that of the loaded model's own blocks. A block that also normalizes each branch's output before the add
+    (Gemma's sandwich norms) holds four: those stay on the branch whichever the placement, off the residual path."""
     c = fp.config
-    per_block = [sum(isinstance(m, (nn.LayerNorm, nn.RMSNorm)) for m in (b.attn_norm, b.ffn_norm))
-                 for b in fp.model.blocks]
+    norm = (nn.LayerNorm, nn.RMSNorm)
+    per_block = [sum(isinstance(m, norm) for m in (b.attn_norm, b.ffn_norm)) for b in fp.model.blocks]
+    after = [sum(isinstance(m, norm) for m in (b.attn_post_norm, b.ffn_post_norm)) for b in fp.model.blocks]
     return {"n_layers": len(per_block), "norm": c.norm, "model_norm_position": c.norm_position,
             "per_block": {"pre": 0, "post": per_block[0]},
             "crossed": {"pre": 0, "post": sum(per_block)},  # on the residual path, from the last block to the embedding
-            "final_norm": c.has_final_norm}
+            "after_branch": after[0] // 2,  # each branch's output normalized before the add (1) or not (0)
+            "norms_per_block": per_block[0] + after[0], "qk_norm": c.qk_norm, "final_norm": c.has_final_norm}

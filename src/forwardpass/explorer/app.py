@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse
@@ -17,6 +18,8 @@ from pydantic import BaseModel
 from ..errors import ForwardpassError
 from ..loaded import LoadedModel
 from . import anatomy, answers, attention_map, compute, loop_runs, names
+from .language import CHINESE_PROMPT, in_chinese, reads_chinese
+from .toy import TOYS
 
 STATIC = Path(__file__).parent / "static"
 log = logging.getLogger("forwardpass.explorer")
@@ -27,7 +30,18 @@ class Prompt(BaseModel):
     model: str | None = None  # one of /api/models; None: the one the explorer started with
 
 
+class Story(BaseModel):
+    """The toy example's sentence, in the page's example language (explorer/toy.py)."""
+    toy: Literal["en", "zh"] = "en"
+    model: str | None = None
+
+    @property
+    def prompt(self) -> str:
+        return TOYS[self.toy].sentence
+
+
 class Sampling(Prompt):
+    toy: Literal["en", "zh"] = "en"  # the toy example's five words beside the real model's, in this language
     temperature: float = 1.0
     top_k: int = 0
     top_p: float = 1.0
@@ -54,6 +68,8 @@ class Models:
         self.loaded = {self.first: first}
         self.loaders = {k: v for k, v in (others or {}).items() if k != self.first}
         self.lock = threading.Lock()
+        self.chinese: list[str | None] = []  # reader()'s answer, once known
+        self.deciding = threading.Lock()
 
     def names(self) -> list[str]:
         return [self.first, *self.loaders]
@@ -72,6 +88,21 @@ class Models:
                 self.loaded[name] = self.loaders[name]()
             return self.loaded[name]
 
+    def reader(self) -> str | None:
+        """The first model, in the menu's order, whose vocabulary reads Chinese (explorer/language.py), each loaded
+        in turn to read it until one does; None where none here does (one that fails to load is passed over)."""
+        with self.deciding:
+            if not self.chinese:
+                self.chinese.append(next((n for n in self.names() if self._reads_chinese(n)), None))
+            return self.chinese[0]
+
+    def _reads_chinese(self, name: str) -> bool:
+        try:
+            return reads_chinese(self.get(name))
+        except Exception:  # noqa: BLE001 - not installed, or not loadable here: not the page's Chinese model
+            log.warning("model %s could not be loaded to read its vocabulary", name, exc_info=True)
+            return False
+
 
 DEFAULT_PROMPT = "The cat sat on the mat, and the cat slept."  # the page's own (static/lib/state.js)
 
@@ -80,11 +111,20 @@ def opening() -> list[tuple[str, BaseModel]]:
     """The slow answers a page asks for when it opens with the default prompt on the first model, in the order it
     shows them (tests/test_explorer_answers.py checks that the page asks exactly these)."""
     from .many_users import Body as Crowd
-    return [("/api/candidates", Prompt()),  # the article's five words after its own sentence
+    return [("/api/candidates", Story()),  # the article's five words after its own sentence
             ("/api/ring-overflow", Steps(prompt="One two three four five", capacity=8, steps=10)),
             ("/api/loop-timing", Steps(prompt=DEFAULT_PROMPT, steps=12)),
             ("/api/many-users", Crowd()),
             ("/api/drafting", Steps(prompt=DEFAULT_PROMPT, steps=48))]  # both runs through the engine
+
+
+def chinese_opening(model: str) -> list[tuple[str, BaseModel]]:
+    """The Chinese page's slow answers, on `model`, the one that reads Chinese: the English page's on the Chinese
+    example, then two of its prompt's that a large vocabulary makes slow (each step of the loop and the lens at every
+    block unembed into the whole vocabulary: Gemma 3's 262,144 entries, five times SmolLM2's)."""
+    return [*in_chinese(opening(), DEFAULT_PROMPT, model),
+            ("/api/autoregress", Steps(prompt=CHINESE_PROMPT, steps=12, model=model)),
+            ("/api/logit-lens", Prompt(prompt=CHINESE_PROMPT, model=model))]
 
 
 def arithmetic(models: Models) -> dict[str, Callable[..., dict]]:
@@ -99,6 +139,7 @@ def arithmetic(models: Models) -> dict[str, Callable[..., dict]]:
         "/api/param-split": lambda: compute.param_split(),
         "/api/models": lambda: {"models": models.names(), "loaded": list(models.loaded),
                                 "display_names": models.display_names()},
+        "/api/chinese-reader": lambda: {"model": models.reader()},  # the Chinese page's model (None: none here)
         "/api/model": lambda model=None: compute.model_info(models.get(model)) | {
             "id": model or models.first, "display_name": models.display_names()[model or models.first]},
         "/api/loop-cost": lambda prompt=5, new=12, model=None: compute.loop_cost(models.get(model), int(prompt),
@@ -128,10 +169,10 @@ def computations(models: Models) -> dict[str, tuple[type[BaseModel], Callable[[B
         "/api/attention-map": (Steps, lambda b: on_model(attention_map.attention_map, b, b.layer)),
         "/api/attention": (Steps, lambda b: on_model(compute.attention_steps, b, b.layer, b.head, b.token)),
         "/api/mechanism": (Steps, lambda b: on_model(mechanism.mechanism, b, b.layer, b.head, b.token)),  # one block
-        "/api/candidates": (Prompt, lambda b: on_model(story.candidates, b)),  # §03: the article's five words
+        "/api/candidates": (Story, lambda b: on_model(story.candidates, b)),  # §03: the article's five words
         "/api/logit-lens": (Prompt, lambda b: on_model(lens.logit_lens, b)),
         "/api/sampling": (Sampling, lambda b: on_model(compute.sampling_view, b, b.temperature, b.top_k, b.top_p,
-                                                       b.min_p)),
+                                                       b.min_p, b.toy)),
         "/api/sample": (Sampling, lambda b: on_model(compute.sample, b, b.temperature, b.top_k, b.top_p, b.seed)),
         "/api/greedy-loop": (Steps, lambda b: on_model(compute.greedy_loop, b, b.steps, b.sample_at, b.seed)),
         "/api/autoregress": (Steps, lambda b: on_model(compute.autoregress, b, b.steps)),
@@ -178,7 +219,8 @@ def _post_route(ask: Callable[..., dict], path: str, shape: type[BaseModel]):
 def build_explorer(fp: LoadedModel, others: dict[str, Callable[[], LoadedModel]] | None = None,
                    prepare: bool = False) -> FastAPI:
     """The explorer on `fp`; `others` name models a page may switch to, each loaded when first asked for. `prepare`:
-    compute the opening page's slow answers now, in the background (app.state.prepared: that thread)."""
+    compute the opening page's slow answers now, in the background (app.state.prepared: that thread), the English
+    page's on `fp`, then the Chinese page's on the model that reads Chinese."""
     from . import machine_rates
 
     app = FastAPI(title="forwardpass explorer", docs_url=None, redoc_url=None)
@@ -200,8 +242,17 @@ def build_explorer(fp: LoadedModel, others: dict[str, Callable[[], LoadedModel]]
         app.add_api_route(path, _post_route(ask, path, shape), methods=["POST"])
     app.state.answers = remembered
     # after this machine's rates are measured (machine_rates.register started that): neither slows the other's timing
-    asks = [machine_rates.measure, *(lambda p=p, b=b: ask(p, b) for p, b in opening())]
     stop = threading.Event()
+
+    def chinese_page() -> None:
+        """the Chinese page's opening answers, on the model that reads Chinese (loaded now: none where none does)"""
+        reader = models.reader()
+        for p, b in chinese_opening(reader) if reader else []:
+            if stop.is_set():
+                return
+            ask(p, b)
+
+    asks = [machine_rates.measure, *(lambda p=p, b=b: ask(p, b) for p, b in opening()), chinese_page]
     app.state.prepared = answers.prepare(asks, stop) if prepare else None
 
     def finish() -> None:

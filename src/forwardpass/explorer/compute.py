@@ -16,7 +16,6 @@ from ..errors import ContextLengthError, ForwardpassError
 from ..loaded import LoadedModel
 from ..loop import generate
 from ..sampling import (
-    SEED_CANDIDATES,
     SamplingParams,
     make_generator,
     min_p_mask,
@@ -28,6 +27,7 @@ from ..sampling import (
     values,
 )
 from ..utf8 import characters
+from .toy import TOYS
 from .trace import trace
 
 GPT2, GPT3 = preset("gpt2-small"), preset("gpt3-175b")
@@ -85,9 +85,12 @@ def _top(fp: LoadedModel, logits: Any, probs: Any, k: int) -> list[dict]:
 
 
 def model_info(fp: LoadedModel) -> dict:
+    from .language import reads_chinese
+
     c = fp.config
     return {"name": c.name, "config": c.to_dict(), "stages": STAGES, "parameters": cost.parameters(c).to_dict(),
-            "norms_on_residual_path": {"post": c.n_layers, "pre": 0}, "loop": [list(x) for x in LOOP]}
+            "norms_on_residual_path": {"post": c.n_layers, "pre": 0}, "loop": [list(x) for x in LOOP],
+            "reads_chinese": reads_chinese(fp)}
 
 
 def lookup(fp: LoadedModel, prompt: str) -> dict:
@@ -200,8 +203,9 @@ def block_steps(fp: LoadedModel, prompt: str) -> dict:
     rows = [{"block": i, "stream_in": float(seen.inputs[i][0, -1].norm()), "stream_out": float(seen.outputs[i].norm()),
              "attention_added": seen.attention_added[i], "ffn_added": seen.ffn_added[i]}
             for i in range(fp.config.n_layers)]
+    after = fp.config.sandwich_norm  # Gemma: each branch's output normalized again before the add
     return {"steps": ["read the stream", "normalize a copy", "attention on the copy", "add it back",
-                      "normalize a copy", "FFN on the copy", "add it back"], "blocks": rows}
+                      "normalize a copy", "FFN on the copy", "add it back"], "blocks": rows, "norm_after": after}
 
 
 def _attention_inputs(fp: LoadedModel, ids: list[int], layer: int) -> tuple:
@@ -260,11 +264,14 @@ def attention_steps(fp: LoadedModel, prompt: str, layer: int, head: int, token: 
             "output_head": [round(float(x), 4) for x in out[:8]], "output_norm": round(float(out.norm()), 4)}
 
 
-def sampling_view(fp: LoadedModel, prompt: str, temperature: float, top_k: int, top_p: float, min_p: float) -> dict:
-    """W-logits … W-top-p: the toy's five candidates and the real model's full vocabulary, same functions."""
+def sampling_view(fp: LoadedModel, prompt: str, temperature: float, top_k: int, top_p: float, min_p: float,
+                  toy_lang: str = "en") -> dict:
+    """W-logits … W-top-p: the toy's five candidates (in the page's example language: explorer/toy.py) and the real
+    model's full vocabulary, same functions."""
     SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p)  # validates
-    toy = np.array(list(SEED_CANDIDATES.values()), dtype=np.float32)
-    names = list(SEED_CANDIDATES)
+    words = TOYS[toy_lang].words
+    toy = np.array(list(words.values()), dtype=np.float32)
+    names = list(words)
 
     def view(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(vocab,) probabilities and (vocab,) bool, whether the filters keep each token."""

@@ -1,31 +1,34 @@
 """The article's story on the real model: the toy's five candidates (mat, rug, floor, sofa, roof) scored by the loaded
-model after "the cat sat on the", beside the toy's made-up scores, and the model's own top tokens there."""
+model after "the cat sat on the" (on the Chinese page 垫子, 地毯, … after "猫坐在": explorer/toy.py), beside the toy's
+made-up scores, and the model's own top tokens there."""
 
 from __future__ import annotations
 
 import torch
 
 from ..loaded import LoadedModel
-from ..sampling import SEED_CANDIDATES
 from .compute import _ids, _top
+from .toy import TOYS, toy_of
 from .trace import trace
 
-STORY = "the cat sat on the"
+STORY = TOYS["en"].sentence
 
 
 def candidates(fp: LoadedModel, prompt: str = STORY) -> dict:
-    """Each of the five words as the model spells it after `prompt` (with its leading space: one token or several),
-    the score of its first piece among the next-token logits, that piece's probability and rank in the whole
-    vocabulary, and the whole word's probability (each piece's probability given the ones before it, multiplied)."""
+    """Each of the toy's five words (the toy whose sentence `prompt` is: explorer/toy.py) as the model spells it after
+    `prompt` (with its leading space in English: one token or several), the score of its first piece among the
+    next-token logits, that piece's probability and rank in the whole vocabulary, and the whole word's probability
+    (each piece's probability given the ones before it, multiplied)."""
     ids = _ids(fp, prompt)
     logits = trace(fp, ids).logits  # (vocab_size,): the model's scores for the token after the prompt
     probs = torch.softmax(logits, -1)
-    toy = torch.tensor(list(SEED_CANDIDATES.values()))
+    story = toy_of(prompt)
+    toy = torch.tensor(list(story.words.values()))
     toy_probs = torch.softmax(toy, -1)
     words = []
-    for i, (word, toy_logit) in enumerate(SEED_CANDIDATES.items()):
-        full = fp.encode(prompt + " " + word)
-        pieces = full[len(ids):] if full[:len(ids)] == ids else fp.encode(" " + word)
+    for i, (word, toy_logit) in enumerate(story.words.items()):
+        full = fp.encode(prompt + story.space + word)
+        pieces = full[len(ids):] if full[:len(ids)] == ids else fp.tokenizer.encode_text(story.space + word)
         word_p = float(probs[pieces[0]])
         for k in range(1, len(pieces)):  # the later pieces, each given the prompt and the pieces before it
             word_p *= float(torch.softmax(trace(fp, ids + pieces[:k]).logits, -1)[pieces[k]])

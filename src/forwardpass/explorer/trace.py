@@ -19,8 +19,9 @@ class Trace:
     inputs: list[torch.Tensor]  # per block: the stream it read, (1, T, d_model)
     outputs: list[torch.Tensor]  # per block: the stream it handed on at the last position, (d_model,)
     output_shapes: list[list[int]]  # per block: [1, T, d_model]
-    attention_added: list[float]  # per block: the size (L2 norm) of what attention returned, last position
-    ffn_added: list[float]  # the same for the FFN
+    attention_added: list[float]  # per block: the size (L2 norm) of what attention added, last position
+    ffn_added: list[float]  # the same for the FFN (a block that normalizes a branch's output before the add, as
+    # Gemma's do, adds that norm's output)
     logits: torch.Tensor  # (vocab_size,): the model's logits for the token after the prompt, float32
 
 
@@ -68,8 +69,9 @@ def _run(fp: LoadedModel, ids: list[int]) -> Trace:
         return hook
 
     hooks = [b.register_forward_hook(block_hook) for b in model.blocks]
-    hooks += [h for b in model.blocks for h in (b.attn.register_forward_hook(branch_hook(t.attention_added, b.index)),
-                                                b.ffn.register_forward_hook(branch_hook(t.ffn_added, b.index)))]
+    added = [(b.attn_post_norm or b.attn, b.ffn_post_norm or b.ffn, b.index) for b in model.blocks]  # what each adds
+    hooks += [h for attn, ffn, i in added for h in (attn.register_forward_hook(branch_hook(t.attention_added, i)),
+                                                    ffn.register_forward_hook(branch_hook(t.ffn_added, i)))]
     try:
         with torch.inference_mode():
             logits, _ = model(torch.tensor([ids], device=fp.device), last_only=True)  # (1, 1, vocab_size)

@@ -4,7 +4,8 @@
 
 import { get, onBusy } from "./lib/api.js";
 import { byId, debounce, showValue } from "./lib/dom.js";
-import { code, nodes, onLang, register, setLang, t } from "./lib/i18n.js";
+import { code, lang, nodes, onLang, register, setLang, t } from "./lib/i18n.js";
+import { mountReader, startModel } from "./lib/reader.js";
 import { on, rememberLang, setModel, setPrompt, startLang, state } from "./lib/state.js";
 import { redrawAll, refresh, start } from "./lib/widget.js";
 import common from "./strings/common.js";
@@ -98,6 +99,7 @@ async function main() {
   prompt.addEventListener("input", debounce(() => setPrompt(prompt.value), 350));
 
   fillMenu(await get("/api/models"));
+  if (!state.model && lang() === "zh") state.model = await startModel(first).catch(() => null);  // a model that reads it
   let info;
   try {
     info = await get("/api/model", state.model ? { model: state.model } : {});
@@ -112,6 +114,8 @@ async function main() {
   byId("model-select").addEventListener("change", (e) => chooseModel(e.target.value));
   on("model", () => refresh("model"));
   on("prompt", () => refresh("prompt"));
+  on("toy", () => refresh("toy"));
+  mountReader(chooseModel, first);
   await start();
   document.body.dataset.ready = "true";
 }

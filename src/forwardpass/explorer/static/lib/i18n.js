@@ -41,8 +41,9 @@ export function setLang(next) {
 
 // ---- values that keep their own element -------------------------------------------------------------------------
 class Marked { constructor(text, tag) { this.text = text; this.tag = tag; } toString() { return this.text; } }
-/** a token piece, shown as the tokenizer's string (quoted, escapes visible) unless `quote` is false */
-export const piece = (s, quote = true) => new Marked(quote ? JSON.stringify(s) : s, "tok");
+/** a token piece as the whole page writes it (pieceLabel: quoted, raw bytes ⟨E7⟩, whitespace ␣ ↵), or as it is
+ * when `quote` is false (a word of the toy example, a character) */
+export const piece = (s, quote = true) => new Marked(quote ? pieceLabel(s) : s, "tok");
 /** a code identifier or a line of code */
 export const code = (s) => new Marked(s, "code");
 
@@ -50,7 +51,9 @@ export const code = (s) => new Marked(s, "code");
 // A piece holding raw bytes (part of a character: byte-level vocabularies spell most Chinese characters in their
 // UTF-8 bytes, and the tokenizer names them <0xE7>) is written ⟨E7⟩, a run of them ⟨E5 9D⟩; a piece of only
 // whitespace is written with visible marks (␣ a space, ↵ a line break, ⇥ a tab), so " " and "  " differ on screen;
-// any other piece is its text quoted, its spaces and escapes visible (" the", "\n").
+// any other piece is its text quoted, its spaces and escapes visible (" the", "\n"). Every piece on the page goes
+// through pieceLabel (piece, readable); the page explains the writing once, under the first token table
+// (W-lookup.writing).
 const BYTE_RUN = /(?:<0x[0-9A-F]{2}>)+/g;
 const BLANK = { " ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍" };
 
@@ -74,7 +77,7 @@ export function pieceLabel(s) {
 }
 
 /** a token piece as the page writes it (pieceLabel), as a value for a template: drawn as a token piece */
-export const readable = (s) => new Marked(pieceLabel(s), "tok");
+export const readable = (s) => piece(s);
 
 // ---- numbers --------------------------------------------------------------------------------------------------
 const locale = () => (current === "zh" ? "zh-CN" : "en-US");

@@ -6,9 +6,10 @@ import { bars, chartWidth, COLORS, remember, shape, svgOf, text, textWidth } fro
 import { arrow, box, FILLS, path, plus } from "../lib/diagram.js";
 import { byId, debounce, q, row, setRange, stepper } from "../lib/dom.js";
 import { heatmaps } from "../lib/heatmap.js";
-import { fmt, lang, nodes, piece, t } from "../lib/i18n.js";
+import { fmt, lang, nodes, piece, pieceLabel, t } from "../lib/i18n.js";
 import { on, state } from "../lib/state.js";
 import { preset, presets, told } from "../lib/told.js";
+import { measure } from "../lib/tokenbars.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
 import strings from "./block.strings.js";
 
@@ -102,13 +103,15 @@ function mountBlockSteps() {
     runsOn: "prompt", follows: ["prompt", "model"],
     load: () => post("/api/block-steps", { prompt: state.prompt }),
     draw(d) {
-      const at = walk.at(), names = d.steps.map((_, i) => t(`W-block-steps.step.${i}`)), first = d.blocks[0];
+      // a block that normalizes each branch's output before the add (Gemma) says so at its two sublayer steps
+      const stepKey = (i) => `W-block-steps.step.${i}${d.norm_after && (i === 2 || i === 5) ? ".after" : ""}`;
+      const at = walk.at(), names = d.steps.map((_, i) => t(stepKey(i))), first = d.blocks[0];
       const every = Math.max(1, Math.ceil(d.blocks.length / 10));
       bars(q(steps.el, ".chart"), d.blocks.filter((b, i) => i % every === 0 || i === d.blocks.length - 1).map((b) => ({
         label: t("W-block-steps.bar", { b: b.block + 1 }), value: b.stream_out,
         text: t("W-block-steps.bar-text", { a: b.stream_in.toFixed(1), b: b.stream_out.toFixed(1) }) })),
       t("W-block-steps.chart"), { axis: t("W-block-steps.axis") });
-      fork(q(steps.el, ".fork"), at, first);
+      fork(q(steps.el, ".fork"), at, first, d.norm_after);
       const extra = at === 3 ? [["W-block-steps.added.attention", { a: first.attention_added.toFixed(2) }]]
         : at === 6 ? [["W-block-steps.added.ffn", { f: first.ffn_added.toFixed(2), out: first.stream_out.toFixed(2) }]] : [];
       steps.say(["W-block-steps.readout", { at: at + 1, n: names.length, step: names[at] }], ...extra);
@@ -201,7 +204,7 @@ function mountAttention() {
       q(attention.el, "thead").replaceChildren(row(heads, heads, "th"));
       q(attention.el, "tbody").replaceChildren(...d.pieces.map((p, j) => {
         const mask = d.allowed[j] ? "W-attention.kept" : j > d.token ? "W-attention.later" : "W-attention.window";
-        const tr = row([[{ text: `${j}: ` }, { text: JSON.stringify(p), tag: "tok" }], d.dots[j].toFixed(3),
+        const tr = row([[{ text: `${j}: ` }, { text: pieceLabel(p), tag: "tok" }], d.dots[j].toFixed(3),
           d.scaled[j].toFixed(3), t(mask), d.weights[j].toFixed(4)], heads);
         if (j === d.token) tr.className = "current";
         else if (!d.allowed[j]) tr.className = "masked";
@@ -250,10 +253,14 @@ function modelSplit() {
   const attention = p.attention / c.n_layers, ffn = p.ffn / c.n_layers, share = ffn / (attention + ffn);
   const values = { model: state.info.display_name, share: fmt.pct(share), ffn: fmt.int(ffn), both: fmt.int(attention + ffn) };
   if (Math.abs(share - 2 / 3) < 5e-4) return ["W-split.told.model.same", values];
-  const why = [];
-  if (c.ffn !== "gelu") why.push(nodes("W-split.why.swiglu", { hidden: fmt.int(c.ffn_hidden), d: fmt.int(c.d_model) }));
-  else if (c.ffn_hidden !== 4 * c.d_model) why.push(nodes("W-split.why.gelu", { hidden: fmt.int(c.ffn_hidden), d: fmt.int(c.d_model) }));
-  if (c.n_kv_heads < c.n_heads) why.push(nodes("W-split.why.kv", { heads: c.n_heads, kv: c.n_kv_heads }));
+  const why = [], hidden = fmt.int(c.ffn_hidden), d = fmt.int(c.d_model);
+  // each family in its own words, from its configuration: its FFN's gate and activation, its heads' width and sharing
+  const act = nodes(c.gelu_approximate === "tanh" ? "W-split.act.gelu-tanh" : "W-split.act.gelu");
+  if (c.ffn !== "gelu") why.push(nodes(`W-split.why.${c.ffn}`, { hidden, d, act }));
+  else if (c.ffn_hidden !== 4 * c.d_model) why.push(nodes("W-split.why.gelu", { hidden, d }));
+  const hd = c.head_size ?? c.d_model / c.n_heads;
+  if (hd * c.n_heads !== c.d_model) why.push(nodes("W-split.why.heads", { heads: c.n_heads, hd, qd: fmt.int(hd * c.n_heads) }));
+  if (c.n_kv_heads && c.n_kv_heads < c.n_heads) why.push(nodes("W-split.why.kv", { heads: c.n_heads, kv: c.n_kv_heads }));
   return why.length ? ["W-split.told.model", { ...values, why: why.flatMap((x, i) => (i ? [lang() === "zh" ? "；" : "; and ", ...x] : x)) }] : null;
 }
 
@@ -267,7 +274,9 @@ function mountNorm() {
       placement(q(norm.el, ".placement"), mode, d);
       norm.say([`W-norm.readout.${mode}`, { n: d.crossed[mode], layers: d.n_layers, per: d.per_block.post }]);
       told(norm, [`W-norm.told.${mode}`, { n: d.n_layers, crossed: d.crossed[mode], per: d.per_block.post }],
-        [`W-norm.told.model.${d.model_norm_position}`, {}]);
+        [[`W-norm.told.model.${d.model_norm_position}`, {}],
+          [d.after_branch ? "W-norm.told.norms.after" : "W-norm.told.norms", { model: state.info.display_name, n: d.norms_per_block }],
+          d.qk_norm && ["W-norm.told.qk", {}]]);
     },
   });
   norm.el.querySelectorAll("input[name=norm]").forEach((r) => r.addEventListener("change", () => norm.redraw()));
@@ -289,7 +298,7 @@ async function choose(prefix, first, path) {
 }
 
 function tokenMenu(menu, tokens, chosen) {
-  menu.replaceChildren(...tokens.map((x) => new Option(`${x.position}: ${JSON.stringify(x.piece)}`, x.position)));
+  menu.replaceChildren(...tokens.map((x) => new Option(`${x.position}: ${pieceLabel(x.piece)}`, x.position)));
   menu.value = chosen;
 }
 
@@ -302,11 +311,11 @@ function wire(w, prefix) {
 // ---- pictures ----------------------------------------------------------------------------------------------------
 
 // One block: the stream a straight line left to right; attention's and the FFN's branches fork up off it, through a
-// norm and the sublayer, and come back down into a +. The current step is lit, the ones done drawn solid, the rest
-// dashed and grey.
-function fork(el, at, first) {
-  remember(el, () => fork(el, at, first));
-  const [svg, width] = svgOf(el, 156), main = 116, up = 46, boxH = 28;
+// norm and the sublayer (and, where the model has one, `after`, the norm on the sublayer's output, on the way down),
+// and come back down into a +. The current step is lit, the ones done drawn solid, the rest dashed and grey.
+function fork(el, at, first, after = false) {
+  remember(el, () => fork(el, at, first, after));
+  const [svg, width] = svgOf(el, 156), main = 116, up = after ? 34 : 46, boxH = 28;
   const state = (s) => (s === at ? "lit" : s < at ? "done" : "todo");
   const ink = (s) => (s <= at ? COLORS.ink : COLORS.dim);
   const segment = (x1, x2, s) => path(svg, [[x1, main], [x2, main]], { color: s === at ? COLORS.bar : ink(s),
@@ -318,15 +327,18 @@ function fork(el, at, first) {
   branches.forEach(([key, s0, x0], b) => {
     // the fork rises through the norm (the copy normalized on its way out), runs right through the sublayer
     const normW = Math.max(textWidth(t("W-block-steps.norm")) + 16, 54), xf = x0 + normW / 2 + 4, xm = x0 + span - 8;
-    const subW = Math.min(Math.max(textWidth(t(key)) + 16, 70), xm - xf - 26), ny = (main + up) / 2 + 2;
+    const subW = Math.min(Math.max(textWidth(t(key)) + 16, 70), xm - xf - 26), ny = (main + 46) / 2 + 2;
     const sx = xf + 12 + (xm - xf - 26 - subW) / 2;  // the sublayer midway along its branch
     path(svg, [[xf, main], [xf, up], [sx, up]], { color: ink(s0), width: 2, dash: s0 > at ? "6 4" : "" });
     box(svg, { x: xf - normW / 2, y: ny - 12, w: normW, h: 24, label: t("W-block-steps.norm"), state: state(s0),
-      fill: s0 === at ? FILLS.lit : FILLS.norm });
+      fill: s0 === at ? FILLS.lit : FILLS.norm, attrs: { class: "norm-box" } });
     box(svg, { x: sx, y: up - boxH / 2, w: subW, h: boxH, label: t(key), state: state(s0 + 1),
       fill: s0 + 1 === at ? FILLS.lit : FILLS.sublayer });
     arrow(svg, sx + subW, up, xm, up, { color: ink(s0 + 2), width: 2, head: false, dash: s0 + 2 > at ? "6 4" : "" });
     arrow(svg, xm, up, xm, main - 11, { color: ink(s0 + 2), width: 2, dash: s0 + 2 > at ? "6 4" : "" });
+    if (after)  // above the next branch's norm, so the two never meet
+      box(svg, { x: xm - normW / 2, y: up + 6, w: normW, h: 24, label: t("W-block-steps.norm"), state: state(s0 + 1),
+        fill: s0 + 1 === at ? FILLS.lit : FILLS.norm, attrs: { class: "norm-box after" } });
     plus(svg, xm, main, { color: s0 + 2 === at ? COLORS.bar : ink(s0 + 2), fill: s0 + 2 === at ? FILLS.lit : "#ffffff" });
     if (b === 1) arrow(svg, xm + 9, main, width - 4, main, { color: ink(6), width: 3, dash: at < 6 ? "6 4" : "" });
   });
@@ -334,7 +346,16 @@ function fork(el, at, first) {
   svg.appendChild(text(width - 4, main + 30, t("W-block-steps.out", { x: first.stream_out.toFixed(1) }), { anchor: "end" }));
   svg.appendChild(text(4, 14, t("W-block-steps.in", { x: first.stream_in.toFixed(1) })));
   el.replaceChildren(svg);
-  el.setAttribute("aria-label", t("W-block-steps.aria"));
+  el.setAttribute("aria-label", t(after ? "W-block-steps.aria.after" : "W-block-steps.aria"));
+}
+
+const LABEL_W = 124;  // the most a token's label takes in the reach picture (px)
+
+/** `s` cut with … to `w` px of 12 px text in el's font */
+function fitted(el, s, w) {
+  let out = s;
+  while (out.length > 1 && measure(el, out) > w) out = `${[...out].slice(0, -2).join("")}…`;
+  return out;
 }
 
 // Reach: two panels over the prompt's tokens (one per row). Attention: a line from the picked token to every token it
@@ -342,8 +363,9 @@ function fork(el, at, first) {
 function fan(el, d, pick) {
   remember(el, () => fan(el, d, pick));
   const width = chartWidth(el), T = d.pieces.length, rowH = 20, head = 40;
-  const labels = d.pieces.map((p, i) => `${i} ${JSON.stringify(p)}`);
-  const lw = Math.min(Math.max(...labels.map((l) => textWidth(l))) + 6, 130);
+  // each token's label as the page writes it, cut with … to fit its column, so it never runs into its weight
+  const shown = d.pieces.map((p, i) => fitted(el, pieceLabel(p), LABEL_W - measure(el, `${i} `)));
+  const lw = 1.1 * Math.max(...shown.map((p, i) => measure(el, `${i} ${p}`))) + 6;  // room for a bold one
   const side = width >= 620, panelW = side ? (width - 16) / 2 : width;
   const panelH = head + T * rowH + 8;
   const [svg] = svgOf(el, side ? panelH : 2 * panelH + 12);
@@ -355,12 +377,12 @@ function fan(el, d, pick) {
     svg.appendChild(text(ox + panelW - 2, oy + 31, t("W-reach.reader"), { fill: COLORS.axis, anchor: "end" }));
     const yOf = (i) => oy + head + i * rowH + rowH / 2;
     const x1 = ox + lw + (kind === "attention" ? 44 : 8), x2 = ox + panelW - lw - 8;
-    d.pieces.forEach((p, i) => {
+    d.pieces.forEach((_, i) => {
       const mine = i === d.token, later = i > d.token;
-      const left = text(ox + 2, yOf(i) + 4, [{ text: `${i} ` }, { text: JSON.stringify(p), tag: "tok" }],
+      const left = text(ox + 2, yOf(i) + 4, [{ text: `${i} ` }, { text: shown[i], tag: "tok" }],
         { fill: later ? COLORS.dim : COLORS.ink, weight: mine ? "700" : "400" });
       svg.appendChild(left);
-      const right = text(ox + panelW - 2, yOf(i) + 4, [{ text: JSON.stringify(p), tag: "tok" }, { text: ` ${i}` }],
+      const right = text(ox + panelW - 2, yOf(i) + 4, [{ text: shown[i], tag: "tok" }, { text: ` ${i}` }],
         { anchor: "end", weight: mine ? "700" : "400", fill: mine ? COLORS.ink : COLORS.axis });
       right.setAttribute("class", "pick");
       right.style.cursor = "pointer";
@@ -379,7 +401,7 @@ function fan(el, d, pick) {
     }
   });
   el.replaceChildren(svg);
-  el.setAttribute("aria-label", t("W-reach.aria", { piece: JSON.stringify(d.pieces[d.token]), n: d.attention.length,
+  el.setAttribute("aria-label", t("W-reach.aria", { piece: pieceLabel(d.pieces[d.token]), n: d.attention.length,
     weights: d.attention.map((w, j) => `${j} ${w.toFixed(2)}`).join(", ") }));
 }
 
@@ -392,6 +414,8 @@ function placement(el, mode, d) {
   const width = chartWidth(el), N = d.n_layers, per = d.per_block.post;
   const drawn = N <= 3 ? [...Array(N).keys()] : [0, 1, N - 1];
   const sx = 78, gx = sx - 30, subH = mode === "pre" ? 54 : 74, headH = 24, blockH = headH + 2 * subH + 6;
+  const sandwich = d.after_branch > 0;  // each branch's output normalized again before the add (Gemma)
+  const tight = sandwich && width < 420;  // three boxes on a branch, on a phone: closer together
   const legendH = 62, embedH = 30, top = legendH + embedH + 14;
   const height = top + drawn.length * blockH + (N > 3 ? 34 : 0) + 76;
   const [svg] = svgOf(el, height);
@@ -418,7 +442,8 @@ function placement(el, mode, d) {
     g.appendChild(text(width - 10, y + 18, t("W-norm.block", { b: b + 1 }), { anchor: "end", fill: COLORS.axis }));
     svg.appendChild(g);
     ["attention", "ffn"].forEach((sub, s) => {
-      const y0 = y + headH + s * subH, crossing = branch(svg, { mode, sub, sx, from: s === 0 ? y : y0, y0, subH });
+      const y0 = y + headH + s * subH, crossing = branch(svg, { mode, sub, sx, from: s === 0 ? y : y0, y0, subH,
+        sandwich, tight });
       if (crossing !== null) marks.push([crossing, ++crossed]);
     });
     y += blockH;
@@ -443,12 +468,13 @@ function placement(el, mode, d) {
 }
 
 // One sublayer in a block of the placement picture, its band from y0 (subH tall): the branch forks right off the
-// stream (at x = sx), runs through the norm (pre-norm) and the sublayer, and comes back into a +; the stream runs down
-// to it from `from`. Post-norm, the norm then sits on the stream itself: its middle, where the gradient crosses it, is
-// returned (null for pre-norm).
-function branch(svg, { mode, sub, sx, from, y0, subH }) {
-  const fy = y0 + 10, my = y0 + (mode === "pre" ? 44 : 38);
-  const bx = sx + 34, normW = Math.max(textWidth(t("W-norm.box.norm")) + 14, 52);
+// stream (at x = sx), runs through the norm (pre-norm), the sublayer and, where the model has one (`sandwich`), the
+// norm on the branch's output, and comes back into a +; the stream runs down to it from `from`. Post-norm, the norm then
+// sits on the stream itself: its middle, where the gradient crosses it, is returned (null for pre-norm).
+function branch(svg, { mode, sub, sx, from, y0, subH, sandwich, tight }) {
+  const fy = y0 + 10, my = y0 + (mode === "pre" ? 44 : 38), gap = tight ? 4 : 8;
+  const bx = sx + (tight ? 20 : 34), normW = tight ? textWidth(t("W-norm.box.norm")) + 10
+    : Math.max(textWidth(t("W-norm.box.norm")) + 14, 52);
   const subW = Math.max(textWidth(t(`W-norm.box.${sub}`)) + 16, 70);
   let x = bx;
   path(svg, [[sx, fy], [bx, fy]], { color: COLORS.ink, width: 2 });
@@ -456,11 +482,18 @@ function branch(svg, { mode, sub, sx, from, y0, subH }) {
     box(svg, { x, y: fy - 12, w: normW, h: 24, label: t("W-norm.box.norm"), fill: FILLS.norm, stroke: COLORS.mark,
       attrs: { class: "norm branch" } });
     x += normW;
-    path(svg, [[x, fy], [x + 8, fy]], { color: COLORS.ink, width: 2 });
-    x += 8;
+    path(svg, [[x, fy], [x + gap, fy]], { color: COLORS.ink, width: 2 });
+    x += gap;
   }
   box(svg, { x, y: fy - 12, w: subW, h: 24, label: t(`W-norm.box.${sub}`), fill: FILLS.sublayer });
   x += subW;
+  if (sandwich) {  // the branch's output normalized before the add: on the branch, off the stream, in either placement
+    path(svg, [[x, fy], [x + gap, fy]], { color: COLORS.ink, width: 2 });
+    x += gap;
+    box(svg, { x, y: fy - 12, w: normW, h: 24, label: t("W-norm.box.norm"), fill: FILLS.norm, stroke: COLORS.mark,
+      attrs: { class: "norm branch after" } });
+    x += normW;
+  }
   path(svg, [[x, fy], [x + 12, fy], [x + 12, my], [sx + 10, my]], { color: COLORS.ink, width: 2 });
   arrow(svg, sx + 16, my, sx + 10, my, { color: COLORS.ink, width: 2 });
   plus(svg, sx, my);

@@ -5,7 +5,7 @@ import { get, post } from "../lib/api.js";
 import { COLORS, lines } from "../lib/charts.js";
 import { columns } from "../lib/compare.js";
 import { byId, debounce, q, setRange, tokenSpan } from "../lib/dom.js";
-import { fmt, nodes, piece, t } from "../lib/i18n.js";
+import { fmt, hasBytes, isBlank, nodes, piece, pieceLabel, t } from "../lib/i18n.js";
 import { clock, linkTo } from "../lib/prose.js";
 import { state } from "../lib/state.js";
 import { preset, presets, told, times } from "../lib/told.js";
@@ -50,10 +50,11 @@ export const html = sectionFrame("s04", [
 /** twelve greedy steps on the page's prompt: each step's token, position, cache and work (shared with §05) */
 export const autoregress = () => post("/api/autoregress", { prompt: state.prompt, steps: STEPS });
 
-/** a token piece as a chip, its newlines and tabs made visible, and a piece of spaces alone shown as ␣ */
+/** a token piece as a chip: its text, its newlines and tabs made visible; raw bytes and whitespace alone written as the
+ * whole page writes them (i18n.pieceLabel: ⟨E7⟩, ␣, ↵) */
 export function chip(s, className) {
-  const shown = s.replace(/\n/g, "\\n").replace(/\t/g, "\\t");
-  const span = tokenSpan(shown.trim() ? shown : shown.replace(/ /g, "␣"));
+  const shown = hasBytes(s) || isBlank(s) ? pieceLabel(s) : s.replace(/\n/g, "\\n").replace(/\t/g, "\\t");
+  const span = tokenSpan(shown);
   span.className = `token ${className}`;
   return span;
 }

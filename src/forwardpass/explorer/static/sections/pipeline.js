@@ -21,7 +21,8 @@ export const html = sectionFrame("s00", [
   <table id="token-table"><caption data-text="W-lookup.caption"></caption>
     <thead><tr><th scope="col" data-text="W-lookup.col.position"></th><th scope="col" data-text="W-lookup.col.id"></th>
     <th scope="col" data-text="W-lookup.col.piece"></th><th scope="col" data-text="W-lookup.col.row"></th></tr></thead>
-    <tbody></tbody></table>`),
+    <tbody></tbody></table>
+  <p class="token-writing" data-text="W-lookup.writing"></p>`),
   frame("W-stages", `
   <div class="stepper">
     <button type="button" class="prev" data-text-aria="W-stages.prev">◀</button>
@@ -96,8 +97,8 @@ function mountLookup() {
           : [again.same_vector ? "W-lookup.told.same" : "W-lookup.told.differ", { a: again.same_as, b: again.position,
             piece: readable(again.piece), id: again.id, d: data.d_model }];
       told(lookup,
-        bytes && ["W-lookup.told.bytes", { example: readable(bytes.piece), n: pieceLabel(bytes.piece).split(" ").length,
-          char: piece(bytes.char, false), spelled: piece(bytes.char_tokens.map((p) => pieceLabel(data.tokens[p].piece)).join(" + "), false) }],
+        bytes && ["W-lookup.told.bytes", { char: piece(bytes.char, false),
+          spelled: piece(bytes.char_tokens.map((p) => pieceLabel(data.tokens[p].piece)).join(" + "), false) }],
         [repeat, pair && ["W-lookup.told.kin", { a: readable(pair[0].piece), ia: pair[0].position, ida: pair[0].id,
           b: readable(pair[1].piece), ib: pair[1].position, idb: pair[1].id }]]);
     },

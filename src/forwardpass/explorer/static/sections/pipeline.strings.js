@@ -36,10 +36,13 @@ export default {
     "在这个提示词里，位置 {a} 和位置 {b} 都是 {piece}（编号 {id}）：同一个字节，在位置 {a} 是 {ca} 的最后一个字节，在位置 {b} 是 {cb} 的最后一个字节。两个不同的汉字，一个编号，于是同一行、同一个向量：运行本页的服务器把两次查表得到的 {d} 个数逐一比过，完全相同。这个字节属于哪个字，要留给后面的阶段根据它的邻居去判断。",
   ],
   "W-lookup.told.bytes": [
-    ({ n }) => (n === 1
-      ? "A piece written as {example} is not text but one raw byte, in hexadecimal. This model's vocabulary has no entry for most Chinese characters, so its tokenizer spells them in their UTF-8 bytes, one to three bytes per token: here {char} is {spelled}. The whole page writes such bytes this way."
-      : "A piece written as {example} is not text but raw bytes, in hexadecimal. This model's vocabulary has no entry for most Chinese characters, so its tokenizer spells them in their UTF-8 bytes, one to three bytes per token: here {char} is {spelled}. The whole page writes such bytes this way."),
-    "写成 {example} 这样的片段不是文字，而是十六进制写出的原始字节。这个模型的词表里没有大多数汉字，分词器就按 UTF-8 字节来拼，每个词元一到三个字节：这里 {char} 拼成了 {spelled}。本页各处都这样写字节。",
+    "This model's vocabulary has no entry for most Chinese characters, so its tokenizer spells them in their <code>UTF-8</code> bytes, one to three bytes per token: here {char} is {spelled}.",
+    "这个模型的词表里没有大多数汉字，分词器就按 <code>UTF-8</code> 字节来拼，每个词元一到三个字节：这里 {char} 拼成了 {spelled}。",
+  ],
+  // how every token piece on the page is written (lib/i18n.js pieceLabel), said once, under the first token table
+  "W-lookup.writing": [
+    "How a piece is written, here and on the whole page: in quotes, as the tokenizer has it (<tok>\" the\"</tok> starts with a space, <tok>\\n</tok> inside one is a line break); a piece of whitespace alone with marks, <tok>␣</tok> a space and <tok>↵</tok> a line break; <tok>⟨E7⟩</tok> one raw byte in hexadecimal, part of a character the vocabulary has no token for (<tok>⟨E7 8C⟩</tok>: two bytes in one token).",
+    "片段的写法，这里和全页都一样：加引号，照分词器里的原样写（<tok>\" the\"</tok> 以空格开头，片段里的 <tok>\\n</tok> 是换行）；只有空白的片段用记号写，<tok>␣</tok> 是空格，<tok>↵</tok> 是换行；<tok>⟨E7⟩</tok> 是十六进制写出的一个原始字节，属于词表里没有对应词元的某个字符（<tok>⟨E7 8C⟩</tok>：一个词元里的两个字节）。",
   ],
   "W-lookup.told.none": [
     "This prompt uses no token twice. Type one that does (the default prompt has <tok>\" the\"</tok> twice) to watch two positions share one row.",

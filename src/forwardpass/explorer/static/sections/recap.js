@@ -33,7 +33,7 @@ async function ideas() {
   const [lookup, split, sampling, loop, kv, intensity, concurrency, model] = await Promise.all([
     post("/api/lookup", { prompt: state.prompt }),                  // W-lookup
     get("/api/split", { d: 768 }),                                   // W-split at GPT-2 small's width
-    post("/api/sampling", { prompt: state.prompt, temperature: 1 }), // W-temperature at T = 1
+    post("/api/sampling", { prompt: state.prompt, toy: state.toy, temperature: 1 }), // W-temperature at T = 1
     autoregress(),                                                   // W-autoregress, W-cache-fill
     get("/api/kv-here", {}, { model: true }),                        // W-cache-here
     get("/api/intensity", { prompt: 16 }),                           // W-intensity at P = 16
@@ -52,7 +52,7 @@ function idea(section, key, values) {
 export function mount() {
   let back = false;  // the button was pressed: the readout says where the reader is
   const reopen = widget("W-reopen", {
-    runsOn: "W-reopen.runs-on", follows: ["prompt", "model"],
+    runsOn: "W-reopen.runs-on", follows: ["prompt", "model", "toy"],
     load: ideas,
     draw(d) {
       const name = d.info.display_name, steps = d.loop.steps;

@@ -7,8 +7,8 @@
 import { post } from "../lib/api.js";
 import { COLORS, lines } from "../lib/charts.js";
 import { byId, debounce, el, q, setRange, tokenSpan } from "../lib/dom.js";
-import { fmt, hasBytes, lang, nodes, onLang, parts, piece, pieceLabel, readable, t } from "../lib/i18n.js";
-import { state } from "../lib/state.js";
+import { fmt, lang, nodes, onLang, parts, piece, pieceLabel, readable, t } from "../lib/i18n.js";
+import { on, state, TOY_SENTENCES } from "../lib/state.js";
 import { stepStrip } from "../lib/stepstrip.js";
 import { preset, presets, told } from "../lib/told.js";
 import { tokenBars } from "../lib/tokenbars.js";
@@ -21,8 +21,7 @@ const LOOP_WINDOW = 64;  // generated tokens the greedy-loop verdict is measured
 const SEARCHED = LOOP_WINDOW / 2;  // the steps a sample may go at: the window's first half (explorer/greedy.py)
 const ARTICLE = { temperature: [0.1, 1], top_k: [1], top_p: [0.9] };  // the article's settings: presets and prose
 
-const pair = `<div class="pair"><div class="chart toy" role="img" data-text-aria="s03.chart-empty"></div><div class="chart real" role="img" data-text-aria="s03.chart-empty"></div></div>
-  <p class="s03-bytes" hidden></p>`;
+const pair = `<div class="pair"><div class="chart toy" role="img" data-text-aria="s03.chart-empty"></div><div class="chart real" role="img" data-text-aria="s03.chart-empty"></div></div>`;
 /** the article's settings of the slider `id` (its symbol `name`) as preset buttons */
 const articlePresets = (id, name, values) => `<div class="presets" role="group" data-text-aria="s03.presets">
     <span data-text="s03.presets"></span>
@@ -37,8 +36,7 @@ export const html = sectionFrame("s03", [
   <div class="s03-control"><label for="lens-k" data-text="W-logit-lens.k"></label>
   <input id="lens-k" type="range" min="1" max="10" value="5"></div>
   <div class="chart answer" role="img" data-text-aria="s03.chart-empty"></div>
-  <table class="s03-lens"><caption></caption><thead></thead><tbody></tbody></table>
-  <p class="s03-bytes" hidden></p>`),
+  <table class="s03-lens"><caption></caption><thead></thead><tbody></tbody></table>`),
   frame("W-temperature", `
   <div class="s03-control"><label for="temperature" data-text="W-temperature.label"></label>
   <input id="temperature" type="range" min="0" max="3" step="0.05" value="1"></div>
@@ -93,13 +91,6 @@ export function pct(p) {
   return fmt.pct(p);
 }
 
-/** the note under a chart of real tokens when some of them are raw bytes */
-function bytesNote(w, pieces) {
-  const box = w.q(".s03-bytes"), any = pieces.filter(hasBytes);
-  box.hidden = !any.length;
-  box.replaceChildren(...(any.length ? nodes("s03.bytes", { example: tok(any[0]) }) : []));
-}
-
 const number = (n) => (n <= 10 ? t(`s03.number.${n}`) : fmt.int(n));
 
 /** the probability kept tokens add up to: what renormalizing divides by (1 when nothing is cut) */
@@ -121,22 +112,24 @@ function samplingBars(w, d) {
   tokenBars(q(w.el, ".real"), d.real.map((x) => ({ label: label(x.piece), token: true, value: x.probability,
     text: renormalized(x, d.real_kept_mass), dim: !x.kept })), { title: t("sampling.real"), axis: t("s03.axis.probability"),
     tick: (v) => `${fmt.tick(100 * v)}%` });
-  bytesNote(w, d.real.map((x) => x.piece));
 }
 
 /** the view at the slider's value and at the article's settings, for the prompt at the top (one request each; a
  * preset asks again exactly what the prose read, and is answered from the same result) */
 function views(param, value) {
-  const ask = (v) => post("/api/sampling", { prompt: state.prompt, [param]: v });
+  const ask = (v) => post("/api/sampling", { prompt: state.prompt, toy: state.toy, [param]: v });
   return Promise.all([ask(value), ...ARTICLE[param].map(ask)]).then(([now, ...article]) => ({ now, article }));
 }
 
 
 // ---- the widgets ---------------------------------------------------------------------------------------------------
 // what makes a result drawn from the page's prompt out of date, and what W-temperature, W-top-k and W-top-p run on
-const follows = ["prompt", "model"], runsOn = "sampling.runs-on";
+const follows = ["prompt", "model", "toy"], runsOn = "sampling.runs-on";
 
 export function mount() {
+  tellStory();
+  on("model", tellStory);
+  on("toy", tellStory);
   mountLogits();
   mountLogitLens();
   mountTemperature();
@@ -145,11 +138,18 @@ export function mount() {
   mountGreedyLoop();
 }
 
+/** the section's example sentence in its introduction: the toy's, in the page's example language (state.toy) */
+function tellStory() {
+  const intro = document.querySelector('[data-text="intro-s03"]'), values = { story: TOY_SENTENCES[state.toy] };
+  intro.dataset.textValues = JSON.stringify(values);  // kept for a language change (i18n.apply)
+  intro.replaceChildren(...nodes("intro-s03", values));
+}
+
 // W-logits: the toy's five scores, the same five on the real model after "the cat sat on the", its own top five
 function mountLogits() {
   const logits = widget("W-logits", {
-    runsOn: "W-logits.runs-on", follows: ["model"],
-    load: () => post("/api/candidates", {}),
+    runsOn: "W-logits.runs-on", follows: ["model", "toy"],
+    load: () => post("/api/candidates", { toy: state.toy }),
     draw(d) {
       const toyOrder = [...d.words].sort((a, b) => b.toy_logit - a.toy_logit);
       const realOrder = [...d.words].sort((a, b) => b.word_probability - a.word_probability);
@@ -330,7 +330,6 @@ function drawLens(w, d, k) {
   table.querySelector("tbody").replaceChildren(
     ...d.rows.map((r) => rowOf(r, r.block === d.n_layers ? t("W-logit-lens.last", { n: r.block }) : fmt.int(r.block))),
     rowOf(d.model, t("W-logit-lens.model"), true));
-  bytesNote(w, d.rows.flatMap((r) => r.top.slice(0, k).map((x) => x.piece)));
   const last = d.rows[d.rows.length - 1].top[0];
   w.say(["W-logit-lens.readout", { k, n: d.n_layers, top: tok(last.piece), p: pct(last.probability),
     same: t(d.last_row_is_the_models ? "W-logit-lens.same" : "W-logit-lens.differs") }]);

@@ -6,8 +6,8 @@ import { plural } from "../lib/i18n.js";
 export default {
   "title-s03": ["3. What comes out: logits and sampling", "3. 输出：logits 与采样"],
   "intro-s03": [
-    "What leaves the stack of blocks is not a word. The final norm and the unembedding turn the stream at the last position into one number for every entry of the vocabulary: a score, called a logit, for how strongly the model puts that entry forward as the next token. That list of scores is all the model answers. Everything after it is choosing: deciding which one entry is written next, and this section is about how that choice is made. We follow one example, <tok>the cat sat on the ___</tok>: a toy with five candidates and made-up scores first, then the same five words on the model loaded here.",
-    "从这摞块里出来的不是一个词。最终归一化和反嵌入把最后一个位置上的残差流变成一串数，词表里每一项各一个：这个分数叫 logit，表示模型有多想让这一项当下一个词元。这串分数就是模型的全部回答。之后的一切都是在做选择：到底把哪一项写成下一个词元。这一节讲的就是这个选择怎么做。我们沿用一个例子 <tok>the cat sat on the ___</tok>：先看分数是编出来的五个候选（玩具例子），再看本页加载的模型怎样给同样这五个词打分。",
+    "What leaves the stack of blocks is not a word. The final norm and the unembedding turn the stream at the last position into one number for every entry of the vocabulary: a score, called a logit, for how strongly the model puts that entry forward as the next token. That list of scores is all the model answers. Everything after it is choosing: deciding which one entry is written next, and this section is about how that choice is made. We follow one example, <tok>{story} ___</tok>: a toy with five candidates and made-up scores first, then the same five words on the model loaded here.",
+    "从这摞块里出来的不是一个词。最终归一化和反嵌入把最后一个位置上的残差流变成一串数，词表里每一项各一个：这个分数叫 logit，表示模型有多想让这一项当下一个词元。这串分数就是模型的全部回答。之后的一切都是在做选择：到底把哪一项写成下一个词元。这一节讲的就是这个选择怎么做。我们沿用一个例子 <tok>{story}___</tok>：先看分数是编出来的五个候选（玩具例子），再看本页加载的模型怎样给同样这五个词打分。",
   ],
   "bridge-s03": [
     "However it is chosen, greedy or drawn, the result is one token. The next section takes that token, appends it to the input and runs the same forward pass again, one token longer. Choosing one token and feeding it back is the whole loop.",
@@ -23,10 +23,6 @@ export default {
   "s03.chart-empty": ["a chart, drawn once its result is here", "图表：结果一到就画出来"],
   "s03.axis.probability": ["probability", "概率"],
   "s03.axis.logit": ["logit (raw score)", "logit（原始分数）"],
-  "s03.bytes": [
-    "A label such as {example} is raw bytes: the first part of a character that a following token would complete (this model's vocabulary spells most Chinese characters byte by byte).",
-    "像 {example} 这样的标签是原始字节：一个字符的前半部分，要由后面的词元补全（这个模型的词表把大多数汉字拆成字节来拼）。",
-  ],
   "s03.number.0": ["none", "零"],
   "s03.number.1": ["one", "一"],
   "s03.number.2": ["two", "两"],

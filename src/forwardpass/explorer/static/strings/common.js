@@ -13,6 +13,14 @@ export default {
   "model-label": ["Model", "模型"],
   "lang-group": ["Language", "语言"],
 
+  // a Chinese prompt on a model that spells Chinese in bytes (lib/reader.js)
+  "reader.bytes": [
+    "{model} spells Chinese in bytes: its vocabulary has no entry for most Chinese characters, so your prompt's {char} reaches it as {bytes}, and the numbers below are about those bytes, not the characters.",
+    "{model} 是按字节拼写中文的：它的词表里没有大多数汉字，所以你的提示词里的 {char} 到了它那里成了 {bytes}，下面的数字说的是这些字节，而不是汉字。",
+  ],
+  "reader.switch": ["Run the page on {reader}, which reads Chinese", "改用能读中文的 {reader}"],
+  "reader.none": ["No model on the server running this page reads Chinese.", "运行本页的服务器上没有能读中文的模型。"],
+
   // what a widget runs on (lib/widget.js: runsOn)
   "runs-on.prompt": ["Computed on {model} from the prompt at the top.", "用页面顶部的提示词，在 {model} 上计算。"],
   "runs-on.own-prompt": ["Computed on {model} from its own prompt below.", "用下方它自己的提示词，在 {model} 上计算。"],
