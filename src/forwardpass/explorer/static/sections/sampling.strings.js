@@ -39,8 +39,8 @@ export default {
 
   // W-logits
   "title-W-logits": ["Raw scores, before anything changes them", "原始分数：还没有任何东西动过它们"],
-  "W-logits.runs-on": ["The toy example's five scores are made up and fixed; the real model's are its scores after the toy's own sentence, <tok>the cat sat on the</tok> (not the prompt at the top), on {model}.",
-    "玩具例子的五个分数是编出来的，固定不变；真实模型的分数是它在玩具例子那句话 <tok>the cat sat on the</tok> 之后打的分（不是页面顶部的提示词），在 {model} 上计算。"],
+  "W-logits.runs-on": ["The toy example's five scores are made up and fixed; the real model's are its scores after the toy's own sentence (not the prompt at the top), on {model}.",
+    "玩具例子的五个分数是编出来的，固定不变；真实模型的分数是它在玩具例子那句话之后打的分（不是页面顶部的提示词），在 {model} 上计算。"],
   "before-W-logits": [
     "The first chart is the toy example: five candidates for the blank, each with a made-up score. The second is the same five words scored by the model on this page after the same words, with each one's rank among all the tokens the model knows. The third shows the tokens the model itself scores highest there. Compare the orders, and look at who leads.",
     "第一张图是玩具例子：空格处的五个候选，各有一个编出来的分数。第二张是本页的模型在同一句话后面给这五个词打的分，以及每个词在模型认识的全部词元里排第几。第三张是模型自己在那里打分最高的几个词元。比较这几份次序，看看谁领先。",
