@@ -24,7 +24,7 @@ from test_explorer_fixtures import (
 )
 
 from forwardpass import cost
-from forwardpass.explorer import compute
+from forwardpass.explorer import compute, loop_runs, timing
 from forwardpass.explorer.app import build_explorer
 from forwardpass.loop import generate
 from forwardpass.sampling import SamplingParams
@@ -63,10 +63,66 @@ def test_both_loops_run_their_counts_are_cost_pys_and_their_tokens_the_teaching_
     assert teaching.work == naive
     assert [s["naive_id"] for s in d["steps"]] == [s["cached_id"] for s in d["steps"]] == teaching.token_ids
     assert d["same_tokens"] is True
-    # timed: every step took some time, and the totals are the steps' sums
-    assert all(s["naive_s"] > 0 and s["cached_s"] > 0 for s in d["steps"])
-    assert d["naive_total_s"] == pytest.approx(sum(s["naive_s"] for s in d["steps"]))
-    assert d["cached_total_s"] == pytest.approx(sum(s["cached_s"] for s in d["steps"]))
+    # timed in runs: each step's median inside its range, the totals the medians of the runs' totals
+    assert 1 <= d["runs"] <= loop_runs.MAX_RUNS and d["verdict"]["runs"] == d["runs"]
+    for s in d["steps"]:
+        for which in ("naive", "cached"):
+            assert 0 < s[f"{which}_lo"] <= s[f"{which}_s"] <= s[f"{which}_hi"]
+    for which in ("naive", "cached"):
+        total = d[f"{which}_total"]
+        assert total["lo"] <= d[f"{which}_total_s"] == total["median"] <= total["hi"]
+    assert d["verdict"]["work_ratio"] == pytest.approx(d["naive_work"] / d["cached_work"])
+
+
+def test_a_run_that_does_not_fit_the_budget_is_not_started(smollm):
+    with compute.model_lock(smollm):
+        d = loop_runs.timed_loops(smollm, "the cat", 4, budget_s=0)
+    assert d["runs"] == 1 and d["verdict"]["enough"] is False and d["verdict"]["faster"] is None
+
+
+# ---- what the runs allow: timing.verdict on clear and on noisy runs -------------------------------------------------
+NAIVE_TOKENS, CACHED_TOKENS = [12 + i for i in range(12)], [12] + [1] * 11
+
+
+def runs(per_step: float, per_token: float, jitter: list[float], naive_extra: float = 0.0):
+    """Each run's step times on a machine where a step costs per_step + per_token × tokens, run r scaled by
+    1 + jitter[r] (naive steps also by 1 + naive_extra)."""
+    naive = [[(per_step + per_token * t) * (1 + j) * (1 + naive_extra) for t in NAIVE_TOKENS] for j in jitter]
+    cached = [[(per_step + per_token * t) * (1 + j) for t in CACHED_TOKENS] for j in jitter]
+    return naive, cached
+
+
+def test_clear_runs_say_the_gap_is_narrower_and_why():
+    v = timing.verdict(*runs(0.010, 0.0005, [0, 0.05, -0.03]), NAIVE_TOKENS, CACHED_TOKENS)
+    assert v["enough"] and v["faster"] == "cached" and v["gap"] == "narrower"
+    assert v["fit"]["per_step_s"] == pytest.approx(0.010, rel=0.1) and v["fit"]["r2"] > 0.9
+    assert 0.5 < v["fixed_share"] < 1  # the fixed part of each step: most of the cached loop's time here
+
+
+def test_time_in_step_with_work_follows_it():
+    v = timing.verdict(*runs(0.0, 0.001, [0, 0.02, -0.02]), NAIVE_TOKENS, CACHED_TOKENS)
+    assert v["faster"] == "cached" and v["gap"] == "follows" and v["fixed_share"] is None
+
+
+def test_runs_on_both_sides_of_one_are_too_noisy_to_tell():
+    """One run where a busy moment fell on the cached loop: no loop is called faster, no gap, no line."""
+    naive, cached = runs(0.010, 0.0005, [0, 0.05, -0.03])
+    cached[1] = [x * 3 for x in cached[1]]
+    v = timing.verdict(naive, cached, NAIVE_TOKENS, CACHED_TOKENS)
+    assert v["time_ratio"]["lo"] < 1 < v["time_ratio"]["hi"]
+    assert v["faster"] is None and v["gap"] is None and v["fixed_share"] is None
+
+
+def test_a_gap_the_runs_disagree_on_is_not_told():
+    naive, cached = runs(0.0, 0.001, [0, 0, 0])
+    cached[2] = [x * 2 for x in cached[2]]  # one run's ratio twice the others': on both sides of the margin
+    v = timing.verdict(naive, cached, NAIVE_TOKENS, CACHED_TOKENS)
+    assert v["faster"] == "cached" and v["gap"] is None and v["fixed_share"] is None
+
+
+def test_too_few_runs_say_nothing_about_time():
+    v = timing.verdict(*runs(0.010, 0.0005, [0, 0.01]), NAIVE_TOKENS, CACHED_TOKENS)
+    assert not v["enough"] and v["faster"] is None and v["gap"] is None and v["fixed_share"] is None
 
 
 def test_the_loop_endpoints_refuse_clearly(client):
@@ -214,6 +270,7 @@ def test_the_measured_times_on_the_page_are_one_real_run(pages, smollm):
     ms = lambda s: f"{1000 * s:.1f}"  # noqa: E731
     assert f"naive {d['naive_work']} tokens in {ms(d['naive_total_s'])} ms" in text
     assert f"cached {d['cached_work']} tokens in {ms(d['cached_total_s'])} ms" in text
+    assert (f"medians of {d['runs']} runs" in text) if d["runs"] > 1 else "(one run)" in text
     last = d["steps"][-1]
     assert f"sent {last['naive_tokens']} tokens through the model in {ms(last['naive_s'])} ms" in text
     prose = told(page, "W-naive-vs-cached")
@@ -225,6 +282,49 @@ def test_the_measured_times_on_the_page_are_one_real_run(pages, smollm):
     use_prompt(page, smollm, "the dog saw the cat")  # away and back: the newer run is shown, not the first one
     use_prompt(page, smollm, DEFAULT_PROMPT)
     assert f"measured at {clock} by the server running this page" in told(page, "W-naive-vs-cached")
+
+
+def shown_for(page, answer: dict) -> str:
+    """The prose W-naive-vs-cached writes for `answer`, served in place of a new run."""
+    page.route("**/api/loop-timing?fresh=1", lambda route: route.fulfill(json=answer))
+    try:
+        page.locator('[data-widget="W-naive-vs-cached"] button.run').click()
+        page.wait_for_function("() => !document.querySelector('[data-widget=\"W-naive-vs-cached\"]')"
+                               ".hasAttribute('aria-busy')")
+        idle(page)
+    finally:
+        page.unroute("**/api/loop-timing?fresh=1")
+    return told(page, "W-naive-vs-cached")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_noisy_run_is_said_to_be_too_noisy_and_a_clear_one_says_why(pages, lang):
+    """Once one run on a busy machine, a 1-token cached step slower than a 13-token naive one, was drawn as a finding
+    ("a straight line says why") and kept for every later reader. The page says what the runs' verdict allows."""
+    page = pages(1280, lang)
+    real = page.request.post(page.base + "api/loop-timing", data={"prompt": DEFAULT_PROMPT, "steps": 12}).json()
+    naive, cached = runs(0.010, 0.0005, [0, 0.05, -0.03])
+    cached[1] = [x * 3 for x in cached[1]]  # a busy moment on the cached loop in one run
+    noisy = real | {"runs": 3, "verdict": timing.verdict(naive, cached, NAIVE_TOKENS, CACHED_TOKENS),
+                    "naive_total_s": 0.5, "cached_total_s": 0.4, "fit": {"per_step_s": 0.03, "per_token_s": 0.001}}
+    clear = real | {"runs": 3, "verdict": timing.verdict(*runs(0.010, 0.0005, [0, 0.05, -0.03]), NAIVE_TOKENS,
+                                                          CACHED_TOKENS)}
+    try:
+        said = shown_for(page, noisy)
+        lo, hi = (f"{noisy['verdict']['time_ratio'][k]:.1f}".removesuffix(".0") for k in ("lo", "hi"))
+        if lang == "en":
+            assert "Too noisy to tell here" in said and "straight line" not in said and "narrower" not in said
+            assert f"from {lo}× to {hi}×" in said and "medians of 3 runs" in said  # how noisy the kept answer was
+        else:
+            assert "这里太嘈杂，说不清" in said and "直线" not in said and f"从 {lo} 倍到 {hi} 倍" in said
+        said = shown_for(page, clear)
+        share = f"{100 * clear['verdict']['fixed_share']:.1f}%"
+        if lang == "en":
+            assert "is narrower than the work gap" in said and "A straight line" in said and share in said
+        else:
+            assert "比" in said and "拟合成一条直线" in said and share in said
+    finally:
+        shown_for(page, real)
 
 
 def test_every_chart_of_the_loop_has_ticked_axes_with_titles(any_page):

@@ -116,11 +116,13 @@ export function ticks(lo, hi, count = 5, cover = false) {
 
 /** A line chart of series [[x, y], …] with both axes ticked and labelled:
  * { names: [legend per series], x: "x axis title with its unit", y: "y axis title with its unit", markX, integerX,
- *   markLabel: the first series' value at markX, written where its guide meets the y axis } */
+ *   markLabel: the first series' value at markX, written where its guide meets the y axis,
+ *   bands: per series [[x, lo, hi], …], a range drawn as a light band behind its line (repeated measurements) } */
 export function lines(el, series, options) {
   remember(el, () => lines(el, series, options));
-  const { names, x: xTitle, y: yTitle, markX, integerX = true, markLabel } = options;
-  const xs = series.flatMap((s) => s.map((p) => p[0])), ys = series.flatMap((s) => s.map((p) => p[1]));
+  const { names, x: xTitle, y: yTitle, markX, integerX = true, markLabel, bands = [] } = options;
+  const xs = series.flatMap((s) => s.map((p) => p[0]));
+  const ys = [...series.flatMap((s) => s.map((p) => p[1])), ...bands.flatMap((b) => b.map((p) => p[2]))];
   const [x0, x1] = [Math.min(...xs), Math.max(...xs)];
   const yTicks = ticks(0, Math.max(...ys, 1e-12), 5, true), yMax = yTicks[yTicks.length - 1];  // the top covers every y
   const xTicks = ticks(x0, Math.max(x1, x0 + 1), 6).filter((v) => v >= x0 && (!integerX || Number.isInteger(v)));
@@ -149,6 +151,12 @@ export function lines(el, series, options) {
   svg.appendChild(shape("line", { x1: left, x2: left, y1: top - 4, y2: top + plotH, stroke: COLORS.axis }));
   svg.appendChild(shape("line", { x1: left, x2: width - right, y1: top + plotH, y2: top + plotH, stroke: COLORS.axis }));
   svg.appendChild(text(width - right, height - 6, xTitle, { weight: "600", anchor: "end" }));  // the x axis's title
+  bands.forEach((b, i) => {  // each band behind its line: the low edge left to right, the high edge back
+    if (!b.length) return;
+    const edge = [...b.map((p) => `${X(p[0])},${Y(p[1])}`), ...[...b].reverse().map((p) => `${X(p[0])},${Y(p[2])}`)];
+    svg.appendChild(shape("polygon", { class: "band", points: edge.join(" "), fill: colors[i], "fill-opacity": 0.15,
+      stroke: "none" }));
+  });
   series.forEach((s, i) => {
     svg.appendChild(shape("polyline", { points: s.map((p) => `${X(p[0])},${Y(p[1])}`).join(" "), fill: "none",
       stroke: colors[i], "stroke-width": 2, "stroke-dasharray": DASHES[i] || "" }));

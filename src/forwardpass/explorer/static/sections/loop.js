@@ -151,7 +151,8 @@ function readout(w, at) {
 }
 
 // The step shown: the tokens each loop ran lit; every step's work, the two loops side by side on one axis; every
-// step's time, both loops on one axis; the readout from what ran, the prose from the whole run.
+// step's time, the median of the runs with their range as a band, both loops on one axis; the readout from what ran,
+// the prose from the whole run, saying of the time only what every run agrees on (explorer/timing.py).
 function drawLoops(w, d) {
   const at = setRange(byId("nvc-step"), { max: d.steps.length }), s = d.steps[at - 1];
   const pieces = [...d.prompt_pieces, ...d.steps.map((x) => x.piece)].slice(0, s.naive_tokens);
@@ -167,23 +168,39 @@ function drawLoops(w, d) {
     aria: t("W-naive-vs-cached.work-aria", { steps: d.steps.length, a: d.steps[0].naive_tokens,
       b: d.steps[d.steps.length - 1].naive_tokens, c: d.steps[d.steps.length - 1].cached_tokens }),
   });
-  lines(q(w.el, ".chart.time"), [d.steps.map((x) => [x.step + 1, 1000 * x.naive_s]),
-    d.steps.map((x) => [x.step + 1, 1000 * x.cached_s])],
-  { names, x: t("loop.step-axis"), y: t("W-naive-vs-cached.time-axis"), markX: at });
-  const n = d.steps.length, wr = d.naive_work / d.cached_work, tr = d.naive_total_s / d.cached_total_s;
-  w.say(["W-naive-vs-cached.readout", { at, n: s.naive_tokens, nt: ms(s.naive_s), c: s.cached_tokens, ct: ms(s.cached_s),
-    steps: n, nw: d.naive_work, NT: ms(d.naive_total_s), cw: d.cached_work, CT: ms(d.cached_total_s) }]);
+  const inMs = (x) => 1000 * x;
+  lines(q(w.el, ".chart.time"), [d.steps.map((x) => [x.step + 1, inMs(x.naive_s)]),
+    d.steps.map((x) => [x.step + 1, inMs(x.cached_s)])],
+  { names, x: t("loop.step-axis"), y: t("W-naive-vs-cached.time-axis", { runs: d.runs }), markX: at,
+    bands: d.runs > 1 ? [d.steps.map((x) => [x.step + 1, inMs(x.naive_lo), inMs(x.naive_hi)]),
+      d.steps.map((x) => [x.step + 1, inMs(x.cached_lo), inMs(x.cached_hi)])] : [] });
+  const n = d.steps.length, wr = d.naive_work / d.cached_work, v = d.verdict, r = v.time_ratio;
+  w.say([d.runs > 1 ? "W-naive-vs-cached.readout" : "W-naive-vs-cached.readout-one", { at, n: s.naive_tokens,
+    nt: ms(s.naive_s), nlo: ms(s.naive_lo), nhi: ms(s.naive_hi), c: s.cached_tokens, ct: ms(s.cached_s),
+    clo: ms(s.cached_lo), chi: ms(s.cached_hi), steps: n, runs: d.runs, nw: d.naive_work, NT: ms(d.naive_total_s),
+    cw: d.cached_work, CT: ms(d.cached_total_s) }]);
   const counted = d.naive_work === d.cost_naive_work && d.cached_work === d.cost_cached_work;
   const [r0, r1, r2] = d.article.map((a) => times(a.ratio));
-  const time = tr < 0.8 * wr ? "W-naive-vs-cached.narrower" : tr > 1.25 * wr ? "W-naive-vs-cached.wider"
-    : "W-naive-vs-cached.follows";
+  const range = { runs: d.runs, w: times(wr), tr: times(r.median), lo: times(r.lo), hi: times(r.hi) };
+  const intensity = document.querySelector('[data-widget="W-intensity"]');
   told(w,
     [d.same_tokens ? ["W-naive-vs-cached.work", { n, p: d.prompt_tokens, nw: d.naive_work, cw: d.cached_work,
       w: times(wr), a: times(d.naive_work / n), r0, r1, r2 }] : ["W-naive-vs-cached.differ", {}],
     !counted && ["W-naive-vs-cached.miscounted", { p: d.prompt_tokens, n, nw: d.naive_work, cw: d.cached_work,
       cnw: d.cost_naive_work, ccw: d.cost_cached_work }]],
-    [[time, { w: times(wr), tr: times(tr) }],
-      tr < 0.8 * wr && d.fit.per_step_s > 0 && d.fit.per_token_s > 0 && ["W-naive-vs-cached.fit", {
-        points: 2 * n, a: ms(d.fit.per_step_s), b: fmt.fixed(1000 * d.fit.per_token_s, 2) }],
-      ["W-naive-vs-cached.measured", { time: clock(d.measured_at) }]]);
+    [[`W-naive-vs-cached.${timeVerdict(v)}`, range],
+      v.fixed_share !== null && ["W-naive-vs-cached.fit", { points: 2 * n, r2: fmt.fixed(v.fit.r2, 2),
+        a: ms(v.fit.per_step_s), b: fmt.fixed(1000 * v.fit.per_token_s, 2), share: fmt.pct(v.fixed_share),
+        link: intensity ? linkTo(intensity) : t("W-naive-vs-cached.intensity") }],
+      [d.runs > 1 ? "W-naive-vs-cached.measured" : "W-naive-vs-cached.measured-one", { ...range,
+        time: clock(d.measured_at) }]]);
+}
+
+/** the sentence the runs allow (explorer/timing.py verdict): too few runs or too noisy to tell, which loop was
+ * faster in every run, and how the time gap stands against the work gap in every run */
+function timeVerdict(v) {
+  if (!v.enough) return "few";
+  if (v.faster === null) return "noisy";
+  if (v.faster === "naive") return "naive-faster";
+  return v.gap ?? "cached-faster";
 }

@@ -81,10 +81,15 @@ export default {
     "columns per step, naive beside cached on one axis: over {steps} steps naive grows from {a} to {b} tokens, cached falls to {c} after the prompt",
     "每一步两根柱子，朴素和缓存并排、共用一个坐标轴：{steps} 步里朴素从 {a} 个词元涨到 {b} 个，缓存在提示词之后降到 {c} 个",
   ],
-  "W-naive-vs-cached.time-axis": ["time per step (ms)", "每步耗时（ms）"],
+  "W-naive-vs-cached.time-axis": [({ runs }) => (runs > 1 ? "time per step (ms, median of {runs} runs; band: their range)" : "time per step (ms)"),
+    ({ runs }) => (runs > 1 ? "每步耗时（ms，{runs} 次运行的中位数；色带：其范围）" : "每步耗时（ms）")],
   "W-naive-vs-cached.readout": [
-    ({ n, c }) => `Step {at}: naive sent ${plural(n, "{n} token", "{n} tokens")} through the model in {nt} ms, cached ${plural(c, "{c} token", "{c} tokens")} in {ct} ms. All {steps} steps: naive {nw} tokens in {NT} ms, cached {cw} tokens in {CT} ms.`,
-    "第 {at} 步：朴素循环送入 {n} 个词元，用了 {nt} ms；缓存循环送入 {c} 个，用了 {ct} ms。全部 {steps} 步：朴素 {nw} 个词元、{NT} ms，缓存 {cw} 个词元、{CT} ms。",
+    ({ n, c }) => `Step {at}: naive sent ${plural(n, "{n} token", "{n} tokens")} through the model in {nt} ms ({nlo}–{nhi}), cached ${plural(c, "{c} token", "{c} tokens")} in {ct} ms ({clo}–{chi}). All {steps} steps: naive {nw} tokens in {NT} ms, cached {cw} tokens in {CT} ms (medians of {runs} runs, each step's range in brackets).`,
+    "第 {at} 步：朴素循环送入 {n} 个词元，用了 {nt} ms（{nlo}–{nhi}）；缓存循环送入 {c} 个，用了 {ct} ms（{clo}–{chi}）。全部 {steps} 步：朴素 {nw} 个词元、{NT} ms，缓存 {cw} 个词元、{CT} ms（{runs} 次运行的中位数，括号里是每步的范围）。",
+  ],
+  "W-naive-vs-cached.readout-one": [
+    ({ n, c }) => `Step {at}: naive sent ${plural(n, "{n} token", "{n} tokens")} through the model in {nt} ms, cached ${plural(c, "{c} token", "{c} tokens")} in {ct} ms. All {steps} steps: naive {nw} tokens in {NT} ms, cached {cw} tokens in {CT} ms (one run).`,
+    "第 {at} 步：朴素循环送入 {n} 个词元，用了 {nt} ms；缓存循环送入 {c} 个，用了 {ct} ms。全部 {steps} 步：朴素 {nw} 个词元、{NT} ms，缓存 {cw} 个词元、{CT} ms（只运行了一次）。",
   ],
   "W-naive-vs-cached.differ": ["The two loops chose different tokens at some step, which they should not.",
     "两种循环在某一步选出了不同的词元——这本不该发生。"],
@@ -96,22 +101,45 @@ export default {
     "Yet the tokens the loops sent, {nw} and {cw}, are not what the formulas give for a {p}-token prompt and {n} steps: Σ (P + i) = {cnw} and P + n − 1 = {ccw}.",
     "可是两种循环实际送入的 {nw} 和 {cw} 个词元，与公式对 {p} 个词元的提示词、{n} 步给出的不一致：Σ (P + i) = {cnw}，P + n − 1 = {ccw}。",
   ],
+  "W-naive-vs-cached.few": [
+    ({ runs }) => `Too noisy to tell here: ${plural(runs, "one run of both loops fit", "only {runs} runs of both loops fit")} in the time this widget allows on the server now, too few to say anything about their times. The work above is exact; time both again when the server is quieter.`,
+    ({ runs }) => `这里太嘈杂，说不清：在本组件允许的时间里，这台服务器眼下只跑完了 ${runs === 1 ? "一" : "{runs} "}次两种循环，太少，说明不了它们的耗时。上面的工作量是精确的；等服务器空闲些再重新计时。`,
+  ],
+  "W-naive-vs-cached.noisy": [
+    "Too noisy to tell here: over {runs} runs naive ÷ cached time ranged from {lo}× to {hi}×, on both sides of 1, so these runs cannot say which loop is faster on this server now. The work above is exact; time both again when the server is quieter.",
+    "这里太嘈杂，说不清：{runs} 次运行里，朴素 ÷ 缓存的耗时从 {lo} 倍到 {hi} 倍，跨过了 1，所以这几次运行说不出眼下在这台服务器上哪种循环更快。上面的工作量是精确的；等服务器空闲些再重新计时。",
+  ],
+  "W-naive-vs-cached.naive-faster": [
+    "In every one of {runs} runs the naive loop took less time than the cached one (naive ÷ cached {lo}× to {hi}×), though it did {w}× the work: on this server now, something other than the work sets these times.",
+    "{runs} 次运行里，每一次朴素循环都比缓存循环用时少（朴素 ÷ 缓存为 {lo} 倍到 {hi} 倍），尽管它的工作量是 {w} 倍：眼下在这台服务器上，决定这些耗时的不是工作量。",
+  ],
+  "W-naive-vs-cached.cached-faster": [
+    "The cached loop was faster in every one of {runs} runs (naive took {lo}× to {hi}× its time), but the runs spread too widely to say how that gap stands against the work gap of {w}×.",
+    "{runs} 次运行里，每一次都是缓存循环更快（朴素用时是它的 {lo} 倍到 {hi} 倍），但各次结果分散得太开，说不出这个差距和 {w} 倍的工作量差距相比如何。",
+  ],
   "W-naive-vs-cached.narrower": [
-    "The time gap, {tr}×, is narrower than the work gap of {w}×: a step that sends one token is not that much cheaper than a step that sends many.",
-    "时间差距是 {tr} 倍，比 {w} 倍的工作量差距小：只送一个词元的一步，并不比送很多个词元的一步便宜多少。",
+    "The time gap, {tr}× (from {lo}× to {hi}× over {runs} runs), is narrower than the work gap of {w}× in every run: a step that sends one token is not that much cheaper than a step that sends many.",
+    "时间差距是 {tr} 倍（{runs} 次运行里从 {lo} 倍到 {hi} 倍），每一次都比 {w} 倍的工作量差距小：只送一个词元的一步，并不比送很多个词元的一步便宜多少。",
   ],
   "W-naive-vs-cached.fit": [
-    "A straight line through the {points} timed steps says why: a step costs about {a} ms whatever it holds, plus {b} ms for each token in it. At these sizes the fixed part, every weight read once and every block called once, is most of the bill; section 6 is about exactly that.",
-    "把这 {points} 个计时的步骤拟合成一条直线，就能看出原因：不管一步里有多少词元，它都要花大约 {a} ms，每多一个词元再加 {b} ms。在这个规模上，固定的那部分——所有权重读一遍、每个块调用一次——占了大头；第 6 节讲的正是这件事。",
+    "A straight line through the {points} median step times says why (it fits them with r² = {r2}): a step costs about {a} ms whatever it holds, plus {b} ms for each token in it. In the cached loop, whose steps after the first hold one token, that fixed part is {share} of the time: every weight read once and every block called once, whatever the step holds; {link} is about exactly that.",
+    "把这 {points} 个中位数步时拟合成一条直线，就能看出原因（拟合度 r² = {r2}）：不管一步里有多少词元，它都要花大约 {a} ms，每多一个词元再加 {b} ms。缓存循环在第一步之后每步只有一个词元，固定的那部分占了它耗时的 {share}：所有权重读一遍、每个块调用一次，不管这一步装了什么；{link} 讲的正是这件事。",
   ],
-  "W-naive-vs-cached.follows": ["The time follows the work: {tr}× the time for {w}× the work.",
-    "时间跟着工作量走：{w} 倍的工作量，花了 {tr} 倍的时间。"],
+  "W-naive-vs-cached.intensity": ["the widget on work per byte", "“每字节权重换来的运算”那个组件"],
+  "W-naive-vs-cached.follows": ["The time follows the work in every one of {runs} runs: {tr}× the time (from {lo}× to {hi}×) for {w}× the work.",
+    "{runs} 次运行里，每一次时间都跟着工作量走：{w} 倍的工作量，花了 {tr} 倍的时间（从 {lo} 倍到 {hi} 倍）。"],
   "W-naive-vs-cached.wider": [
-    "The time gap, {tr}×, is even wider than the work gap of {w}× this run: the server running this page was busier during the naive steps. Time them again.",
-    "这一次时间差距（{tr} 倍）比工作量差距（{w} 倍）还大：朴素循环运行时，运行本页的服务器更忙。请重新计时。",
+    "The time gap, {tr}× (from {lo}× to {hi}× over {runs} runs), is wider than the work gap of {w}× in every run: here the longer steps cost more per token than the short ones.",
+    "时间差距是 {tr} 倍（{runs} 次运行里从 {lo} 倍到 {hi} 倍），每一次都比 {w} 倍的工作量差距还大：在这里，长的步骤每个词元比短的步骤更贵。",
   ],
-  "W-naive-vs-cached.measured": ["The times were measured at {time} by the server running this page; “Time both again” measures them anew.",
-    "这些时间是运行本页的服务器在 {time} 测得的；按“重新计时”会再测一次。"],
+  "W-naive-vs-cached.measured": [
+    "The times are medians of {runs} runs of both loops, their steps taken in turn, measured at {time} by the server running this page; over those runs naive ÷ cached time ranged from {lo}× to {hi}×. “Time both again” measures them anew.",
+    "这些时间是两种循环交替逐步运行 {runs} 次的中位数，由运行本页的服务器在 {time} 测得；这几次运行里，朴素 ÷ 缓存的耗时从 {lo} 倍到 {hi} 倍。按“重新计时”会再测一次。",
+  ],
+  "W-naive-vs-cached.measured-one": [
+    "The times are one run of both loops, their steps taken in turn, measured at {time} by the server running this page: one run, so how noisy it was is unknown. “Time both again” measures them anew.",
+    "这些时间是两种循环交替逐步运行一次的结果，由运行本页的服务器在 {time} 测得：只有一次，所以不知道它有多嘈杂。按“重新计时”会再测一次。",
+  ],
 
   // W-cost-toy
   "title-W-cost-toy": ["What the loop costs: a toy", "循环的代价：玩具例子"],
