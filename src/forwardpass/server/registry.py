@@ -6,9 +6,8 @@ engine in turn, so that their kernels share one team of threads instead of compe
 A request holds its model from the moment its body names it to its response's last byte (a lease, released by
 `Leases` below): a model is unloaded only when no request holds it, none waits for it and its engine has no work.
 
-A model that cannot be loaded (its file truncated, not a model, its memory not there) is kept with the reason, listed as
-failed, and each request for it is refused with that reason, a 503; every new request tries loading it again, so a file
-put right is served without a restart."""
+Where each model stands, and why one that failed to load did (refused until a request's load succeeds), is the
+roster's (roster.py)."""
 
 from __future__ import annotations
 
@@ -17,57 +16,53 @@ import gc
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
 
 from fastapi import Request
 
-from ..catalog import ModelSpec, describe
+from ..catalog import ModelSpec
 from ..errors import ForwardpassError
 from ..weights import return_freed_memory
 from .errors import APIError
-from .quoting import quoted
+from .roster import Roster, unavailable
 from .served import Served
 
 log = logging.getLogger("forwardpass.server")
-REASON_CHARS = 300  # a failure's reason, as refusals and the listing quote it, is cut past this
 
 
-def reason(e: BaseException) -> str:
-    """Why a model could not be loaded, in one line: the library's own message (a file's fault, or the system's), or
-    the error's type and text."""
-    text = str(e) if isinstance(e, (ForwardpassError, OSError)) else f"{type(e).__name__}: {e}"
-    text = " ".join(text.split()) or type(e).__name__
-    return text if len(text) <= REASON_CHARS else text[:REASON_CHARS - 1] + "…"
+def least_recently_used(loaded: dict[str, Served], waiting: dict[str, int], need: int, max_models: int | None,
+                        max_bytes: int | None) -> list[str] | None:
+    """The models to unload, least recently used first (`loaded` is in that order), so that one more, of `need` bytes,
+    fits: fewer than `max_models` then loaded, and `need` within `max_bytes` beside the rest (or nothing else loaded).
+    Only idle ones go: none a request holds or waits for, none whose engine has work. None if the busy ones leave no
+    room now."""
+    kept = list(loaded.items())
+    idle = [i for i, s in kept if s.leases == 0 and not waiting.get(i) and not s.engine.has_work()]
+    unload: list[str] = []
+    while True:
+        count, used = len(kept) - len(unload), sum(s.nbytes for i, s in kept if i not in unload)
+        if (max_models is None or count < max_models) and (max_bytes is None or used + need <= max_bytes or count == 0):
+            return unload
+        if len(unload) == len(idle):
+            return None
+        unload.append(idle[len(unload)])
 
 
-def unavailable(model: str, why: str) -> APIError:
-    """The refusal of a request for a model that could not be loaded. The clients' own retries are told off
-    (x-should-retry, which OpenAI's and Anthropic's SDKs obey): at once, they would fail the same way."""
-    return APIError(503, f"model {model!r} is unavailable: loading it failed: {why}; the next request for it tries "
-                         f"loading it again", "model_load_failed", headers={"x-should-retry": "false"})
+class Registry(Roster):
+    """The roster's models loaded for the requests that name them, unloaded least recently used, stepped by one
+    thread."""
 
-
-class Registry:
     def __init__(self, specs: list[ModelSpec], open_model: Callable[[ModelSpec, threading.Event], Served] | None = None,
                  estimate: Callable[[ModelSpec], int] = lambda spec: 0, max_models: int | None = None,
                  max_bytes: int | None = None, wait: float = 600.0, say: Callable[[str], None] = lambda line: None,
                  ctx_size: int = 0):
-        self.specs = {s.id: s for s in specs}
-        self.first = specs[0].id
+        super().__init__(specs, ctx_size)
         self.open_model, self.estimate = open_model, estimate
         self.max_models, self.max_bytes, self.wait, self.say = max_models, max_bytes, wait, say
-        self.ctx_size = ctx_size  # each model's context once loaded, where shorter than its own (0: its own)
         self.wake = threading.Event()  # set by every engine's arrivals and by a load asked for
-        self.loaded: OrderedDict[str, Served] = OrderedDict()  # least recently used first
-        self.loading: dict[str, Future] = {}
-        self.failed: dict[str, str] = {}  # id → why it cannot be served: its last load failed, or its file is no model
-        self.described: dict[str, dict] = {}  # id → what its file says of itself (read once)
-        self.waiting: dict[str, int] = {}  # id → requests waiting for its load
         self.unloads = 0
         self.draining = False
-        self._lock = threading.Lock()
 
     @classmethod
     def of(cls, served: Served) -> Registry:
@@ -79,11 +74,7 @@ class Registry:
     # ---- the event loop's side ---------------------------------------------------------------------
     async def get(self, model: str | None, request: Request) -> Served:
         """The model `model` names (None: the first), loaded if need be, leased to `request` until it is answered."""
-        model = self.first if model is None else model
-        if model not in self.specs:
-            served = ", ".join(repr(i) for i in self.specs)
-            raise APIError(404, f"model {quoted(model)} does not exist; this server serves {served}",
-                           "model_not_found", "model")
+        model = self.named(model)
         while True:
             with self._lock:
                 served = self.loaded.get(model)
@@ -112,42 +103,6 @@ class Registry:
     def release(served: Served) -> None:
         served.leases -= 1
 
-    def listing(self) -> list[tuple[ModelSpec, Served | None]]:
-        with self._lock:
-            return [(spec, self.loaded.get(i)) for i, spec in self.specs.items()]
-
-    def about(self, model: str) -> dict | None:
-        """What `model`'s file says of itself (catalog.describe: family, quantization, context length), read once;
-        None where it cannot be read. Then, while the model is not loaded, that is why it cannot be (a load would fail
-        the same way): it is kept as its failure, and read again next time."""
-        if model in self.described:
-            return self.described[model]
-        try:
-            self.described[model] = describe(self.specs[model].path)
-        except (ForwardpassError, OSError) as e:  # and a model made in memory (tests): no file to ask
-            with self._lock:
-                if model not in self.loaded:
-                    self.failed[model] = reason(e)
-            return None
-        return self.described[model]
-
-    def state(self, model: str) -> tuple[str, str | None]:
-        """Where `model` stands — "loaded", "loading" (a request waits for it), "failed" (with the reason: its last
-        load failed, or its file cannot be read) or "unloaded" — and the reason where it failed."""
-        with self._lock:
-            if model in self.loaded:
-                return "loaded", None
-            if model in self.loading:
-                return "loading", None
-            if model in self.failed:
-                return "failed", self.failed[model]
-            return "unloaded", None
-
-    def failures(self) -> list[str]:
-        """The models that failed (state), in the order they are served."""
-        with self._lock:
-            return [i for i in self.specs if i in self.failed and i not in self.loaded and i not in self.loading]
-
     def drain(self, grace: float) -> None:
         """Shut down gently: no more loads, every engine drained (Engine.drain)."""
         with self._lock:
@@ -162,8 +117,7 @@ class Registry:
         """Load `model` in the calling thread (the first, before the server starts), and read what the others' files
         say of them: one that cannot be read is said now, and listed as failed."""
         served = self.open_model(self.specs[model], self.wake, progress)
-        with self._lock:
-            self.loaded[model] = served
+        self.put(model, served)
         for other in self.specs:
             if other != model and self.about(other) is None:
                 self.say(f"cannot load {other}: {self.failed[other]}; requests for it are refused, each trying again")
@@ -206,18 +160,14 @@ class Registry:
         except Exception as e:  # noqa: BLE001 — the operator's file, said to the clients that asked for it
             self._fail(model, future, e)
             return
-        with self._lock:
-            self.loaded[model] = served
-            self.failed.pop(model, None)
+        self.put(model, served)
         weights, kv = served.weight_bytes / 2**20, served.kv_bytes / 2**20
         self.say(f"loaded {model} for a request in {time.perf_counter() - start:.1f} s: {weights:.0f} MiB of "
                  f"weights, a KV pool of {kv:.0f} MiB")
         self._settle(model, future, None)
 
     def _fail(self, model: str, future: Future, e: Exception) -> None:
-        why = reason(e)
-        with self._lock:
-            self.failed[model] = why
+        why = self.fail(model, e)
         if not isinstance(e, (ForwardpassError, OSError)):  # not the file's fault: where it was, for the operator
             log.error("loading %s failed", model, exc_info=e)
         self.say(f"could not load {model} for a request: {why}")
@@ -233,13 +183,9 @@ class Registry:
         models that are busy leave no room now."""
         need = self.estimate(self.specs[model])
         with self._lock:
-            kept = list(self.loaded.items())
-            idle = [i for i, s in kept if s.leases == 0 and not self.waiting.get(i) and not s.engine.has_work()]
-            unload: list[str] = []
-            while not self._fits(len(kept) - len(unload), sum(s.nbytes for i, s in kept if i not in unload), need):
-                if len(unload) == len(idle):
-                    return False
-                unload.append(idle[len(unload)])
+            unload = least_recently_used(self.loaded, self.waiting, need, self.max_models, self.max_bytes)
+            if unload is None:
+                return False
             for i in unload:
                 del self.loaded[i]
         if unload:  # nothing refers to their engines now: their memory goes back to the system
@@ -248,10 +194,6 @@ class Registry:
             gc.collect()
             return_freed_memory()
         return True
-
-    def _fits(self, count: int, used: int, need: int) -> bool:
-        return (self.max_models is None or count < self.max_models) and \
-            (self.max_bytes is None or used + need <= self.max_bytes or count == 0)
 
 
 class Leases:
