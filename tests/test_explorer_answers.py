@@ -110,7 +110,8 @@ def test_the_page_opens_on_exactly_the_prepared_answers(smollm):
     """What the page asks of the slow endpoints when it opens is what the explorer prepared: nothing of theirs is
     computed while it opens (a drift between the page's controls and opening() fails here)."""
     shapes = {"/api/candidates": Story, "/api/ring-overflow": Steps, "/api/loop-timing": Steps,
-              "/api/many-users": Crowd, "/api/drafting": Steps}
+              "/api/greedy-loop": Steps, "/api/position-bug": Steps, "/api/many-users": Crowd,
+              "/api/drafting": Steps}
     prepared = {(path, Answer(body.model_dump() | {"model": smollm.config.name})) for path, body in opening()}
     asked = set()
     with chromium() as browser, explorer(smollm) as url:

@@ -45,8 +45,9 @@ def chromium():
             b.close()
 
 
-def open_page(browser, url: str, width: int, lang: str | None = None):
-    """A new page in a context of its own (its own storage) at `width`, ready (every widget answered).
+def open_page(browser, url: str, width: int, lang: str | None = None, unfold: bool = True):
+    """A new page in a context of its own (its own storage) at `width`, ready (every widget answered), with every
+    deeper widget's fold opened unless `unfold` is False (the reading path as a first reader meets it).
     page.errors collects console errors, page.external requests that left the explorer."""
     page = browser.new_context(viewport={"width": width, "height": 900}).new_page()
     page.width, page.base, page.lang = width, url, lang or "en"
@@ -57,7 +58,15 @@ def open_page(browser, url: str, width: int, lang: str | None = None):
     page.goto(url + (f"?lang={lang}" if lang else ""))
     page.wait_for_selector("body[data-ready=true]", timeout=120_000)
     idle(page)
+    if unfold:
+        unfold_all(page)
     return page
+
+
+def unfold_all(page) -> None:
+    """Every folded widget opened (each draws itself again at its box's width as it opens)."""
+    page.evaluate("document.querySelectorAll('details.deeper').forEach(d => { d.open = true; })")
+    page.wait_for_function("[...document.querySelectorAll('details.deeper')].every(d => d.open)")
 
 
 @contextlib.contextmanager

@@ -105,6 +105,7 @@ class Models:
 
 
 DEFAULT_PROMPT = "The cat sat on the mat, and the cat slept."  # the page's own (static/lib/state.js)
+GREEDY_PROMPT = "I like to eat apples and bananas and"  # W-greedy-loop's own (static/sections/sampling.js)
 
 
 def opening() -> list[tuple[str, BaseModel]]:
@@ -114,6 +115,8 @@ def opening() -> list[tuple[str, BaseModel]]:
     return [("/api/candidates", Story()),  # the article's five words after its own sentence
             ("/api/ring-overflow", Steps(prompt="One two three four five", capacity=8, steps=10)),
             ("/api/loop-timing", Steps(prompt=DEFAULT_PROMPT, steps=12)),
+            ("/api/greedy-loop", Steps(prompt=GREEDY_PROMPT, steps=64, seed=1)),  # folded, shown when opened
+            ("/api/position-bug", Steps(prompt=DEFAULT_PROMPT, steps=12)),
             ("/api/many-users", Crowd()),
             ("/api/drafting", Steps(prompt=DEFAULT_PROMPT, steps=48))]  # both runs through the engine
 

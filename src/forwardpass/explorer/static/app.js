@@ -8,7 +8,9 @@ import { code, lang, nodes, onLang, register, setLang, t } from "./lib/i18n.js";
 import { mountReader, startModel } from "./lib/reader.js";
 import { on, rememberLang, setModel, setPrompt, startLang, state } from "./lib/state.js";
 import { redrawAll, refresh, start } from "./lib/widget.js";
+import { revealLinks } from "./lib/reading.js";
 import common from "./strings/common.js";
+import reading from "./strings/reading.js";
 import * as block from "./sections/block.js";
 import * as cache from "./sections/cache.js";
 import * as cost from "./sections/cost.js";
@@ -73,9 +75,11 @@ function fillMenu(choices) {
 // ---- start ---------------------------------------------------------------------------------------------------------
 async function main() {
   register(common, "strings/common.js");
+  register(reading, "strings/reading.js");
   for (const [name, section] of Object.entries(SECTIONS)) register(section.strings, `sections/${name}.strings.js`);
   document.querySelector("main").innerHTML = Object.values(SECTIONS).map((s) => s.html).join("\n");
   Object.values(SECTIONS).forEach((s) => s.mount());
+  revealLinks();
   document.querySelectorAll("input[type=range]").forEach((input) => {  // every slider shows its value
     showValue(input);
     input.addEventListener("input", () => showValue(input));

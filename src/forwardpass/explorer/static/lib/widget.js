@@ -20,13 +20,15 @@
 
 import { code, has, nodes, t } from "./i18n.js";
 import { working } from "./api.js";
+import { fold, onOpen } from "./reading.js";
 import { state } from "./state.js";
 
 const all = [];  // every widget, in the page's order
 
-/** the widget's markup around `inner` (its controls and outputs); `noControl`: it shows something as it is */
+/** the widget's markup around `inner` (its controls and outputs); `noControl`: it shows something as it is; folded
+ * under its summary where the reading path passes it by (reading.js) */
 export function frame(name, inner, { noControl = false } = {}) {
-  return `<section class="widget" data-widget="${name}" aria-labelledby="h-${name}"${noControl ? " data-no-control" : ""}>
+  return fold(name, `<section class="widget" data-widget="${name}" aria-labelledby="h-${name}"${noControl ? " data-no-control" : ""}>
   <h3 id="h-${name}" data-text="title-${name}"></h3>
   <p class="runs-on"></p>
   <p class="prose" data-text="before-${name}"></p>
@@ -34,7 +36,7 @@ export function frame(name, inner, { noControl = false } = {}) {
   <p class="notice" hidden></p>
   <p class="readout" aria-live="polite"></p>
   <p class="prose after" data-text="after-${name}"></p>
-</section>`;
+</section>`);
 }
 
 /** a section's markup: its heading and introduction, then its widgets */
@@ -62,6 +64,7 @@ class Widget {
     this.notice = null;  // { key, values } or { error }
     this.seq = 0;
     this.setState("idle");
+    onOpen(root, () => this.redraw());  // drawn at its box's width once its fold opens
   }
 
   q(sel) { return this.el.querySelector(sel); }

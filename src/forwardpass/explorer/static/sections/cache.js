@@ -157,7 +157,7 @@ function mountRingOverflow() {
 // ---- W-position-bug: the page's prompt, on demand
 function mountPositionBug() {
   const position = widget("W-position-bug", {
-    runsOn: "prompt", follows: ["prompt", "model"], auto: false, idle: "not-run",
+    runsOn: "prompt", follows: ["prompt", "model"], auto: false, first: true, idle: "not-run",
     load: () => post("/api/position-bug", { prompt: state.prompt, steps: 12 }),
     draw: (d) => drawPositions(position, d),
   });

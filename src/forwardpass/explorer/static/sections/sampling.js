@@ -277,7 +277,7 @@ function mountTopP() {
 function mountGreedyLoop() {
   let seed = 1;
   const greedy = widget("W-greedy-loop", {
-    runsOn: "own-prompt", follows: ["model"], auto: false, idle: "not-run",
+    runsOn: "own-prompt", follows: ["model"], auto: false, first: true, idle: "not-run",
     // the whole search in one request (the slider then only picks a row of it: nothing is asked again)
     load: () => post("/api/greedy-loop", { prompt: byId("loop-prompt").value, steps: LOOP_WINDOW, seed }),
     draw(d) { drawGreedy(greedy, d, +byId("loop-at").value); },
