@@ -121,7 +121,7 @@ def test_time_limit(smollm):
 
 def test_a_failed_engine_turns_health_to_503(smollm):
     with running_server(smollm, EngineConfig(kv_cache_bytes=64 * 2**20)) as (url, engine):
-        def broken():
+        def broken(*_):
             raise RuntimeError("the scheduler broke")
 
         engine.scheduler.schedule = broken
