@@ -7,6 +7,8 @@ import socket
 import threading
 import time
 
+import pytest
+
 from forwardpass.engine import Engine, EngineConfig
 from forwardpass.server import ServerConfig, build_app, make_server
 
@@ -42,3 +44,20 @@ def running_server(pipeline, engine_config: EngineConfig | None = None, api_key:
         server.should_exit = True
         thread.join(timeout=10)
         engine.stop()
+
+
+def openai_fixtures():
+    """Module-scoped fixtures for a test module to take in as `server, client = openai_fixtures()`: `server`, the URL of
+    a server on SmolLM2 as `serve` starts it; `client`, the official openai client on it (no retries)."""
+
+    @pytest.fixture(scope="module")
+    def server(smollm):
+        with running_server(smollm) as (url, _):
+            yield url
+
+    @pytest.fixture(scope="module")
+    def client(server):
+        import openai
+        return openai.OpenAI(base_url=server + "/v1", api_key="none", max_retries=0, timeout=300)
+
+    return server, client

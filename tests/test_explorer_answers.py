@@ -8,7 +8,7 @@ import threading
 import pytest
 import torch
 from fastapi.testclient import TestClient
-from test_explorer_fixtures import DEFAULT_PROMPT, chromium, explorer, needs_chromium
+from test_explorer_fixtures import DEFAULT_PROMPT, Answer, asked_on_opening, chromium, explorer, needs_chromium
 
 from forwardpass.explorer import compute, lens
 from forwardpass.explorer.answers import Answers
@@ -113,28 +113,10 @@ def test_the_page_opens_on_exactly_the_prepared_answers(smollm):
               "/api/greedy-loop": Steps, "/api/position-bug": Steps, "/api/many-users": Crowd,
               "/api/drafting": Steps}
     prepared = {(path, Answer(body.model_dump() | {"model": smollm.config.name})) for path, body in opening()}
-    asked = set()
     with chromium() as browser, explorer(smollm) as url:
-        page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-
-        def seen(request):
-            path = request.url.removeprefix(url.rstrip("/")).split("?")[0]
-            if request.method == "POST" and path in shapes:
-                body = shapes[path](**request.post_data_json)
-                asked.add((path, Answer(body.model_dump() | {"model": body.model or smollm.config.name})))
-
-        page.on("request", seen)
-        page.goto(url)
-        page.wait_for_selector("body[data-ready=true]", timeout=120_000)
-        page.context.close()
+        asked = {(path, Answer(body.model_dump() | {"model": body.model or smollm.config.name}))
+                 for path, body in asked_on_opening(browser, url, shapes)}
     assert asked == prepared
-
-
-class Answer(tuple):
-    """a body, hashable and compared by value"""
-
-    def __new__(cls, body: dict):
-        return super().__new__(cls, sorted(body.items()))
 
 
 # ---- one watched pass per prompt ------------------------------------------------------------------------------------

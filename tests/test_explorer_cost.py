@@ -17,6 +17,7 @@ from test_explorer_fixtures import (
     idle,
     needs_chromium,
     readout,
+    run_many_users,
     set_range,
 )
 
@@ -169,12 +170,7 @@ def set_many(page, settings: dict) -> None:
 
 def run_many(page) -> str:
     before = readout(page, "W-many-users")
-    page.evaluate("document.querySelector('[data-widget=\"W-many-users\"] .readout').textContent = ''")
-    page.locator('[data-widget="W-many-users"] button.run').click()
-    page.wait_for_function("() => { const w = document.querySelector('[data-widget=\"W-many-users\"]');"
-                           " return w.dataset.state === 'current' && !w.hasAttribute('aria-busy')"
-                           " && w.querySelector('.readout').textContent !== ''; }", timeout=300_000)
-    idle(page)
+    run_many_users(page)
     assert readout(page, "W-many-users") != "" and before is not None
     return readout(page, "W-many-users") + "\n" + told(page, "W-many-users")  # the readout, then the numbered prose
 

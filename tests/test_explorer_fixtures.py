@@ -125,6 +125,41 @@ def use_prompt(page, smollm, prompt: str) -> None:
     idle(page)
 
 
+def asked_on_opening(browser, url: str, shapes: dict, lang: str | None = None) -> list[tuple[str, object]]:
+    """What a new page at 1280 px (in `lang`) POSTs to the endpoints `shapes` names (path → its request model) from
+    its opening until it is ready: (path, the body read by that model), in the order sent."""
+    asked = []
+    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+
+    def seen(request):
+        path = request.url.removeprefix(url.rstrip("/")).split("?")[0]
+        if request.method == "POST" and path in shapes:
+            asked.append((path, shapes[path](**request.post_data_json)))
+
+    page.on("request", seen)
+    page.goto(url + (f"?lang={lang}" if lang else ""))
+    page.wait_for_selector("body[data-ready=true]", timeout=120_000)
+    page.context.close()
+    return asked
+
+
+class Answer(tuple):
+    """a body, hashable and compared by value"""
+
+    def __new__(cls, body: dict):
+        return super().__new__(cls, sorted(body.items()))
+
+
+def run_many_users(page) -> None:
+    """W-many-users run (its readout emptied first, so that the one waited for is this run's) and answered."""
+    page.evaluate("document.querySelector('[data-widget=\"W-many-users\"] .readout').textContent = ''")
+    page.locator('[data-widget="W-many-users"] button.run').click()
+    page.wait_for_function("() => { const w = document.querySelector('[data-widget=\"W-many-users\"]');"
+                           " return w.dataset.state === 'current' && !w.hasAttribute('aria-busy')"
+                           " && w.querySelector('.readout').textContent !== ''; }", timeout=300_000)
+    idle(page)
+
+
 def run_all(page) -> None:
     """Every on-demand widget run (its button pressed), and answered."""
     for button in page.locator("[data-widget] button.run").all():

@@ -12,6 +12,8 @@ from urllib.parse import urlencode
 import pytest
 import torch
 from test_explorer_fixtures import (
+    Answer,
+    asked_on_opening,
     chromium,
     explorer,
     foreign_text,
@@ -74,27 +76,9 @@ def test_the_chinese_page_opens_on_answers_prepared_on_the_reader(smollm, gemma)
     prepared = {(path, Answer(body.model_dump())) for path, body in chinese_opening(READER)}
     assert all(app.state.answers.known(path, dict(body)) for path, body in prepared)
     shapes = {path: type(body) for path, body in chinese_opening(READER)}
-    asked = set()
     with chromium() as browser, served(app) as url:
-        page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-
-        def seen(request):
-            path = request.url.removeprefix(url.rstrip("/")).split("?")[0]
-            if request.method == "POST" and path in shapes:
-                asked.add((path, Answer(shapes[path](**request.post_data_json).model_dump())))
-
-        page.on("request", seen)
-        page.goto(url + "?lang=zh")
-        page.wait_for_selector("body[data-ready=true]", timeout=120_000)
-        page.context.close()
+        asked = {(path, Answer(body.model_dump())) for path, body in asked_on_opening(browser, url, shapes, "zh")}
     assert asked == prepared
-
-
-class Answer(tuple):
-    """a body, hashable and compared by value"""
-
-    def __new__(cls, body: dict):
-        return super().__new__(cls, sorted(body.items()))
 
 
 

@@ -18,6 +18,7 @@ from test_explorer_fixtures import (
     needs_chromium,
     preset_button,
     readout,
+    run_many_users,
     set_range,
     use_prompt,
     wait_for,
@@ -220,12 +221,7 @@ ONE = re.compile(r"(?<![\d.,])\b1 ((full|prompt|first-token) )?(tokens|steps|pai
 def many_users_run(page, settings: dict) -> None:
     for key, value in settings.items():
         set_range(page, f"#mu-{key}", value)
-    page.evaluate("document.querySelector('[data-widget=\"W-many-users\"] .readout').textContent = ''")
-    page.locator('[data-widget="W-many-users"] button.run').click()
-    page.wait_for_function("() => { const w = document.querySelector('[data-widget=\"W-many-users\"]');"
-                           " return w.dataset.state === 'current' && !w.hasAttribute('aria-busy')"
-                           " && w.querySelector('.readout').textContent !== ''; }", timeout=300_000)
-    idle(page)
+    run_many_users(page)
 
 
 def test_a_count_of_one_takes_a_singular_noun_on_the_whole_page(pages, smollm):

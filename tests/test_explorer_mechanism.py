@@ -150,16 +150,26 @@ def check_attention(fp, d: dict, prompt: str) -> None:
     assert d["vectors"]["o_head"]["norm"] == pytest.approx(float(joined.norm()), rel=1e-4)
 
 
+def check_block(fp, layer: int, head: int, token: int) -> None:
+    """The default prompt's block `layer`, `head` and `token` as the widget is told it, against the model's own."""
+    d = check_against_hooks(fp, DEFAULT_PROMPT, layer, head, token)
+    check_attention(fp, d, DEFAULT_PROMPT)
+
+
+def told_block(fp, layer: int, head: int, token: int) -> dict:
+    """mechanism()'s answer for the default prompt, taken under the model's lock as the endpoint takes it"""
+    with model_lock(fp):
+        return mechanism(fp, DEFAULT_PROMPT, layer, head, token)
+
+
 # ---- SmolLM2 ---------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("layer, head, token", [(0, 0, 0), (3, 4, 7), (29, 8, 11)])
 def test_smollm_block_is_the_models_own(smollm, layer, head, token):
-    d = check_against_hooks(smollm, DEFAULT_PROMPT, layer, head, token)
-    check_attention(smollm, d, DEFAULT_PROMPT)
+    check_block(smollm, layer, head, token)
 
 
 def test_smollm_stages_are_its_familys(smollm):
-    with model_lock(smollm):
-        d = mechanism(smollm, DEFAULT_PROMPT, 2, 1, 5)
+    d = told_block(smollm, 2, 1, 5)
     assert [s["name"] for s in d["stages"]] == [
         "embedding", "stream", "attn_norm", "qkv", "rope", "scores", "softmax", "weighted_sum", "heads",
         "residual_attn", "ffn_norm", "gate_up", "activation", "down", "residual_ffn"]
@@ -182,13 +192,11 @@ def test_a_choice_outside_the_model_is_refused(smollm):
 # ---- Gemma 3 270M: QK-norm, sandwich norms, scaled embeddings, GELU-tanh, sliding and full layers -------------------
 @pytest.mark.parametrize("layer, head, token", [(0, 2, 5), (5, 1, 9)])  # block 6 attends to everything
 def test_gemma_block_is_the_models_own(gemma, layer, head, token):
-    d = check_against_hooks(gemma, DEFAULT_PROMPT, layer, head, token)
-    check_attention(gemma, d, DEFAULT_PROMPT)
+    check_block(gemma, layer, head, token)
 
 
 def test_gemma_stages_are_its_familys(gemma):
-    with model_lock(gemma):
-        d = mechanism(gemma, DEFAULT_PROMPT, 5, 3, 4)
+    d = told_block(gemma, 5, 3, 4)
     assert [s["name"] for s in d["stages"]] == [
         "embedding", "stream", "attn_norm", "qkv", "qk_norm", "rope", "scores", "softmax", "weighted_sum", "heads",
         "attn_post_norm", "residual_attn", "ffn_norm", "gate_up", "activation", "down", "ffn_post_norm",
@@ -201,8 +209,7 @@ def test_gemma_stages_are_its_familys(gemma):
         torch.nn.functional.gelu(xs, approximate="tanh").tolist(), rel=1e-5, abs=1e-6)
     assert stage["qkv"]["sharing"] == [0, 1, 2, 3]  # one K/V head for all four
     assert stage["rope"]["theta"] == gemma.config.rope_theta  # a full layer's base; the sliding ones' is their own
-    with model_lock(gemma):
-        sliding = mechanism(gemma, DEFAULT_PROMPT, 0, 0, 4)
+    sliding = told_block(gemma, 0, 0, 4)
     assert next(s for s in sliding["stages"] if s["name"] == "rope")["theta"] == gemma.config.local_rope_theta
     assert next(s for s in sliding["stages"] if s["name"] == "scores")["window"] == gemma.config.sliding_window
 

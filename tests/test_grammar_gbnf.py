@@ -11,10 +11,9 @@ import sys
 import time
 
 import httpx
-import openai
 import pytest
 from cli_helpers import in_process
-from server_helpers import MODEL, running_server
+from server_helpers import MODEL, openai_fixtures
 
 from forwardpass.constraints import Constraint, Grammars
 from forwardpass.errors import ConstraintError
@@ -29,15 +28,7 @@ ASK = [{"role": "user", "content": "Is water wet? Answer yes or no."}]
 COUNT = "Three numbers: "
 
 
-@pytest.fixture(scope="module")
-def server(smollm):
-    with running_server(smollm) as (url, _):
-        yield url
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    return openai.OpenAI(base_url=server + "/v1", api_key="none", max_retries=0, timeout=300)
+server, client = openai_fixtures()  # the module's server on SmolLM2, and the openai client on it
 
 
 def greedy(smollm, prompt, constraint: Constraint):

@@ -68,21 +68,28 @@ def test_a_signature_declared_otherwise_in_python_is_refused_by_name(monkeypatch
     assert "gemv" not in said and "decode_batch" not in said  # only what differs is named
 
 
-@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
-def test_a_signature_changed_on_the_c_side_is_refused_by_name(tmp_path):
-    """abi.h with gemv's M a size_t: the library built from it reports, and is refused for, the declaration it was
-    compiled with."""
+def built_with(tmp_path, was: str, now: str) -> ctypes.CDLL:
+    """abi.c built (alone, into tmp_path) against an abi.h with `was` replaced by `now`, and loaded."""
     header = (kernels.HERE / "abi.h").read_text()
-    assert "X(gemv, void, (const float *, x), (int, M)," in header
-    (tmp_path / "abi.h").write_text(header.replace("(const float *, x), (int, M),", "(const float *, x), (size_t, M),"))
+    assert was in header
+    (tmp_path / "abi.h").write_text(header.replace(was, now))
     shutil.copy(kernels.HERE / "simd.h", tmp_path / "simd.h")
     shutil.copy(kernels.HERE / "abi.c", tmp_path / "abi.c")
     target = tmp_path / "abi.so"
     subprocess.run(["cc", "-shared", "-fPIC", "-std=c11", str(tmp_path / "abi.c"), "-o", str(target)], check=True)
+    return ctypes.CDLL(str(target))
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_a_signature_changed_on_the_c_side_is_refused_by_name(tmp_path):
+    """abi.h with gemv's M a size_t: the library built from it reports, and is refused for, the declaration it was
+    compiled with."""
+    library = built_with(tmp_path, "X(gemv, void, (const float *, x), (int, M),",
+                         "X(gemv, void, (const float *, x), (size_t, M),")
     with pytest.raises(ForwardpassError, match=r"function gemv: void gemv\(pointer, size_t, int, int, pointer, "
                                                r"pointer, pointer, int, int, int, pointer\) in the library, void "
                                                r"gemv\(pointer, int, int,"):
-        abi.check(ctypes.CDLL(str(target)))
+        abi.check(library)
 
 
 def test_the_tiles_take_their_sizes_from_the_abi():
@@ -126,15 +133,9 @@ def test_a_changed_constant_is_refused_by_name():
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 def test_a_field_moved_on_the_c_side_is_refused_by_name(tmp_path):
     """abi.h with Batch's k and v swapped: the library built from it is refused, naming both fields."""
-    header = (kernels.HERE / "abi.h").read_text()
-    assert "    void *k, *v;\n" in header
-    (tmp_path / "abi.h").write_text(header.replace("    void *k, *v;\n", "    void *v, *k;\n"))
-    shutil.copy(kernels.HERE / "simd.h", tmp_path / "simd.h")
-    shutil.copy(kernels.HERE / "abi.c", tmp_path / "abi.c")
-    target = tmp_path / "abi.so"
-    subprocess.run(["cc", "-shared", "-fPIC", "-std=c11", str(tmp_path / "abi.c"), "-o", str(target)], check=True)
+    library = built_with(tmp_path, "    void *k, *v;\n", "    void *v, *k;\n")
     with pytest.raises(ForwardpassError) as e:
-        abi.check(ctypes.CDLL(str(target)))
+        abi.check(library)
     assert "field Batch.k: offset 40 bytes in the library, 32 bytes in kernels/abi.py" in str(e.value)
     assert "field Batch.v: offset 32 bytes in the library, 40 bytes in kernels/abi.py" in str(e.value)
 

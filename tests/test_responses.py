@@ -11,7 +11,7 @@ import jsonschema
 import openai
 import pydantic
 import pytest
-from server_helpers import MODEL, running_server
+from server_helpers import MODEL, openai_fixtures
 
 from forwardpass.loop import generate
 from forwardpass.sampling import SamplingParams
@@ -24,15 +24,7 @@ TOOL = {"type": "function", "name": "get_weather", "description": "The weather i
 GREEDY = {"model": MODEL, "temperature": 0}
 
 
-@pytest.fixture(scope="module")
-def server(smollm):
-    with running_server(smollm) as (url, _):
-        yield url
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    return openai.OpenAI(base_url=server + "/v1", api_key="none", max_retries=0, timeout=300)
+server, client = openai_fixtures()  # the module's server on SmolLM2, and the openai client on it
 
 
 def chat_text(client, messages: list[dict], max_tokens: int) -> str:

@@ -7,9 +7,8 @@ import json
 
 import httpx
 import jsonschema
-import openai
 import pytest
-from server_helpers import MODEL, running_server
+from server_helpers import MODEL, openai_fixtures
 
 from forwardpass.errors import ConstraintError
 from forwardpass.server import tools
@@ -26,15 +25,7 @@ ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
 PARAMETERS = {"get_weather": WEATHER, "get_time": CLOCK}
 
 
-@pytest.fixture(scope="module")
-def server(smollm):
-    with running_server(smollm) as (url, _):
-        yield url
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    return openai.OpenAI(base_url=server + "/v1", api_key="none", max_retries=0, timeout=300)
+server, client = openai_fixtures()  # the module's server on SmolLM2, and the openai client on it
 
 
 def test_a_named_tool_choice_returns_a_valid_call(client):

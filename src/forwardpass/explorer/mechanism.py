@@ -235,13 +235,7 @@ def _attention(fp: LoadedModel, layer: int, head: int, rope: tuple | None, told:
     vectors |= {"o": vector(told.row("o")), "a": vector(told.row("a"))}
     told.stages.append({"name": "heads", "kind": "matvec", "input": "o", "span": [head * hd, (head + 1) * hd],
                         "products": [{"matrix": "W_O", "output": "a"}]})
-    branch = "a"
-    if block.attn_post_norm is not None:
-        told.norm("attn_post_norm", block.attn_post_norm, "a", "a_n", ("a", "a_hat", "g_a", "a_n"))
-        branch = "a_n"
-    vectors["x_mid"] = vector(told.row("x_mid"))
-    told.stages.append({"name": "residual_attn", "kind": "residual", "stream": "x", "branch": branch,
-                        "output": "x_mid"})
+    _residual(told, "attn", block.attn_post_norm, "a", "x", "x_mid")
 
 
 def _ffn(fp: LoadedModel, block: nn.Module, told: Opened) -> None:
@@ -276,13 +270,19 @@ def _ffn(fp: LoadedModel, block: nn.Module, told: Opened) -> None:
     vectors["f"] = vector(told.row("f"))
     told.stages.append({"name": "down", "kind": "matvec", "input": "prod",
                         "products": [{"matrix": "W_down", "output": "f"}]})
-    branch = "f"
-    if block.ffn_post_norm is not None:
-        told.norm("ffn_post_norm", block.ffn_post_norm, "f", "f_n", ("f", "f_hat", "g_f", "f_n"))
-        branch = "f_n"
-    vectors["x_out"] = vector(told.row("x_out"))
-    told.stages.append({"name": "residual_ffn", "kind": "residual", "stream": "x_mid", "branch": branch,
-                        "output": "x_out"})
+    _residual(told, "ffn", block.ffn_post_norm, "f", "x_mid", "x_out")
+
+
+def _residual(told: Opened, part: str, post_norm: nn.Module | None, branch: str, stream: str, output: str) -> None:
+    """The add of `part`'s branch (row `branch`) into row `stream`, giving row `output`: the branch normalized first
+    where the family has a norm after it (attn_post_norm, ffn_post_norm)."""
+    if post_norm is not None:
+        normed = f"{branch}_n"
+        told.norm(f"{part}_post_norm", post_norm, branch, normed, (branch, f"{branch}_hat", f"g_{branch}", normed))
+        branch = normed
+    told.vectors[output] = vector(told.row(output))
+    told.stages.append({"name": f"residual_{part}", "kind": "residual", "stream": stream, "branch": branch,
+                        "output": output})
 
 
 def _rope(fp: LoadedModel, block: nn.Module, t: int, weights: torch.Tensor, q: torch.Tensor, keys: torch.Tensor,

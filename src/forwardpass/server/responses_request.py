@@ -34,6 +34,16 @@ def unsupported(what: str, value: str, why: str, field: str | None = None) -> Py
                                {"what": what, "value": quoted(value), "why": why} | ({"field": field} if field else {}))
 
 
+def known_types(entries, known, what: str, why: str):
+    """`entries` where each one's "type", given as a string, is among `known`; the first other refused at its index.
+    Anything not a list of objects is left for the field's own validation to say."""
+    for i, entry in enumerate(entries if isinstance(entries, list) else []):
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        if isinstance(kind, str) and kind not in known:
+            raise unsupported(what, kind, why, f"{i}.type")
+    return entries
+
+
 def refuse_set(value, what: str, why: str, allowed=(None,)):
     """`value` where it is one of `allowed`; otherwise refused by name."""
     if value in allowed:
@@ -200,22 +210,14 @@ class ResponsesRequest(Strict):
     @field_validator("input", mode="before")
     @classmethod
     def _known_items(cls, items):
-        for i, item in enumerate(items if isinstance(items, list) else []):
-            kind = item.get("type") if isinstance(item, dict) else None
-            if isinstance(kind, str) and kind not in ITEMS:
-                raise unsupported("input items of type", kind, "this server reads messages, function calls and their "
-                                                              "outputs", f"{i}.type")
-        return items
+        return known_types(items, ITEMS, "input items of type",
+                           "this server reads messages, function calls and their outputs")
 
     @field_validator("tools", mode="before")
     @classmethod
     def _function_tools(cls, tools):
-        for i, tool in enumerate(tools if isinstance(tools, list) else []):
-            kind = tool.get("type") if isinstance(tool, dict) else None
-            if isinstance(kind, str) and kind != "function":
-                raise unsupported("tools of type", kind, "only function tools are served (built-in tools run in "
-                                                         "OpenAI's own service)", f"{i}.type")
-        return tools
+        return known_types(tools, ("function",), "tools of type",
+                           "only function tools are served (built-in tools run in OpenAI's own service)")
 
     @field_validator("tool_choice", mode="before")
     @classmethod
