@@ -20,7 +20,7 @@ from test_explorer_fixtures import (
 )
 
 from forwardpass import cost
-from forwardpass.explorer import anatomy, compute
+from forwardpass.explorer import anatomy, compute, language
 
 pytestmark = needs_chromium
 MINE = {"s00", "W-lookup", "W-stages", "W-depth", "W-residual"}
@@ -81,6 +81,22 @@ def test_the_lookup_prose_names_the_prompts_shared_row(any_page, smollm):
     assert page.locator("#token-table tbody tr").count() == len(ids)
 
 
+def test_a_prompt_without_a_repeat_is_pointed_at_the_default_prompts_repeat(any_page, smollm):
+    """The hint names the first repeated token of the page's own default prompt (the Chinese one where the model
+    reads Chinese), as this model cuts it, and the readout counts rows from 0."""
+    page, was = any_page, any_page.input_value("#prompt")
+    default = language.CHINESE_PROMPT if page.lang == "zh" and language.reads_chinese(smollm) else DEFAULT_PROMPT
+    with compute.model_lock(smollm):
+        again = next(x for x in compute.lookup(smollm, default)["tokens"] if x["same_as"] is not None)
+    use_prompt(page, smollm, "One two three")
+    try:
+        prose = told(page, "W-lookup")
+        assert f'"{again.get("char") or smollm.tokenizer.piece(again["id"])}"' in prose
+        assert "行号从 0 数起" in readout(page, "W-lookup") if page.lang == "zh" else True
+    finally:
+        use_prompt(page, smollm, was)
+
+
 def test_the_stage_diagram_lights_stage_by_stage_with_the_models_shapes(any_page, smollm):
     page, c = any_page, smollm.config
     w = '[data-widget="W-stages"]'
@@ -110,6 +126,8 @@ def test_the_stage_diagram_lights_stage_by_stage_with_the_models_shapes(any_page
     for s in shapes:
         assert s in labels and s in prose
     assert str(T) in prose and str(c.n_layers) in prose and f'"{want["next"]["piece"]}"' in prose
+    # a RoPE model adds no position at the embedding, and its box says so
+    assert want["positions"] == "rope" and ("RoPE" in labels) and "+ 位置" not in labels and "+ position" not in labels
 
 
 def test_the_residual_prose_is_both_runs(any_page, smollm):

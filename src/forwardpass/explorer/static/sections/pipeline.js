@@ -5,7 +5,7 @@ import { bars, chartWidth, COLORS, lines, rect, remember, shape, svgOf, text } f
 import { arrow, box, FILLS } from "../lib/diagram.js";
 import { byId, debounce, el, q, row, setRange, stepper, tokenSpan } from "../lib/dom.js";
 import { fmt, hasBytes, lang, nodes, parts, piece, pieceLabel, readable, t } from "../lib/i18n.js";
-import { state } from "../lib/state.js";
+import { DEFAULT_PROMPTS, state } from "../lib/state.js";
 import { preset, presets, told } from "../lib/told.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
 import strings from "./pipeline.strings.js";
@@ -63,8 +63,18 @@ export function mount() {
 // ---- W-lookup: a token is a row number; the slider picks one (no request: the table holds every token)
 function mountLookup() {
   const lookup = widget("W-lookup", {
-    runsOn: "prompt", follows: ["prompt", "model"],
-    load: () => post("/api/lookup", { prompt: state.prompt }),
+    runsOn: "prompt", follows: ["prompt", "model", "toy"],
+    load: async () => {
+      const data = await post("/api/lookup", { prompt: state.prompt });
+      // a prompt without a repeat is pointed at the page's default prompt (in the page's language): its first
+      // repeated token, as this model cuts it
+      const fallback = DEFAULT_PROMPTS[state.toy];
+      if (!data.tokens.some((x) => x.same_as !== null) && fallback !== state.prompt) {
+        const again = (await post("/api/lookup", { prompt: fallback })).tokens.find((x) => x.same_as !== null);
+        data.default_repeat = again && (again.char ? piece(again.char) : readable(again.piece));
+      }
+      return data;
+    },
     draw(data) {
       const slider = byId("lookup-pos"), last = data.tokens.length - 1;
       const at = setRange(slider, { max: Math.max(0, last), value: Math.min(+slider.value, last) });
@@ -90,7 +100,8 @@ function mountLookup() {
       const again = data.tokens.find((x) => x.same_as !== null);
       const earlier = again && data.tokens[again.same_as];
       const pair = data.tokens.map((x) => [x, kinOf(data.tokens, x)]).find(([, k]) => k);
-      const repeat = !again ? ["W-lookup.told.none"]
+      const repeat = !again ? (data.default_repeat ? ["W-lookup.told.none", { piece: data.default_repeat }]
+        : ["W-lookup.told.none-bare"])
         : again.same_vector && again.char && earlier.char && again.char !== earlier.char
           ? ["W-lookup.told.bytes-shared", { a: again.same_as, b: again.position, piece: readable(again.piece),
             id: again.id, d: data.d_model, ca: piece(earlier.char, false), cb: piece(again.char, false) }]
@@ -194,7 +205,9 @@ function kinOf(tokens, chosen) {
 }
 
 function stageNames(d) {
-  return Array.from({ length: STAGES }, (_, i) => t(`W-stages.stage.${i}`, { n: d.n_layers }));
+  // a RoPE model adds no position at the embedding: its box says where position comes in instead
+  return Array.from({ length: STAGES }, (_, i) =>
+    t(i === 1 && d.positions === "rope" ? "W-stages.stage.1.rope" : `W-stages.stage.${i}`, { n: d.n_layers }));
 }
 
 /** what each stage takes and hands on, as the model's own modules saw it */

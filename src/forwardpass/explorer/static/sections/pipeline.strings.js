@@ -45,8 +45,12 @@ export default {
     "片段的写法，这里和全页都一样：加引号，照分词器里的原样写（<tok>\" the\"</tok> 以空格开头，片段里的 <tok>\\n</tok> 是换行）；只有空白的片段用记号写，<tok>␣</tok> 是空格，<tok>↵</tok> 是换行；<tok>⟨E7⟩</tok> 是十六进制写出的一个原始字节，属于词表里没有对应词元的某个字符（<tok>⟨E7 8C⟩</tok>：一个词元里的两个字节）。",
   ],
   "W-lookup.told.none": [
-    "This prompt uses no token twice. Type one that does (the default prompt has <tok>\" the\"</tok> twice) to watch two positions share one row.",
-    "这个提示词里没有重复的词元。换一个有重复的试试（默认提示词里 <tok>\" the\"</tok> 出现了两次），就能看到两个位置共用一行。",
+    "This prompt uses no token twice. Type one that does (the default prompt has {piece} twice) to watch two positions share one row.",
+    "这个提示词里没有重复的词元。换一个有重复的试试（默认提示词里 {piece} 出现了两次），就能看到两个位置共用一行。",
+  ],
+  "W-lookup.told.none-bare": [
+    "This prompt uses no token twice. Type one that does to watch two positions share one row.",
+    "这个提示词里没有重复的词元。换一个有重复的试试，就能看到两个位置共用一行。",
   ],
   "W-lookup.told.kin": [
     "By contrast, {a} at position {ia} (id {ida}) and {b} at position {ib} (id {idb}) are different tokens: a capital letter and a leading space are part of the piece, so one word can own two rows.",
@@ -59,7 +63,7 @@ export default {
   "W-lookup.col.piece": ["piece", "片段"],
   "W-lookup.col.row": ["embedding row (first 8 of d_model)", "嵌入行（d_model 个数中的前 8 个）"],
   "W-lookup.readout": ["position {at}: {piece} is id {id}, row {id} of the {vocab}-row table",
-    "位置 {at}：{piece} 的编号是 {id}，也就是 {vocab} 行嵌入表中的第 {id} 行"],
+    "位置 {at}：{piece} 的编号是 {id}，也就是 {vocab} 行嵌入表中编号为 {id} 的那一行（行号从 0 数起）"],
   "W-lookup.same": ["; positions {list} share that id and that row", "；位置 {list} 共用这个编号和这一行"],
   "W-lookup.kin": ["; {piece} at position {position} is another token, id {id}", "；位置 {position} 的 {piece} 是另一个词元，编号 {id}"],
 
@@ -83,6 +87,7 @@ export default {
   "W-stages.next": ["next stage", "下一个阶段"],
   "W-stages.stage.0": ["tokenize", "分词"],
   "W-stages.stage.1": ["embedding + position", "嵌入 + 位置"],
+  "W-stages.stage.1.rope": ["embedding (position: RoPE, in attention)", "嵌入（位置由 RoPE 在注意力里加入）"],
   "W-stages.stage.2": ["{n} identical blocks", "{n} 个相同的块"],
   "W-stages.stage.3": ["final norm", "最终归一化"],
   "W-stages.stage.4": ["unembedding", "反嵌入"],
