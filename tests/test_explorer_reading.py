@@ -67,3 +67,12 @@ def test_a_link_to_a_folded_widget_opens_its_fold(first_reader):
     link.click()
     assert page.locator('details.deeper[data-fold="W-many-users"]').evaluate("d => d.open")
     assert page.locator("#h-W-many-users").is_visible()
+
+
+def test_chinese_is_never_set_in_italics(first_reader):
+    page = first_reader(1280, "zh")
+    slanted = page.evaluate("""() => [...document.querySelectorAll('main *')]
+      .filter(e => getComputedStyle(e).fontStyle === 'italic'
+        && [...e.childNodes].some(n => n.nodeType === 3 && /[\\u4e00-\\u9fff]/.test(n.textContent)))
+      .map(e => e.textContent.slice(0, 40))""")
+    assert slanted == []

@@ -16,11 +16,14 @@ export const FOLDED = new Set([
   "W-reopen",                                                                 // §08
 ]);
 
+/** the word before a fold's summary: "Deeper:", or the recap's "In short:" */
+const MARK = { "W-reopen": "fold.recap" };
+
 /** `section` (a widget's markup) folded under its summary when the reading path passes it by */
 export function fold(name, section) {
   if (!FOLDED.has(name)) return section;
   return `<details class="deeper" data-fold="${name}">
-  <summary><span class="deeper-mark" data-text="fold.deeper"></span> <span data-text="fold-${name}"></span></summary>
+  <summary><span class="deeper-mark" data-text="${MARK[name] || "fold.deeper"}"></span> <span data-text="fold-${name}"></span></summary>
   ${section}
 </details>`;
 }

@@ -2,7 +2,9 @@
 
 export default {
   "fold.deeper": ["Deeper:", "深入："],
-  "fold-W-depth": ["why N copies of one block, and what the depth buys", "为什么是同一个块复制 N 份，深度换来了什么"],
+  "fold.recap": ["In short:", "小结："],
+  "fold-W-depth": ["N copies of one block: the parameters grow with N (GPT-2 small)",
+    "同一个块复制 N 份：参数量随 N 线性增长（GPT-2 small）"],
   "fold-W-residual": ["adding into the stream against replacing it, run on the model",
     "往残差流里相加与直接替换，在模型上实际运行对比"],
   "fold-W-reach": ["how far back one head looks, against the FFN's single column", "一个头往回看多远，对比 FFN 只看自己这一列"],
@@ -14,10 +16,10 @@ export default {
   "fold-W-logit-lens": ["the answer read off every block, not only the last", "从每个块读出答案，而不只是最后一个块"],
   "fold-W-top-k": ["top-k: keep only the k highest scores", "top-k：只保留分数最高的 k 个"],
   "fold-W-top-p": ["top-p: the smallest set whose probabilities reach p", "top-p：概率累计达到 p 的最小集合"],
-  "fold-W-greedy-loop": ["greedy decoding going round in circles, and one sample that breaks it",
-    "贪心解码原地绕圈，以及一次采样怎样打破它"],
-  "fold-W-autoregress": ["the loop run token by token: each output fed back in as the next input",
-    "逐个词元运行循环：每一步的输出都作为下一步的输入送回去"],
+  "fold-W-greedy-loop": ["greedy decoding going round in circles: can one sample break it?",
+    "贪心解码原地绕圈：一次采样能不能打破它？"],
+  "fold-W-autoregress": ["walk the loop token by token: each output fed back in as the next input",
+    "逐个词元走一遍循环：每一步的输出都作为下一步的输入送回去"],
   "fold-W-cost-toy": ["the loop's work counted on a toy prompt", "在一个玩具提示词上数一数循环的工作量"],
   "fold-W-cost-gpt2": ["the same count for a longer prompt and answer", "换成更长的提示词和回答，再数一遍"],
   "fold-W-cache-memory": ["what one sequence's cache weighs on GPT-3's shape", "按 GPT-3 的配置，一条序列的缓存有多重"],
@@ -34,5 +36,5 @@ export default {
     "循环的程序，逐行查看每一行算了什么"],
   "fold-W-reopen": ["the whole pass in seven ideas, each with the number this page computed for it",
     "整个前向传播的七个要点，每一条都配上本页算出的数字"],
-  "fold-W-loop-cost": ["what the loop costs on this machine", "这个循环在本机上的代价"],
+  "fold-W-loop-cost": ["what the loop costs on the server running this page", "这个循环在运行本页的服务器上的代价"],
 };
