@@ -98,6 +98,7 @@ def test_clear_runs_say_the_gap_is_narrower_and_why():
     assert v["enough"] and v["faster"] == "cached" and v["gap"] == "narrower"
     assert v["fit"]["per_step_s"] == pytest.approx(0.010, rel=0.1) and v["fit"]["r2"] > 0.9
     assert 0.5 < v["fixed_share"] < 1  # the fixed part of each step: most of the cached loop's time here
+    assert v["fixed_share"] < v["fixed_share_one"] < 1  # more still of a one-token step (the first step holds P)
 
 
 def test_time_in_step_with_work_follows_it():
@@ -272,6 +273,9 @@ def test_the_measured_times_on_the_page_are_one_real_run(pages, smollm):
     prose = told(page, "W-naive-vs-cached")
     assert "Both loops chose the same 12 tokens" in prose
     p = len(smollm.encode(DEFAULT_PROMPT))
+    # the formula the prose writes, summed, is the tokens the naive loop fed (step 12 feeds P + 11)
+    assert "Σ (P + i − 1)" in prose and sum(p + i - 1 for i in range(1, 13)) == d["naive_work"]
+    assert d["naive_work"] == sum(s["naive_tokens"] for s in d["steps"]) and last["naive_tokens"] == p + 11
     assert f"= {cost.naive_work(p, 12)}" in prose and f"= {cost.cached_work(p, 12, count_prefill=True)}" in prose
     clock = datetime.datetime.fromtimestamp(d["measured_at"]).strftime("%H:%M:%S")
     assert f"measured at {clock} by the server running this page" in prose
@@ -309,12 +313,20 @@ def test_a_noisy_run_is_said_to_be_too_noisy_and_a_clear_one_says_why(pages, lan
         said = shown_for(page, noisy)
         lo, hi = (f"{noisy['verdict']['time_ratio'][k]:.1f}".removesuffix(".0") for k in ("lo", "hi"))
         if lang == "en":
-            assert "Too noisy to tell here" in said and "straight line" not in said and "narrower" not in said
+            assert "Timing too noisy to conclude" in said and "straight line" not in said and "narrower" not in said
             assert f"from {lo}× to {hi}×" in said and "medians of 3 runs" in said  # how noisy the kept answer was
         else:
-            assert "这里太嘈杂，说不清" in said and "直线" not in said and f"从 {lo} 倍到 {hi} 倍" in said
+            assert "计时噪声太大，下不了结论" in said and "直线" not in said and f"从 {lo} 倍到 {hi} 倍" in said
         said = shown_for(page, clear)
         share = f"{100 * clear['verdict']['fixed_share']:.1f}%"
+        one = f"{100 * clear['verdict']['fixed_share_one']:.1f}%"  # and of each one-token step, said apart
+        assert one in said and ("all 12 steps" in said if lang == "en" else "全部 12 步" in said)
+        # runs that all give one ratio are said to agree, not as a range from a value to itself
+        same = real | {"runs": 3, "verdict": timing.verdict(*runs(0.010, 0.0005, [0, 0, 0]), NAIVE_TOKENS,
+                                                             CACHED_TOKENS)}
+        said = shown_for(page, same)
+        assert not re.search(r"从 (\S+) 倍到 \1 倍|from (\S+)× to \2×", said)
+        assert ("all 3 runs agree" in said) if lang == "en" else ("3 次运行结果一致" in said)
         if lang == "en":
             assert "is narrower than the work gap" in said and "A straight line" in said and share in said
         else:

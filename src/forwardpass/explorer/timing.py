@@ -8,7 +8,8 @@ alike; a run gives one naive ÷ cached time ratio. A verdict holds only where ev
              run's within MARGIN of it), "wider" (every run's over work × MARGIN), else None
     fit      a straight line through the median step times (time = per_step + per_token × tokens), told only where
              the gap is narrower and the line fits the medians (r² at least FIT_R2): then `fixed_share` is the share
-             of the cached loop's time that the per-step part makes
+             of the cached loop's time (all its steps) that the per-step part makes, `fixed_share_one` its share of
+             one single-token step
 
 Fewer than MIN_RUNS runs say nothing about time at all."""
 
@@ -57,9 +58,12 @@ def verdict(naive: list[list[float]], cached: list[list[float]], naive_tokens: l
     medians = ([(naive_tokens[i], median(r[i] for r in naive)) for i in range(steps)]
                + [(cached_tokens[i], median(r[i] for r in cached)) for i in range(steps)])
     line = fit(medians)
-    fixed_share = None
+    fixed_share = fixed_share_one = None
     if gap == "narrower" and line["per_step_s"] > 0 and line["per_token_s"] > 0 and line["r2"] >= FIT_R2:
         fixed = steps * line["per_step_s"]
         fixed_share = fixed / (fixed + line["per_token_s"] * sum(cached_tokens))
+        # the same part of one step that holds a single token (each cached step after the first)
+        fixed_share_one = line["per_step_s"] / (line["per_step_s"] + line["per_token_s"])
     return {"runs": runs, "enough": enough, "work_ratio": work, "time_ratio": ratio, "faster": faster, "gap": gap,
-            "fit": line, "fixed_share": fixed_share}
+            "fit": line, "fixed_share": fixed_share,
+            "fixed_share_one": fixed_share_one}

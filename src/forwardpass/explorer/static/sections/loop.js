@@ -182,6 +182,7 @@ function drawLoops(w, d) {
   const counted = d.naive_work === d.cost_naive_work && d.cached_work === d.cost_cached_work;
   const [r0, r1, r2] = d.article.map((a) => times(a.ratio));
   const range = { runs: d.runs, w: times(wr), tr: times(r.median), lo: times(r.lo), hi: times(r.hi) };
+  range.span = t(range.lo === range.hi ? "W-naive-vs-cached.span-same" : "W-naive-vs-cached.span", range);
   const intensity = document.querySelector('[data-widget="W-intensity"]');
   told(w,
     [d.same_tokens ? ["W-naive-vs-cached.work", { n, p: d.prompt_tokens, nw: d.naive_work, cw: d.cached_work,
@@ -190,7 +191,7 @@ function drawLoops(w, d) {
       cnw: d.cost_naive_work, ccw: d.cost_cached_work }]],
     [[`W-naive-vs-cached.${timeVerdict(v)}`, range],
       v.fixed_share !== null && ["W-naive-vs-cached.fit", { points: 2 * n, r2: fmt.fixed(v.fit.r2, 2),
-        a: ms(v.fit.per_step_s), b: fmt.fixed(1000 * v.fit.per_token_s, 2), share: fmt.pct(v.fixed_share),
+        a: ms(v.fit.per_step_s), b: fmt.fixed(1000 * v.fit.per_token_s, 2), share: fmt.pct(v.fixed_share), one: fmt.pct(v.fixed_share_one), n,
         link: intensity ? linkTo(intensity) : t("W-naive-vs-cached.intensity") }],
       [d.runs > 1 ? "W-naive-vs-cached.measured" : "W-naive-vs-cached.measured-one", { ...range,
         time: clock(d.measured_at) }]]);

@@ -94,20 +94,20 @@ export default {
   "W-naive-vs-cached.differ": ["The two loops chose different tokens at some step, which they should not.",
     "两种循环在某一步选出了不同的词元——这本不该发生。"],
   "W-naive-vs-cached.work": [
-    ({ p }) => `Both loops chose the same {n} tokens, so the work is all that differs, and there are two honest ways to count it. As the loops ran, the prompt's prefill counted in both: naive step i sends P + i tokens, Σ (P + i) = {nw}; cached sends ${plural(p, "the {p} prompt token", "the {p} prompt tokens")} at step 1 and one token after, P + n − 1 = {cw}; {w}×. Counting only the steps after the prompt is read, the cached loop at one token a step: {nw} ÷ {n} = {a}×. That second count is the usual way to quote the saving, and the presets below use it ({r0}× at the first token, {r1}× at 12, {r2}× at GPT-2 small's 100); this page gives both counts wherever it shows the ratio.`,
-    "两种循环选出的 {n} 个词元完全相同，差别只在工作量，而工作量有两种诚实的算法。按实际运行来算，两边都计入预填充：朴素循环第 i 步送入 P + i 个词元，Σ (P + i) = {nw}；缓存循环第 1 步送入提示词的 {p} 个词元，之后每步一个，P + n − 1 = {cw}；是 {w} 倍。如果只算读完提示词之后的各步，缓存循环每步按一个词元计：{nw} ÷ {n} = {a} 倍。后一种是引用这个节省时的通常算法，下面的预设用的也是它（第一个词元 {r0} 倍，第 12 个 {r1} 倍，GPT-2 small 生成 100 个时 {r2} 倍）；本页凡是给出这个比值的地方，两种算法都写出来。",
+    ({ p }) => `Both loops chose the same {n} tokens, so the work is all that differs, and there are two honest ways to count it. As the loops ran, the prompt's prefill counted in both: naive step i (from 1) sends P + i − 1 tokens, Σ (P + i − 1) = {nw}; cached sends ${plural(p, "the {p} prompt token", "the {p} prompt tokens")} at step 1 and one token after, P + n − 1 = {cw}; {w}×. Counting only the steps after the prompt is read, the cached loop at one token a step: {nw} ÷ {n} = {a}×. That second count is the usual way to quote the saving, and the presets below use it ({r0}× at the first token, {r1}× at 12, {r2}× at GPT-2 small's 100); this page gives both counts wherever it shows the ratio.`,
+    "两种循环选出的 {n} 个词元完全相同，差别只在工作量，而工作量有两种诚实的算法。按实际运行来算，两边都计入预填充：朴素循环第 i 步（i 从 1 数起）送入 P + i − 1 个词元，Σ (P + i − 1) = {nw}；缓存循环第 1 步送入提示词的 {p} 个词元，之后每步一个，P + n − 1 = {cw}；是 {w} 倍。如果只算读完提示词之后的各步，缓存循环每步按一个词元计：{nw} ÷ {n} = {a} 倍。后一种是引用这个节省时的通常算法，下面的预设用的也是它（第一个词元 {r0} 倍，第 12 个 {r1} 倍，GPT-2 small 生成 100 个时 {r2} 倍）；本页凡是给出这个比值的地方，两种算法都写出来。",
   ],
   "W-naive-vs-cached.miscounted": [
-    "Yet the tokens the loops sent, {nw} and {cw}, are not what the formulas give for a {p}-token prompt and {n} steps: Σ (P + i) = {cnw} and P + n − 1 = {ccw}.",
-    "可是两种循环实际送入的 {nw} 和 {cw} 个词元，与公式对 {p} 个词元的提示词、{n} 步给出的不一致：Σ (P + i) = {cnw}，P + n − 1 = {ccw}。",
+    "Yet the tokens the loops sent, {nw} and {cw}, are not what the formulas give for a {p}-token prompt and {n} steps: Σ (P + i − 1) = {cnw} and P + n − 1 = {ccw}.",
+    "可是两种循环实际送入的 {nw} 和 {cw} 个词元，与公式对 {p} 个词元的提示词、{n} 步给出的不一致：Σ (P + i − 1) = {cnw}，P + n − 1 = {ccw}。",
   ],
   "W-naive-vs-cached.few": [
-    ({ runs }) => `Too noisy to tell here: ${plural(runs, "one run of both loops fit", "only {runs} runs of both loops fit")} in the time this widget allows on the server now, too few to say anything about their times. The work above is exact; time both again when the server is quieter.`,
-    ({ runs }) => `这里太嘈杂，说不清：在本组件允许的时间里，这台服务器眼下只跑完了 ${runs === 1 ? "一" : "{runs} "}次两种循环，太少，说明不了它们的耗时。上面的工作量是精确的；等服务器空闲些再重新计时。`,
+    ({ runs }) => `Timing too noisy to conclude: in the time this widget allows, the server could run each loop only ${plural(runs, "once", "{runs} times")}, too few to say anything about their times. The work above is exact; time both again when the server is quieter.`,
+    ({ runs }) => `计时噪声太大，下不了结论：在本组件允许的时间里，服务器只来得及把两种循环各跑 ${runs === 1 ? "一" : "{runs} "}次，不足以说明它们的耗时。上面的工作量是精确的；等服务器空闲些再重新计时。`,
   ],
   "W-naive-vs-cached.noisy": [
-    "Too noisy to tell here: over {runs} runs naive ÷ cached time ranged from {lo}× to {hi}×, on both sides of 1, so these runs cannot say which loop is faster on this server now. The work above is exact; time both again when the server is quieter.",
-    "这里太嘈杂，说不清：{runs} 次运行里，朴素 ÷ 缓存的耗时从 {lo} 倍到 {hi} 倍，跨过了 1，所以这几次运行说不出眼下在这台服务器上哪种循环更快。上面的工作量是精确的；等服务器空闲些再重新计时。",
+    "Timing too noisy to conclude: over {runs} runs naive ÷ cached time ranged from {lo}× to {hi}×, on both sides of 1, so these runs cannot say which loop is faster on this server now. The work above is exact; time both again when the server is quieter.",
+    "计时噪声太大，下不了结论：{runs} 次运行里，朴素 ÷ 缓存的耗时从 {lo} 倍到 {hi} 倍，跨过了 1，所以这几次运行说不出眼下在这台服务器上哪种循环更快。上面的工作量是精确的；等服务器空闲些再重新计时。",
   ],
   "W-naive-vs-cached.naive-faster": [
     "In every one of {runs} runs the naive loop took less time than the cached one (naive ÷ cached {lo}× to {hi}×), though it did {w}× the work: on this server now, something other than the work sets these times.",
@@ -118,23 +118,26 @@ export default {
     "{runs} 次运行里，每一次都是缓存循环更快（朴素用时是它的 {lo} 倍到 {hi} 倍），但各次结果分散得太开，说不出这个差距和 {w} 倍的工作量差距相比如何。",
   ],
   "W-naive-vs-cached.narrower": [
-    "The time gap, {tr}× (from {lo}× to {hi}× over {runs} runs), is narrower than the work gap of {w}× in every run: a step that sends one token is not that much cheaper than a step that sends many.",
-    "时间差距是 {tr} 倍（{runs} 次运行里从 {lo} 倍到 {hi} 倍），每一次都比 {w} 倍的工作量差距小：只送一个词元的一步，并不比送很多个词元的一步便宜多少。",
+    "The time gap, {tr}× ({span}), is narrower than the work gap of {w}× in every run: a step that sends one token is not that much cheaper than a step that sends many.",
+    "时间差距是 {tr} 倍（{span}），每一次都比 {w} 倍的工作量差距小：只送一个词元的一步，并不比送很多个词元的一步便宜多少。",
   ],
   "W-naive-vs-cached.fit": [
-    "A straight line through the {points} median step times says why (it fits them with r² = {r2}): a step costs about {a} ms whatever it holds, plus {b} ms for each token in it. In the cached loop, whose steps after the first hold one token, that fixed part is {share} of the time: every weight read once and every block called once, whatever the step holds; {link} is about exactly that.",
-    "把这 {points} 个中位数步时拟合成一条直线，就能看出原因（拟合度 r² = {r2}）：不管一步里有多少词元，它都要花大约 {a} ms，每多一个词元再加 {b} ms。缓存循环在第一步之后每步只有一个词元，固定的那部分占了它耗时的 {share}：所有权重读一遍、每个块调用一次，不管这一步装了什么；{link} 讲的正是这件事。",
+    "A straight line through the {points} median step times says why (it fits them with r² = {r2}): a step costs about {a} ms whatever it holds, plus {b} ms for each token in it. Over all {n} steps of the cached loop, whose steps after the first hold one token, that fixed part is about {share} of the time ({one} of each one-token step after the first): every weight read once and every block called once, whatever the step holds; {link} is about exactly that.",
+    "把这 {points} 个中位数步时拟合成一条直线，就能看出原因（拟合度 r² = {r2}）：不管一步里有多少词元，它都要花大约 {a} ms，每多一个词元再加 {b} ms。缓存循环在第一步之后每步只有一个词元；在它全部 {n} 步的耗时里，固定的那部分约占 {share}（第一步之后的单词元步里约占 {one}）：所有权重读一遍、每个块调用一次，不管这一步装了什么；{link} 讲的正是这件事。",
   ],
   "W-naive-vs-cached.intensity": ["the widget on work per byte", "“每字节权重换来的运算”那个组件"],
-  "W-naive-vs-cached.follows": ["The time follows the work in every one of {runs} runs: {tr}× the time (from {lo}× to {hi}×) for {w}× the work.",
-    "{runs} 次运行里，每一次时间都跟着工作量走：{w} 倍的工作量，花了 {tr} 倍的时间（从 {lo} 倍到 {hi} 倍）。"],
+  // naive ÷ cached time over the runs: a range, or one value where every run gave the same
+  "W-naive-vs-cached.span": ["from {lo}× to {hi}× over {runs} runs", "{runs} 次运行里从 {lo} 倍到 {hi} 倍"],
+  "W-naive-vs-cached.span-same": ["all {runs} runs agree: {lo}×", "{runs} 次运行结果一致：{lo} 倍"],
+  "W-naive-vs-cached.follows": ["The time follows the work in every one of {runs} runs: {tr}× the time ({span}) for {w}× the work.",
+    "{runs} 次运行里，每一次时间都跟着工作量走：{w} 倍的工作量，花了 {tr} 倍的时间（{span}）。"],
   "W-naive-vs-cached.wider": [
-    "The time gap, {tr}× (from {lo}× to {hi}× over {runs} runs), is wider than the work gap of {w}× in every run: here the longer steps cost more per token than the short ones.",
-    "时间差距是 {tr} 倍（{runs} 次运行里从 {lo} 倍到 {hi} 倍），每一次都比 {w} 倍的工作量差距还大：在这里，长的步骤每个词元比短的步骤更贵。",
+    "The time gap, {tr}× ({span}), is wider than the work gap of {w}× in every run: here the longer steps cost more per token than the short ones.",
+    "时间差距是 {tr} 倍（{span}），每一次都比 {w} 倍的工作量差距还大：在这里，长的步骤每个词元比短的步骤更贵。",
   ],
   "W-naive-vs-cached.measured": [
-    "The times are medians of {runs} runs of both loops, their steps taken in turn, measured at {time} by the server running this page; over those runs naive ÷ cached time ranged from {lo}× to {hi}×. “Time both again” measures them anew.",
-    "这些时间是两种循环交替逐步运行 {runs} 次的中位数，由运行本页的服务器在 {time} 测得；这几次运行里，朴素 ÷ 缓存的耗时从 {lo} 倍到 {hi} 倍。按“重新计时”会再测一次。",
+    "The times are medians of {runs} runs of both loops, their steps taken in turn, measured at {time} by the server running this page; naive ÷ cached time: {span}. “Time both again” measures them anew.",
+    "这些时间是两种循环交替逐步运行 {runs} 次的中位数，由运行本页的服务器在 {time} 测得；朴素 ÷ 缓存的耗时：{span}。按“重新计时”会再测一次。",
   ],
   "W-naive-vs-cached.measured-one": [
     "The times are one run of both loops, their steps taken in turn, measured at {time} by the server running this page: one run, so how noisy it was is unknown. “Time both again” measures them anew.",
