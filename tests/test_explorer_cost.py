@@ -401,6 +401,25 @@ def test_recap_says_which_numbers_come_from_the_model(any_page):
     assert str(len(model_links)) in readout(page, "W-reopen") and str(len(formula_links)) in readout(page, "W-reopen")
 
 
+def test_recap_has_one_idea_per_section_with_drafting_s_passes_and_no_unplaced_widget(any_page):
+    """Every section before the recap has its idea (§7's: W-drafting's reads of the weights with drafting and
+    without, on the page's prompt), the title counts them, and every source link carries its section's number."""
+    page = any_page
+    w = page.locator('[data-widget="W-reopen"]')
+    sections = page.evaluate("[...document.querySelectorAll('main > section[id]')].map((s) => '#' + s.id)")
+    ideas = w.locator(".recap li")
+    assert ideas.locator("a").evaluate_all("as => as.map((a) => a.hash)") == sections[:-1]
+    count = {"en": "eight", "zh": "八"}[page.lang]
+    assert len(sections) - 1 == 8 and count in w.locator("h3").inner_text().lower()
+    assert count in w.locator('[data-text="before-W-reopen"]').inner_text().lower()
+    model = page.evaluate("async () => (await import('/static/lib/state.js')).state.model")  # the page's own module
+    body = {"prompt": page.locator("#prompt").input_value(), "steps": 48, "model": model}
+    d = page.request.post(page.base + "api/drafting", data=body).json()
+    said = ideas.nth(sections.index("#drafting")).inner_text()
+    assert re.search(rf"\b{d['passes']}\b", said) and re.search(rf"\b{d['plain']['passes']}\b", said)
+    assert "§?" not in w.inner_text() and w.locator('.prose.told a[data-section=""]').count() == 0
+
+
 # ---- both languages -------------------------------------------------------------------------------------------------
 def test_nothing_here_is_left_in_the_other_language(any_page):
     page = any_page

@@ -251,7 +251,7 @@ def test_the_widget_opens_on_the_models_numbers_and_steps_through_every_stage(an
     page = any_page
     w = opened(page)
     ids = smollm.encode(DEFAULT_PROMPT)
-    token = max(i for i, t in enumerate(ids) if re.search(r"[A-Za-z]", smollm.tokenizer.piece(t)))  # the last word
+    token = len(ids) - 1  # the prompt's last token, as W-block-steps and W-reach
     said = readout(page, "W-mechanism")
     assert f"{token}" in said and ("1" in said) and (page.lang == "en" or re.search(r"[\u4e00-\u9fff]", said))
     # the embedding stage: the token's id, and its row's first numbers, the model's own
@@ -304,11 +304,36 @@ def test_the_stages_follow_the_block_head_and_token_chosen(pages, smollm):
     set_range(page, "#mech-layer", 1)
     set_range(page, "#mech-head", 5)
     w.locator("#mech-token").select_option("3")
-    page.wait_for_function("() => /head 5, token 3 /.test(document.querySelector('[data-widget=\"W-mechanism\"]"
+    page.wait_for_function("() => /block 1, token 3 /.test(document.querySelector('[data-widget=\"W-mechanism\"]"
                            " .readout').innerText)")
     idle(page)
+    assert "head" not in readout(page, "W-mechanism")  # the FFN's add: the same for every head
     w.locator("button.stage").nth(3).click()  # Q, K and V: head 5 reads K/V head 2, with heads 4 and 6
+    assert "head 5, token 3 " in readout(page, "W-mechanism")
     assert "K/V head 2, shared by query heads 4, 5 and 6" in w.locator(".told").inner_text()
+    # the worked dot products: "a × b", a negative factor in brackets, a negative term's sign as the operator
+    sums = [x for x in figure_text(w).split("  ") if "₀ =" in x]
+    assert len(sums) == 3 and all(" × " in x and "·" not in x for x in sums), sums
+    assert not any(re.search(r"× [−-]|[+−] [−-]", x) for x in sums), sums
+    w.locator("button.stage").nth(4).click()  # RoPE at position 3: every label of the angle plot inside the picture
+    overflow = w.locator(".mech-figure svg").evaluate("""s => [...s.querySelectorAll('text')].filter((e) => {
+        const b = e.getBBox(); return b.x < -1 || b.x + b.width > s.viewBox.baseVal.width + 1; }).length""")
+    assert overflow == 0
+    assert "what the turn does to a score depends only on how far apart" in w.locator(".told").inner_text()
+    assert w.locator("button.stage", has_text="softmax").inner_text() == "7 softmax: scores to weights"
     set_range(page, "#mech-head", 1)
     w.locator("#mech-token").select_option(str(len(smollm.encode(DEFAULT_PROMPT)) - 2))
     idle(page)
+
+
+@needs_chromium
+def test_the_widget_sits_in_section_2_before_its_closing_prose_and_is_cited_as_2(any_page):
+    page = any_page
+    w = page.locator(WIDGET)
+    assert w.evaluate("e => e.closest('main > section').id") == "s01"
+    assert w.evaluate("""e => !!(e.compareDocumentPosition(document.querySelector('#s01 > .bridge'))
+        & Node.DOCUMENT_POSITION_FOLLOWING)""")  # §2's closing transition comes after it
+    assert w.evaluate("""e => !!(e.compareDocumentPosition(document.querySelector('[data-widget="W-block-steps"]'))
+        & Node.DOCUMENT_POSITION_PRECEDING)""")
+    cited = page.locator('[data-widget="W-reopen"] a[href="#h-W-mechanism"]')
+    assert cited.get_attribute("data-section") == "2" and cited.inner_text().startswith("§2 ")

@@ -22,7 +22,7 @@ import * as recap from "./sections/recap.js";
 import * as runnable from "./sections/runnable.js";
 import * as sampling from "./sections/sampling.js";
 
-// the article's order: §00 … §08
+// the article's order: §00 … §08 (mechanism has no section of its own: block.js places its widget inside §2)
 const SECTIONS = { pipeline, block, mechanism, sampling, loop, cache, cost, drafting, runnable, recap };
 
 // ---- the status line at the top: a model loading, else whether any request is still being answered ----------------
@@ -77,7 +77,7 @@ async function main() {
   register(common, "strings/common.js");
   register(reading, "strings/reading.js");
   for (const [name, section] of Object.entries(SECTIONS)) register(section.strings, `sections/${name}.strings.js`);
-  document.querySelector("main").innerHTML = Object.values(SECTIONS).map((s) => s.html).join("\n");
+  document.querySelector("main").innerHTML = Object.values(SECTIONS).flatMap((s) => s.html ?? []).join("\n");
   Object.values(SECTIONS).forEach((s) => s.mount());
   revealLinks();
   document.querySelectorAll("input[type=range]").forEach((input) => {  // every slider shows its value

@@ -1,5 +1,6 @@
 // §01–§02 Inside a block: fork and merge, what attention and the FFN each read, every head's attention map, attention
-// opened up, where a block's weights live, and where the norm sits.
+// opened up (W-mechanism, one block stage by stage, is mechanism.js's), where a block's weights live, and where the
+// norm sits.
 
 import { get, post } from "../lib/api.js";
 import { bars, chartWidth, COLORS, remember, shape, svgOf, text, textWidth } from "../lib/charts.js";
@@ -12,6 +13,7 @@ import { preset, presets, told } from "../lib/told.js";
 import { measure } from "../lib/tokenbars.js";
 import { frame, sectionFrame, widget } from "../lib/widget.js";
 import strings from "./block.strings.js";
+import { widgetHtml as mechanism } from "./mechanism.js";
 
 export { strings };
 
@@ -31,6 +33,7 @@ export const html = sectionFrame("s01", [
   </div>
   <div class="figure fork" role="img"></div>
   <div class="chart" role="img"></div>`),
+  mechanism,  // W-mechanism (sections/mechanism.js): one of these blocks opened on one token
   frame("W-reach", `${picker("reach")}
   <div class="figure fan" role="img"></div>`),
   frame("W-attention-map", `

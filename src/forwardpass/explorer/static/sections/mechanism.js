@@ -10,7 +10,7 @@ import { on, state } from "../lib/state.js";
 import { times, told } from "../lib/told.js";
 import { num } from "../lib/vector.js";
 import { frame, widget } from "../lib/widget.js";
-import { asValue, drawStage } from "./mechanism.stages.js";
+import { asValue, drawStage, SYMBOL } from "./mechanism.stages.js";
 import strings from "./mechanism.strings.js";
 
 export { strings };
@@ -18,7 +18,8 @@ export { strings };
 const control = (id, key, input) => `<span class="control"><label for="${id}" data-text="${key}"></label>
     ${input}</span>`;
 
-export const html = `<div id="mechanism">${frame("W-mechanism", `
+// the widget's markup, placed by block.js inside §2 (right after W-block-steps): it opens one of §2's blocks
+export const widgetHtml = `<div id="mechanism">${frame("W-mechanism", `
   <div class="mech-controls">
   ${control("mech-token", "mech.token", `<select id="mech-token"></select>`)}
   ${control("mech-layer", "mech.layer", `<input id="mech-layer" type="range" min="1" max="1" value="1">`)}
@@ -30,6 +31,9 @@ export const html = `<div id="mechanism">${frame("W-mechanism", `
     <div class="mech-stages" role="group" data-text-aria="mech.stages"></div>
   </div>
   <div class="figure mech-figure" role="img"></div>`)}</div>`;
+
+// the stages that read the chosen head; the others (the norms, the adds, the FFN) are the same for every head
+const HEADED = new Set(["qkv", "qk_norm", "rope", "scores", "softmax", "weighted_sum", "heads"]);
 
 export function mount() {
   let at = 0, shown = null;  // the stage on screen: its index, and its name (kept when another answer comes)
@@ -43,8 +47,8 @@ export function mount() {
     async load() {
       const tokens = (await post("/api/lookup", { prompt: state.prompt })).tokens;
       const menu = byId("mech-token");
-      const word = tokens.map((x) => /\p{L}/u.test(x.piece)).lastIndexOf(true);  // at first the last word
-      const token = menu.value === "" ? (word >= 0 ? word : tokens.length - 1) : Math.min(+menu.value, tokens.length - 1);
+      // at first the prompt's last token, the one W-block-steps and W-reach follow
+      const token = menu.value === "" ? tokens.length - 1 : Math.min(+menu.value, tokens.length - 1);
       const d = await post("/api/mechanism", { prompt: state.prompt, layer: +byId("mech-layer").value - 1,
         head: +byId("mech-head").value - 1, token });
       return { ...d, tokens };
@@ -62,7 +66,7 @@ export function mount() {
       const figure = q(w.el, ".mech-figure");
       const names = drawStage(figure, d, stage);
       figure.setAttribute("aria-label", t("mech.aria", { stage: t(`mech.stage.${stage.name}`), names: names.join(", ") }));
-      w.say(["mech.readout", { at: at + 1, n: d.stages.length, stage: t(`mech.stage.${stage.name}`), layer: d.layer + 1,
+      w.say([HEADED.has(stage.name) ? "mech.readout" : "mech.readout.block", { at: at + 1, n: d.stages.length, stage: t(`mech.stage.${stage.name}`), layer: d.layer + 1,
         head: d.head + 1, token: d.token, piece: readable(d.pieces[d.token]) }]);
       told(w, ...toldOf(d, stage));
     },
@@ -115,8 +119,9 @@ function toldOf(d, s) {
     case "attn_norm": case "ffn_norm": {
       const part = s.parts[0];
       const what = capital(t(`mech.stage.${s.name}`));
-      return [part.kind === "rmsnorm" ? ["mech.told.rmsnorm", { what, rms: num(part.rms), n: norm(part.output) }]
-        : ["mech.told.layernorm", { what, mean: num(part.mean), std: num(part.std), n: norm(part.output) }]];
+      const x = SYMBOL[part.input] || "x";  // x before attention, x′ (the stream after the first add) before the FFN
+      return [part.kind === "rmsnorm" ? ["mech.told.rmsnorm", { what, x, rms: num(part.rms), n: norm(part.output) }]
+        : ["mech.told.layernorm", { what, x, mean: num(part.mean), std: num(part.std), n: norm(part.output) }]];
     }
     case "qk_norm":
       return [["mech.told.qk_norm", { hd: sh.head_dim, rq: num(s.parts[0].rms), rk: num(s.parts[1].rms) }]];

@@ -156,13 +156,20 @@ function matvec(p, s, d) {
     p.y = top + boxH + 4;
     p.say([codePart(sym(matrix)), { text: `  ${fmt.int(rows)} × ${fmt.int(cols)}` }], { fill: COLORS.axis });
     // the first output entry: the first row of the matrix dotted with the input
-    const terms = Math.max(1, Math.min(3, Math.floor((p.width - 220) / 150)));
-    const sum = m.lead.slice(0, terms).map((w, i) => `${num(w)}·${num(input.lead[i])}`).join(" + ");
+    const terms = Math.max(1, Math.min(3, Math.floor((p.width - 220) / 170)));
+    const sum = m.lead.slice(0, terms).map((w, i) => product(w, input.lead[i], i === 0)).join(" ");
     p.say(t(m.bias0 === null || m.bias0 === undefined ? "mech.sum" : "mech.sum.bias",
       { out: sym(output), terms: sum, n: fmt.int(cols), value: num(out.lead[0]) }));
     p.vector(output, { lit: true });
   });
   if (s.sharing) sharing(p, s, d);
+}
+
+/** one term of a worked dot product: "−0.0038 × (−4.287)" first, then "+ 0.0076 × 3.165" or "− 0.015 × (−17.82)" */
+function product(w, x, first) {
+  const factor = x < 0 ? `(${num(x)})` : num(x);
+  if (first) return `${num(w)} × ${factor}`;
+  return `${w < 0 ? "−" : "+"} ${num(Math.abs(w))} × ${factor}`;
 }
 
 /** which query heads read which K/V head: a box per head, a line from each to its K/V head, the chosen group lit */
@@ -225,7 +232,7 @@ function rope(p, s, d) {
 
 /** every pair's angle at this position, on a log scale (pair 0 turns fastest) */
 function angles(p, s) {
-  const n = s.angles.length, h = 110, left = 44, right = p.width - 8;
+  const n = s.angles.length, h = 110, left = 44, right = p.width - 18;  // room for the last pair's label, centred
   p.say(t("mech.rope.chart", { n, t: s.position }), { weight: "600" });
   const logs = s.angles.map((a) => Math.log10(Math.max(a, 1e-12)));
   const lo = Math.floor(Math.min(...logs)), hi = Math.ceil(Math.max(...logs)), y0 = p.y + 4;

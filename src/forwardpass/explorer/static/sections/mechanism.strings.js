@@ -30,7 +30,7 @@ export default {
   "mech.stage.qk_norm": ["norm of q and k", "q 与 k 的归一化"],
   "mech.stage.rope": ["RoPE", "RoPE 旋转"],
   "mech.stage.scores": ["scores and mask", "分数与掩码"],
-  "mech.stage.softmax": ["softmax", "softmax 归一"],
+  "mech.stage.softmax": ["softmax: scores to weights", "softmax：分数变权重"],
   "mech.stage.weighted_sum": ["weighted sum of V", "对 V 加权求和"],
   "mech.stage.heads": ["heads joined, W_O", "拼接各头，乘 W_O"],
   "mech.stage.attn_post_norm": ["norm after attention", "注意力后的归一化"],
@@ -45,6 +45,9 @@ export default {
 
   "mech.readout": ["Stage {at} of {n}: {stage} · block {layer}, head {head}, token {token} {piece}",
     "第 {at} 步（共 {n} 步）：{stage} · 第 {layer} 块，第 {head} 个头，词元 {token} {piece}"],
+  // a stage every head shares (the norms, the adds, the FFN): no head named
+  "mech.readout.block": ["Stage {at} of {n}: {stage} · block {layer}, token {token} {piece}",
+    "第 {at} 步（共 {n} 步）：{stage} · 第 {layer} 块，词元 {token} {piece}"],
   "mech.aria": ["{stage}: the vectors {names}", "{stage}：向量 {names}"],
   "mech.legend": ["each cell: the largest entry of its run; blue below 0, orange above",
     "每格取该段中绝对值最大的数；负为蓝，正为橙"],
@@ -74,7 +77,7 @@ export default {
     "位置 {t} 处 {n} 对各自转过的角度（弧度，对数刻度）"],
   "mech.rope.axis": ["pair i", "第 i 对"],
   "mech.rope.score": ["score with key {key} {piece}, {dist} back: {before} before RoPE, {after} after",
-    "与往前 {dist} 个的键 {key} {piece} 的分数：RoPE 前 {before}，RoPE 后 {after}"],
+    "与往前数第 {dist} 个词元（位置 {key} 的 {piece}）的键的分数：RoPE 前 {before}，RoPE 后 {after}"],
   "mech.col.key": ["key", "键"],
   "mech.col.score": ["q·k × {scale}", "q·k × {scale}"],
   "mech.col.weight": ["weight", "权重"],
@@ -110,11 +113,11 @@ export default {
     ({ before }) => `Block {layer} reads the stream after ${before === 1 ? "one block has" : "{before} blocks have"} added to it: norm {n}, where the embedding's was {n0}.`,
     "第 {layer} 块读入的，是前面 {before} 个块往里加过东西之后的残差流：范数 {n}，而嵌入的范数是 {n0}。"],
   "mech.told.rmsnorm": [
-    "{what}: x is divided by its root mean square, {rms}, so every entry is on one scale; then each entry is multiplied by its own learned gain γ. The result, norm {n}, is a copy: the stream itself is untouched.",
-    "{what}：x 除以它的均方根 {rms}，让所有分量处在同一尺度上；再把每个分量乘以各自学到的增益 γ。结果的范数是 {n}，它只是一份副本：残差流本身没有被改动。"],
+    "{what}: {x} is divided by its root mean square, {rms}, so every entry is on one scale; then each entry is multiplied by its own learned gain γ. The result, norm {n}, is a copy: the stream itself is untouched.",
+    "{what}：{x} 除以它的均方根 {rms}，让所有分量处在同一尺度上；再把每个分量乘以各自学到的增益 γ。结果的范数是 {n}，它只是一份副本：残差流本身没有被改动。"],
   "mech.told.layernorm": [
-    "{what}: x has its mean {mean} subtracted and is divided by its deviation {std}; then each entry is multiplied by its gain γ and shifted by its bias β. The result, norm {n}, is a copy: the stream itself is untouched.",
-    "{what}：x 减去均值 {mean}，再除以标准差 {std}；然后每个分量乘以增益 γ、加上偏置 β。结果的范数是 {n}，它只是一份副本：残差流本身没有被改动。"],
+    "{what}: {x} has its mean {mean} subtracted and is divided by its deviation {std}; then each entry is multiplied by its gain γ and shifted by its bias β. The result, norm {n}, is a copy: the stream itself is untouched.",
+    "{what}：{x} 减去均值 {mean}，再除以标准差 {std}；然后每个分量乘以增益 γ、加上偏置 β。结果的范数是 {n}，它只是一份副本：残差流本身没有被改动。"],
   "mech.told.qk_norm": [
     "This model normalizes each head's q and k too, over their {hd} numbers, before RoPE turns them: q's RMS was {rq}, k's {rk}. Scores then cannot grow just because q or k is long.",
     "这个模型还会在 RoPE 旋转之前，对每个头的 q 和 k 按各自的 {hd} 个数做归一化：q 的均方根原本是 {rq}，k 的是 {rk}。这样分数不会仅仅因为 q 或 k 很长而变大。"],
@@ -125,11 +128,11 @@ export default {
     "Head {h}'s query is its {hd} rows of W_Q times h: ({hd} × {d}) · ({d}) → ({hd}); each entry of q is one row's dot product with h. K and V come from K/V head {g}, shared by query heads {list}: this model has {nh} query heads and {nkv} K/V heads, so each K/V head serves {group} of them and the cache holds {nkv} keys per token, not {nh}.",
     "第 {h} 个头的查询向量，是 W_Q 中属于它的 {hd} 行乘以 h：({hd} × {d}) · ({d}) → ({hd})；q 的每个分量都是一行与 h 的点积。K 和 V 来自第 {g} 个 K/V 头，由查询头 {list} 共用：这个模型有 {nh} 个查询头、{nkv} 个 K/V 头，每个 K/V 头服务 {group} 个查询头，所以缓存里每个词元存 {nkv} 个键，而不是 {nh} 个。"],
   "mech.told.rope": [
-    "At position {t}, pair i of q (entries i and i + {half}) turns by {t} × θ^(−2i/{hd}), with θ = {theta}: pair 0 by {a0} rad, the last by {alast} rad. Each key is turned by its own position, so a score depends only on how far apart the two tokens are: with key {key} {piece}, {dist} back, it is {before} before the turn and {after} after.",
-    "在位置 {t}，q 的第 i 对（第 i 和第 i + {half} 个分量）转过 {t} × θ^(−2i/{hd})，其中 θ = {theta}：第 0 对转 {a0} 弧度，最后一对只转 {alast} 弧度。每个键按它自己的位置旋转，所以分数只取决于两个词元相隔多远：与往前 {dist} 个的键 {key} {piece}，旋转前分数是 {before}，旋转后是 {after}。"],
+    "At position {t}, pair i of q (entries i and i + {half}) turns by {t} × θ^(−2i/{hd}), with θ = {theta}: pair 0 by {a0} rad, the last by {alast} rad. Each key is turned by its own position, so what the turn does to a score depends only on how far apart the two tokens are, not on where they stand: with key {key} {piece}, {dist} back, the score is {before} before the turn and {after} after.",
+    "在位置 {t}，q 的第 i 对（第 i 和第 i + {half} 个分量）转过 {t} × θ^(−2i/{hd})，其中 θ = {theta}：第 0 对转 {a0} 弧度，最后一对只转 {alast} 弧度。每个键按它自己的位置旋转，所以旋转对分数的影响只取决于两个词元相隔多远，而与它们的绝对位置无关：与往前数第 {dist} 个词元（位置 {key} 的 {piece}）的键相比，旋转前分数是 {before}，旋转后是 {after}。"],
   "mech.told.rope.self": [
-    "At position {t}, pair i of q (entries i and i + {half}) turns by {t} × θ^(−2i/{hd}), with θ = {theta}: pair 0 by {a0} rad, the last by {alast} rad. Each key is turned by its own position, so a score depends only on how far apart the two tokens are; the first token has only itself to read, and its score is {after} either way.",
-    "在位置 {t}，q 的第 i 对（第 i 和第 i + {half} 个分量）转过 {t} × θ^(−2i/{hd})，其中 θ = {theta}：第 0 对转 {a0} 弧度，最后一对只转 {alast} 弧度。每个键按它自己的位置旋转，所以分数只取决于两个词元相隔多远；第一个词元只能读它自己，旋转前后分数都是 {after}。"],
+    "At position {t}, pair i of q (entries i and i + {half}) turns by {t} × θ^(−2i/{hd}), with θ = {theta}: pair 0 by {a0} rad, the last by {alast} rad. Each key is turned by its own position, so what the turn does to a score depends only on how far apart the two tokens are, not on where they stand; the first token has only itself to read, and its score is {after} either way.",
+    "在位置 {t}，q 的第 i 对（第 i 和第 i + {half} 个分量）转过 {t} × θ^(−2i/{hd})，其中 θ = {theta}：第 0 对转 {a0} 弧度，最后一对只转 {alast} 弧度。每个键按它自己的位置旋转，所以旋转对分数的影响只取决于两个词元相隔多远，而与它们的绝对位置无关；第一个词元只能读它自己，旋转前后分数都是 {after}。"],
   "mech.told.scores": [
     ({ masked }) => `Each key up to this token scores q·k, times {scale}; ${masked === 0
       ? "no later token is left to mask, since this is the prompt's last"
@@ -173,9 +176,9 @@ export default {
     "W_down ({d} × {hidden}) brings m back to the stream's {d} numbers: f, norm {norm}.",
     "W_down（{d} × {hidden}）把 m 投影回残差流的 {d} 个数：f，范数 {norm}。"],
   "mech.told.residual_ffn": [
-    "The stream adds the FFN's output: norm {x} plus {b} gives {out}, and that is exactly what block {next} reads.",
-    "残差流加上 FFN 的输出：范数 {x} 加上 {b}，得到 {out}，这正是第 {next} 块读入的东西。"],
+    "The stream adds the FFN's output: norm {x} plus a vector of norm {b} gives {out}, and that is exactly what block {next} reads.",
+    "残差流加上 FFN 的输出：范数 {x} 加上一个范数 {b} 的向量，得到 {out}，这正是第 {next} 块读入的东西。"],
   "mech.told.residual_ffn.last": [
-    "The stream adds the FFN's output: norm {x} plus {b} gives {out}. This was the last block: the stream goes on to the final norm and the unembedding.",
-    "残差流加上 FFN 的输出：范数 {x} 加上 {b}，得到 {out}。这是最后一个块：残差流接下来进入最后的归一化和反嵌入。"],
+    "The stream adds the FFN's output: norm {x} plus a vector of norm {b} gives {out}. This was the last block: the stream goes on to the final norm and the unembedding.",
+    "残差流加上 FFN 的输出：范数 {x} 加上一个范数 {b} 的向量，得到 {out}。这是最后一个块：残差流接下来进入最后的归一化和反嵌入。"],
 };

@@ -28,9 +28,13 @@ function sourceOf(w) {
   return w.runsOn === "runs-on.picture" ? "picture" : "formula";
 }
 
+// the sections with an idea each, in the page's order (the count in the title and the introduction is this list's)
+const IDEAS = ["s00", "s01", "s03", "s04", "s05", "s06", "drafting", "s07"];
+
 /** the numbers of the page's ideas, from the requests the widgets that show them make (answered once for both) */
 async function ideas() {
-  const [lookup, split, sampling, loop, kv, intensity, concurrency, model] = await Promise.all([
+  const drafted = +byId("dr-new").defaultValue;  // W-drafting's opening run: the page's prompt, that many tokens
+  const [lookup, split, sampling, loop, kv, intensity, concurrency, model, drafting] = await Promise.all([
     post("/api/lookup", { prompt: state.prompt }),                  // W-lookup
     get("/api/split", { d: 768 }),                                   // W-split at GPT-2 small's width
     post("/api/sampling", { prompt: state.prompt, toy: state.toy, temperature: 1 }), // W-temperature at T = 1
@@ -39,8 +43,9 @@ async function ideas() {
     get("/api/intensity", { prompt: 16 }),                           // W-intensity at P = 16
     get("/api/concurrency", { sequences: 1 }),                       // W-concurrency
     get("/api/model-cache", {}, { model: true }),                    // W-concurrency's table, W-loop-walk
+    post("/api/drafting", { prompt: state.prompt, steps: drafted }), // W-drafting on the page's prompt
   ]);
-  return { info: state.info, lookup, split, sampling, loop, kv, intensity, concurrency, model };
+  return { info: state.info, lookup, split, sampling, loop, kv, intensity, concurrency, model, drafting };
 }
 
 function idea(section, key, values) {
@@ -50,6 +55,9 @@ function idea(section, key, values) {
 }
 
 export function mount() {
+  const count = JSON.stringify({ n: IDEAS.length });
+  document.querySelectorAll('[data-text="title-W-reopen"], [data-text="before-W-reopen"]')
+    .forEach((e) => { e.dataset.textValues = count; });
   let back = false;  // the button was pressed: the readout says where the reader is
   const reopen = widget("W-reopen", {
     runsOn: "W-reopen.runs-on", follows: ["prompt", "model", "toy"],
@@ -72,11 +80,16 @@ export function mount() {
           gpt3: fmt.gib(d.kv.gpt3.full_context_gib), ctx: fmt.int(d.kv.gpt3.context) }),
         idea("s06", "W-reopen.idea.s06", { v: fmt.fixed(d.intensity.decode, 1), n: d.concurrency.crossover - 1,
           all: d.intensity.machines.every((m) => m.decode_bound === "memory") }),
+        idea("drafting", d.drafting.drafting ? "W-reopen.idea.drafting" : "W-reopen.idea.drafting.none",
+          { model: name, n: d.drafting.tokens.length, passes: d.drafting.passes, plain: d.drafting.plain.passes,
+            same: d.drafting.same }),
         idea("s07", "W-reopen.idea.s07", { lines: d.info.loop.length, model: name, weights: bytes(d.model.weights),
           read: seconds(d.model.weights / here.bandwidth) }));
       // where the numbers came from: the widgets grouped by source, their links compact
       const groups = { model: [], formula: [], picture: [] };
-      for (const w of widgets()) if (w !== reopen) (groups[sourceOf(w)] || groups.formula).push(w);
+      const inOrder = widgets().filter((w) => w !== reopen)  // as the page shows them (W-mechanism sits inside §2)
+        .sort((a, b) => (a.el.compareDocumentPosition(b.el) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1));
+      for (const w of inOrder) (groups[sourceOf(w)] || groups.formula).push(w);
       const list = (ws) => ws.flatMap((w, i) => (i ? [" · ", linkTo(w.el)] : [linkTo(w.el)]));
       const present = Object.entries(groups).filter(([, ws]) => ws.length);
       told(reopen, ...present.map(([source, ws]) => [`W-reopen.source.${source}`, { n: ws.length, model: name }]),

@@ -1,17 +1,22 @@
 // §08 Open the loop again. Every word of the section, [English, Chinese].
 
+// the count of ideas as a word, as each language writes it
+const EN = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"];
+const ZH = [..."零一二三四五六七八九十"].concat(["十一", "十二"]);
+
 export default {
   "title-s08": ["9. Open the loop again", "9. 再次打开循环"],
   "intro-s08": [
     "What the page showed, each idea with the number it computed for it; where each number came from; and where to read next.",
     "本页讲过的几件事，每件配上本页为它算出的数字；这些数字从哪里来；以及接下来读什么。",
   ],
-  "title-W-reopen": ["The whole pass, in seven ideas", "整个前向传播，七个要点"],
+  "title-W-reopen": [({ n }) => `The whole pass, in ${EN[n] ?? n} ideas`, ({ n }) => `整个前向传播，${ZH[n] ?? n}个要点`],
   "W-reopen.runs-on": ["Computed on {model} from the prompt at the top, by the same requests as the widgets it names.",
     "用页面顶部的提示词，在 {model} 上计算，所用的请求和它提到的组件相同。"],
   "before-W-reopen": [
-    "Seven ideas, one per section, each with a number this page computed; the headings jump back to them.",
-    "七个要点，每节一个，各配一个本页算出的数字；点标题可以跳回那一节。",
+    ({ n }) => `${EN[n] ?? n} ideas, one per section, each with a number this page computed; the headings jump back to them.`
+      .replace(/^./, (c) => c.toUpperCase()),
+    ({ n }) => `${ZH[n] ?? n}个要点，每节一个，各配一个本页算出的数字；点标题可以跳回那一节。`,
   ],
   "after-W-reopen": [
     "Further reading: Vaswani et al., <cite>Attention Is All You Need</cite> (2017); Radford et al., <cite>Language Models are Unsupervised Multitask Learners</cite> (GPT-2, 2019); Holtzman et al., <cite>The Curious Case of Neural Text Degeneration</cite> (top-p, 2019); Kwon et al., <cite>Efficient Memory Management for Large Language Model Serving with PagedAttention</cite> (<cite>vLLM</cite>, 2023); Williams et al., <cite>Roofline: An Insightful Visual Performance Model for Multicore Architectures</cite> (2009); Karpathy's <cite>nanoGPT</cite>; <cite>llama.cpp</cite>.",
@@ -43,6 +48,14 @@ export default {
   "W-reopen.idea.s06": [
     ({ all }) => `Each step reads every weight once: with fp16 weights decode does {v} FLOPs per byte, ${all ? "below the ridge of every machine the Roofline shows, so memory-bound on each" : "below the GPUs' ridges, so memory-bound there"}, and past {n} sequences GPT-3's caches outweigh its weights.`,
     ({ all }) => `每一步都要把全部权重读一遍：权重是 fp16 时，解码每字节只做 {v} 次运算，${all ? "低于 Roofline 图上每台机器的分界点，所以在它们上面都是内存受限的" : "低于两款 GPU 的分界点，所以在它们上面是内存受限的"}；超过 {n} 条序列，GPT-3 的缓存就比它的权重还重。`,
+  ],
+  "W-reopen.idea.drafting": [
+    ({ same }) => `Beyond the loop, the engine drafts tokens by copying from the text and checks a whole draft in one pass: on your prompt its {n} tokens took {passes} reads of the weights instead of {plain}, ${same ? "word for word the same text" : "though the two texts differ"}.`,
+    ({ same }) => `循环之外，引擎从文本里抄出草稿，一遍就检查整份草稿：在你的提示词上，同样 {n} 个词元只读了 {passes} 遍权重，而不是 {plain} 遍，${same ? "文字一字不差" : "不过两次的文字有出入"}。`,
+  ],
+  "W-reopen.idea.drafting.none": [
+    "Beyond the loop, an engine can draft tokens by copying from the text and check a whole draft in one pass; {model}'s runner here drafts nothing, so its {n} tokens took {plain} reads of the weights either way.",
+    "循环之外，引擎可以从文本里抄出草稿，一遍就检查整份草稿；这里运行 {model} 的程序不打草稿，所以 {n} 个词元两种方式都要读 {plain} 遍权重。",
   ],
   "W-reopen.idea.s07": [
     "{lines} lines of code run all of it; on the server running this page no call of {model} can take less than {read}, one read of its {weights} of weights.",
