@@ -198,6 +198,9 @@ def test_many_users_draws_the_engines_run_and_its_metrics(pages, smollm, where):
               want["pool_blocks"]):
         assert n in numbers
     assert ("say the same" in text) if lang == "en" else ("给出同样的数字" in text)
+    if lang == "zh":  # the pool's unit is a page (页): 块 is the transformer block on this page
+        widget = page.locator('[data-widget="W-many-users"]').inner_text()
+        assert "每页 16 个词元" in widget and "在用的页" in widget and not re.search(r"池[^。]*块|块数|每块 16", widget)
     steps = page.locator("#mu-step").get_attribute("max")
     assert int(steps) == len(want["steps"])
     busiest = max(range(len(want["steps"])), key=lambda k: want["steps"][k]["shared"])

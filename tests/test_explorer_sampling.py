@@ -213,7 +213,7 @@ def test_the_prose_says_what_the_widgets_compute(any_page):
     probs = toy(1)
     for t in (1, 0.1):
         preset(page, "W-temperature", t)
-        shown = re.search(r"mat (\d+\.\d+%)", readout(page, "W-temperature")).group(1)
+        shown = re.search(r"mat”? ?(\d+\.\d+%)", readout(page, "W-temperature")).group(1)
         assert shown in told(page, "W-temperature")
     assert "68.7%" in told(page, "W-temperature") and "99.998%" in told(page, "W-temperature")
     preset(page, "W-top-p", 0.9)
@@ -232,10 +232,15 @@ def test_the_prose_says_what_the_widgets_compute(any_page):
     prose = told(page, "W-logits")
     assert "4.0" in prose and "mat" in prose and "1.1" in prose  # mat leads at 4.0, 1.1 ahead of rug
     # the model's lead among the five is derived, and said naturally; the toy is never "the article's"
-    assert ("also puts mat first" if page.lang == "en" else "同样让 mat 领先") in prose
+    assert ("also puts mat first" if page.lang == "en" else "同样让“mat”领先") in prose
     section = page.locator("#s03").inner_text()
     assert "the article" not in section and "文章里" not in section and "文章给" not in section
     assert page.lang == "en" or "先看分数是编出来的五个候选" in section
+    # Chinese sets a toy word off in quotation marks, not in spaces; its blank is a line (横线), not a space (空格)
+    if page.lang == "zh":
+        assert "沿用一个例子：“" in section and "横线处的五个候选" in section and "空格处" not in section
+        for widget in ("W-logits", "W-temperature", "W-top-k"):
+            assert "“mat”" in told(page, widget) and " mat " not in told(page, widget)
 
 
 @needs_chromium

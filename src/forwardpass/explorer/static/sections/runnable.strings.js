@@ -32,7 +32,7 @@ export default {
   "W-loop-walk.stop-title": ["When the loop stops", "循环什么时候停"],
   "W-loop-walk.stop": [
     ({ count }) => `The loop has two exits. The last line is one: the model chooses its end token, and the loop breaks without appending it; on {model} ${count === 1 ? "that token is {tokens}" : "those are {tokens}"}. The {while} line is the other: the sequence reaches {max_len}. A server adds exits of its own: a cap on new tokens ({max_tokens}), stop strings, the end of the context window, a time limit, a client that hangs up. forwardpass's engine checks all of them in one place, right after each token is chosen, and the moment a sequence stops, its KV blocks go back to the pool; {link} shows them freed.`,
-    "这个循环有两个出口。最后一行是其中之一：模型选出了它的结束词元，循环不把它接上、直接跳出；在 {model} 上，结束词元是 {tokens}。{while} 那一行是另一个：序列长到了 {max_len}。推理服务还会加上自己的出口：新词元数的上限（{max_tokens}）、停止字符串、上下文窗口的尽头、时间限制、客户端断开。forwardpass 的引擎在同一个地方检查所有这些条件，就在每个词元选出之后；序列一停，它的 KV 块就立刻还回池子，{link} 里能看到它们被释放。",
+    "这个循环有两个出口。最后一行是其中之一：模型选出了它的结束词元，循环不把它接上、直接跳出；在 {model} 上，结束词元是 {tokens}。{while} 那一行是另一个：序列长到了 {max_len}。推理服务还会加上自己的出口：新词元数的上限（{max_tokens}）、停止字符串、上下文窗口的尽头、时间限制、客户端断开。forwardpass 的引擎在同一个地方检查所有这些条件，就在每个词元选出之后；序列一停，它的 KV 缓存页就立刻还回池子，{link} 里能看到它们被释放。",
   ],
 
   // W-loop-cost

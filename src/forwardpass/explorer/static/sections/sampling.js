@@ -71,7 +71,8 @@ export const html = sectionFrame("s03", [
 // ---- helpers -------------------------------------------------------------------------------------------------------
 
 /** the article's toy candidates are words the page shows as they are (token pieces, never translated) */
-const word = (s) => piece(s, false);
+// a word of the toy example: in Chinese text set off by quotation marks (Chinese puts no spaces between words)
+const word = (s) => piece(lang() === "zh" ? `“${s}”` : s, false);
 /** a model's token piece, shown readably: quoted text, raw bytes as ⟨E5 9D⟩, whitespace as ␣ ↵ ⇥ */
 const tok = readable;
 const label = (s) => [{ text: pieceLabel(s), tag: "tok" }];

@@ -7,7 +7,7 @@ export default {
   "title-s03": ["3. What comes out: logits and sampling", "3. 输出：logits 与采样"],
   "intro-s03": [
     "What leaves the stack of blocks is not a word. The final norm and the unembedding turn the stream at the last position into one number for every entry of the vocabulary: a score, called a logit, for how strongly the model puts that entry forward as the next token. That list of scores is all the model answers. Everything after it is choosing: deciding which one entry is written next, and this section is about how that choice is made. We follow one example, <tok>{story} ___</tok>: a toy with five candidates and made-up scores first, then the same five words on the model loaded here.",
-    "从这摞块里出来的不是一个词。最终归一化和反嵌入把最后一个位置上的残差流变成一串数，词表里每一项各一个：这个分数叫 logit，表示模型有多想让这一项当下一个词元。这串分数就是模型的全部回答。之后的一切都是在做选择：到底把哪一项写成下一个词元。这一节讲的就是这个选择怎么做。我们沿用一个例子 <tok>{story}___</tok>：先看分数是编出来的五个候选（玩具例子），再看本页加载的模型怎样给同样这五个词打分。",
+    "从这摞块里出来的不是一个词。最终归一化和反嵌入把最后一个位置上的残差流变成一串数，词表里每一项各一个：这个分数叫 logit，表示模型有多想让这一项当下一个词元。这串分数就是模型的全部回答。之后的一切都是在做选择：到底把哪一项写成下一个词元。这一节讲的就是这个选择怎么做。我们沿用一个例子：<tok>“{story}___”</tok>。先看分数是编出来的五个候选（玩具例子），再看本页加载的模型怎样给同样这五个词打分。",
   ],
   "bridge-s03": [
     "However it is chosen, greedy or drawn, the result is one token. The next section takes that token, appends it to the input and runs the same forward pass again, one token longer. Choosing one token and feeding it back is the whole loop.",
@@ -43,7 +43,7 @@ export default {
     "玩具例子的五个分数是编出来的，固定不变；真实模型的分数是它在玩具例子那句话之后打的分（不是页面顶部的提示词），在 {model} 上计算。"],
   "before-W-logits": [
     "The first chart is the toy example: five candidates for the blank, each with a made-up score. The second is the same five words scored by the model on this page after the same words, with each one's rank among all the tokens the model knows. The third shows the tokens the model itself scores highest there. Compare the orders, and look at who leads.",
-    "第一张图是玩具例子：空格处的五个候选，各有一个编出来的分数。第二张是本页的模型在同一句话后面给这五个词打的分，以及每个词在模型认识的全部词元里排第几。第三张是模型自己在那里打分最高的几个词元。比较这几份次序，看看谁领先。",
+    "第一张图是玩具例子：横线处的五个候选，各有一个编出来的分数。第二张是本页的模型在同一句话后面给这五个词打的分，以及每个词在模型认识的全部词元里排第几。第三张是模型自己在那里打分最高的几个词元。比较这几份次序，看看谁领先。",
   ],
   "after-W-logits": [
     "A logit has no fixed scale: only the differences between scores matter, which is why the toy's small numbers and the model's larger ones can tell the same story. Softmax, next, turns those differences into probabilities.",
@@ -55,25 +55,25 @@ export default {
   "W-logits.rank": ["{logit} (rank {rank})", "{logit}（第 {rank} 名）"],
   "W-logits.own-value": ["{logit} ({p})", "{logit}（{p}）"],
   "W-logits.readout": ["toy: {toy} leads at {tl}; this model: {lead} leads the five at {rl}, its own top token is {top} at {topl}",
-    "玩具例子：{toy} 以 {tl} 领先；本页模型：五个词里 {lead} 以 {rl} 领先，它自己的第一名是 {top}，分数 {topl}"],
+    "玩具例子：{toy}以 {tl} 领先；本页模型：五个词里{lead}以 {rl} 领先，它自己的第一名是{top}，分数 {topl}"],
   "W-logits.told.toy": [
     "On the toy, {toy} leads at {logit} before anything has touched the scores, {gap} ahead of {second}.",
-    "在玩具例子里，还没有任何东西动过这些分数，{toy} 就以 {logit} 领先，比 {second} 高出 {gap}。",
+    "在玩具例子里，还没有任何东西动过这些分数，{toy}就以 {logit} 领先，比{second}高出 {gap}。",
   ],
   "W-logits.told.agree": [
     "The model on this page also puts {lead} first: of the five, {lead} scores highest, at {logit}, rank {rank} among its {vocab} tokens. Among the five alone it would get {share}, where the toy gives {toy} {toyShare}.",
-    "本页的模型同样让 {lead} 领先：五个词里 {lead} 分数最高，是 {logit}，在它的 {vocab} 个词元里排第 {rank}。只在这五个词之间比，它能分到 {share}，而玩具例子给 {toy} 的是 {toyShare}。",
+    "本页的模型同样让{lead}领先：五个词里{lead}分数最高，是 {logit}，在它的 {vocab} 个词元里排第 {rank}。只在这五个词之间比，它能分到 {share}，而玩具例子给{toy}的是 {toyShare}。",
   ],
   "W-logits.told.disagree": [
     "The model on this page puts another word first: of the five it ranks {lead} highest, at {logit}, rank {rank} among its {vocab} tokens, not {toy}. Among the five alone {lead} would get {share}.",
-    "本页的模型让另一个词领先：五个词里它把 {lead} 排在第一，分数 {logit}，在它的 {vocab} 个词元里排第 {rank}，而不是 {toy}。只在这五个词之间比，{lead} 能分到 {share}。",
+    "本页的模型让另一个词领先：五个词里它把{lead}排在第一，分数 {logit}，在它的 {vocab} 个词元里排第 {rank}，而不是{toy}。只在这五个词之间比，{lead}能分到 {share}。",
   ],
   "W-logits.told.same-order": ["Its order of the five is the toy's own: {real}.", "它给这五个词排的次序和玩具例子完全一样：{real}。"],
   "W-logits.told.order": ["Its order of the five is {real}; the toy's is {toy}.",
-    "它给这五个词排的次序是 {real}；玩具例子的是 {toy}。"],
+    "它给这五个词排的次序是 {real}；玩具例子的是{toy}。"],
   "W-logits.told.top": [
     "But the five are not what this model expects most: together they get {mass} of its probability, and its own first choice, {top} at {p}, is a token the toy never listed.",
-    "但这五个词并不是这个模型最期待的：它们加起来只分到 {mass} 的概率，而它自己的第一选择 {top}（{p}）根本不在玩具例子的名单里。",
+    "但这五个词并不是这个模型最期待的：它们加起来只分到 {mass} 的概率，而它自己的第一选择{top}（{p}）根本不在玩具例子的名单里。",
   ],
   "W-logits.told.top-is-one": [
     "Its own first choice over the whole vocabulary is one of the five, {top}, at {p}; the five together get {mass} of its probability.",
@@ -90,7 +90,7 @@ export default {
   "W-logits.ordinal.5": ["fifth", "第五"],
   "W-logits.told.split": [
     "The word {word} is {n} tokens for this model ({pieces}): its bar shows the first piece's score, and its probability multiplies the pieces', each given the ones before it.",
-    "对这个模型来说，{word} 是{n}个词元（{pieces}）：它的柱子是第一个片段的分数，它的概率是各个片段的概率相乘，每个片段都以前面的片段为条件。",
+    "对这个模型来说，{word}是{n}个词元（{pieces}）：它的柱子是第一个片段的分数，它的概率是各个片段的概率相乘，每个片段都以前面的片段为条件。",
   ],
 
   // W-logit-lens
@@ -116,7 +116,7 @@ export default {
     "和模型自己输出的 logits 逐位相同"],
   "W-logit-lens.differs": ["NOT the model's own logits: a bug", "和模型自己的 logits 不同：这是个错误"],
   "W-logit-lens.readout": [({ k }) => `${plural(k, "{k} token", "{k} tokens")} per block; after block {n}, the last, the top token is {top} at {p}: {same}`,
-    "每个块显示 {k} 个词元；第 {n} 个块（最后一个）之后，第一名是 {top}（{p}）：{same}"],
+    "每个块显示 {k} 个词元；第 {n} 个块（最后一个）之后，第一名是{top}（{p}）：{same}"],
   "W-logit-lens.told": [
     "After “{tail}”, the model's answer is {answer}. Read through the lens, it first tops a row after block {first} of {n}.",
     "接在“{tail}”后面，模型的答案是 {answer}。用 logit lens 读，它在第 {first} 个块（共 {n} 个）之后第一次排到第一。",
@@ -154,7 +154,7 @@ export default {
   "W-temperature.drew": ["drew {piece} (id {id}) at T = {t} from all tokens", "在 T = {t} 下从全部词元中抽到 {piece}（编号 {id}）"],
   "W-temperature.told": [
     "At T = {t1}, {toy} holds {p1} of the toy's probability. At T = {t01} it holds {p01}: nearly everything. That is argmax seen as a limit: as T falls toward 0, sampling becomes taking the highest score, the same token every time.",
-    "T = {t1} 时，{toy} 占玩具例子 {p1} 的概率。T = {t01} 时它占 {p01}：几乎是全部。这就是作为极限的 argmax：T 往 0 降，采样就变成永远取最高分，每次都是同一个词元。",
+    "T = {t1} 时，{toy}占玩具例子 {p1} 的概率。T = {t01} 时它占 {p01}：几乎是全部。这就是作为极限的 argmax：T 往 0 降，采样就变成永远取最高分，每次都是同一个词元。",
   ],
 
   // W-top-k
@@ -168,10 +168,10 @@ export default {
     "分布平坦时，固定的 k 会砍掉合理的词元；分布尖锐时，它又会留下不太可能的词元。下一个组件里的 top-p 让切口跟着形状走。",
   ],
   "W-top-k.readout": ["k = {k}: keeps {kept}; cuts {toy} of the toy's mass, {real} of the real model's",
-    "k = {k}：保留 {kept}；砍掉玩具例子 {toy} 的概率，真实模型 {real} 的概率"],
+    "k = {k}：保留{kept}；砍掉玩具例子 {toy} 的概率，真实模型 {real} 的概率"],
   "W-top-k.told": [
     "At k = {k}, {n} candidate is left, {top}, and no alternative: renormalized, its {p} becomes {q}. That is argmax again. And k never adapts to the shape: it cuts {cut} of the toy's probability and {real} of the real model's for your prompt, and keeps exactly k whatever the distribution looks like.",
-    "k = {k} 时只剩{n}个候选 {top}，没有任何备选：重新归一化后，它的 {p} 变成 {q}。这又是 argmax。而且 k 从不随分布的形状调整：它切掉玩具例子 {cut} 的概率、真实模型在你的提示词上 {real} 的概率，不管分布长什么样，都正好留 k 个。",
+    "k = {k} 时只剩{n}个候选：{top}，没有任何备选：重新归一化后，它的 {p} 变成 {q}。这又是 argmax。而且 k 从不随分布的形状调整：它切掉玩具例子 {cut} 的概率、真实模型在你的提示词上 {real} 的概率，不管分布长什么样，都正好留 k 个。",
   ],
 
   // W-top-p
