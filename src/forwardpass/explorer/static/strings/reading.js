@@ -34,7 +34,7 @@ export default {
     "从你的提示词本身抄来的草稿，每份草稿只读一遍权重就验完"],
   "fold-W-loop-walk": ["the loop's program, line by line, with what each line computes",
     "循环的程序，逐行查看每一行算了什么"],
-  "fold-W-reopen": ["the whole pass in seven ideas, each with the number this page computed for it",
-    "整个前向传播的七个要点，每一条都配上本页算出的数字"],
+  "fold-W-reopen": ["the whole pass idea by idea, each with the number this page computed for it",
+    "整个前向传播逐条回顾，每一条都配上本页算出的数字"],
   "fold-W-loop-cost": ["what the loop costs on the server running this page", "这个循环在运行本页的服务器上的代价"],
 };
