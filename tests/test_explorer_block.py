@@ -229,6 +229,10 @@ def test_split_presets_and_the_prose_on_12d2_and_gpt2s_block(any_page, smollm):
     for n in (7_077_888, 7_087_872, 9_984):  # the two per-block counts, and what lies between them
         assert f"{n:,}" in prose, n
     assert page.locator("#split-d").input_value() == "768"
+    if page.lang == "zh":  # the FFN's two matrices in the mechanism's words; 64 is not GPT-2 small's
+        section = page.locator('[data-widget="W-split"]').evaluate("w => w.closest('section').innerText")
+        assert "上投影一个，下投影一个" in section and "GPT-2 small 的 768，或很窄的 64" in section
+        assert "升维" not in section and "降维" not in section
     # the rule and the exception: the loaded model's own blocks (SwiGLU, shared KV heads) are not two thirds FFN
     p = cost.parameters(smollm.config)
     attention, ffn = p.attention // p.n_layers, p.ffn // p.n_layers

@@ -311,6 +311,12 @@ def test_loop_cost_floors_are_this_machines(pages):
     text = told(page, "W-loop-cost")
     here = api(page, "/api/intensity?prompt=1")["machines"][0]
     assert f"{here['bandwidth'] / 1e9:.1f} GB/s" in text or f"{here['bandwidth'] / 1e9:.2f} GB/s" in text
+    # in Chinese: the growing cache is why the FLOPs grow (not why one token is sent), and no gap before the format
+    page = pages(1280, "zh")
+    set_range(page, "#lc-new", 12)
+    settled(page, "W-loop-cost")
+    text = told(page, "W-loop-cost")
+    assert "所以运算量到最后一次涨到" in text and "因为注意力" not in text and "加载后的权重：" in text
 
 
 def test_the_loop_cost_counts_only_the_calls_that_happen(smollm):

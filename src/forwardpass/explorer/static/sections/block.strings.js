@@ -6,7 +6,7 @@ export default {
   "title-s01": ["2. Inside a block", "2. 块的内部"],
   "intro-s01": [
     "A block runs one short routine twice. It reads the stream, normalizes a copy, runs attention on the copy and adds the result back; then it normalizes a fresh copy, runs the feed-forward network (FFN) on it and adds that back too. Two sublayers, each wrapped in the add-never-replace shape section 1 ended on. This section asks what each of them reads, where their weights sit, and why the norm sits where it does.",
-    "一个块把同一套小流程做两遍：读取残差流，对一份副本做归一化，在副本上跑注意力，再把结果加回去；然后对一份新副本做归一化，在上面跑前馈网络（FFN），结果同样加回去。两个子层，都套在第 1 节结尾那个“只加不换”的形状里。这一节要回答：它们各自读什么，权重放在哪里，归一化为什么放在那个位置。",
+    "一个块把同一套小流程做两遍：读取残差流，对一份副本做归一化，在副本上跑注意力，再把结果加回去；然后对一份新副本做归一化，在上面跑前馈网络（FFN），结果同样加回去。两个子层，都遵循第 1 节结尾那个“只加不换”的模式。这一节要回答：它们各自读什么，权重放在哪里，归一化为什么放在那个位置。",
   ],
   "bridge-s01": [
     "That is the whole stack: N blocks of attention and FFN, each adding into one stream. Section 3 steps out of the top of it and asks what comes out: a score for every token of the vocabulary, and how one of them becomes the next word.",
@@ -149,8 +149,8 @@ export default {
   // W-split
   "title-W-split": ["Where a block's weights live", "块的权重都在哪里"],
   "before-W-split": [
-    "A block of width d keeps 12d² weights in its matrices: attention 4d² (query, key, value and output, each d × d) and the FFN 8d² (a hidden layer four times as wide, paid twice: once going up, once coming down). Drag d_model and watch the two bars, or use the buttons for GPT-2 small's 768 and for 64.",
-    "宽度为 d 的块，矩阵里共有 12d² 个权重：注意力占 4d²（查询、键、值、输出四个矩阵，每个 d × d），FFN 占 8d²（隐藏层宽 4 倍，这笔钱付两次：升维一次，降维一次）。拖动 d_model 看两根条形怎么变，或者用按钮直接跳到 GPT-2 small 的 768 和 64。",
+    "A block of width d keeps 12d² weights in its matrices: attention 4d² (query, key, value and output, each d × d) and the FFN 8d² (a hidden layer four times as wide, paid twice: once going up, once coming down). Drag d_model and watch the two bars, or use the buttons for GPT-2 small's 768 or a narrow 64.",
+    "宽度为 d 的块，矩阵里共有 12d² 个权重：注意力占 4d²（查询、键、值、输出四个矩阵，每个 d × d），FFN 占 8d²（隐藏层宽 4 倍，要用两个矩阵：上投影一个，下投影一个）。拖动 d_model 看两根条形怎么变，或者用按钮直接跳到 GPT-2 small 的 768，或很窄的 64。",
   ],
   "after-W-split": [
     "The share never moves with d: it is a ratio, not a quantity. Whatever the width, two thirds of a block's matrix weights belong to the FFN, as long as the block is built like GPT-2's: an FFN four times as wide, with two matrices. A block built otherwise has its own share, fixed by its shape, not by its width.",
@@ -182,9 +182,9 @@ export default {
   ],
   // the loaded model's block in its own family's words (block.js modelSplit: from its configuration)
   "W-split.why.swiglu": ["its FFN is gated, <code>SwiGLU</code>: a gate and an up projection, the gate through <code>SiLU</code>, the two multiplied, then a down projection, three matrices of d × {hidden} (d = {d})",
-    "它的 FFN 带门控，是 <code>SwiGLU</code>：门控和升维两个投影，门控一路经过 <code>SiLU</code>，两者相乘后再降维，共三个 d × {hidden} 的矩阵（d = {d}）"],
+    "它的 FFN 带门控，是 <code>SwiGLU</code>：门控与上投影两个投影，门控一路经过 <code>SiLU</code>，两者相乘后再经下投影，共三个 d × {hidden} 的矩阵（d = {d}）"],
   "W-split.why.geglu": ["its FFN is gated, <code>GeGLU</code>: a gate and an up projection, the gate through {act}, the two multiplied, then a down projection, three matrices of d × {hidden} (d = {d})",
-    "它的 FFN 带门控，是 <code>GeGLU</code>：门控和升维两个投影，门控一路经过 {act}，两者相乘后再降维，共三个 d × {hidden} 的矩阵（d = {d}）"],
+    "它的 FFN 带门控，是 <code>GeGLU</code>：门控与上投影两个投影，门控一路经过 {act}，两者相乘后再经下投影，共三个 d × {hidden} 的矩阵（d = {d}）"],
   "W-split.act.gelu-tanh": ["<code>GELU</code> (its <code>tanh</code> approximation)", "<code>GELU</code>（<code>tanh</code> 近似）"],
   "W-split.act.gelu": ["<code>GELU</code>", "<code>GELU</code>"],
   "W-split.why.heads": ["its {heads} heads are {hd} numbers wide each, so Q and the output projection are d × {qd}, not d × d",

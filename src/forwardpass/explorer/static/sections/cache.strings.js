@@ -84,7 +84,7 @@ export default {
   ],
   "W-cache-memory.told": [
     "At GPT-3's own context of {full_n} tokens, one sequence's cache comes to {full} in fp16, before a single weight is loaded. Go back to {q_n} tokens and it is {quarter}, exactly a quarter: the formula is linear. Two vectors per block, a key and a value of {d} numbers each, 2 bytes a number, times the tokens in the window.",
-    "GPT-3 自己的上下文是 {full_n} 个词元；用满时，一条序列的缓存在 fp16 精度下就有 {full}——这时还一个权重都没加载。退回到 {q_n} 个词元，是 {quarter}，正好四分之一：公式是线性的。每块两个向量，一个键、一个值，各 {d} 个数，每个数 2 字节，再乘以窗口里的词元数。",
+    "GPT-3 自己的上下文是 {full_n} 个词元；用满时，一条序列的缓存在 fp16 精度下就有 {full}，这还没算上任何权重。退回到 {q_n} 个词元，是 {quarter}，正好四分之一：公式是线性的。每块两个向量，一个键、一个值，各 {d} 个数，每个数 2 字节，再乘以窗口里的词元数。",
   ],
   "W-cache-memory.told-ratio": [
     "At {full_n} tokens one sequence's cache comes to {full}; at {q_n} tokens it is {quarter}, {share} of it.",

@@ -310,6 +310,6 @@ export default {
     "GPT-2 small：{total} 个参数；12 个块里 {blocks} 个（FFN {ffn}，注意力 {attention}），块外 {outside} 个"],
   "W-param-split.told": [
     "About two thirds of them, {share}, live in the {n} blocks, and most of those are the FFNs': {ffnShare} of the blocks, as the block's own split in section 2 said. The other {outShare} are the token and position tables the page has used since its first lookup, and the final norm.",
-    "其中大约三分之二，即 {share}，住在 {n} 个块里；块里的大头又是 FFN，占块内参数的 {ffnShare}，和第 2 节里块的拆分一致。剩下的 {outShare} 是本页从第一次查表起就一直在用的词元表和位置表，外加最终的归一化。",
+    "其中大约三分之二，即 {share}，位于 {n} 个块里；块里的大头又是 FFN，占块内参数的 {ffnShare}，和第 2 节里块的拆分一致。剩下的 {outShare} 是本页从第一次查表起就一直在用的词元表和位置表，外加最终的归一化。",
   ],
 };

@@ -95,7 +95,7 @@ export default {
     "两种循环在某一步选出了不同的词元——这本不该发生。"],
   "W-naive-vs-cached.work": [
     ({ p }) => `Both loops chose the same {n} tokens, so the work is all that differs, and there are two honest ways to count it. As the loops ran, the prompt's prefill counted in both: naive step i (from 1) sends P + i − 1 tokens, Σ (P + i − 1) = {nw}; cached sends ${plural(p, "the {p} prompt token", "the {p} prompt tokens")} at step 1 and one token after, P + n − 1 = {cw}; {w}×. Counting only the steps after the prompt is read, the cached loop at one token a step: {nw} ÷ {n} = {a}×. That second count is the usual way to quote the saving, and the presets below use it ({r0}× at the first token, {r1}× at 12, {r2}× at GPT-2 small's 100); this page gives both counts wherever it shows the ratio.`,
-    "两种循环选出的 {n} 个词元完全相同，差别只在工作量，而工作量有两种诚实的算法。按实际运行来算，两边都计入预填充：朴素循环第 i 步（i 从 1 数起）送入 P + i − 1 个词元，Σ (P + i − 1) = {nw}；缓存循环第 1 步送入提示词的 {p} 个词元，之后每步一个，P + n − 1 = {cw}；是 {w} 倍。如果只算读完提示词之后的各步，缓存循环每步按一个词元计：{nw} ÷ {n} = {a} 倍。后一种是引用这个节省时的通常算法，下面的预设用的也是它（第一个词元 {r0} 倍，第 12 个 {r1} 倍，GPT-2 small 生成 100 个时 {r2} 倍）；本页凡是给出这个比值的地方，两种算法都写出来。",
+    "两种循环选出的 {n} 个词元完全相同，差别只在工作量，而工作量有两种都说得通的算法。按实际运行来算，两边都计入预填充：朴素循环第 i 步（i 从 1 数起）送入 P + i − 1 个词元，Σ (P + i − 1) = {nw}；缓存循环第 1 步送入提示词的 {p} 个词元，之后每步一个，P + n − 1 = {cw}；是 {w} 倍。如果只算读完提示词之后的各步，缓存循环每步按一个词元计：{nw} ÷ {n} = {a} 倍。后一种是引用这个节省时的通常算法，下面的预设用的也是它（第一个词元 {r0} 倍，第 12 个 {r1} 倍，GPT-2 small 生成 100 个时 {r2} 倍）；本页凡是给出这个比值的地方，两种算法都写出来。",
   ],
   "W-naive-vs-cached.miscounted": [
     "Yet the tokens the loops sent, {nw} and {cw}, are not what the formulas give for a {p}-token prompt and {n} steps: Σ (P + i − 1) = {cnw} and P + n − 1 = {ccw}.",

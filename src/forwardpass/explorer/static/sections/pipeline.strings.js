@@ -6,7 +6,7 @@ export default {
   "title-s00": ["1. The pipeline: from text to scores", "1. 流水线：从文字到分数"],
   "intro-s00": [
     "A language model reads text and answers with a score for every token it knows; the highest scores are the likeliest next tokens. Between the text and the scores sit six stages, always the same six: tokenize, look up the embedding and add position, run N identical blocks, normalize, unembed, read off the logits. Attention, the part everyone has heard of, lives inside the blocks. Everything around them is bookkeeping, and the bookkeeping is where the shapes are decided, so that is where we begin.",
-    "语言模型读入一段文字，给它认识的每一个词元各打一个分：分数越高，越可能是下一个词元。从文字到分数，中间永远是同样的六个阶段：分词，查嵌入表并加入位置，依次经过 N 个相同的块，归一化，反嵌入，读出 logits。人人都听说过的注意力就住在块里；块外面的几步都是记账，而张量的形状恰恰是在这些记账里定下来的，所以我们从这里讲起。",
+    "语言模型读入一段文字，给它认识的每一个词元各打一个分：分数越高，越可能是下一个词元。从文字到分数，中间永远是同样的六个阶段：分词，查嵌入表并加入位置，依次经过 N 个相同的块，归一化，反嵌入，读出 logits。大家都听说过的注意力就在块里；块外面的几步只是准备和收尾的簿记，而张量的形状恰恰是在这些簿记里定下来的，所以我们从这里讲起。",
   ],
   "bridge-s00": [
     "Section 2 opens one block and looks at what gets added: two sublayers, what each of them can read, where their weights sit, and where the norm goes.",

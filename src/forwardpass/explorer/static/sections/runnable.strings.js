@@ -71,7 +71,7 @@ export default {
   ],
   "W-loop-cost.told": [
     ({ n }) => `${n === 1 ? "That first call already chooses the one token asked for." : n === 2 ? "The second call runs one token: {last} FLOPs." : "Each later call runs one token, its FLOPs growing to {last} by the last as attention reads a longer cache."} Every call also reads all {weights} of {model}'s weights, and at the server's {bw} that read alone takes {read}: no call can be faster than that, whatever its FLOPs.`,
-    ({ n }) => `${n === 1 ? "第一次调用就已经选出了要的那一个词元。" : n === 2 ? "第二次调用只送一个词元：{last} FLOPs。" : "之后每次调用只送一个词元，因为注意力要读的缓存越来越长，运算量到最后一次长到 {last} FLOPs。"}每次调用还要把 {model} 全部 {weights} 的权重读一遍，按这台服务器 {bw} 的带宽，光这一遍就要 {read}：不管运算量多小，没有哪次调用能比这更快。`,
+    ({ n }) => `${n === 1 ? "第一次调用就已经选出了要的那一个词元。" : n === 2 ? "第二次调用只送一个词元：{last} FLOPs。" : "之后每次调用只送一个词元；不过注意力要读的缓存越来越长，所以运算量到最后一次涨到 {last} FLOPs。"}每次调用还要把 {model} 全部 {weights} 的权重读一遍，按这台服务器 {bw} 的带宽，光这一遍就要 {read}：不管运算量多小，没有哪次调用能比这更快。`,
   ],
   "W-loop-cost.told-bounds": [
     ({ n, calls }) => `So here the prefill is {pbound}${n === 1 ? "." : plural(calls, ", and the one-token call after it is {dbound}: it takes at least {total}.", ", and each one-token call after it is {dbound}: {calls} of them take at least {total} in all.")}`,
@@ -79,7 +79,7 @@ export default {
   ],
   "W-loop-cost.told-assumed": [
     ({ n }) => `${n === 1 ? "That verdict rests" : "Both verdicts rest"} on what was read and measured here: {model}'s weights as loaded, {format}, {per} bytes a weight on average, so ${n === 1 ? "the prefill does" : "a one-token call does"} {i} FLOPs per byte of weights; and this server's ridge of {ridge} FLOPs per byte, its {dtype} matrix rate ({rate}) over its read bandwidth ({bw}).`,
-    ({ n }) => `${n === 1 ? "这个结论" : "这两个结论"}依赖在这里读到和测到的东西：{model} 加载后的权重是 {format}，平均每个权重 {per} 字节，所以${n === 1 ? "预填充" : "一次单词元调用"}每字节权重做 {i} 次运算；以及这台服务器每字节 {ridge} 次运算的分界点，也就是它的 {dtype} 矩阵乘法速度（{rate}）除以读内存带宽（{bw}）。`,
+    ({ n }) => `${n === 1 ? "这个结论" : "这两个结论"}依赖在这里读到和测到的东西：{model} 加载后的权重：{format}，平均每个权重 {per} 字节，所以${n === 1 ? "预填充" : "一次单词元调用"}每字节权重做 {i} 次运算；以及这台服务器每字节 {ridge} 次运算的分界点，也就是它的 {dtype} 矩阵乘法速度（{rate}）除以读内存带宽（{bw}）。`,
   ],
   "W-loop-cost.told-fp16": [
     "With fp16 weights, 2 bytes each as {link} counts GPT-3's, the same call would do {i} FLOPs per byte: {bound} here.",
