@@ -35,7 +35,7 @@ export default {
   ],
   "W-reopen.idea.s03": [
     "The last vector becomes a score for each of the {vocab} vocabulary entries, and a sampler chooses: at T = 1 softmax gives the toy's {word} {mat}; after your prompt the model's favourite next token is {piece}, at {p}.",
-    "最后一个向量变成词表里 {vocab} 个词条各自的分数，再由采样器选择：T = 1 时，softmax 给玩具例子里的 {word} {mat}；在你的提示词之后，模型最看好的下一个词元是 {piece}，{p}。",
+    "最后一个向量变成词表里 {vocab} 个词元各自的分数，再由采样器选择：T = 1 时，softmax 给玩具例子里的 {word} {mat}；在你的提示词之后，模型最看好的下一个词元是 {piece}，{p}。",
   ],
   "W-reopen.idea.s04": [
     "Generating is that pass in a loop. Keeping the keys and values, {steps} greedy steps on your prompt send {cached} tokens through the model instead of {naive}: {ratio}.",
