@@ -261,6 +261,13 @@ def test_block_steps_prose_is_the_models(any_page, smollm):
     zero = "block 0" if page.lang == "en" else "第 0 块"
     assert ("block 1" if page.lang == "en" else "第 1 块") in bars and zero not in bars
     assert zero not in page.locator('[data-widget="W-block-steps"]').inner_text()
+    # a falling norm explained, and which blocks the chart draws: every ⌈N / 10⌉-th from block 1, and the last
+    every = -(-n // 10)
+    drawn = [i + 1 for i in range(n) if i % every == 0 or i == n - 1]
+    assert all(("block" if page.lang == "en" else "第") + f" {b}" in " ".join(bars) for b in drawn)
+    assert ("can make the norm smaller" if page.lang == "en" else "范数也可能变小") in prose
+    assert every == 1 or (f"every {every}th block" if page.lang == "en" else f"每 {every} 块画一块") in prose or (
+        every == 2 and ("odd-numbered" in prose or "奇数块" in prose))
 
 
 @needs_chromium

@@ -146,6 +146,9 @@ def test_the_list_to_copy_is_in_the_pages_language_and_saves_reads(pages, lang):
     try:
         tokens, passes, plain = map(int, NUMBERS[lang].search(readout(page, "W-drafting")).groups())
         assert passes == d["passes"] < tokens == len(d["token_ids"]) and d["same"]
+        # with the list showing, nothing on the section asks the reader to go and try it
+        section = page.locator(WIDGET).evaluate("w => w.closest('section').innerText")
+        assert "try the list" not in section and "试试那份" not in section
     finally:
         page.locator(f'{WIDGET} input[name="dr-source"][value="prompt"]').check()
         idle(page)

@@ -2,6 +2,9 @@
 
 import { plural } from "../lib/i18n.js";
 
+/** the step between the blocks W-block-steps's chart draws (block.js: every ⌈n / 10⌉-th, from block 1) */
+const chartEvery = (n) => Math.max(1, Math.ceil(Number(n) / 10));
+
 export default {
   "title-s01": ["2. Inside a block", "2. 块的内部"],
   "intro-s01": [
@@ -24,9 +27,10 @@ export default {
     "Both branches end the same way: attention adds once, the FFN adds again. That is section 1's invariant, twice in every block; nothing here writes over the stream.",
     "两条支路的结尾一模一样：注意力加一次，FFN 再加一次。这正是第 1 节的那条不变式，在每个块里出现两次；这里没有任何东西覆盖残差流。",
   ],
+  // the chart draws every ⌈n / 10⌉-th block from block 1, and the last (block.js, W-block-steps)
   "W-block-steps.told": [
-    "On your prompt, the last token's stream enters block 1 with norm {in0}; attention adds a vector of norm {a0} and the FFN one of norm {f0}. After all {n} blocks it leaves block {last} with norm {out}, and every change on the way was something added to it.",
-    "在你的提示词上，最后一个词元的残差流以范数 {in0} 进入第 1 块；注意力加进一个范数为 {a0} 的向量，FFN 又加进一个范数为 {f0} 的。走完全部 {n} 个块后，它以范数 {out} 离开第 {last} 块，一路上的每一次变化都是往里加东西。",
+    ({ n }) => `On your prompt, the last token's stream enters block 1 with norm {in0}; attention adds a vector of norm {a0} and the FFN one of norm {f0}. After all {n} blocks it leaves block {last} with norm {out}, and every change on the way was something added to it (a vector added in another direction can make the norm smaller, too).${chartEvery(n) === 1 ? "" : chartEvery(n) === 2 ? " The chart draws the odd-numbered blocks and the last." : ` The chart draws every ${chartEvery(n)}th block from block 1, and the last.`}`,
+    ({ n }) => `在你的提示词上，最后一个词元的残差流以范数 {in0} 进入第 1 块；注意力加进一个范数为 {a0} 的向量，FFN 又加进一个范数为 {f0} 的。走完全部 {n} 个块后，它以范数 {out} 离开第 {last} 块，一路上的每一次变化都是往里加东西（加进去的向量方向不同，范数也可能变小）。${chartEvery(n) === 1 ? "" : chartEvery(n) === 2 ? "图中只画出奇数块和最后一块。" : `图中从第 1 块起每 ${chartEvery(n)} 块画一块，外加最后一块。`}`,
   ],
   "W-block-steps.prev": ["previous step", "上一步"],
   "W-block-steps.next": ["next step", "下一步"],

@@ -171,6 +171,12 @@ function parted(pieces, at, wrong = false) {
   return pieces.map((p, i) => chip(p, at === null || i < at ? "generated" : i === at ? "parts" : wrong ? "off" : "generated"));
 }
 
+/** the numbers in the engine's refusal (kv_cache.py), for the Chinese page's gloss of it */
+function guardSays(message, capacity) {
+  const m = /sequence (\d+) would hold (\d+) tokens but the cache has room for (\d+)/.exec(message);
+  return m ? { seq: m[1], need: m[2], room: m[3] } : { seq: 0, need: capacity + 1, room: capacity };
+}
+
 function drawRing(w, d) {
   const over = d.overwrites.length > 0, first = d.overwrites[0], diff = d.first_difference;
   // the guarded cache: its text is the roomy cache's up to the pair it refused to write (the token at that position
@@ -179,7 +185,7 @@ function drawRing(w, d) {
   const guard = d.guard === null
     ? nodes("W-ring-overflow.room", { capacity: d.capacity, written: d.written })
     : nodes("W-ring-overflow.guard", { capacity: d.capacity, position: d.refused.position, piece: piece(d.refused.piece),
-      message: code(d.guard) });  // the engine's own words, as code, said around in the page's language
+      message: code(d.guard), ...guardSays(d.guard, d.capacity) });  // the engine's own words, as code, said around in the page's language
   q(w.el, ".correct").replaceChildren(...(d.guard === null ? [] : [label("W-ring-overflow.roomy"),
     ...parted(d.correct_pieces, diff)]), label("W-ring-overflow.guarded", { capacity: d.capacity }),
   ...parted(guarded, d.guard === null ? diff : null), para(guard));

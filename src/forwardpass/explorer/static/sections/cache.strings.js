@@ -161,7 +161,7 @@ export default {
   ],
   "W-ring-overflow.guard": [
     "Its text stops there: asked to write position {position} ({piece}), the guarded cache refused and raised an error, in the engine's words: {message}",
-    "它的文字到此为止：要写入位置 {position}（{piece}）时，受保护的缓存拒绝写入并报错。引擎的原话是：{message}",
+    "它的文字到此为止：要写入位置 {position}（{piece}）时，受保护的缓存拒绝写入并报错。引擎的原话是：{message}（意思是：序列 {seq} 将要存 {need} 个词元，但缓存只有 {room} 个位置，也就是上下文长度；缓存绝不会被悄悄覆盖）",
   ],
   "W-ring-overflow.slots": [
     ({ written, prompt }) => `{capacity} slots after ${plural(written, "{written} write", "{written} writes")} (the prompt's {prompt}, then one per step)`,

@@ -24,8 +24,8 @@ export default {
     "用下面这份清单，在 {model} 上经由引擎计算两次：一次带草稿（引擎服务每个请求时都这样做），一次不带。",
   ],
   "before-W-drafting": [
-    "Each box below is one pass of the model and the tokens it added to the text: a green token was drafted and kept, a blue one the model chose itself, one in every pass. Choose a pass (its box, or the slider) to see its draft: where in the text it was copied from, which tokens the model kept, and the first it refused. Then try the list to copy, a text that repeats itself.",
-    "下面每个方框是模型的一遍计算，以及这一遍给文本添上的词元：绿色的是草稿里被保留下来的，蓝色的是模型自己选的，每一遍都有一个。选一遍（点它的方框，或拖动滑块），看它的草稿：从文本哪里抄来，模型保留了哪几个，第一个被拒绝的又是哪个。然后试试那份要照抄的清单，一段自我重复的文字。",
+    "Each box below is one pass of the model and the tokens it added to the text: a green token was drafted and kept, a blue one the model chose itself, one in every pass. Choose a pass (its box, or the slider) to see its draft: where in the text it was copied from, which tokens the model kept, and the first it refused. The text to continue is your prompt or, with the switch, a list to copy: a text that repeats itself.",
+    "下面每个方框是模型的一遍计算，以及这一遍给文本添上的词元：绿色的是草稿里被保留下来的，蓝色的是模型自己选的，每一遍都有一个。选一遍（点它的方框，或拖动滑块），看它的草稿：从文本哪里抄来，模型保留了哪几个，第一个被拒绝的又是哪个。要续写的文字可以是你的提示词，也可以切换成一份要照抄的清单：一段自我重复的文字。",
   ],
   "after-W-drafting": [
     "One read of the weights, several tokens, and the same text: where a text repeats itself, a few extra rows in a pass buy many fewer reads of the weights.",
