@@ -321,3 +321,10 @@ def test_attention_maps_are_ticked_throughout_and_a_long_prompt_keeps_them_short
     assert shown[0] == 0 and shown[-1] == T - 1 and len(shown) >= 6
     assert page.locator("#attention-maps").bounding_box()["height"] <= 1400
     use_prompt(page, smollm, DEFAULT_PROMPT)
+
+
+@needs_chromium
+def test_the_attention_maps_head_counts_say_none_in_words(any_page):
+    """A head count of zero is said in Chinese as 没有一个, never as "0 个"."""
+    prose = told(any_page, "W-attention-map")
+    assert any_page.lang == "en" or ("个头里" in prose and not re.search(r"[，：]0 个", prose))

@@ -111,7 +111,9 @@ export default {
   ],
   "W-attention-map.told": [
     "Read the last row of each map, where the last token, {piece}, looks: in {first} of the {n} heads its heaviest weight is on the first token ({p0}), in {previous} on the token just before it, in {self} on itself, and in {other} somewhere else.",
-    "看每张图的最后一行，也就是最后一个词元 {piece} 看向哪里：{n} 个头里，有 {first} 个把最大权重放在第一个词元（{p0}）上，{previous} 个放在紧挨着的前一个词元上，{self} 个放在它自己身上，{other} 个放在别处。",
+    // a count of none said in words (没有一个), not as "0 个"
+    (v) => { const c = (k) => (Number(v[k]) === 0 ? "没有一个" : `{${k}} 个`);
+      return `看每张图的最后一行，也就是最后一个词元 {piece} 看向哪里：{n} 个头里，${c("first")}把最大权重放在第一个词元（{p0}）上，${c("previous")}放在紧挨着的前一个词元上，${c("self")}放在它自己身上，${c("other")}放在别处。`; },
   ],
   "W-attention-map.hint": ["Hover over or tap a cell to read it; click a row to open it in the table below.",
     "把鼠标移到格子上或轻点格子查看数值；点击一行，在下面的表格里展开。"],

@@ -173,7 +173,7 @@ export default {
   ],
   "before-W-cost-gpt2": [
     "Since blocks and width cancel out, moving to GPT-2 small (12 blocks, d_model 768) changes the ratio only through the setting that comes with it here: a 20-token prompt and up to 200 generated tokens. This chart draws the ratio itself, counted both ways, as the generation grows. Drag out to 100 generated tokens, or press the preset.",
-    "既然块数和宽度会相互抵消，换成 GPT-2 small（12 块，d_model 768）之后，比值只会因为这里随之而来的设定而变：提示词 20 个词元，最多生成 200 个。这张图直接画出比值本身，两种算法各一条线，随生成长度增长。把生成数拖到 100，或者按预设按钮。",
+    "既然块数和宽度在比值里会约掉，换成 GPT-2 small（12 块，d_model 768）之后，比值的变化只来自这里另设的两个数：提示词 20 个词元，最多生成 200 个。这张图直接画出比值本身，两种算法各一条线，随生成长度增长。把生成数拖到 100，或者按预设按钮。",
   ],
   "W-cost-gpt2.preset-100": ["100 tokens", "100 个词元"],
   "W-cost-gpt2.with": ["prefill counted in both loops", "两边都计入预填充"],
@@ -181,7 +181,7 @@ export default {
   "W-cost-gpt2.y": ["naive ÷ cached work", "朴素 ÷ 缓存的工作量"],
   "W-cost-gpt2.told": [
     "At {n0} generated tokens the naive loop has done {a0}× the cached loop's work counting only the steps after the prompt, {w0}× with the prefill counted. No rounding error either way: it is why production systems never re-run the prefix.",
-    "生成到 {n0} 个词元时，只算提示词之后的各步，朴素循环的工作量是缓存循环的 {a0} 倍；计入预填充是 {w0} 倍。不管哪种算法都不是舍入误差——生产系统从不重跑前缀，原因就在这里。",
+    "生成到 {n0} 个词元时，只算提示词之后的各步，朴素循环的工作量是缓存循环的 {a0} 倍；计入预填充是 {w0} 倍。不管按哪种算法，这都不是可以忽略的小差距——生产系统从不重跑前缀，原因就在这里。",
   ],
   "after-W-cost-gpt2": [
     "Each step of the cached loop still reads the whole cache, though: the price moves from recomputing to remembering.",
