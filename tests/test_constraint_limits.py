@@ -25,7 +25,9 @@ from forwardpass.errors import ConstraintError
 
 @pytest.fixture(scope="module")
 def server(smollm):
-    with running_server(smollm, EngineConfig(kv_cache_bytes=64 * 2**20)) as s:
+    # a compile limit well past the slowest refusal here (a regex of a million repeats takes seconds to refuse), so
+    # the library's own message is what a busy machine sees too; the limit itself is tested on servers of its own
+    with running_server(smollm, EngineConfig(kv_cache_bytes=64 * 2**20), constraint_timeout=60.0) as s:
         yield s
 
 

@@ -322,10 +322,10 @@ def test_the_lens_says_only_the_last_block_when_the_answer_comes_there(pages, sm
 
 
 @needs_chromium
-def test_the_seed_is_in_the_pages_language_before_the_first_run(pages):
+def test_the_seed_is_in_the_pages_language(pages):
     page = pages(1280, "zh")
     w = widget(page, "W-greedy-loop")
-    assert w.get_attribute("data-state") == "idle"  # not run yet: the seed it will use is shown all the same
+    assert w.get_attribute("data-state") == "current"  # run once at open, on the seed it shows
     assert w.locator(".s03-seed").inner_text() == "随机种子 1"
     assert "seed" not in w.inner_text().lower()
     page.locator('[data-lang="en"]').click()
