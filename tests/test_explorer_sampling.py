@@ -189,9 +189,10 @@ def toy(temperature=1.0):
 def test_presets_set_the_articles_states(any_page):
     page = any_page
     preset(page, "W-temperature", 1)
-    assert f"mat {100 * toy(1)[0]:.1f}%" == "mat 68.7%" and "mat 68.7%" in readout(page, "W-temperature")
+    mat = "mat" if page.lang == "en" else "“mat”"  # a toy word in Chinese prose stands in quotation marks
+    assert f"{100 * toy(1)[0]:.1f}%" == "68.7%" and f"{mat} 68.7%" in readout(page, "W-temperature")
     preset(page, "W-temperature", 0.1)
-    assert "mat 99.998%" in readout(page, "W-temperature")  # nearly everything, and said so: never "100.0%"
+    assert f"{mat} 99.998%" in readout(page, "W-temperature")  # nearly everything, and said so: never "100.0%"
     preset(page, "W-top-k", 1)
     assert kept_bars(page, "W-top-k") == 1
     # each bar is the probability before the cut, and after the arrow what renormalizing makes of it
@@ -203,7 +204,7 @@ def test_presets_set_the_articles_states(any_page):
     bars = widget(page, "W-top-p").locator(".toy svg text").all_text_contents()
     assert f"68.7% → {100 * probs[0] / (probs[0] + probs[1]):.1f}%" in bars
     text = readout(page, "W-top-p")
-    assert ("2 of 5 toy candidates survive (mat, rug)" if page.lang == "en" else "留下 2 个（mat、rug）") in text
+    assert ("2 of 5 toy candidates survive (mat, rug)" if page.lang == "en" else "留下 2 个（“mat”、“rug”）") in text
 
 
 @needs_chromium
