@@ -37,7 +37,7 @@ def prompts(count: int) -> list[list[int]]:
     """`count` chat prompts as token ids (the default model's tokenizer and template, read without its weights),
     the questions in turn."""
     import forwardpass
-    from forwardpass.tokenizer import Tokenizer
+    from forwardpass.text.tokenizer import Tokenizer
     from forwardpass.weights.gguf_config import open_gguf
 
     reader = open_gguf(forwardpass.default_model_path())

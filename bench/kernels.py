@@ -27,7 +27,7 @@ def measure(rows: list[int], repeats: int) -> list[dict]:
     import torch
 
     from forwardpass import kernels
-    from forwardpass.machine import best_seconds
+    from forwardpass.article.machine import best_seconds
     from forwardpass.quant import GROUP
 
     results = []

@@ -106,8 +106,8 @@ def main() -> None:
     apply_threads(args)
 
     import forwardpass
-    from forwardpass.constraints import Constraint
     from forwardpass.sampling import SamplingParams
+    from forwardpass.structured.constraints import Constraint
 
     fp = forwardpass.load(device=device)
     tok = fp.tokenizer

@@ -56,7 +56,7 @@ def probed_bandwidth(device: str) -> float:
     """memory_bandwidth(), its 256 MB buffer left out of this worker's peak memory (an engine's memory is what it
     holds, not the roofline's probe): the peak so far is kept, and once the buffer is freed Linux's high-water mark is
     reset to the current size (/proc/self/clear_refs). Where that cannot be done the probe stays counted."""
-    from forwardpass.machine import memory_bandwidth, peak_resident_bytes
+    from forwardpass.article.machine import memory_bandwidth, peak_resident_bytes
     global _PEAK_BEFORE_PROBES
     _PEAK_BEFORE_PROBES = max(_PEAK_BEFORE_PROBES, peak_resident_bytes())
     bandwidth = memory_bandwidth(256, 3, device)
@@ -71,7 +71,7 @@ def peak_memory(device: str) -> dict:
     """Peak resident memory of this process, and on a GPU the peak memory its tensors took there (MB). Where /proc
     says it, the process's own high-water mark: ru_maxrss also counts what the driver held when it forked this worker
     (Linux keeps it across exec), so every worker would seem to hold at least the driver's memory."""
-    from forwardpass.machine import peak_resident_bytes
+    from forwardpass.article.machine import peak_resident_bytes
     peak = {"peak_rss_mb": max(_PEAK_BEFORE_PROBES, peak_resident_bytes()) / 2**20}
     if device.startswith("cuda"):
         import torch
@@ -373,7 +373,7 @@ def main() -> None:
         return
     specs = args.only.split(",") if args.only else [f"forwardpass:{s}" for s in STORAGE_MODES] + [
         "transformers", "llama.cpp", "accuracy"]
-    from forwardpass.machine import memory_bandwidth
+    from forwardpass.article.machine import memory_bandwidth
     bandwidth = memory_bandwidth(device=device)
     before = machine(device)
     common = (args.runs, args.omp_wait_policy, device, model, args.long, args.kv_cache_dtype)

@@ -19,7 +19,7 @@ import time
 from common import checked_device, machine
 
 from forwardpass.cli.options import add_device_option, positive_int
-from forwardpass.constraints import COMPACT, Constraint, guidance_tokenizer
+from forwardpass.structured.constraints import COMPACT, Constraint, guidance_tokenizer
 
 SCHEMA = {
     "type": "object",
@@ -99,20 +99,20 @@ def summary(library: str, built: float, compiled: float, times: list[float], ok:
             "accepts_the_document": ok}
 
 
-def decode_rates(pipeline, max_tokens: int) -> dict:
+def decode_rates(loaded, max_tokens: int) -> dict:
     """Decode tokens/s through the engine (each request's tokens after its first, over the time from the last
     request's first token to the end), 1 and 16 requests at once, without and with the bounded schema. Free text
     decodes in greedy bursts; a constrained row runs one token a step (its mask comes between steps)."""
     from forwardpass.engine import Engine, EngineConfig
     from forwardpass.sampling import SamplingParams
 
-    tok = pipeline.tokenizer
+    tok = loaded.tokenizer
     prompts = [tok.encode(tok.apply_chat_template([{"role": "user", "content": f"Describe person {i} as JSON."}]))
                for i in range(16)]
     rates = {}
     for label, constraint in (("free", None), ("json_schema", Constraint("json_schema", BOUNDED))):
         for n in (1, 16):
-            engine = Engine(pipeline, EngineConfig(kv_cache_bytes=2**29))
+            engine = Engine(loaded, EngineConfig(kv_cache_bytes=2**29))
             first, last, tokens = {}, 0.0, 0
             params = SamplingParams(temperature=0, max_tokens=max_tokens, constraint=constraint, ignore_eos=True)
 
@@ -138,12 +138,12 @@ def main() -> None:
     device = checked_device(args.device)
     from forwardpass import load
 
-    pipeline = load(device=device)
-    tok, vocab = pipeline.tokenizer, pipeline.config.vocab_size
+    loaded = load(device=device)
+    tok, vocab = loaded.tokenizer, loaded.config.vocab_size
     ids = tok.encode(json.dumps(DOCUMENT, separators=(",", ":")))
     report = {"benchmark": "structured", "vocab_size": vocab, "document_tokens": len(ids),
               "masks": [llguidance_masks(tok, vocab, ids), xgrammar_masks(tok, vocab, ids)],
-              "decode_tokens_per_s": decode_rates(pipeline, args.max_tokens)} | machine(device)
+              "decode_tokens_per_s": decode_rates(loaded, args.max_tokens)} | machine(device)
     if args.json:
         print(json.dumps(report))
         return

@@ -21,7 +21,7 @@ def pytest_collection_modifyitems(items: list) -> None:
 
 @pytest.fixture(scope="session")
 def smollm():
-    """forwardpass's pipeline on the embedded SmolLM2-135M-Instruct GGUF, in float32 (the reference mode)."""
+    """forwardpass on the embedded SmolLM2-135M-Instruct GGUF, in float32 (the reference mode)."""
     import forwardpass
     return forwardpass.load(storage="fp32")
 

@@ -22,10 +22,10 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_server(pipeline, engine_config: EngineConfig | None = None, api_key: str | None = None,
+def running_server(loaded, engine_config: EngineConfig | None = None, api_key: str | None = None,
                    max_body_bytes: int = 1 << 20, default_max_tokens: int = 1024, embedder=None,
                    constraint_timeout: float = 10.0, sampling: dict | None = None):
-    engine = Engine(pipeline, engine_config or EngineConfig(kv_cache_bytes=256 * 2**20, checked=True))
+    engine = Engine(loaded, engine_config or EngineConfig(kv_cache_bytes=256 * 2**20, checked=True))
     app = build_app(engine, ServerConfig(MODEL, api_key, max_body_bytes, default_max_tokens, constraint_timeout,
                                          sampling or {}), embedder)
     port = free_port()

@@ -15,9 +15,9 @@ from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tok
 from tokenizers import Tokenizer as Backend
 
 import forwardpass
-from forwardpass.byte_level_bpe import LLAMA3_SPLIT, QWEN2_SPLIT
-from forwardpass.hf_tokenizer import HFBackend
-from forwardpass.tokenizer import Tokenizer
+from forwardpass.text.byte_level_bpe import LLAMA3_SPLIT, QWEN2_SPLIT
+from forwardpass.text.hf_tokenizer import HFBackend
+from forwardpass.text.tokenizer import Tokenizer
 from forwardpass.weights.gguf_file import GGUFFile
 
 # the reference's pre-tokenizers: extra splits, then its byte-level step (True: with GPT-2's own split)
@@ -87,8 +87,8 @@ def test_a_character_with_no_token_is_left_out_before_merging():
 
 
 def test_structured_output_needs_an_end_token(fields):
-    from forwardpass.constraints import Constraint, Grammars
     from forwardpass.errors import ConstraintError
+    from forwardpass.structured.constraints import Constraint, Grammars
 
     bare = Tokenizer.from_gguf_fields({k: v for k, v in fields.items() if k != "tokenizer.ggml.eos_token_id"}
                                       | {"tokenizer.ggml.token_type": [1] * len(fields["tokenizer.ggml.tokens"])})
@@ -120,7 +120,7 @@ def test_a_gguf_tokenizer_is_built_without_tokenizers(pairs):
     """In a fresh process: the file's tokenizer encodes (the reference's ids) and `tokenizers` is never imported."""
     text = "hi <|im_start|>user\n12 apples"
     code = ("import sys, forwardpass\nfrom forwardpass.weights.gguf_file import GGUFFile\n"
-            "from forwardpass.tokenizer import Tokenizer\n"
+            "from forwardpass.text.tokenizer import Tokenizer\n"
             "f = GGUFFile(forwardpass.default_model_path()).fields\n"
             f"print(Tokenizer.from_gguf_fields(f).encode({text!r}), 'tokenizers' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -125,7 +125,8 @@ def test_a_process_peak_memory_is_its_own_not_its_parents():
     (ru_maxrss would report the parent's 512 MB too)."""
     held = bytearray(512 * 2**20)
     held[::4096] = b"\1" * len(held[::4096])  # every page written: resident
-    out = subprocess.run([sys.executable, "-c", "from forwardpass.machine import peak_resident_bytes as p; print(p())"],
+    read = "from forwardpass.article.machine import peak_resident_bytes as p; print(p())"
+    out = subprocess.run([sys.executable, "-c", read],
                          capture_output=True, text=True, check=True)
     assert 0 < int(out.stdout) < 256 * 2**20
     del held

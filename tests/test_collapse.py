@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forwardpass.collapse import Loop, detect_loop
+from forwardpass.article.collapse import Loop, detect_loop
 from forwardpass.loop import generate
 from forwardpass.sampling import SamplingParams
 

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from server_helpers import free_port, running_server
 
-from forwardpass import constraints
-from forwardpass.constraints import Constraint, Grammars
 from forwardpass.engine import EngineConfig
 from forwardpass.errors import ConstraintError
+from forwardpass.structured import constraints
+from forwardpass.structured.constraints import Constraint, Grammars
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +152,7 @@ def test_a_limit_met_while_generating_is_a_400_or_an_error_event(server, monkeyp
     constraint's fault, never a 500."""
     url, engine = server
     monkeypatch.setattr(constraints, "PROBE_STEPS", 0)
-    engine.grammars = Grammars(engine.pipeline.tokenizer, engine.pipeline.config.vocab_size)  # nothing cached
+    engine.grammars = Grammars(engine.loaded.tokenizer, engine.loaded.config.vocab_size)  # nothing cached
     body = {"messages": [{"role": "user", "content": "Some JSON please."}], "max_tokens": 8, "temperature": 0}
     body |= schema_format(optional_integers(1000))
     r = httpx.post(url + "/v1/chat/completions", json=body, timeout=60)

@@ -24,10 +24,10 @@ needs_chromium = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian'
 
 
 @contextlib.contextmanager
-def explorer(pipeline, others=None):
-    """The explorer on `pipeline` (and the models `others` names) on a free port, as `forwardpass explore` starts it
+def explorer(loaded, others=None):
+    """The explorer on `loaded` (and the models `others` names) on a free port, as `forwardpass explore` starts it
     (its opening answers prepared in the background): its address."""
-    with served(build_explorer(pipeline, others, prepare=True)) as url:
+    with served(build_explorer(loaded, others, prepare=True)) as url:
         yield url
 
 

@@ -19,7 +19,7 @@ from test_explorer_fixtures import (
     use_prompt,
 )
 
-from forwardpass.collapse import detect_loop
+from forwardpass.article.collapse import detect_loop
 from forwardpass.explorer import compute, greedy, lens, story
 from forwardpass.loop import generate
 from forwardpass.sampling import SEED_CANDIDATES, SamplingParams, probabilities

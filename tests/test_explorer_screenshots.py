@@ -23,11 +23,11 @@ SHOTS = [("explorer.png", "en", 1280, 1000, None), ("explorer-zh.png", "zh", 128
          ("explorer-390.png", "en", 390, 844, ATTENTION), ("explorer-zh-390.png", "zh", 390, 844, ATTENTION)]
 
 
-def take(pipeline, out: Path, others: dict | None = None) -> list[Path]:
-    """The four screenshots of the explorer on `pipeline` (and the models `others` names), written into `out`."""
+def take(loaded, out: Path, others: dict | None = None) -> list[Path]:
+    """The four screenshots of the explorer on `loaded` (and the models `others` names), written into `out`."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    with chromium() as browser, explorer(pipeline, others) as url:
+    with chromium() as browser, explorer(loaded, others) as url:
         pages = {}
         for name, lang, width, height, target in SHOTS:
             if lang not in pages:

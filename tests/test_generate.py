@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from forwardpass import Transformer, preset
-from forwardpass.detokenize import TextStream
 from forwardpass.errors import ContextLengthError, ForwardpassError
 from forwardpass.loaded import LoadedModel
 from forwardpass.loop import Generation, generate
 from forwardpass.sampling import SamplingParams
+from forwardpass.text.detokenize import TextStream
 
 GREEDY = SamplingParams(temperature=0, max_tokens=24)
 

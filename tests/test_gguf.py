@@ -93,7 +93,7 @@ def test_the_type_table_is_ggufs_own_and_reading_a_file_does_not_import_gguf():
 
     assert {t.name: t.value for t in GGMLQuantizationType} == {t.name: t.value for t in GGMLType}
     assert {t.value: size for t, size in GGML_QUANT_SIZES.items()} == {t.value: s for t, s in BLOCK_SIZES.items()}
-    code = ("import sys; from forwardpass.weights.native import read_native; from forwardpass.packaged import "
+    code = ("import sys; from forwardpass.weights.native_read import read_native; from forwardpass.packaged import "
             "default_model_path; from forwardpass.weights.opened import open_model; "
             "read_native(open_model(default_model_path())); "
             "print(sorted({'gguf', 'torch'} & set(sys.modules)))")

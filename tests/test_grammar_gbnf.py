@@ -15,10 +15,10 @@ import pytest
 from cli_helpers import in_process
 from server_helpers import MODEL, openai_fixtures
 
-from forwardpass.constraints import Constraint, Grammars
 from forwardpass.errors import ConstraintError
 from forwardpass.loop import generate
 from forwardpass.sampling import SamplingParams
+from forwardpass.structured.constraints import Constraint, Grammars
 
 YES_NO = 'root ::= "yes" | "no"'
 # a character class, bounded repetition and a rule reference: three numbers of 1 to 3 digits

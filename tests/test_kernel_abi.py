@@ -96,10 +96,10 @@ def test_the_tiles_take_their_sizes_from_the_abi():
     """The modules that lay out tiles and their scales read abi.py's BLOCK, GROUP and OCTET, not their values written
     again."""
     from forwardpass.quant import layers, packed, tiles
-    from forwardpass.weights import native
+    from forwardpass.weights import native_read
 
     uses = {kernels: ("BLOCK", "GROUP", "OCTET"), packed: ("BLOCK", "GROUP", "OCTET"), tiles: ("BLOCK", "GROUP"),
-            layers: ("BLOCK", "GROUP"), native: ("BLOCK", "GROUP")}
+            layers: ("BLOCK", "GROUP"), native_read: ("BLOCK", "GROUP")}
     for module, names in uses.items():
         for name in names:
             assert vars(module).get(name) == getattr(abi, name), f"{module.__name__} does not import abi.{name}"

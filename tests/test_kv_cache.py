@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from forwardpass import KVCache, Transformer, preset
-from forwardpass.bugs import NaiveRingCache, StuckPositionCache
+from forwardpass.article.bugs import NaiveRingCache, StuckPositionCache
 from forwardpass.errors import ContextLengthError, InvariantError
 
 

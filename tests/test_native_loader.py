@@ -1,6 +1,7 @@
-"""The native loader (weights/native.py): a GGUF file read into the native step's model without PyTorch describes the
-same model, bit for bit, as the PyTorch loader's Transformer (the same tiles, scales, norms and RoPE tables, so the
-same logits); where it does not apply it says why, and `backend="auto"` builds the PyTorch model instead."""
+"""The native loader (weights/native_read.py): a GGUF file read into the native step's model without PyTorch
+describes the same model, bit for bit, as the PyTorch loader's Transformer (the same tiles, scales, norms and RoPE
+tables, so the same logits); where it does not apply it says why, and
+`backend="auto"` builds the PyTorch model instead."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from gguf import GGMLQuantizationType as Q
 
 import forwardpass
-from forwardpass.engine.native import NativeStep
+from forwardpass.engine.native_step import NativeStep
 from forwardpass.engine.paged import BlockPool
 from forwardpass.errors import ForwardpassError
 from forwardpass.weights.native_model import from_torch
@@ -38,7 +39,7 @@ def test_the_native_loader_describes_the_pytorch_loaders_model_bit_for_bit(kind,
     """Every block format the synthetic files write with finite scales (Q4_1: the default model, below), and a Q4_K_M
     mix (4-bit Q and K beside 8-bit V, widened; scales per 16 weights beside factored ones), in bands of 16 rows: the
     same logits at every position, bit for bit."""
-    from forwardpass.weights import native as native_module
+    from forwardpass.weights import native_read as native_module
 
     monkeypatch.setattr(native_module, "BAND_WEIGHTS", 16 * 256)  # several bands to a tensor
     mixed = {"mixed": Q4_K_M, "kind": Q.Q4_K} if kind == "Q4_K_M" else {"kind": kind}

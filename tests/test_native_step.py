@@ -1,4 +1,4 @@
-"""The native step (engine/native.py) against the PyTorch blocks it stands in for, over the engine's paged pool (a
+"""The native step (engine/native_step.py) against the PyTorch blocks it stands in for, over the engine's paged pool (a
 single sequence is a pool of one): the same logits and the same K and V in every storage mode, on odd widths, with
 biases, any grouped-query grouping and every family it runs, over float32, float16 and q8_0 pools; the greedy token
 torch's
@@ -24,7 +24,7 @@ import forwardpass
 from forwardpass import Transformer, kernels
 from forwardpass.config import ModelConfig
 from forwardpass.engine import BlockPool
-from forwardpass.engine.native import NativeStep
+from forwardpass.engine.native_step import NativeStep
 from forwardpass.engine.paged import PagedBatch
 from forwardpass.engine.rows import BLOCKS, NATIVE, Chunk, Rows
 from forwardpass.engine.runner import Runner, native_step
@@ -804,7 +804,7 @@ def test_prefill_through_the_step_splits_long_chunks_exactly(monkeypatch, storag
     bits of one call, and logits and pairs within float32 rounding of the PyTorch blocks'. One call of 32 rows has its
     threads prepare each product's rows between them (SPLIT_ROWS), five rows each prepares all: the same bits, with
     quantized and float weights."""
-    import forwardpass.engine.native as native
+    import forwardpass.engine.native_step as native
 
     model = bound(tiny_llama(False), storage)
     prompts = [list(range(1, 30)), [7, 8, 9]]

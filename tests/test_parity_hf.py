@@ -194,10 +194,10 @@ def test_the_engine_generates_what_the_naive_loop_does(pair):
     those of the naive loop, which recomputes everything each step: windows, QK-norm, biases, scaled RoPE
     included."""
     _, fp = pair
-    pipeline = LoadedModel(fp, None, "random weights", {})
+    loaded = LoadedModel(fp, None, "random weights", {})
     prompt = torch.randint(0, VOCAB, (20,), generator=torch.Generator().manual_seed(5)).tolist()
     params = SamplingParams(temperature=0, max_tokens=12)
-    assert generate(pipeline, prompt, params).token_ids == generate(pipeline, prompt, params, naive=True).token_ids
+    assert generate(loaded, prompt, params).token_ids == generate(loaded, prompt, params, naive=True).token_ids
 
 
 def test_attention_weights_are_transformers(pair):

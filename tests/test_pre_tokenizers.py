@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import forwardpass
 from forwardpass.errors import TokenizerError
-from forwardpass.tokenizer import Tokenizer
+from forwardpass.text.tokenizer import Tokenizer
 from forwardpass.weights.gguf_file import GGUFFile
 
 TEXTS = ["12345 apples and 3.14159", "I'll say we've THEY'RE done", "e\u0301te\u0301 (decomposed) and été",

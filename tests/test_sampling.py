@@ -307,10 +307,10 @@ def test_the_sampler_and_the_grammar_mask_run_without_pytorch():
         import sys
         sys.modules["torch"] = None  # any `import torch` now raises
         import numpy as np
-        from forwardpass.constraints import Constraint, Grammars
+        from forwardpass.structured.constraints import Constraint, Grammars
         from forwardpass.sampling import SamplingParams, make_generator, next_token
-        from forwardpass.byte_level_bpe import BYTE_CHARS
-        from forwardpass.tokenizer import Tokenizer
+        from forwardpass.text.byte_level_bpe import BYTE_CHARS
+        from forwardpass.text.tokenizer import Tokenizer
 
         tokens = BYTE_CHARS + ["<|im_end|>"]  # one token a byte, then an end-of-turn token
         tok = Tokenizer.from_gguf_fields({"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.tokens": tokens,

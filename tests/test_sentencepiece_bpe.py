@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forwardpass.errors import TokenizerError
-from forwardpass.tokenizer import Tokenizer
+from forwardpass.text.tokenizer import Tokenizer
 
 spm = pytest.importorskip("sentencepiece")
 from sentencepiece import sentencepiece_model_pb2 as pb  # noqa: E402

@@ -9,11 +9,11 @@ import pytest
 from stepping import run
 
 from forwardpass import kernels
-from forwardpass.constraints import Constraint
 from forwardpass.engine import BlockPool, Engine, EngineConfig
 from forwardpass.engine.speculation import MOST_K, PAUSE, PRIOR_SHARE, Drafter, Lookup, Predicted, StepCost, best_k
 from forwardpass.errors import ForwardpassError
 from forwardpass.sampling import SamplingParams
+from forwardpass.structured.constraints import Constraint
 
 PASSAGE = ("The river rises in the northern hills, runs south past the old mill and the stone bridge, and reaches "
            "the sea at the harbour town, where the fishing boats come in at dawn and the market opens at six.")

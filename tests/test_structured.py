@@ -13,10 +13,10 @@ import openai
 import pytest
 from server_helpers import MODEL, running_server
 
-from forwardpass.constraints import Constraint, Grammars
 from forwardpass.errors import ConstraintError, ForwardpassError
 from forwardpass.loop import Generation, generate
 from forwardpass.sampling import SamplingParams
+from forwardpass.structured.constraints import Constraint, Grammars
 
 PERSON = {
     "type": "object",

@@ -9,15 +9,15 @@ The names whose modules need PyTorch are imported on first use: `import forwardp
 refuses its options or only reads a file's metadata, start without it.
 """
 
-from . import cost
+from .article import cost
 from .config import PRESETS, ModelConfig, preset
 from .errors import ContextLengthError, ForwardpassError, InvariantError, ModelFileError, TokenIdError
-from .lazy import lazy_names
+from .lazy_imports import lazy_names
 from .packaged import default_model_path
 
 LAZY = {"Generation": "loop", "GenerationResult": "loop", "generate": "loop", "LLM": "loop", "KVCache": "kv_cache",
         "Transformer": "model", "LoadedModel": "loaded", "load": "loader", "SamplingParams": "sampling_params",
-        "Tokenizer": "tokenizer"}
+        "Tokenizer": "text.tokenizer"}
 
 __getattr__ = lazy_names(__name__, LAZY, globals())
 

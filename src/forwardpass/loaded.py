@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import torch
 
     from .model import Transformer
-    from .tokenizer import Tokenizer
+    from .text.tokenizer import Tokenizer
     from .weights.native_model import NativeModel
 
 

@@ -38,7 +38,7 @@ def load(path: str | Path | None = None, device: str | torch.device | None = "cp
     does (where the native kernels run them: on the CPU; elsewhere "stored" means fp32), or as fp32, bf16, fp16,
     int8 (blocks of 32) or q4 (4-bit blocks). `dtype` instead makes every tensor,
     and all arithmetic, that dtype (give one or the other). On the CPU the engine runs a float32 model through
-    the native step (engine/native.py) where it applies. `kv_cache_dtype` stores the engine's KV pairs as float32,
+    the native step (engine/native_step.py) where it applies. `kv_cache_dtype` stores the engine's KV pairs as float32,
     float16 (half the memory and the bytes attention reads; each pair rounded once) or q8_0 (blocks of 32 int8 values
     and a float16 scale: 34 bytes per 32 numbers, a head_dim multiple of 32); "auto" is float16 where the weights are
     quantized blocks, else the model's dtype (LoadedModel.kv_format).
@@ -64,7 +64,7 @@ def load(path: str | Path | None = None, device: str | torch.device | None = "cp
     why = "the PyTorch model was asked for" if backend == "torch" else native_refusal(
         path, device, dtype, checked, storage)
     if why is None:
-        from .weights.native import NotNative, read_native
+        from .weights.native_read import NotNative, read_native
 
         try:
             model, tokenizer, metadata = read_native(opened, ctx_size, progress)

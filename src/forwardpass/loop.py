@@ -16,11 +16,11 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-from .collapse import Loop, detect_loop
-from .detokenize import TextStream
+from .article.collapse import Loop, detect_loop
 from .errors import ForwardpassError
 from .loaded import LoadedModel
 from .sampling import SamplingParams, TokenLogprob, make_generator, next_token
+from .text.detokenize import TextStream
 
 
 @dataclass
@@ -60,14 +60,14 @@ class GenerationResult:
 class Generation:
     """One generation, streamed: iterate for text as it is produced; `.result` once it is done."""
 
-    def __init__(self, pipeline: LoadedModel, prompt: str | list[int], params: SamplingParams | None = None,
+    def __init__(self, loaded: LoadedModel, prompt: str | list[int], params: SamplingParams | None = None,
                  naive: bool = False, speculative: str = "ngram"):
-        self.pipeline, self.params, self.naive = pipeline, params or SamplingParams(), naive
+        self.loaded, self.params, self.naive = loaded, params or SamplingParams(), naive
         self.speculative = speculative  # the engine's drafting (EngineConfig.speculative)
         if not isinstance(prompt, str) and not all(isinstance(i, int) and not isinstance(i, bool) for i in prompt):
             raise ForwardpassError("a prompt is text or token ids; to answer chat messages, use fp.chat(messages)")
-        self.prompt_ids = pipeline.encode(prompt) if isinstance(prompt, str) else list(prompt)
-        pipeline.check_prompt(self.prompt_ids)
+        self.prompt_ids = loaded.encode(prompt) if isinstance(prompt, str) else list(prompt)
+        loaded.check_prompt(self.prompt_ids)
         if naive and self.params.constraint is not None:
             raise ForwardpassError("structured output runs on the cached loop (the engine), not the naive one")
         self.result: GenerationResult | None = None
@@ -82,13 +82,13 @@ class Generation:
         requests are."""
         from .engine import BlockPool, Engine, EngineConfig
 
-        pipeline, prompt, p = self.pipeline, self.prompt_ids, self.params
-        room = min(p.max_tokens, pipeline.config.context_length - len(prompt))  # tokens this generation may choose
-        config = EngineConfig(max_num_seqs=1, prefix_caching=False, checked=getattr(pipeline.model, "checked", False),
+        loaded, prompt, p = self.loaded, self.prompt_ids, self.params
+        room = min(p.max_tokens, loaded.config.context_length - len(prompt))  # tokens this generation may choose
+        config = EngineConfig(max_num_seqs=1, prefix_caching=False, checked=getattr(loaded.model, "checked", False),
                               speculative=self.speculative)
         blocks = -(-(len(prompt) + room) // config.block_size)
-        config.kv_cache_bytes = blocks * BlockPool.block_bytes(pipeline.config, config.block_size, pipeline.kv_format())
-        engine = Engine(pipeline, config)
+        config.kv_cache_bytes = blocks * BlockPool.block_bytes(loaded.config, config.block_size, loaded.kv_format())
+        engine = Engine(loaded, config)
         outputs: list = []
         engine.submit(prompt, replace(p, max_tokens=room), outputs.append)
         result = GenerationResult(prompt, [], "", "length", "cached")
@@ -123,7 +123,7 @@ class Generation:
     def _run(self) -> Iterator[str]:
         """The naive loop (seed §04): no cache kept between steps, every step runs every layer on every token so
         far. The same tokens as the cached loop, at the work cost.py counts for it. It calls the PyTorch model."""
-        if self.pipeline.native:
+        if self.loaded.native:
             raise ForwardpassError("the naive loop runs the PyTorch model: load with backend='torch'")
         import torch
 
@@ -132,10 +132,10 @@ class Generation:
     def _naive(self) -> Iterator[str]:
         import torch
 
-        p, model, prompt = self.params, self.pipeline.model, self.prompt_ids
-        context = self.pipeline.config.context_length
-        eos = p.end_ids(self.pipeline.tokenizer.eos_ids if self.pipeline.tokenizer is not None else [])
-        text = TextStream(self.pipeline.tokenizer, p.stop) if self.pipeline.tokenizer is not None else None
+        p, model, prompt = self.params, self.loaded.model, self.prompt_ids
+        context = self.loaded.config.context_length
+        eos = p.end_ids(self.loaded.tokenizer.eos_ids if self.loaded.tokenizer is not None else [])
+        text = TextStream(self.loaded.tokenizer, p.stop) if self.loaded.tokenizer is not None else None
         generator = make_generator(p)
         result = GenerationResult(prompt, [], "", "length", "naive")
         room = min(p.max_tokens, context - len(prompt))  # tokens this generation may choose
@@ -175,10 +175,10 @@ class Generation:
         self.result = result
 
 
-def generate(pipeline: LoadedModel, prompt: str | list[int], params: SamplingParams | None = None,
+def generate(loaded: LoadedModel, prompt: str | list[int], params: SamplingParams | None = None,
              naive: bool = False, speculative: str = "ngram") -> GenerationResult:
     """Run a whole generation and return its result."""
-    g = Generation(pipeline, prompt, params, naive, speculative)
+    g = Generation(loaded, prompt, params, naive, speculative)
     for _ in g:
         pass
     return g.result

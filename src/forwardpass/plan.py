@@ -27,9 +27,9 @@ def probe(model: str | None, storage: str | None, device: str, prompt: int, new:
     """In this process: load the model and time rounds of b concurrent requests of `prompt` and `new` tokens."""
     import numpy as np
 
+    from .article.machine import peak_resident_bytes
     from .engine import Engine, EngineConfig
     from .loader import load
-    from .machine import peak_resident_bytes
     from .sampling import SamplingParams
 
     fp = load(model, device=device, storage=storage, backend="auto")  # as a replica loads it

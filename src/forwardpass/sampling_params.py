@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from .errors import ForwardpassError
 
 if TYPE_CHECKING:
-    from .constraints import Constraint
+    from .structured.constraints import Constraint
 
 
 MAX_SEED = 2**63 - 1  # seeds run 0..MAX_SEED

@@ -7,7 +7,7 @@ import math
 import sys
 from pathlib import Path
 
-from .. import cost
+from ..article import cost
 from ..config import PRESETS, ModelConfig, preset
 from ..errors import ForwardpassError
 from ..packaged import NAMED, default_model_path, model_id, resolve_model
@@ -110,7 +110,7 @@ def run(args) -> int:
     data["model"] = typed if path is None else model_id(typed, path)  # a preset's name, or the id a server serves
     data["name"] = c.name
     if args.measure:
-        from ..measure import measure
+        from ..article.measure import measure
         data["measured"] = measure(c, path, args.prompt, args.new, args.device, progress=not args.json)
     if args.plan:
         from ..plan import measure_replica, plan
@@ -121,7 +121,7 @@ def run(args) -> int:
                                    args.threads_per_replica)
         data["plan"] = plan(measured, args.rate, args.threads_per_replica) | {"measured": measured}
     if args.plot:
-        from ..cost_plot import plot
+        from ..article.cost_plot import plot
         plot(c, context, args.dtype, args.plot)
         data["plot"] = args.plot
     if args.json:

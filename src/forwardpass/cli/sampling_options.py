@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from ..errors import ConstraintError, ForwardpassError
 
 if TYPE_CHECKING:
-    from ..constraints import Constraint
     from ..sampling_params import SamplingParams
+    from ..structured.constraints import Constraint
 
 
 def add_sampling_options(p: argparse.ArgumentParser, max_tokens: int = 128) -> None:
@@ -79,7 +79,7 @@ def constraint(args) -> Constraint | None:
             raise ConstraintError(f"--json-schema is not JSON: {e}") from None
     else:
         return None
-    from ..constraints import Constraint  # the grammar library (PyTorch waits for the first mask)
+    from ..structured.constraints import Constraint  # the grammar library (PyTorch waits for the first mask)
 
     c = Constraint(kind, spec)
     try:

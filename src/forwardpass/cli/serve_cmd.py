@@ -192,7 +192,7 @@ def hosting(args, models: list, config, engine_config: dict, flags: dict):
     engine they configure, under --max-models (where the command has it) and the memory budget."""
     from ..engine import EngineConfig
     from ..server.registry import Registry
-    from ..server.served import estimate, opener
+    from ..server.to_engine import estimate, opener
 
     load_options = {"device": args.device, "storage": args.storage, "kv_cache_dtype": args.kv_cache_dtype,
                     "ctx_size": args.ctx_size, "backend": "auto"}

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..config import SPECULATIVE_MODES
-from ..constraints import Grammars
 from ..loaded import LoadedModel
+from ..structured.constraints import Grammars
 from .intake import Intake
 from .metrics import EngineMetrics
 from .outputs import Outputs
@@ -46,13 +46,13 @@ class EngineConfig:
 class Engine(Intake):
     """The requests' way in (intake.py), and the loop: admit, schedule, run, hand on; step by step."""
 
-    def __init__(self, pipeline: LoadedModel, config: EngineConfig | None = None,
+    def __init__(self, loaded: LoadedModel, config: EngineConfig | None = None,
                  wake: threading.Event | None = None):
-        self.pipeline, self.config = pipeline, config or EngineConfig()
-        c, model = pipeline.config, pipeline.model
-        kv = pipeline.kv_format()
+        self.loaded, self.config = loaded, config or EngineConfig()
+        c, model = loaded.config, loaded.model
+        kv = loaded.kv_format()
         num_blocks = max(1, self.config.kv_cache_bytes // BlockPool.block_bytes(c, self.config.block_size, kv))
-        self.pool = BlockPool(c, num_blocks, self.config.block_size, kv, pipeline.device, self.config.prefix_caching)
+        self.pool = BlockPool(c, num_blocks, self.config.block_size, kv, loaded.device, self.config.prefix_caching)
         if self.config.speculative not in SPECULATIVE_MODES:
             raise ValueError(f"speculative must be one of {', '.join(SPECULATIVE_MODES)}, got "
                              f"{self.config.speculative!r}")
@@ -62,7 +62,7 @@ class Engine(Intake):
         self.outputs = Outputs(self.scheduler, self.metrics, c.context_length)
         self.runner = Runner(model, self.pool, self.config.checked)
         self.steps = Steps(self.runner, self.scheduler, self.outputs)
-        self.grammars = Grammars(pipeline.tokenizer, c.vocab_size)  # structured output's compiled constraints
+        self.grammars = Grammars(loaded.tokenizer, c.vocab_size)  # structured output's compiled constraints
         self._open(wake)
         self._thread: threading.Thread | None = None
         self._stop = False

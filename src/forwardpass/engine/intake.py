@@ -11,15 +11,15 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..constraints import Grammar
 from ..errors import EngineUnavailableError
 from ..sampling import SamplingParams
+from ..structured.constraints import Grammar
 from .admission import check_request, new_sequence, token_room
 from .sequence import RequestOutput
 
 if TYPE_CHECKING:
-    from ..constraints import Grammars
     from ..loaded import LoadedModel
+    from ..structured.constraints import Grammars
     from .engine import EngineConfig
     from .metrics import EngineMetrics
     from .outputs import Outputs
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 class Intake:
-    pipeline: LoadedModel
+    loaded: LoadedModel
     config: EngineConfig
     pool: BlockPool
     scheduler: Scheduler
@@ -46,11 +46,11 @@ class Intake:
 
     def check_request(self, prompt_ids: list[int], params: SamplingParams) -> None:
         """Raise a clear error, before anything is queued, for a request that can never be served."""
-        check_request(self.pipeline, self.pool, prompt_ids, params)
+        check_request(self.loaded, self.pool, prompt_ids, params)
 
     def token_room(self, prompt_ids: list[int]) -> int:
         """The most tokens a request with this prompt may ask for: what the context and the pool leave."""
-        return token_room(self.pipeline, self.pool, prompt_ids)
+        return token_room(self.loaded, self.pool, prompt_ids)
 
     def submit(self, prompt_ids: list[int], params: SamplingParams, on_output: Callable[[RequestOutput], None],
                grammar: Grammar | None = None, arrival: float | None = None) -> str:
@@ -61,7 +61,7 @@ class Intake:
         self.check_request(prompt_ids, params)
         if params.constraint is not None and grammar is None:
             grammar = self.grammars.compile(params.constraint)
-        seq = new_sequence(self.pipeline, f"req-{next(self._ids)}", prompt_ids, params, on_output,
+        seq = new_sequence(self.loaded, f"req-{next(self._ids)}", prompt_ids, params, on_output,
                            grammar if params.constraint is not None else None, arrival, self.config.request_timeout)
         with self._admission:  # never queued after a failed loop took its last look at the inbox
             self.check_available()

@@ -17,7 +17,7 @@ import weakref
 from ..errors import ForwardpassError
 from ..weights.native_model import NativeModel, from_torch
 from .blocks_step import BlocksStep
-from .native import NativeStep
+from .native_step import NativeStep
 from .paged import BlockPool
 from .rows import Capabilities, Rows, StepOutput
 

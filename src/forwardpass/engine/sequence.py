@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..constraints import Matcher
-from ..detokenize import TextStream
 from ..sampling import SamplingParams, TokenLogprob
+from ..structured.constraints import Matcher
+from ..text.detokenize import TextStream
 from .speculation import Drafter
 
 

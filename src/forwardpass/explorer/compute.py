@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import cost
-from ..bugs import NaiveRingCache, StuckPositionCache
-from ..collapse import detect_loop
+from ..article import cost
+from ..article.bugs import NaiveRingCache, StuckPositionCache
+from ..article.collapse import detect_loop
 from ..config import preset
 from ..errors import ContextLengthError, ForwardpassError
 from ..loaded import LoadedModel
@@ -26,7 +26,7 @@ from ..sampling import (
     top_p_mask,
     values,
 )
-from ..utf8 import characters
+from ..text.utf8 import characters
 from .toy import TOYS
 from .trace import trace
 

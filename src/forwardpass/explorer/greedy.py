@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from ..collapse import Loop, detect_loop
+from ..article.collapse import Loop, detect_loop
 from ..engine import BlockPool, Engine, EngineConfig
 from ..loaded import LoadedModel
 from ..loop import generate

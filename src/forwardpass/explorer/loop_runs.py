@@ -8,7 +8,7 @@ import time
 
 import torch
 
-from .. import cost
+from ..article import cost
 from ..config import preset
 from ..engine import BlockPool, EngineConfig
 from ..loaded import LoadedModel

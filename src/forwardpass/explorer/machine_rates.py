@@ -10,9 +10,9 @@ import time
 
 import torch
 
+from ..article.machine import matmul_rate, memory_bandwidth
 from ..engine import BlockPool
 from ..loaded import LoadedModel
-from ..machine import matmul_rate, memory_bandwidth
 from ..model import RotaryEmbedding
 
 # Published peak rates (dense 16-bit tensor-core FLOP/s, memory bandwidth in bytes/s) from the makers' datasheets:

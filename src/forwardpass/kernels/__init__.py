@@ -2,8 +2,8 @@
 
 Matrix-vector products over weights as they are stored — fp32, fp16, bf16, 8- and 4-bit blocks (`gemv.h`;
 `gemv.c` runs a decode step's few rows at a time), a whole decode step in one call (`decode_step.c`, driven by
-`forwardpass.engine.native`), quantized tiles back to float32 for prefill (`dequantize.c`), and a read of memory in
-concurrent streams (`stream_read.c`, the bandwidth roof of `forwardpass.machine`), and a file's blocks in the
+`forwardpass.engine.native_step`), quantized tiles back to float32 for prefill (`dequantize.c`), and a read of memory in
+concurrent streams (`stream_read.c`, the bandwidth roof of `forwardpass.article.machine`), and a file's blocks in the
 formats it names (repack_formats) straight into the tiles the products read (`repack.c`, for loading).
 
 One source, four builds of its vector operations (`simd.h`): avx512 (F, BW, VL and VNNI), avx2 (with FMA and

@@ -1,7 +1,7 @@
 """A matrix's integer tiles as the native kernels read them (kernels/gemv.h), in numpy: `Tiles` for a band of rows,
 `Packed` for the whole matrix, and `pack` joining a matrix's bands into one — the one place where bands of different
 formats (scales float16, float32, factored or per 16 weights; minimums or a symmetric grid's zero) meet. The PyTorch
-layer (layers.QuantizedLinear) holds a Packed matrix; the native loader (weights/native.py) builds them without
+layer (layers.QuantizedLinear) holds a Packed matrix; the native loader (weights/native_read.py) builds them without
 PyTorch."""
 
 from __future__ import annotations

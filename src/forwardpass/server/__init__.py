@@ -3,7 +3,7 @@
 The app and its server are imported on first use: what the replicas' ingress takes from here (auth, body, errors)
 needs neither PyTorch nor the engine."""
 
-from ..lazy import lazy_names
+from ..lazy_imports import lazy_names
 
 LAZY = {"ServerConfig": "app", "build_app": "app", "make_server": "serve"}
 __getattr__ = lazy_names(__name__, LAZY, globals())

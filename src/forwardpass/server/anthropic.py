@@ -11,9 +11,9 @@ from fastapi.responses import StreamingResponse
 
 from ..engine import RequestOutput
 from . import messages, tools
-from .front import Front
 from .messages import MessagesInput, MessagesRequest
-from .served import Served, constraint_errors, engine_error, off_loop
+from .request_checks import Front
+from .to_engine import Served, constraint_errors, engine_error, off_loop
 
 
 def router(front: Front) -> APIRouter:

@@ -1,6 +1,6 @@
 """The HTTP API over the engine: OpenAI's /v1/models, /v1/completions, /v1/chat/completions (plain or SSE streams),
 /v1/responses and /v1/embeddings, Anthropic's /v1/messages, /tokenize and /detokenize, /health and /metrics, one
-module each over one request → engine path (served.py). Every error is a JSON body in the API's own shape; the
+module each over one request → engine path (to_engine.py). Every error is a JSON body in the API's own shape; the
 server keeps serving.
 
 A request's engine work ends with it: a client that goes away (streaming or not) has its requests aborted and
@@ -24,11 +24,11 @@ from . import anthropic as anthropic_api
 from . import completions, embeddings, page, responses, status, tokens
 from .access_log import AccessLog
 from .errors import APIError
-from .front import Front
 from .quoting import CONTROLS, shown
 from .registry import Leases, Registry
-from .served import Served, ServerConfig
+from .request_checks import Front
 from .submission import GraceOver
+from .to_engine import Served, ServerConfig
 
 if TYPE_CHECKING:  # the embedding model needs PyTorch; a server without one never imports it
     from ..embeddings import Embedder

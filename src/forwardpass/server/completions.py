@@ -14,9 +14,9 @@ from ..engine import RequestOutput
 from ..sampling import SamplingParams
 from . import tools
 from .errors import APIError
-from .front import Front
 from .protocol import ChatCompletionRequest, CompletionRequest
-from .served import COMPLETION_MAX_TOKENS, Served, constraint_errors, engine_error, off_loop
+from .request_checks import Front
+from .to_engine import COMPLETION_MAX_TOKENS, Served, constraint_errors, engine_error, off_loop
 
 
 def router(front: Front) -> APIRouter:

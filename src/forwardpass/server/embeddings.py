@@ -8,8 +8,8 @@ import base64
 from fastapi import APIRouter, Request
 
 from .errors import APIError
-from .front import Front
 from .protocol import EmbeddingRequest
+from .request_checks import Front
 
 
 def router(s: Front) -> APIRouter:

@@ -11,10 +11,10 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Field, StrictBool, Tag, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from ..constraints import Constraint
 from ..errors import ConstraintError
 from ..sampling import SamplingParams
 from ..server_defaults import applied
+from ..structured.constraints import Constraint
 from . import tools
 from .protocol import ChatMessage, Strict, Text, Tool, bounded
 from .quoting import quoted

@@ -8,11 +8,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from ..constraints import Constraint
 from ..errors import ConstraintError
 from ..sampling import SamplingParams
 from ..sampling_params import MAX_COUNT, MAX_SEED, RANGES
 from ..server_defaults import applied
+from ..structured.constraints import Constraint
 from . import tools
 from .quoting import quoted
 

@@ -26,7 +26,7 @@ from ..errors import ForwardpassError
 from ..weights import return_freed_memory
 from .errors import APIError
 from .roster import Roster, unavailable
-from .served import Served
+from .to_engine import Served
 
 log = logging.getLogger("forwardpass.server")
 
@@ -67,7 +67,7 @@ class Registry(Roster):
     @classmethod
     def of(cls, served: Served) -> Registry:
         """A registry of one model, already loaded, never unloaded."""
-        registry = cls([ModelSpec(served.name, served.engine.pipeline.source)])
+        registry = cls([ModelSpec(served.name, served.engine.loaded.source)])
         registry.loaded[served.name] = served
         return registry
 

@@ -19,13 +19,13 @@ from ..errors import ForwardpassError
 from ..sampling import SamplingParams
 from .completions import chat_reply
 from .errors import APIError
-from .front import Front
 from .quoting import quoted
+from .request_checks import Front
 from .responses_chat import ResponsesChat, chat_messages, chat_request, item_id, items_of, listed_items
 from .responses_events import response_events
 from .responses_request import UNSUPPORTED, ResponsesRequest
 from .responses_store import ResponseStore, Stored
-from .served import Served, constraint_errors, engine_error, off_loop
+from .to_engine import Served, constraint_errors, engine_error, off_loop
 
 # the chat route's fields, as a Responses request names them where an error points at one
 PARAMS = {"messages": "input", "max_tokens": "max_output_tokens", "response_format": "text.format"}

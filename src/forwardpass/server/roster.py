@@ -16,7 +16,7 @@ from ..catalog import ModelSpec, describe
 from ..errors import ForwardpassError
 from .errors import APIError
 from .quoting import quoted
-from .served import Served
+from .to_engine import Served
 
 REASON_CHARS = 300  # a failure's reason, as refusals and the listing quote it, is cut past this
 

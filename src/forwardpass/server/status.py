@@ -11,8 +11,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from ..errors import EngineUnavailableError
 from .errors import APIError
 from .exposition import labelled
-from .front import Front
 from .quoting import quoted
+from .request_checks import Front
 
 UNKNOWN = {"family": "unknown", "quantization": "unknown", "context_length": None}  # a file that cannot be read
 

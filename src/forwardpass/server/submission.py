@@ -17,7 +17,7 @@ from ..sampling import SamplingParams
 from .access_log import Tally
 
 if TYPE_CHECKING:
-    from ..constraints import Grammar
+    from ..structured.constraints import Grammar
 
 
 async def client_gone(request: Request) -> None:

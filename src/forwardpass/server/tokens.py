@@ -6,9 +6,9 @@ from fastapi import APIRouter, Request
 
 from . import tools
 from .errors import APIError
-from .front import Front
 from .protocol import DetokenizeRequest, TokenizeRequest
-from .served import constraint_errors, off_loop
+from .request_checks import Front
+from .to_engine import constraint_errors, off_loop
 
 
 def router(front: Front) -> APIRouter:

@@ -17,8 +17,8 @@ import uuid
 
 from pydantic_core import from_json
 
-from ..constraints import COMPACT, Constraint
 from ..errors import ConstraintError
+from ..structured.constraints import COMPACT, Constraint
 from .quoting import quoted
 
 OPEN, CLOSE = "<tool_call>\n", "\n</tool_call>"

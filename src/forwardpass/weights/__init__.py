@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # reading a file's config needs neither
     import torch
 
     from ..quant import Blocks
-    from ..tokenizer import Tokenizer
+    from ..text.tokenizer import Tokenizer
     from .opened import OpenedModel
 
 

@@ -15,7 +15,7 @@ from ..models import Family, GGUFMetadata, by_gguf_arch
 from .gguf_file import GGUFFile, NotGGUF, Truncated
 
 if TYPE_CHECKING:
-    from ..tokenizer import Tokenizer
+    from ..text.tokenizer import Tokenizer
 
 
 def not_gguf(path: Path, magic: bytes) -> ModelFileError:
@@ -78,7 +78,7 @@ def tokenizer_and_metadata(reader: GGUFFile, family: Family) -> tuple[Tokenizer 
     """A file's tokenizer (None where it has none) and what the loaders report of it (its format, its tensor types,
     the sampling it recommends); then its metadata's Python values are let go (about 10 MB for a large vocabulary):
     only the tensors are left."""
-    from ..tokenizer import Tokenizer
+    from ..text.tokenizer import Tokenizer
 
     fields = {k: v for k, v in reader.fields.items() if k.startswith("tokenizer.")}
     tokenizer = Tokenizer.from_gguf_fields(fields, family.chat_template) if "tokenizer.ggml.tokens" in fields else None

@@ -16,7 +16,7 @@ from .gguf_file import GGUFFile
 from .hf_config import safetensors_config
 
 if TYPE_CHECKING:
-    from ..tokenizer import Tokenizer
+    from ..text.tokenizer import Tokenizer
 
 
 @dataclass(eq=False)
@@ -37,7 +37,7 @@ class OpenedModel:
             if self.gguf is not None:
                 self._described = tokenizer_and_metadata(self.gguf, self.family)
             else:
-                from ..tokenizer import Tokenizer
+                from ..text.tokenizer import Tokenizer
 
                 directory = self.path if self.path.is_dir() else self.path.parent
                 self._described = (Tokenizer.from_directory(directory),

@@ -6,12 +6,12 @@ import os
 
 import torch
 
+from ..config import ModelConfig
+from ..devices import resolve_device
+from ..errors import ForwardpassError
+from ..loaded import LoadedModel
+from ..loader import load
 from . import cost
-from .config import ModelConfig
-from .devices import resolve_device
-from .errors import ForwardpassError
-from .loaded import LoadedModel
-from .loader import load
 from .machine import matmul_rate, memory_bandwidth
 
 MAX_RANDOM_BYTES = 8 * 2**30  # presets get random weights (speed does not depend on their values)
@@ -20,9 +20,9 @@ MAX_RANDOM_BYTES = 8 * 2**30  # presets get random weights (speed does not depen
 def measure(c: ModelConfig, path: str | None, prompt: int, new: int, device: str = "cpu",
             progress: bool = False) -> dict:
     """Measure bandwidth and matmul rate, predict the model's fp32 prefill and decode rates, then run it."""
-    from .loop import generate
-    from .model import Transformer
-    from .sampling import SamplingParams
+    from ..loop import generate
+    from ..model import Transformer
+    from ..sampling import SamplingParams
 
     dev = resolve_device(device)
     if path is not None:

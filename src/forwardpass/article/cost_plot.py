@@ -7,8 +7,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from . import cost  # noqa: E402
-from .config import ModelConfig  # noqa: E402
+from .. import cost  # noqa: E402
+from ..config import ModelConfig  # noqa: E402
 
 
 def plot(c: ModelConfig, context: int, dtype: str, path: str) -> None:

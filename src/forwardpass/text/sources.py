@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import ModelFileError, UnsupportedModelError
 from .byte_level_bpe import GPT2_SPLIT, LLAMA3_SPLIT, QWEN2_SPLIT, ByteLevelBPE
-from .errors import ModelFileError, UnsupportedModelError
 from .sentencepiece_bpe import SentencePieceBPE
 
 if TYPE_CHECKING:

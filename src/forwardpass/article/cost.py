@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from .config import ModelConfig
-from .errors import ForwardpassError
+from ..config import ModelConfig
+from ..errors import ForwardpassError
 
 GiB = 2**30
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field, replace
 
 from fastapi import Request
 
-from ..constraints import Constraint, Grammar
 from ..engine import Engine, RequestOutput
 from ..engine.sequence import Error
 from ..errors import ConstraintError, ForwardpassError
 from ..sampling import SamplingParams
+from ..structured.constraints import Constraint, Grammar
 from . import tools
 from .errors import APIError
 from .submission import Submission
@@ -68,7 +68,7 @@ class Served:
         self.engine, self.config = engine, config
         self.name = name or config.model_name
         self.sampling = config.sampling if sampling is None else sampling
-        self.tokenizer, self.context = engine.pipeline.tokenizer, engine.pipeline.config.context_length
+        self.tokenizer, self.context = engine.loaded.tokenizer, engine.loaded.config.context_length
         self.leases = 0  # requests holding it (registry.py): it is not unloaded while any does
         self.weight_bytes = self.kv_bytes = 0  # what it holds in memory (counted against the registry's budget)
 
@@ -178,7 +178,7 @@ def opener(config: ServerConfig, load_options: dict, engine_config, flags: dict)
 def estimate(spec, storage: str, kv_bytes: int) -> int:
     """The bytes a model will hold once loaded, before it is: its file's size where it keeps the file's storage (or
     its parameters at the storage's bytes per weight), and its KV pool."""
-    from ..cost import BYTES_PER_WEIGHT, parameters
+    from ..article.cost import BYTES_PER_WEIGHT, parameters
     from ..weights import read_config
     path = spec.path
     if storage in BYTES_PER_WEIGHT:

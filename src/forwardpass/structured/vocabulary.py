@@ -4,7 +4,7 @@ reads llama.cpp's, the end token, and the encoder for text."""
 
 from __future__ import annotations
 
-from .errors import ConstraintError
+from ..errors import ConstraintError
 
 
 class _View:

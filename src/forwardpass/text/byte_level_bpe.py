@@ -20,9 +20,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .errors import ModelFileError
-from .guidance_view import guidance_view
-from .whole_pieces import WholePieces, encoded
+from ..errors import ModelFileError
+from ..structured.vocabulary import guidance_view
+from .special_pieces import WholePieces, encoded
 
 # GPT-2's split (the byte-level pre-tokenizer's own), and Llama 3's and Qwen2's, which replace it
 GPT2_SPLIT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -164,7 +164,7 @@ class ByteLevelBPE:
         return raw.decode("utf-8", errors="replace")
 
     def guidance(self, eos_ids: list[int]):
-        """What llguidance builds its view of the vocabulary from (guidance_view.py)."""
+        """What llguidance builds its view of the vocabulary from (structured/vocabulary.py)."""
         return guidance_view(self, eos_ids)
 
 

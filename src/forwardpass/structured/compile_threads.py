@@ -1,5 +1,5 @@
 """The threads constraints compile on: each with a stack deep enough for the grammar library's recursion over the
-largest constraint constraint_limits admits, several times over, and in lanes, so that a small constraint never
+largest constraint limits.py admits, several times over, and in lanes, so that a small constraint never
 waits behind large ones (a compile cannot be stopped once the library has begun it, and a large one takes seconds).
 
 A thread's stack is address space, not memory: its pages are taken only as deep as a compile goes, and given back

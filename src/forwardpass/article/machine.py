@@ -33,7 +33,7 @@ def memory_bandwidth(megabytes: int = 512, repeats: int = 5, device: str | torch
     one sequential stream per thread), and keep the faster."""
     import torch
 
-    from . import kernels
+    from .. import kernels
 
     x = torch.ones(megabytes * 2**20 // 4, dtype=torch.float32, device=device)
     seconds = best_seconds(lambda: x.sum(), repeats)

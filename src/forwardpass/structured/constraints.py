@@ -10,8 +10,8 @@ unless max_tokens or a stop string cuts it first.
 
 Compiling a constraint (`Grammars.compile`) can take seconds for a large schema, and some of the library's limits
 (a grammar row of more than 2,000 items, a grammar that allows no text) only show once a mask is computed. So a
-constraint is measured first and refused past what the library takes safely (constraint_limits.py), compiled once,
-on a thread of its own with a deep stack (grammar_threads.py: the library recurses as deep as a grammar's chains of
+constraint is measured first and refused past what the library takes safely (structured/limits.py), compiled once,
+on a thread of its own with a deep stack (compile_threads.py: the library recurses as deep as a grammar's chains of
 rules), its first masks computed along a short probe walk, and the result kept in a cache bounded by count and size;
 every sequence that uses it starts from a copy. The library releases Python's lock while it builds and masks, so
 compiling beside the event loop leaves it free.
@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import grammar_threads
-from .constraint_limits import MAX_GRAMMAR_SIZE, check_gbnf, check_lark, check_schema
-from .errors import ConstraintError
+from ..errors import ConstraintError
+from . import compile_threads
+from .limits import MAX_GRAMMAR_SIZE, check_gbnf, check_lark, check_schema
 
 if TYPE_CHECKING:
-    from .tokenizer import Tokenizer
+    from ..text.tokenizer import Tokenizer
 
 KINDS = ("json_schema", "json_object", "regex", "grammar", "gbnf", "choice")
 PROBE_STEPS = 8  # masks computed, along the lowest allowed tokens, before a compiled constraint is accepted
@@ -115,7 +115,7 @@ class Constraint:
         import llguidance
 
         text, limits = self.grammar(), _limits(verbose_errors=True)
-        problem = grammar_threads.call(lambda: llguidance.LLMatcher.validate_grammar(text, limits=limits))
+        problem = compile_threads.call(lambda: llguidance.LLMatcher.validate_grammar(text, limits=limits))
         if problem and not problem.startswith("WARNING"):
             raise ConstraintError(self.invalid(problem))
 
@@ -292,7 +292,7 @@ class Grammar:
 class Grammars:
     """The compiled constraints of one model's vocabulary: each compiled once however many requests, choices and
     prompts use it (a second request for one being compiled waits for that compile), and the latest kept for reuse
-    within MAX_GRAMMARS and MAX_CACHED_BYTES. Compiles run on grammar_threads' lanes: constraints of up to SMALL_SPEC
+    within MAX_GRAMMARS and MAX_CACHED_BYTES. Compiles run on compile_threads' lanes: constraints of up to SMALL_SPEC
     characters in one, larger ones in the other, so that large ones can only keep each other waiting."""
 
     def __init__(self, tokenizer: Tokenizer | None, vocab_size: int):
@@ -300,8 +300,8 @@ class Grammars:
         self._lock = threading.Lock()
         self._done: OrderedDict[tuple, Grammar | str] = OrderedDict()  # a compiled constraint, or why it cannot be
         self._running: dict[tuple, list[Future]] = {}  # each compile not yet done: the futures waiting for it
-        self._small = grammar_threads.Lane("forwardpass-grammar")
-        self._large = grammar_threads.Lane("forwardpass-grammar-large")
+        self._small = compile_threads.Lane("forwardpass-grammar")
+        self._large = compile_threads.Lane("forwardpass-grammar-large")
 
     def compile(self, constraint: Constraint) -> Grammar:
         return self.submit(constraint).result()

@@ -1,4 +1,4 @@
-"""What every request meets first: the key, the JSON body read and checked, and the model it names (served.py's
+"""What every request meets first: the key, the JSON body read and checked, and the model it names (to_engine.py's
 Served, from the registry, loaded if it is not) — each failure in the API's own terms."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from .errors import APIError
 from .protocol import UNSUPPORTED
 from .quoting import quoted
 from .registry import Registry
-from .served import Served, ServerConfig
+from .to_engine import Served, ServerConfig
 
 if TYPE_CHECKING:  # the embedding model needs PyTorch; a server without one never imports it
     from ..embeddings import Embedder

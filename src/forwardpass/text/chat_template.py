@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .errors import UnsupportedModelError
+from ..errors import UnsupportedModelError
 
 
 def render_chat(template: str, messages: list[dict], add_generation_prompt: bool, tools: list[dict] | None,

@@ -1,7 +1,7 @@
 """Tokenize (stage 1 of the pipeline): text ↔ token ids, built from the model file's own vocabulary — byte-level BPE
 (byte_level_bpe.py) and SentencePiece BPE (sentencepiece_bpe.py) by our own encoders, a checkpoint's tokenizer.json
 through Hugging Face `tokenizers` (hf_tokenizer.py) — plus special tokens and the chat template. What it is built
-from is read by tokenizer_sources.py; the chat template is rendered by chat_template.py.
+from is read by text/sources.py; the chat template is rendered by chat_template.py.
 
 A backend answers: encode(text, specials) → ids, decode(ids) → text, token_to_id, id_to_token, token_bytes, and
 vocab_size, special_ids, missing_bytes (bytes it has no token for), guidance() (llguidance's view of it)."""
@@ -14,9 +14,9 @@ import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import TokenIdError, TokenizerError, UnsupportedModelError
 from .chat_template import marked, render_chat
-from .errors import TokenIdError, TokenizerError, UnsupportedModelError
-from .tokenizer_sources import TokenizerParts, directory_parts, gguf_parts
+from .sources import TokenizerParts, directory_parts, gguf_parts
 from .utf8 import characters
 
 if TYPE_CHECKING:

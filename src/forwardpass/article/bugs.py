@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from .kv_cache import KVCache
+from ..kv_cache import KVCache
 
 
 class NaiveRingCache(KVCache):

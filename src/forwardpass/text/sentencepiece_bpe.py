@@ -19,10 +19,10 @@ from string import hexdigits
 
 import numpy as np
 
-from .errors import TokenizerError
-from .guidance_view import guidance_view
+from ..errors import TokenizerError
+from ..structured.vocabulary import guidance_view
+from .special_pieces import WholePieces, encoded
 from .utf8 import characters
-from .whole_pieces import WholePieces, encoded
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6  # GGUF's token types, SentencePiece's order
 
@@ -156,7 +156,7 @@ class SentencePieceBPE:
         return bytes([byte]) if byte is not None else piece.replace("▁", " ").encode()
 
     def guidance(self, eos_ids: list[int]):
-        """What llguidance builds its view of the vocabulary from (guidance_view.py)."""
+        """What llguidance builds its view of the vocabulary from (structured/vocabulary.py)."""
         return guidance_view(self, eos_ids)
 
 

@@ -6,14 +6,14 @@ faster than a grammar's symbols, and past 65,535 symbols an assertion of its own
 Lark grammars are counted in symbols and JSON schemas in objects and arrays, cheaply and without recursion, and
 refused past these limits, at the line where a grammar passes them. A count bounds the depth too (each level of
 recursion takes at least one symbol), so what is admitted compiles on a stack that holds the deepest of it several
-times over (grammar_threads.py), within seconds."""
+times over (compile_threads.py), within seconds."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from .errors import ConstraintError
+from ..errors import ConstraintError
 
 MAX_GRAMMAR_SYMBOLS = 20_000  # a GBNF or Lark grammar's rule names and references, literals, classes, groups
 MAX_SCHEMA_NODES = 10_000  # a JSON schema's objects and arrays

@@ -1,0 +1,1 @@
+"""Structured output: a grammar's mask on the logits, token by token (llguidance), and what it is given."""

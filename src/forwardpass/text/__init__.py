@@ -1,0 +1,1 @@
+"""Tokenizers, chat templates and detokenizing: text to ids and back."""
