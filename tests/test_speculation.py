@@ -167,7 +167,7 @@ def test_concurrent_requests_with_preemption_are_the_same(smollm):
 
 
 def test_an_unknown_mode_is_refused(smollm):
-    with pytest.raises(ValueError, match="speculative must be one of ngram, off, got 'eagle'"):
+    with pytest.raises(ValueError, match="speculative must be one of suffix, ngram, off, got 'eagle'"):
         drafting_engine(smollm, "eagle")
 
 

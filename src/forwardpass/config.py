@@ -12,8 +12,9 @@ STORAGE_MODES = ("stored", "fp32", "bf16", "fp16", "int8", "q4")
 # the engine's KV pool: auto (float16 for quantized weights, else the model's dtype), or one of these; q8_0: blocks of
 # 32 int8 values with a float16 scale each (kv_q8_0.py)
 KV_CACHE_DTYPES = ("auto", "float32", "float16", "q8_0")
-# the engine's drafting (engine/speculation.py): by prompt lookup, or none
-SPECULATIVE_MODES = ("ngram", "off")
+# the engine's drafting (engine/speculation.py): by prompt lookup and from recent requests of the same API key
+# (engine/suffix_drafts.py), by prompt lookup alone, or none
+SPECULATIVE_MODES = ("suffix", "ngram", "off")
 
 
 @dataclass(frozen=True)

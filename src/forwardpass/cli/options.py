@@ -20,9 +20,11 @@ def add_threads_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_speculative_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--speculative", choices=SPECULATIVE_MODES, default="ngram",
-                   help="ngram (default): draft each request's next tokens from its own text and verify them in one "
-                        "step (the same output, faster where it repeats its input); off: one token per step")
+    p.add_argument("--speculative", choices=SPECULATIVE_MODES, default="suffix",
+                   help="suffix (default): draft each request's next tokens from its own text and from what recent "
+                        "requests of the same API key and user continued with, and verify them in one step (the same "
+                        "output, faster where it repeats its input or earlier answers); ngram: from its own text "
+                        "only; off: one token per step")
 
 
 def apply_threads(args: argparse.Namespace) -> None:

@@ -42,7 +42,7 @@ def token_room(loaded: LoadedModel, pool: BlockPool, prompt_ids: list[int]) -> i
 
 def new_sequence(loaded: LoadedModel, request_id: str, prompt_ids: list[int], params: SamplingParams,
                  on_output: Callable[[RequestOutput], None], grammar: Grammar | None, arrival: float | None,
-                 timeout: float | None) -> Sequence:
+                 timeout: float | None, partition: str = "") -> Sequence:
     """The request as the engine keeps it: its sampler, its text stream, its end-of-turn ids, its grammar's matcher
     (`grammar`: params.constraint compiled), when it arrived and when its time runs out."""
     tok = loaded.tokenizer
@@ -52,4 +52,4 @@ def new_sequence(loaded: LoadedModel, request_id: str, prompt_ids: list[int], pa
     return Sequence(request_id, list(prompt_ids), params, make_generator(params),
                     TextStream(tok, params.stop) if tok is not None else None, on_output, eos, arrival,
                     arrival + timeout if timeout is not None else None,
-                    grammar.matcher() if grammar is not None else None, Drafter(predicted=predicted))
+                    grammar.matcher() if grammar is not None else None, partition, Drafter(predicted=predicted))

@@ -27,6 +27,7 @@ from .runner import Runner
 from .scheduler import Scheduler
 from .sequence import Error
 from .steps import Steps
+from .suffix_drafts import SuffixDrafts
 
 log = logging.getLogger("forwardpass.engine")
 
@@ -40,7 +41,8 @@ class EngineConfig:
     prefix_caching: bool = True
     checked: bool = False  # assert the pool's invariants after every step, and at every cache write
     request_timeout: float | None = None  # seconds from arrival after which a request is ended ("abort")
-    speculative: str = "ngram"  # "ngram": drafts by prompt lookup, verified in the native step; "off"
+    speculative: str = "suffix"  # "suffix": drafts by prompt lookup and from recent requests (suffix_drafts.py),
+    # verified in the native step; "ngram": by prompt lookup alone; "off"
 
 
 class Engine(Intake):
@@ -57,9 +59,11 @@ class Engine(Intake):
             raise ValueError(f"speculative must be one of {', '.join(SPECULATIVE_MODES)}, got "
                              f"{self.config.speculative!r}")
         self.scheduler = Scheduler(self.pool, self.config.max_num_seqs, self.config.max_num_batched_tokens,
-                                   c.context_length, self.config.speculative == "ngram")
+                                   c.context_length, self.config.speculative != "off")
         self.metrics = EngineMetrics()
         self.outputs = Outputs(self.scheduler, self.metrics, c.context_length)
+        if self.config.speculative == "suffix":  # finished requests feed it (outputs.py), admitted ones draft from it
+            self.outputs.history = SuffixDrafts(loaded.source)
         self.runner = Runner(model, self.pool, self.config.checked)
         self.steps = Steps(self.runner, self.scheduler, self.outputs)
         self.grammars = Grammars(loaded.tokenizer, c.vocab_size)  # structured output's compiled constraints

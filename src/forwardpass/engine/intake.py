@@ -53,16 +53,18 @@ class Intake:
         return token_room(self.loaded, self.pool, prompt_ids)
 
     def submit(self, prompt_ids: list[int], params: SamplingParams, on_output: Callable[[RequestOutput], None],
-               grammar: Grammar | None = None, arrival: float | None = None) -> str:
+               grammar: Grammar | None = None, arrival: float | None = None, partition: str = "") -> str:
         """Queue a request; `on_output` is called from the engine's thread for every step's output. `grammar`:
         params.constraint already compiled (`grammars.submit`), else it is compiled here (a grammar that cannot be
         is the caller's error). `arrival`: when the request arrived, if before now (its time limit counts from
-        then)."""
+        then). `partition`: whose recent requests it may draft from (an API key's hash, an end user; "" one shared by
+        every request that names none): never another's."""
         self.check_request(prompt_ids, params)
         if params.constraint is not None and grammar is None:
             grammar = self.grammars.compile(params.constraint)
         seq = new_sequence(self.loaded, f"req-{next(self._ids)}", prompt_ids, params, on_output,
-                           grammar if params.constraint is not None else None, arrival, self.config.request_timeout)
+                           grammar if params.constraint is not None else None, arrival, self.config.request_timeout,
+                           partition)
         with self._admission:  # never queued after a failed loop took its last look at the inbox
             self.check_available()
             self._inbox.put(("add", seq))
@@ -95,6 +97,8 @@ class Intake:
         while not self._inbox.empty():
             action, payload = self._inbox.get_nowait()
             if action == "add":
+                if self.outputs.history is not None:  # here, in the engine's thread, the one that changes histories
+                    payload.drafter.history = self.outputs.history.partition(payload.partition)
                 self.outputs.sequences[payload.request_id] = payload
                 self.scheduler.add(payload)
                 self.metrics.prompt_tokens.inc(len(payload.prompt_ids))

@@ -12,6 +12,7 @@ from ..sampling import next_token
 from .metrics import EngineMetrics
 from .scheduler import Scheduler
 from .sequence import Error, RequestOutput, Sequence
+from .suffix_drafts import SuffixDrafts
 
 log = logging.getLogger("forwardpass.engine")
 
@@ -20,6 +21,7 @@ class Outputs:
     def __init__(self, scheduler: Scheduler, metrics: EngineMetrics, context_length: int):
         self.scheduler, self.metrics, self.context_length = scheduler, metrics, context_length
         self.sequences: dict[str, Sequence] = {}  # every request admitted and not yet ended, by id
+        self.history: SuffixDrafts | None = None  # recent requests' text, drafted from (speculative "suffix")
 
     def sample(self, seq: Sequence, logits: Any, greedy: int | None = None) -> None:
         """Choose seq's next token from its logits ((vocab_size,) float32, a numpy array or a tensor; `greedy`: their
@@ -104,6 +106,8 @@ class Outputs:
         self.scheduler.remove(seq)
         self.sequences.pop(seq.request_id, None)
         self.metrics.e2e_latency.observe(time.perf_counter() - seq.arrival)
+        if self.history is not None and reason in ("stop", "length"):  # what it said, for its partition's next ones
+            self.history.add(seq.partition, seq.token_ids)
         self.emit(seq, self.output(seq, token, text, logprob, reason, error))
 
     def end_overdue(self, drain_at: float | None, timeout: float | None) -> None:

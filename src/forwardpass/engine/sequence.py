@@ -55,6 +55,7 @@ class Sequence:
     arrival: float = field(default_factory=time.perf_counter)
     deadline: float | None = None  # perf_counter time past which the engine ends it (the server's time limit)
     matcher: Matcher | None = None  # structured output: where the text is in its grammar
+    partition: str = ""  # whose recent requests it may draft from and feeds (suffix_drafts.py): "" one shared
     drafter: Drafter = field(default_factory=Drafter)  # speculative decoding's lookup and draft length (speculation.py)
     # the block tables'
     blocks: list[int] = field(default_factory=list)

@@ -14,6 +14,9 @@ A request may also give the output it expects (OpenAI's `prediction`, as token i
 drafts then come from that text first, wherever the answer is in it (Predicted), and from its own text where the
 answer has left it.
 
+Where the engine keeps them (`speculative="suffix"`), drafts may also come from what recent requests continued with:
+their prompts and outputs, in the request's own partition (suffix_drafts.py; never another API key's or model's).
+
 Each request drafts the k that promises the most tokens per unit of step time, from how often its drafted positions are
 kept and what a draft row costs beside the step (StepCost, fitted to the steps seen); where no k pays, it drafts nothing
 but a one-token probe now and then (rarer after each that fails), so free prose pays almost nothing."""
@@ -21,6 +24,8 @@ but a one-token probe now and then (rarer after each that fails), so free prose 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from .suffix_drafts import History
 
 NGRAMS = (3, 2, 1)  # the suffix lengths looked up, longest first
 MOST_K = 8  # the longest draft
@@ -142,13 +147,15 @@ class Odds:
 
 @dataclass
 class Drafter:
-    """One request's drafting: its lookup (and its predicted output, if it gave one), how often each one's drafted
-    positions are kept, and when it next probes after its drafts stopped paying. Where both offer a draft, the one
-    kept more often drafts."""
+    """One request's drafting: its lookup, its predicted output (if it gave one) and its partition's history of recent
+    requests (suffix_drafts.py; where the engine keeps one), how often each one's drafted positions are kept, and when
+    it next probes after its drafts stopped paying. Where several offer a draft, the one kept most often drafts."""
 
     lookup: Lookup = field(default_factory=Lookup)
     predicted: Predicted | None = None
-    odds: dict[str, Odds] = field(default_factory=lambda: {"lookup": Odds(), "predicted": Odds(2.0, 1.0)})
+    history: History | None = None  # set as the engine admits the request (intake.py)
+    odds: dict[str, Odds] = field(default_factory=lambda: {"lookup": Odds(), "predicted": Odds(2.0, 1.0),
+                                                           "history": Odds()})
     source: str = "lookup"  # where the last draft came from
     pause: int = PAUSE
     probe_at: int = 0  # where no draft pays, a one-token draft is tried once the request holds this many tokens
@@ -159,6 +166,8 @@ class Drafter:
         offers = {"lookup": self.lookup.propose(tokens, MOST_K)}  # indexes the new tokens even when none is drafted
         if self.predicted is not None:
             offers["predicted"] = self.predicted.propose(tokens, MOST_K)
+        if self.history is not None and room > 0:  # looked up only where a draft may run
+            offers["history"] = self.history.propose(tokens, MOST_K)
         self.source = max((name for name in offers if offers[name]), key=lambda name: self.odds[name].p,
                           default="lookup")
         k = best_k(self.odds[self.source].p, share)

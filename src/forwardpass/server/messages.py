@@ -111,7 +111,7 @@ class OutputConfig(Strict):
 
 
 class Metadata(Strict):
-    user_id: str | None = None  # the caller's end user: it changes nothing generated
+    user_id: str | None = None  # the caller's end user: it changes nothing generated (its drafts come from its own)
 
 
 class MessagesInput(Strict):

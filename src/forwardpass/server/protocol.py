@@ -84,7 +84,7 @@ class StructuredOutputs(Strict):
 
 class SamplingFields(Strict):
     model: str | None = None
-    user: str | None = None  # who the end user is, for the caller's own records: it changes nothing generated
+    user: str | None = None  # who the end user is: it changes nothing generated (its drafts come from its own requests)
     max_tokens: bounded("max_tokens") | None = None
     temperature: bounded("temperature") = 1.0
     top_p: bounded("top_p") = 1.0

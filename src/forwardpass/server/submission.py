@@ -57,10 +57,11 @@ class Submission:
     choice ends there and then with finish reason "abort" and the shutdown's error."""
 
     def __init__(self, engine: Engine, request: Request, groups: list[tuple[list[int], list[SamplingParams]]],
-                 grammar: Grammar | None = None, arrival: float | None = None):
+                 grammar: Grammar | None = None, arrival: float | None = None, partition: str = ""):
         self.engine, self.request = engine, request
         self.tally = request.state.tally = Tally(arrival or time.perf_counter())  # what the access log says
-        self.extra = {"grammar": grammar, "arrival": arrival}  # every choice shares the request's compiled constraint
+        # every choice shares the request's compiled constraint and its drafting partition (auth.partition)
+        self.extra = {"grammar": grammar, "arrival": arrival, "partition": partition}
         self.loop = asyncio.get_running_loop()
         self.queue: asyncio.Queue = asyncio.Queue()
         self.prompt_of: dict[int, int] = {}  # choice index → its prompt's first choice (a prompt is counted once)

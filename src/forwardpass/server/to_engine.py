@@ -17,6 +17,7 @@ from ..errors import ConstraintError, ForwardpassError
 from ..sampling import SamplingParams
 from ..structured.constraints import Constraint, Grammar
 from . import tools
+from .auth import partition
 from .errors import APIError
 from .submission import Submission
 
@@ -142,11 +143,15 @@ class Served:
 
     async def submit(self, request: Request, req, groups: list[tuple[list[int], list[SamplingParams]]],
                      constraint: Constraint | None) -> Submission:
-        """The request's choices submitted to the engine, once its constraint is compiled (Submission)."""
+        """The request's choices submitted to the engine, once its constraint is compiled (Submission), in the
+        partition of its key and end user (auth.partition)."""
         arrival = time.perf_counter()
         grammar = await self.compiled(req, constraint, arrival)
+        metadata = getattr(req, "metadata", None)
+        user = getattr(req, "user", None) or getattr(metadata, "user_id", None)
         with constraint_errors(req):
-            return Submission(self.engine, request, groups, grammar, arrival)
+            return Submission(self.engine, request, groups, grammar, arrival,
+                              partition(request, self.config.api_key, user))
 
 
 def tensor_bytes(model) -> int:
