@@ -61,9 +61,13 @@ class Generation:
     """One generation, streamed: iterate for text as it is produced; `.result` once it is done."""
 
     def __init__(self, loaded: LoadedModel, prompt: str | list[int], params: SamplingParams | None = None,
-                 naive: bool = False, speculative: str = "ngram"):
+                 naive: bool = False, speculative: str = "ngram", prompt_cache: str | None = None,
+                 prompt_cache_bytes: int | None = None):
         self.loaded, self.params, self.naive = loaded, params or SamplingParams(), naive
         self.speculative = speculative  # the engine's drafting (EngineConfig.speculative)
+        self.prompt_cache = {"prompt_cache": prompt_cache}  # the engine's prompt cache on disk (EngineConfig's)
+        if prompt_cache_bytes is not None:
+            self.prompt_cache["prompt_cache_bytes"] = prompt_cache_bytes
         if not isinstance(prompt, str) and not all(isinstance(i, int) and not isinstance(i, bool) for i in prompt):
             raise ForwardpassError("a prompt is text or token ids; to answer chat messages, use fp.chat(messages)")
         self.prompt_ids = loaded.encode(prompt) if isinstance(prompt, str) else list(prompt)
@@ -85,7 +89,7 @@ class Generation:
         loaded, prompt, p = self.loaded, self.prompt_ids, self.params
         room = min(p.max_tokens, loaded.config.context_length - len(prompt))  # tokens this generation may choose
         config = EngineConfig(max_num_seqs=1, prefix_caching=False, checked=getattr(loaded.model, "checked", False),
-                              speculative=self.speculative)
+                              speculative=self.speculative, **self.prompt_cache)
         blocks = -(-(len(prompt) + room) // config.block_size)
         config.kv_cache_bytes = blocks * BlockPool.block_bytes(loaded.config, config.block_size, loaded.kv_format())
         engine = Engine(loaded, config)

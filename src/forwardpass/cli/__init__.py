@@ -11,6 +11,7 @@ from ..config import KV_CACHE_DTYPES, STORAGE_MODES
 from ..errors import ForwardpassError
 from . import batch_cmd, chat_cmd, cost_cmd, embed_cmd, explore_cmd, generate_cmd, inspect_cmd, serve_cmd
 from .options import add_device_option, add_threads_option, apply_threads, checked
+from .prompt_cache_options import add_prompt_cache_options, check_prompt_cache
 
 # --ctx-size: 0 keeps the model's own context
 context_size = checked(int, lambda v: v >= 0, "a number of tokens ≥ 0 (0: the model's own context)")
@@ -51,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
         add_model_options(p, many=module in (serve_cmd, batch_cmd, explore_cmd))
         if module is not cost_cmd:
             add_storage_option(p)
+        if module in (generate_cmd, chat_cmd, serve_cmd, batch_cmd):
+            add_prompt_cache_options(p)
         p.set_defaults(run=module.run)
     p = embed_cmd.add_parser(sub)  # its own --model: an embedding model
     add_device_option(p)
@@ -78,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         apply_threads(args)
         check_ctx_size(args)
+        check_prompt_cache(args)
         return args.run(args) or 0
     except BrokenPipeError:  # the reader went away (`| head`): nothing left to say, and no one to say it to
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own flush at exit must not fail

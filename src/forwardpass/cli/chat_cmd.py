@@ -218,7 +218,8 @@ def converse(args, fp, params, ctrl_c: CtrlC | None) -> int:
             continue
         try:
             g = Generation(fp, fp.tokenizer.encode_chat([*messages, {"role": "user", "content": line}]), params,
-                           speculative=args.speculative)
+                           speculative=args.speculative, prompt_cache=args.prompt_cache,
+                           prompt_cache_bytes=args.prompt_cache_size)
         except ForwardpassError as e:  # this line cannot be a turn (too long for the context): the session goes on
             left_out(line, e, args.json)
             continue

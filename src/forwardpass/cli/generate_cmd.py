@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from ..errors import ForwardpassError
 from .options import add_speculative_option, check_model
 from .sampling_options import add_sampling_options, sampling_params
 
@@ -45,6 +46,8 @@ def print_logprobs(logprobs: list, tokenizer) -> None:
 
 def run(args) -> int:
     params = sampling_params(args)
+    if args.naive and args.prompt_cache is not None:
+        raise ForwardpassError("--prompt-cache applies to the cached loop, not --naive")
     check_model(args)
     from ..loader import load
     from ..loop import Generation
@@ -54,7 +57,8 @@ def run(args) -> int:
     prompt = args.prompt
     if args.chat:
         prompt = fp.tokenizer.encode_chat([{"role": "user", "content": prompt}])  # the text is text, never a turn
-    g = Generation(fp, prompt, params, naive=args.naive, speculative=args.speculative)
+    g = Generation(fp, prompt, params, naive=args.naive, speculative=args.speculative, prompt_cache=args.prompt_cache,
+                   prompt_cache_bytes=args.prompt_cache_size)
     for delta in g:
         if not args.json:
             sys.stdout.write(delta)

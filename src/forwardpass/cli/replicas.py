@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import ForwardpassError
 from .options import positive_int
+from .prompt_cache_options import prompt_cache_config
 
 
 def add_ray_options(p, what: str) -> None:
@@ -43,6 +44,6 @@ def replica_spec(args, engine: dict, **server):
     spec = ReplicaSpec(model=str(Path(path).resolve()),
                        model_name=args.served_model_name or model_id(args.model, path),
                        storage=args.storage, kv_cache_dtype=args.kv_cache_dtype, ctx_size=args.ctx_size,
-                       device=args.device, engine=engine,
+                       device=args.device, engine=engine | prompt_cache_config(args),
                        default_max_tokens=args.default_max_tokens, **server)
     return spec, threads

@@ -23,6 +23,7 @@ from .options import (
     seconds,
     server_flags,
 )
+from .prompt_cache_options import prompt_cache_config
 from .replicas import add_ray_options, refuse_without_replicas, replica_spec
 
 
@@ -198,7 +199,7 @@ def hosting(args, models: list, config, engine_config: dict, flags: dict):
                     "ctx_size": args.ctx_size, "backend": "auto"}
     budget = getattr(args, "max_memory_gib", None)
     max_bytes = int(budget * 2**30) if budget is not None else int(0.9 * available_memory())
-    open_model = opener(config, load_options, EngineConfig(**engine_config), flags)
+    open_model = opener(config, load_options, EngineConfig(**engine_config, **prompt_cache_config(args)), flags)
     say = (lambda line: None) if args.json else (lambda line: print(line, file=sys.stderr, flush=True))
     return Registry(models, open_model, lambda spec: estimate(spec, args.storage, engine_config["kv_cache_bytes"]),
                     getattr(args, "max_models", None), max_bytes, getattr(args, "request_timeout", 0) or 600.0, say,

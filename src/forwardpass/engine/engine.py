@@ -23,6 +23,7 @@ from .intake import Intake
 from .metrics import EngineMetrics
 from .outputs import Outputs
 from .paged import BlockPool
+from .prompt_cache import DEFAULT_BYTES, open_prompt_cache
 from .runner import Runner
 from .scheduler import Scheduler
 from .sequence import Error
@@ -43,6 +44,8 @@ class EngineConfig:
     request_timeout: float | None = None  # seconds from arrival after which a request is ended ("abort")
     speculative: str = "suffix"  # "suffix": drafts by prompt lookup and from recent requests (suffix_drafts.py),
     # verified in the native step; "ngram": by prompt lookup alone; "off"
+    prompt_cache: str | None = None  # a folder keeping full KV blocks across restarts (prompt_cache/), None: none
+    prompt_cache_bytes: int = DEFAULT_BYTES  # the most that folder holds, least recently used out first
 
 
 class Engine(Intake):
@@ -58,8 +61,10 @@ class Engine(Intake):
         if self.config.speculative not in SPECULATIVE_MODES:
             raise ValueError(f"speculative must be one of {', '.join(SPECULATIVE_MODES)}, got "
                              f"{self.config.speculative!r}")
+        self.prompt_cache = None if self.config.prompt_cache is None else open_prompt_cache(
+            loaded, self.pool, self.config.prompt_cache, self.config.prompt_cache_bytes)
         self.scheduler = Scheduler(self.pool, self.config.max_num_seqs, self.config.max_num_batched_tokens,
-                                   c.context_length, self.config.speculative != "off")
+                                   c.context_length, self.config.speculative != "off", self.prompt_cache)
         self.metrics = EngineMetrics()
         self.outputs = Outputs(self.scheduler, self.metrics, c.context_length)
         if self.config.speculative == "suffix":  # finished requests feed it (outputs.py), admitted ones draft from it

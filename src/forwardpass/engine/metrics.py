@@ -6,6 +6,19 @@ from __future__ import annotations
 import bisect
 import threading
 
+# the prompt cache on disk (prompt_cache/stats.py): each field of its counts, as a counter's name and help
+PROMPT_CACHE = {
+    "hit_blocks": "KV blocks read back from the prompt cache on disk instead of computed.",
+    "hit_tokens": "Prompt tokens whose KV pairs were read back from the prompt cache on disk.",
+    "misses": "Prompt-cache lookups on disk that stopped at a block it does not hold (or could not use).",
+    "rejected": "Prompt-cache files refused on reading: damaged, truncated, foreign or of another version.",
+    "read_bytes": "Bytes read from the prompt cache on disk.",
+    "written_blocks": "KV blocks written to the prompt cache on disk.",
+    "written_bytes": "Bytes written to the prompt cache on disk.",
+    "evictions": "Prompt-cache files removed to keep its folder within its size, least recently used first.",
+    "write_errors": "Prompt-cache writes that failed (a full disk among them).",
+    "dropped": "KV blocks not written to the prompt cache: its queue was full, or writing paused after a full disk.",
+}
 LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
                    20.0, 40.0, 80.0)
 
@@ -115,6 +128,20 @@ class EngineMetrics:
         for name, counter, now in totals:
             counter.inc(now - self._seen[name])
             self._seen[name] = now
+        if getattr(engine, "prompt_cache", None) is not None:
+            self.observe_prompt_cache(engine.prompt_cache.store.stats)
+
+    def observe_prompt_cache(self, stats) -> None:
+        """The prompt cache's counts (prompt_cache/stats.py) into counters, made on first sight: a server without a
+        prompt cache shows none."""
+        for field, help_text in PROMPT_CACHE.items():
+            counter = getattr(self, f"prompt_cache_{field}", None)
+            if counter is None:
+                counter = Counter(f"forwardpass:prompt_cache_{field}", help_text)
+                setattr(self, f"prompt_cache_{field}", counter)
+            now = getattr(stats, field)
+            counter.inc(now - self._seen.get(field, 0))
+            self._seen[field] = now
 
     def collect(self):
         """Every metric as a Prometheus family, in the order they were declared (prometheus_client's collector

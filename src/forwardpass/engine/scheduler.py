@@ -7,6 +7,7 @@ what was computed."""
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING
 
 from ..errors import InvariantError
 from .paged import BlockPool
@@ -15,12 +16,15 @@ from .sequence import Sequence
 from .step_plan import StepPlan, StepPlanner
 from .tables import BlockTables
 
+if TYPE_CHECKING:
+    from .prompt_cache import DiskPrefix
+
 
 class Scheduler:
     def __init__(self, pool: BlockPool, max_num_seqs: int, max_num_batched_tokens: int, context_length: int = 0,
-                 speculative: bool = False):
+                 speculative: bool = False, disk: DiskPrefix | None = None):
         self.pool, self.max_num_seqs, self.budget = pool, max_num_seqs, max_num_batched_tokens
-        self.tables = BlockTables(pool)
+        self.tables = BlockTables(pool, disk)  # disk: the prompt cache on disk, if any
         self.planner = StepPlanner(self.tables, context_length, speculative)
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []

@@ -42,8 +42,8 @@ class Error:
 class Sequence:
     """One owner writes each field after it is made (the objects it holds change their own state: the matcher, the text
     stream, the drafter, the generator): admission.py makes it with the first block of fields; the block tables
-    (tables.py) write `blocks`, `hashes`, `num_computed`, `cached_tokens`; the scheduler `preemptions`; the outputs
-    (outputs.py) `output_ids`, `first_token_at`, `last_token_at`, `finish_reason`."""
+    (tables.py) write `blocks`, `hashes`, `disk_keys`, `num_computed`, `cached_tokens`; the scheduler `preemptions`;
+    the outputs (outputs.py) `output_ids`, `first_token_at`, `last_token_at`, `finish_reason`."""
 
     request_id: str
     prompt_ids: list[int]
@@ -60,6 +60,7 @@ class Sequence:
     # the block tables'
     blocks: list[int] = field(default_factory=list)
     hashes: list[int] = field(default_factory=list)  # prefix hash of each full block, in order
+    disk_keys: list[bytes] = field(default_factory=list)  # the prompt cache's chain key of each full block, as needed
     num_computed: int = 0  # tokens whose (K, V) pairs are in the cache
     cached_tokens: int = 0  # prompt tokens found in the prefix cache
     # the scheduler's
