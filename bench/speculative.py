@@ -1,14 +1,16 @@
-"""Speculative decoding by prompt lookup against none, in one run: decode tokens/s on tasks grounded in their input
+"""Speculative decoding against none, in one run: drafting by prompt lookup alone (`ngram`) and with the drafts
+learnt across requests (`suffix`) beside no drafting (`off`). Decode tokens/s on tasks grounded in their input
 (summarize, edit code — once more with the code given as the predicted output —, extract into a JSON schema, repeat a
-list, quote an earlier chat turn) and on free prose, one
-request at a time, and the total rate of 16 concurrent requests (half grounded, half prose); each request's output is
-checked to be the same token for token both ways.
+list, quote an earlier chat turn) and on free prose, one request at a time on an engine of its own; an agent's loop
+(agent_loop.py: eight turns, each editing the previous answer, through one engine); and the total rate of 16
+concurrent requests (half grounded, half prose). Each request's output is checked to be the same token for token in
+every mode.
 
-    .venv/bin/python bench/speculative.py [--max-tokens 160] [--runs 3] [--clients 16] [--json]
+    .venv/bin/python bench/speculative.py [--max-tokens 160] [--agent-tokens 200] [--runs 3] [--clients 16] [--json]
 
 A request's decode rate is its tokens after the first over the time from its first token to its last (prefill
-excluded); batch-1 figures are medians of --runs runs, the two modes alternating. Acceptance is the share of drafted
-tokens kept.
+excluded); the agent loop's, its turns' tokens over their times; batch-1 figures are medians of --runs runs, the modes
+alternating. Acceptance is the share of drafted tokens kept (`suffix`'s).
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ import json
 import statistics
 import time
 
+from agent_loop import run_loop
 from common import TEXT, checked_device, machine, median
 
 from forwardpass.cli.options import add_device_option, add_threads_option, apply_threads, positive_int
 
+MODES = ("off", "ngram", "suffix")  # no drafting, prompt lookup alone, and with drafts learnt across requests
 CODE = '''def summarize(records):
     total = 0
     count = 0
@@ -96,6 +100,7 @@ def run(fp, speculative: str, requests: list[tuple[list[int], object]]) -> tuple
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-tokens", type=positive_int, default=160)
+    ap.add_argument("--agent-tokens", type=positive_int, default=200)
     ap.add_argument("--runs", type=positive_int, default=3)
     ap.add_argument("--clients", type=positive_int, default=16)
     ap.add_argument("--json", action="store_true")
@@ -123,44 +128,67 @@ def main() -> None:
     for kind, tasks in (("grounded", GROUNDED), ("prose", PROSE)):
         for task, messages in tasks.items():
             req = request(messages, task)
-            rates, counts, outputs = {"off": [], "ngram": []}, {"drafted": 0, "accepted": 0}, {}
+            rates, counts, outputs = {m: [] for m in MODES}, {"drafted": 0, "accepted": 0}, {}
             for _ in range(args.runs):
-                for mode in ("off", "ngram"):
+                for mode in MODES:
                     (seen,), _, c = run(fp, mode, [req])
                     rates[mode].append(seen["decode_tps"])
                     outputs.setdefault(mode, seen["tokens"])
-                    if mode == "ngram":
+                    if mode == "suffix":
                         counts = {k: counts[k] + c[k] for k in counts}
-            rows.append({"kind": kind, "task": task, "tokens": len(outputs["off"]),
-                         "same_tokens": outputs["off"] == outputs["ngram"], "off_tps": median(rates["off"]),
-                         "ngram_tps": median(rates["ngram"]), "speedup": median(rates["ngram"]) / median(rates["off"]),
-                         "acceptance": counts["accepted"] / counts["drafted"] if counts["drafted"] else 0.0})
-            if not args.json:
-                r = rows[-1]
-                print(f"{kind:8} {task:13} {r['tokens']:4} tokens  off {r['off_tps']:6.1f}  ngram {r['ngram_tps']:6.1f}"
-                      f" tok/s  {r['speedup']:.2f}×  accepted {r['acceptance']:.0%}  same {r['same_tokens']}",
-                      flush=True)
+            rows.append(row(kind, task, rates, counts, outputs))
+            show(rows[-1], args.json)
+    rates, counts, outputs = {m: [] for m in MODES}, {"drafted": 0, "accepted": 0}, {}
+    for _ in range(args.runs):
+        for mode in MODES:
+            turns, tps, c = run_loop(fp, mode, CODE, args.agent_tokens)
+            rates[mode].append(tps)
+            outputs.setdefault(mode, [t for turn in turns for t in turn])
+            if mode == "suffix":
+                counts = {k: counts[k] + c[k] for k in counts}
+    agent = row("agent", "edit_8_turns", rates, counts, outputs)
+    show(agent, args.json)
     mixed = [request(m, t) for t, m in [*GROUNDED.items(), *PROSE.items()]]
     many = [mixed[i % len(mixed)] for i in range(args.clients)]
     concurrent = {}
-    for mode in ("off", "ngram"):
+    for mode in MODES:
         seen, total, c = run(fp, mode, many)
         concurrent[mode] = {"total_tps": total, **c, "tokens": [s["tokens"] for s in seen]}
-    same = concurrent["off"].pop("tokens") == concurrent["ngram"].pop("tokens")
+    tokens = [concurrent[mode].pop("tokens") for mode in MODES]
+    same = all(t == tokens[0] for t in tokens)
     grounded = [r["speedup"] for r in rows if r["kind"] == "grounded"]
     prose = [r["speedup"] for r in rows if r["kind"] == "prose"]
-    report = {"machine": machine(device), "max_tokens": args.max_tokens, "runs": args.runs, "tasks": rows,
+    report = {"machine": machine(device), "max_tokens": args.max_tokens, "agent_tokens": args.agent_tokens,
+              "runs": args.runs, "tasks": rows, "agent_loop": agent,
               "grounded_median_speedup": statistics.median(grounded), "prose_median_speedup": statistics.median(prose),
-              "clients": args.clients, "concurrent": concurrent, "concurrent_same_tokens": same,
-              "concurrent_speedup": concurrent["ngram"]["total_tps"] / concurrent["off"]["total_tps"]}
+              "agent_speedup": agent["speedup"], "clients": args.clients, "concurrent": concurrent,
+              "concurrent_same_tokens": same,
+              "concurrent_speedup": concurrent["suffix"]["total_tps"] / concurrent["off"]["total_tps"]}
     if args.json:
         print(json.dumps(report))
         return
-    print(f"grounded median {report['grounded_median_speedup']:.2f}×, prose median "
-          f"{report['prose_median_speedup']:.2f}×; {args.clients} clients: off "
-          f"{concurrent['off']['total_tps']:.1f}, ngram {concurrent['ngram']['total_tps']:.1f} tok/s "
-          f"({report['concurrent_speedup']:.2f}×, same tokens {same})")
+    print(f"suffix against off: grounded median {report['grounded_median_speedup']:.2f}×, agent loop "
+          f"{report['agent_speedup']:.2f}×, prose median {report['prose_median_speedup']:.2f}×; {args.clients} "
+          f"clients: " + ", ".join(f"{m} {concurrent[m]['total_tps']:.1f}" for m in MODES)
+          + f" tok/s ({report['concurrent_speedup']:.2f}×, same tokens {same})")
 
+
+def row(kind: str, task: str, rates: dict, counts: dict, outputs: dict) -> dict:
+    """One task's line: its medians in each mode, suffix's ratio to off (and ngram's), and whether every mode gave
+    the same tokens."""
+    tps = {m: median(rates[m]) for m in MODES}
+    return {"kind": kind, "task": task, "tokens": len(outputs["off"]),
+            "same_tokens": all(outputs[m] == outputs["off"] for m in MODES), **{f"{m}_tps": tps[m] for m in MODES},
+            "speedup": tps["suffix"] / tps["off"], "ngram_speedup": tps["ngram"] / tps["off"],
+            "acceptance": counts["accepted"] / counts["drafted"] if counts["drafted"] else 0.0}
+
+
+def show(r: dict, quiet: bool) -> None:
+    if not quiet:
+        print(f"{r['kind']:8} {r['task']:19} {r['tokens']:4} tokens  " + "  ".join(f"{m} {r[m + '_tps']:6.1f}"
+                                                                               for m in MODES)
+              + f" tok/s  {r['speedup']:.2f}× (ngram {r['ngram_speedup']:.2f}×)  accepted {r['acceptance']:.0%}"
+                f"  same {r['same_tokens']}", flush=True)
 
 if __name__ == "__main__":
     main()

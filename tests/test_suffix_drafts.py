@@ -98,6 +98,22 @@ def test_the_history_is_a_source_of_its_own_with_its_own_odds():
     assert Drafter(history=h, odds=d.odds).propose(both, 8, 0.0) == [4, 5]
 
 
+def test_how_often_history_drafts_were_kept_carries_over_to_the_next_request():
+    h = History()
+    h.add([7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
+    first = Drafter()
+    first.attach(h)
+    assert first.propose([0, 1, 2, 3], 8, 0.3) == [4]  # the prior: one token
+    for _ in range(4):
+        first.update(1, 1)
+    assert h.odds.p == first.odds["history"].p > 0.8
+    later = Drafter()
+    later.attach(h)
+    assert len(later.propose([0, 1, 2, 3], 8, 0.3)) > 1  # starts where the last request's drafts ended
+    later.update(8, 0)
+    assert later.odds["history"].p < first.odds["history"].p and h.odds is not later.odds["history"]
+
+
 def test_a_request_partition_is_its_key_and_its_user():
     def request(**headers) -> Request:
         return Request({"type": "http", "headers": [(k.replace("_", "-").encode(), v.encode())

@@ -98,7 +98,7 @@ class Intake:
             action, payload = self._inbox.get_nowait()
             if action == "add":
                 if self.outputs.history is not None:  # here, in the engine's thread, the one that changes histories
-                    payload.drafter.history = self.outputs.history.partition(payload.partition)
+                    payload.drafter.attach(self.outputs.history.partition(payload.partition))
                 self.outputs.sequences[payload.request_id] = payload
                 self.scheduler.add(payload)
                 self.metrics.prompt_tokens.inc(len(payload.prompt_ids))

@@ -15,7 +15,9 @@ drafts then come from that text first, wherever the answer is in it (Predicted),
 answer has left it.
 
 Where the engine keeps them (`speculative="suffix"`), drafts may also come from what recent requests continued with:
-their prompts and outputs, in the request's own partition (suffix_drafts.py; never another API key's or model's).
+their prompts and outputs, in the request's own partition (suffix_drafts.py; never another API key's or model's). How
+often that history's drafts were kept carries over from request to request, so a new request's drafts from it start as
+long as the partition's last ones ended.
 
 Each request drafts the k that promises the most tokens per unit of step time, from how often its drafted positions are
 kept and what a draft row costs beside the step (StepCost, fitted to the steps seen); where no k pays, it drafts nothing
@@ -25,13 +27,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .odds import DECAY, Odds
 from .suffix_drafts import History
 
 NGRAMS = (3, 2, 1)  # the suffix lengths looked up, longest first
 MOST_K = 8  # the longest draft
 PAUSE = 16  # tokens before the first probe where no draft pays; each failed probe doubles it
 DRAFT_ROWS = 8  # rows a step may spend on drafts beyond its decode rows (a wide batch is arithmetic-bound: none)
-DECAY = 0.9  # the weight of the past in a request's acceptance and in the step cost's fit, per observation
 PRIOR_SHARE = 0.5  # a draft row's share of a step's time until the steps seen tell it
 MARGIN = 0.03  # a longer draft must promise this much more per unit of time
 
@@ -130,22 +132,6 @@ class Predicted:
 
 
 @dataclass
-class Odds:
-    """How often a source's drafted positions are kept: decayed counts of positions kept and of drafts refused."""
-
-    kept: float = 1.0
-    refused: float = 1.0
-
-    @property
-    def p(self) -> float:
-        return self.kept / (self.kept + self.refused)
-
-    def update(self, drafted: int, accepted: int) -> None:
-        self.kept = DECAY * self.kept + accepted
-        self.refused = DECAY * self.refused + (accepted < drafted)
-
-
-@dataclass
 class Drafter:
     """One request's drafting: its lookup, its predicted output (if it gave one) and its partition's history of recent
     requests (suffix_drafts.py; where the engine keeps one), how often each one's drafted positions are kept, and when
@@ -153,7 +139,7 @@ class Drafter:
 
     lookup: Lookup = field(default_factory=Lookup)
     predicted: Predicted | None = None
-    history: History | None = None  # set as the engine admits the request (intake.py)
+    history: History | None = None  # set as the engine admits the request (`attach`)
     odds: dict[str, Odds] = field(default_factory=lambda: {"lookup": Odds(), "predicted": Odds(2.0, 1.0),
                                                            "history": Odds()})
     source: str = "lookup"  # where the last draft came from
@@ -176,8 +162,15 @@ class Drafter:
             self.pause *= 2
         return offers[self.source][:max(0, min(k, room))]
 
+    def attach(self, history: History) -> None:
+        """Draft from a partition's history too, starting from how often its drafts were kept in earlier requests."""
+        self.history = history
+        self.odds["history"] = Odds(history.odds.kept, history.odds.refused)
+
     def update(self, drafted: int, accepted: int) -> None:
         """The last draft, of `drafted` tokens, had its first `accepted` kept."""
         self.odds[self.source].update(drafted, accepted)
+        if self.source == "history":  # for the partition's next requests too
+            self.history.odds.update(drafted, accepted)
         if accepted == drafted:
             self.pause = PAUSE

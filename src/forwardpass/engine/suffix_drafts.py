@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field
 
+from .odds import Odds
+
 KEY = 3  # the n-gram the index is keyed by: a shorter suffix is too common across requests to predict anything
 DEEP = 16  # suffix matches this long or longer count alike (the candidates' depth in the tree)
 CANDIDATES = 32  # the most recent occurrences of a KEY-gram looked at
@@ -32,7 +34,8 @@ END = -1  # closes each stream: no token equals it, so no match or draft crosses
 @dataclass
 class History:
     """One partition's recent streams: their tokens end to end (absolute positions from `base`), each stream's length,
-    and each KEY-gram → the absolute positions after its occurrences, oldest first."""
+    each KEY-gram → the absolute positions after its occurrences, oldest first, and how often its drafts were kept (a
+    new request's drafts from it start from that)."""
 
     limit: int = PARTITION_TOKENS
     tokens: list[int] = field(default_factory=list)
@@ -40,6 +43,7 @@ class History:
     start: int = 0  # the absolute position of the first token kept (earlier ones are dropped, not yet cut off)
     lengths: deque[int] = field(default_factory=deque)  # each stream's length with its END, oldest first
     places: dict[tuple[int, ...], list[int]] = field(default_factory=dict)
+    odds: Odds = field(default_factory=Odds)  # how often its drafts were kept, over the partition's requests
 
     @property
     def size(self) -> int:
