@@ -65,7 +65,8 @@ def stats(e: Engine):
 
 
 def files(folder: Path) -> list[Path]:
-    return sorted(folder.glob("*/*.kv"))
+    """The cache's files: in its namespaces' folders (named by 32 hex digits)."""
+    return sorted(p for p in folder.glob("*/*.kv") if len(p.parent.name) == 32)
 
 
 def full_blocks(prompt: list[int], e: Engine) -> int:
@@ -120,18 +121,21 @@ def _sequence(prompt: list[int]):
     return SimpleNamespace(token_ids=prompt, disk_keys=[])
 
 
-def flip_payload_byte(path: Path) -> None:
-    data = bytearray(path.read_bytes())
-    data[-100] ^= 0x10
-    path.write_bytes(bytes(data))
+def flipped(at: int):
+    """Spoil a file by flipping one bit of its byte `at` (negative: from the end)."""
+    def spoil(path: Path) -> None:
+        data = bytearray(path.read_bytes())
+        data[at] ^= 0x10
+        path.write_bytes(bytes(data))
+    return spoil
 
 
 def truncate(path: Path) -> None:
     os.truncate(path, path.stat().st_size // 2)
 
 
-@pytest.mark.parametrize("spoil", [flip_payload_byte, truncate, lambda p: p.write_bytes(b"not a cache file" * 64)],
-                         ids=["corrupt", "truncated", "foreign"])
+@pytest.mark.parametrize("spoil", [flipped(-100), flipped(70), truncate, lambda p: p.write_bytes(b"not ours" * 99)],
+                         ids=["payload", "header", "truncated", "foreign"])
 def test_a_damaged_file_costs_a_miss_and_a_log_line(tmp_path, prompt, caplog, spoil):
     second, logged = damaged(tmp_path, prompt, caplog, spoil)
     s = stats(second)
@@ -141,6 +145,15 @@ def test_a_damaged_file_costs_a_miss_and_a_log_line(tmp_path, prompt, caplog, sp
     third = engine(model(), tmp_path)  # the refused file was removed, and the second engine wrote the block again
     answer(third, prompt)
     assert stats(third).hit_blocks == full_blocks(prompt, third) and stats(third).rejected == 0
+
+
+def test_the_prompt_s_last_token_is_always_computed(tmp_path, prompt):
+    """A prompt of whole blocks: its last block is computed, not read, so that there are logits to sample from."""
+    fp, whole = model(), prompt[:32]
+    cold = answer(engine(fp), whole)
+    answer(engine(fp, tmp_path), whole)
+    again = engine(fp, tmp_path)
+    assert answer(again, whole) == cold and stats(again).hit_blocks == 1 and stats(again).misses == 0
 
 
 def test_another_kv_format_s_files_are_never_read(tmp_path, prompt, caplog):
@@ -205,7 +218,15 @@ def test_the_folder_keeps_to_its_size_least_recently_used_out_first(tmp_path):
     for path in files(tmp_path):
         path.unlink()
     limit = int(size * 4.5)  # four files fit; a fifth brings the folder down to 0.9 of the limit
+    theirs = [tmp_path / "notes" / "keep.kv", tmp_path / "keep.txt"]  # not the cache's: never counted nor removed
+    for path in theirs:
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"x" * size)
+    stale = probe.prompt_cache.store.dir / f".{'0' * 32}.kv.1.2.tmp"  # a crashed writer's
+    stale.write_bytes(b"x")
+    os.utime(stale, (1, 1))
     e = engine(fp, tmp_path, prompt_cache_bytes=limit)
+    assert not stale.exists()
     old, new = fp.encode("Old news: " + TEXT)[:33], fp.encode("New news: " + TEXT * 2)[:49]
     run(e, [old], [SamplingParams(temperature=0, max_tokens=1)])
     assert e.prompt_cache.store.flush(30)
@@ -217,6 +238,7 @@ def test_the_folder_keeps_to_its_size_least_recently_used_out_first(tmp_path):
     left = files(tmp_path)
     assert stats(e).evictions >= 1 and sum(p.stat().st_size for p in left) <= limit
     assert not set(left) & set(first[:stats(e).evictions]) and len(left) == 5 - stats(e).evictions
+    assert all(path.exists() for path in theirs)
 
 
 def test_metrics_count_the_disk(tmp_path, prompt):

@@ -72,7 +72,7 @@ def parse(data: bytes, namespace: bytes, key: bytes, previous: bytes, tokens: Se
         raise BadFile(f"a payload of {length} bytes, not {payload_bytes}")
     payload = memoryview(data)[size:]
     if payload.nbytes != length:
-        raise BadFile(f"truncated: {payload.nbytes} of {length} payload bytes")
+        raise BadFile(f"{payload.nbytes} payload bytes where its header says {length} (truncated or overlong)")
     if zlib.crc32(payload) != crc:
         raise BadFile("its payload fails the checksum")
     return payload

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import time
 import weakref
 from collections.abc import Sequence
@@ -16,10 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .file_format import SUFFIX, BadFile, file_name, header, header_bytes, parse
+from .file_format import KEY_BYTES, SUFFIX, BadFile, file_name, header, header_bytes, parse
 from .stats import Complaints, PromptCacheStats
 from .writer import Writer
 
+OURS = re.compile(f"[0-9a-f]{{{2 * KEY_BYTES}}}")  # a namespace's folder, a block's file name before its suffix
+TEMPORARY = re.compile(rf"\.[0-9a-f]{{{2 * KEY_BYTES}}}{re.escape(SUFFIX)}\.\d+\.\d+\.tmp")
 STALE = 3600.0  # seconds after which a temporary file left by a crashed writer is removed
 KEEP = 0.9  # eviction brings the folder down to this share of its limit, so it does not run at every write
 
@@ -50,13 +53,16 @@ class DiskStore:
             with open(path, "rb") as f:
                 data = f.read(header_bytes(len(tokens)) + self.payload_bytes + 1)  # one byte more: a longer file fails
             payload = parse(data, self.namespace, key, previous, tokens, self.payload_bytes)
-            os.utime(path)  # recently used: the last to be evicted
         except FileNotFoundError:
             self.known.discard(path.name)
             return None
         except (BadFile, OSError) as e:
             self._refuse(path, e)
             return None
+        try:
+            os.utime(path)  # recently used: the last to be evicted
+        except OSError:
+            pass  # evicted since it was read: the pairs read are still good
         self.known.add(path.name)
         self.stats.hit_blocks += 1
         self.stats.hit_tokens += len(tokens)
@@ -93,6 +99,7 @@ class DiskStore:
         path = self.dir / file_name(key)
         tmp = self.dir / f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
         data = memoryview(payload)
+        self.dir.mkdir(parents=True, exist_ok=True)  # again, should someone have emptied the folder meanwhile
         try:
             with open(tmp, "wb") as f:
                 f.write(header(self.namespace, key, previous, tokens, data))
@@ -114,14 +121,14 @@ class DiskStore:
         removed."""
         files, now = [], time.time()
         for sub in self.root.iterdir() if self.root.is_dir() else ():
-            if not sub.is_dir():
-                continue
+            if not (OURS.fullmatch(sub.name) and sub.is_dir()):
+                continue  # only the folders and files this cache names are ever counted or removed
             for entry in os.scandir(sub):
                 try:
-                    st = entry.stat()
-                    if entry.name.endswith(".tmp") and now - st.st_mtime > STALE:
+                    if TEMPORARY.fullmatch(entry.name) and now - entry.stat().st_mtime > STALE:
                         os.unlink(entry.path)
-                    elif entry.name.endswith(SUFFIX):
+                    elif OURS.fullmatch(entry.name.removesuffix(SUFFIX)) and entry.name.endswith(SUFFIX):
+                        st = entry.stat()
                         files.append((st.st_mtime, st.st_size, Path(entry.path)))
                 except OSError:
                     continue  # removed meanwhile by another process
