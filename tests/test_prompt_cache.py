@@ -253,6 +253,26 @@ def test_metrics_count_the_disk(tmp_path, prompt):
     assert "prompt_cache" not in engine(fp).metrics.render().decode()  # an engine without one shows none
 
 
+def test_a_restarted_server_answers_from_the_disk_and_counts_it_on_metrics(tmp_path):
+    import httpx
+    from server_helpers import running_server
+
+    body = {"model": "smollm", "prompt": TEXT * 3, "max_tokens": 4, "temperature": 0, "logprobs": 2}
+    answers, texts = [], []
+    for _ in range(2):  # the second server is a restart: a new engine, the same folder
+        with running_server(model(), EngineConfig(kv_cache_bytes=32 * 2**20, prompt_cache=str(tmp_path))) as (url, e):
+            answers.append(httpx.post(url + "/v1/completions", json=body, timeout=120).json())
+            texts.append(httpx.get(url + "/metrics", timeout=30).text)
+            assert e.prompt_cache.store.flush(30)
+    first, second = answers
+    assert first["choices"][0]["text"] == second["choices"][0]["text"]
+    assert first["choices"][0]["logprobs"] == second["choices"][0]["logprobs"]
+    blocks = (first["usage"]["prompt_tokens"] - 1) // 16
+    assert second["usage"]["prompt_tokens_details"]["cached_tokens"] == blocks * 16
+    assert f'forwardpass:prompt_cache_hit_blocks_total{{model_name="smollm"}} {float(blocks)}' in texts[1]
+    assert 'forwardpass:prompt_cache_hit_blocks_total{model_name="smollm"} 0.0' in texts[0]
+
+
 @pytest.mark.parametrize(("text", "size"), [("4096", 4096), ("500M", 500 * 2**20), ("2G", 2 * 2**30),
                                              ("1.5GiB", 3 * 2**29), ("64kb", 64 * 2**10), ("2X", None), ("", None)])
 def test_sizes(text, size):
