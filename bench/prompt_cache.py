@@ -17,7 +17,7 @@ from pathlib import Path
 
 from common import TEXT, machine, median
 
-from forwardpass.cli.options import positive_int
+from forwardpass.cli.options import add_threads_option, apply_threads, positive_int
 from forwardpass.config import KV_CACHE_DTYPES, STORAGE_MODES
 
 ENDINGS = ("\n\nIn one sentence, what is this text about?", "\n\nName the three most important ideas above.")
@@ -70,6 +70,7 @@ def spawn(args, ids: list[int], folder: Path | None, scratch: Path) -> dict:
     job.write_text(json.dumps({"ids": ids, "folder": None if folder is None else str(folder)}))
     cmd = [sys.executable, __file__, "--child", str(job), "--storage", args.storage, "--kv-cache-dtype",
            args.kv_cache_dtype, "--max-tokens", str(args.max_tokens)]
+    cmd += ["--threads", str(args.threads)] if args.threads else []
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode:
         sys.exit(f"error: a measured process failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
@@ -85,7 +86,9 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=positive_int, default=16)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    add_threads_option(ap)
     args = ap.parse_args()
+    apply_threads(args)
     if args.child:
         return child(args)
 
