@@ -197,7 +197,7 @@ def test_two_writers_of_the_same_blocks_leave_whole_files(tmp_path, prompt, monk
     fp = model()
     cold = answer(engine(fp), prompt)
     go, header = threading.Event(), store_module.header
-    monkeypatch.setattr(store_module, "header", lambda *args: go.wait(30) and header(*args))
+    monkeypatch.setattr(store_module, "header", lambda *args: (go.wait(30), header(*args))[1])
     a, b = engine(fp, tmp_path), engine(fp, tmp_path)
     assert run(a, [prompt], [GREEDY]) and run(b, [prompt], [GREEDY])
     assert stats(a).hit_blocks == stats(b).hit_blocks == 0  # neither found the other's blocks: nothing written yet
@@ -207,6 +207,21 @@ def test_two_writers_of_the_same_blocks_leave_whole_files(tmp_path, prompt, monk
     assert not list(tmp_path.rglob("*.tmp"))
     third = engine(fp, tmp_path)
     assert answer(third, prompt) == cold and stats(third).hit_blocks == full_blocks(prompt, third)
+
+
+def test_a_full_queue_drops_blocks_without_waiting(tmp_path, prompt, monkeypatch):
+    """The writer stuck: the engine goes on, and what its bounded queue cannot take is dropped and counted."""
+    fp = model()
+    cold = answer(engine(fp), prompt)
+    go, header = threading.Event(), store_module.header
+    monkeypatch.setattr(store_module, "header", lambda *args: (go.wait(30), header(*args))[1])
+    e = engine(fp, tmp_path)
+    e.prompt_cache.store.writer.limit = e.prompt_cache.store.payload_bytes  # room for one block
+    out = run(e, [prompt], [GREEDY])[0]
+    assert [(o.token_id, o.logprob.logprob, o.logprob.top) for o in out] == cold
+    assert stats(e).dropped >= full_blocks(prompt, e) - 1 and stats(e).written_blocks == 0
+    go.set()
+    assert e.prompt_cache.store.flush(30) and stats(e).written_blocks == 1
 
 
 def test_the_folder_keeps_to_its_size_least_recently_used_out_first(tmp_path):
