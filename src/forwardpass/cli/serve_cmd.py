@@ -93,8 +93,12 @@ def banner(models: list, address: str, served, block_size: int, embedder, app, t
         budget = f"{registry.max_bytes / 2**30:.1f} GiB"
         lines.append(f"  also {', '.join(m.id for m in models[1:])}, each loaded on its first request (at most "
                      f"{registry.max_models} at once, {budget} in all)")
-    lines += [f"  {threads} thread(s); KV pool {engine.pool.num_blocks} blocks of {block_size} tokens",
-              f"  a request that leaves out sampling gets {told}",
+    lines.append(f"  {threads} thread(s); KV pool {engine.pool.num_blocks} blocks of {block_size} tokens")
+    if engine.prompt_cache is not None:
+        store = engine.prompt_cache.store
+        lines.append(f"  prompt cache in {store.root}: {store.used / 2**20:.1f} MiB held, at most "
+                     f"{store.limit / 2**20:.0f} MiB")
+    lines += [f"  a request that leaves out sampling gets {told}",
               "  routes: " + ", ".join(routes(app))]
     return "\n".join(lines)
 
@@ -170,6 +174,7 @@ def run(args) -> int:
         print(json.dumps({"address": address, "model": models[0].id, "models": [m.id for m in models],
                           "kv_blocks": first.engine.pool.num_blocks, "sampling": first.sampling,
                           "embedding_model": embedder.name if embedder else None, "threads": most_threads(),
+                          "prompt_cache": args.prompt_cache,
                           "routes": routes(app)}), flush=True)
     else:
         print(banner(models, address, first, args.block_size, embedder, app, most_threads(), registry),
