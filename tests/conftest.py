@@ -1,5 +1,5 @@
-"""Shared fixtures: the real default model and transformers' reference, each loaded once per session; the explorer's
-pages in Chromium, once per module."""
+"""Shared fixtures: the real default model and transformers' reference, each loaded once per session; one explorer
+on it per session, its pages in Chromium once per module."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 
 import pytest
 import torch
-from test_explorer_fixtures import PAGES, page_set
+from test_explorer_fixtures import PAGES, explorer, page_set
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 torch.manual_seed(0)
@@ -39,10 +39,19 @@ def hf_smollm():
 
 
 # ---- the explorer's pages (tests/test_explorer_fixtures.py) -------------------------------------------------------
+@pytest.fixture(scope="session")
+def explorer_url(smollm):
+    """One explorer on SmolLM2 (and "smollm-again", a second id for the same model to switch to) for every module:
+    its opening answers are computed once, as a reader's second page finds them. A module that needs an explorer of
+    its own state starts one."""
+    with explorer(smollm, {"smollm-again": lambda: smollm}) as url:
+        yield url
+
+
 @pytest.fixture(scope="module")
-def pages(smollm):
-    """pages(width=1280, lang="en"): a ready page of one explorer on SmolLM2 in one Chromium, for the whole module"""
-    with page_set(smollm) as at:
+def pages(explorer_url):
+    """pages(width=1280, lang="en"): a ready page of the shared explorer in one Chromium, for the whole module"""
+    with page_set(explorer_url) as at:
         yield at
 
 

@@ -9,7 +9,6 @@ import pytest
 from test_explorer_fixtures import (
     DEFAULT_PROMPT,
     chromium,
-    explorer,
     idle,
     needs_chromium,
     open_page,
@@ -37,11 +36,10 @@ def browser():
 
 
 @pytest.fixture(scope="module", params=[1280, 390], ids=["1280px", "390px"])
-def page(request, browser, smollm):
-    with explorer(smollm, {"smollm-again": lambda: smollm}) as url:  # a second name to switch to
-        page = open_page(browser, url, request.param)
-        yield page
-        page.context.close()
+def page(request, browser, explorer_url):
+    page = open_page(browser, explorer_url, request.param)
+    yield page
+    page.context.close()
 
 
 def at_one_width(page) -> None:

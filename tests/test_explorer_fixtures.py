@@ -1,5 +1,5 @@
 """Fixtures and helpers for the explorer's browser tests (no tests here). A section's test module gets one headless
-Chromium and one explorer on the real default model for the whole module from tests/conftest.py:
+Chromium for the whole module, on the explorer every module shares (tests/conftest.py):
 
     pages(width, lang)   a ready page at that width (px) and language, opened on first use and reused
     any_page             each of 1280 and 390 px, English and Chinese (PAGES)
@@ -70,10 +70,10 @@ def unfold_all(page) -> None:
 
 
 @contextlib.contextmanager
-def page_set(smollm):
+def page_set(url: str):
     """at(width=1280, lang="en"): one page per width and language, opened on first use and kept, in that language;
-    on one Chromium and one explorer on SmolLM2 (with a second id, "smollm-again", for the same model)."""
-    with chromium() as browser, explorer(smollm, {"smollm-again": lambda: smollm}) as url:
+    on one Chromium, of the explorer at `url`."""
+    with chromium() as browser:
         opened = {}
 
         def at(width: int = 1280, lang: str = "en"):

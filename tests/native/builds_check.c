@@ -2,6 +2,7 @@
 // value: "exact <tag> <hex>" where every build must agree bit for bit (the integer kernels), "close <tag> <hex>"
 // where only the order of a sum may differ. tests/test_kernel_builds.py compiles it once per build (for a CPU the
 // machine can only emulate, too) and compares the outputs.
+#define _GNU_SOURCE  // before any header: team.h needs clock_gettime and syscall declared
 #include "abi.c"
 #include "decode_step.c"
 #include "dequantize.c"
