@@ -19,7 +19,7 @@ class Capabilities:
     decode_step: str  # what a failed call of decode rows is called in its requests' errors
 
 
-NATIVE = Capabilities(bursts=True, drafts=True, decode_step="the decode step")  # native.py
+NATIVE = Capabilities(bursts=True, drafts=True, decode_step="the decode step")  # native_step.py
 BLOCKS = Capabilities(bursts=False, drafts=False, decode_step="the forward pass")  # blocks_step.py
 
 

@@ -2,10 +2,10 @@
 chunks, a token and its draft to verify) in, their logits and the ids the back end chose out, one result type whatever
 the back end; the engine schedules, samples, stops and handles failures around it.
 
-Two back ends, each declaring what it runs in one call (`capabilities`): the native step (native.py: whole steps in one
-C call, greedy bursts, drafts beside decode rows, prompt chunks as rows each causal within its chunk) where it binds the
-pool, and the PyTorch blocks (blocks_step.py) everywhere else (the reference mode, checked mode, CUDA, families the
-native step does not run). A model read without PyTorch (a NativeModel) has only the first.
+Two back ends, each declaring what it runs in one call (`capabilities`): the native step (native_step.py: whole steps in
+one C call, greedy bursts, drafts beside decode rows, prompt chunks as rows each causal within its chunk) where it binds
+the pool, and the PyTorch blocks (blocks_step.py) everywhere else (the reference mode, checked mode, CUDA, families
+the native step does not run). A model read without PyTorch (a NativeModel) has only the first.
 
 Eligibility is `NativeStep.binds`: its tensor walk (`fits`) once, when the runner is made (a model's weights are not
 replaced while it is served), its switches (`ready`) before every step, in `backend` alone."""

@@ -1,6 +1,6 @@
 """A decoder as the native step reads it (kernels/abi.h's Model, Layer and Linear): the structs, the tensors they point
 into (numpy arrays or PyTorch tensors, held here so none is freed while a step may read them), the RoPE tables, and the
-two checks a step makes first. Two makers: native.py beside it reads a model file straight into one without PyTorch
+two checks a step makes first. Two makers: native_read.py beside it reads a model file straight into one without PyTorch
 (the CPU product path); `from_torch` describes a built Transformer (the other storage modes, and the reference's own
 tensors). Which families and switches the kernels run is said once, in `runs`. It sits with the readers, below the
 engine that steps it."""

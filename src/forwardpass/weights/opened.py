@@ -1,6 +1,6 @@
 """A model file opened once per load: a GGUF file memory-mapped and its header read (or a safetensors checkpoint's
 config.json), its family and config, and its tokenizer and what the loaders report of it, read once and handed to
-whichever back end builds from it (native.py without PyTorch; gguf.py or safetensors.py for the PyTorch model)."""
+whichever back end builds from it (native_read.py without PyTorch; gguf.py or safetensors.py for the PyTorch model)."""
 
 from __future__ import annotations
 
