@@ -311,6 +311,25 @@ def test_a_line_separator_inside_a_request_is_text(smollm, tmp_path):
     assert out[0]["custom_id"] == "odd" and out[0]["response"]["body"]["choices"][0]["text"] == want
 
 
+def test_a_responses_request_is_answered_as_the_chat_request_of_the_same_message(smollm, tmp_path):
+    """The Batch API's /v1/responses lines: the response's text is the chat completion's for the same message."""
+    say = "Say one word about the sea."
+    lines = [{"custom_id": "resp", "method": "POST", "url": "/v1/responses",
+              "body": {"model": "m", "input": say, "max_output_tokens": 4, "temperature": 0}},
+             {"custom_id": "chat", "method": "POST", "url": "/v1/chat/completions",
+              "body": {"model": "m", "messages": [{"role": "user", "content": say}], "max_tokens": 4,
+                       "temperature": 0}}]
+    requests = tmp_path / "in.jsonl"
+    requests.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    report = batch(smollm, requests, tmp_path / "out.jsonl")
+    resp, chat = rows(tmp_path / "out.jsonl")
+    assert report.succeeded == 2 and resp["response"]["status_code"] == 200, report.failures
+    body = resp["response"]["body"]
+    text = "".join(part["text"] for item in body["output"] if item["type"] == "message" for part in item["content"])
+    assert body["object"] == "response" and text == chat["response"]["body"]["choices"][0]["message"]["content"]
+    assert text
+
+
 def test_a_byte_order_mark_before_the_first_line_is_not_part_of_it(smollm, tmp_path):
     """Windows editors save UTF-8 with a byte-order mark first: the first request is answered as the others are."""
     requests = tmp_path / "in.jsonl"

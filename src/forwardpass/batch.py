@@ -2,7 +2,7 @@
 answered through the server's own routes in-process, the answers written in the input's order.
 
 Input lines: {"custom_id": "...", "method": "POST", "url": "/v1/chat/completions", "body": {...}} (also
-/v1/completions and /v1/messages). Output lines, as OpenAI's batch output: {"id", "custom_id", "response":
+/v1/completions, /v1/messages and /v1/responses). Output lines, as OpenAI's batch output: {"id", "custom_id", "response":
 {"status_code", "body"}, "error"}; a request the API refuses is a response with its 4xx status and error body, a line
 that is not a request is an `error`. The output is written as a prefix of the input, one flushed line at a time, so an
 interrupted run leaves a file the next run resumes: lines whose custom_id is already there are skipped, a last line
@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # checking the files (the command does, before the model load
     from .engine import Engine
     from .server.registry import Registry
 
-URLS = ("/v1/chat/completions", "/v1/completions", "/v1/messages")
+URLS = ("/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/responses")
 FIELDS = {"custom_id", "method", "url", "body"}
 ANSWER = {"id", "custom_id", "response", "error"}  # an output line's keys
 CUT = b'{"id": "batch_req_'  # how every answer line starts: a last line cut mid-write starts so (or is part of it)
