@@ -1,14 +1,14 @@
 """Offline inference over a file of OpenAI-shaped requests (the Batch API's JSONL): each line one request, each
 answered through the server's own routes in-process, the answers written in the input's order.
 
-Input lines: {"custom_id": "...", "method": "POST", "url": "/v1/chat/completions", "body": {...}} (also
-/v1/completions, /v1/messages and /v1/responses). Output lines, as OpenAI's batch output: {"id", "custom_id", "response":
-{"status_code", "body"}, "error"}; a request the API refuses is a response with its 4xx status and error body, a line
-that is not a request is an `error`. The output is written as a prefix of the input, one flushed line at a time, so an
-interrupted run leaves a file the next run resumes: lines whose custom_id is already there are skipped, a last line
-cut mid-write is dropped and redone. An existing output is written to only if it is provably an earlier run's
-(`resumable`), and by one run at a time (`writing`); any other is refused before any work, left as it is. Requests
-run `concurrency` at a time: the engine batches them as it batches a server's clients."""
+Input lines: {"custom_id": "...", "method": "POST", "url": "/v1/chat/completions", "body": {...}} (also /v1/completions,
+/v1/messages and /v1/responses). Output lines, as OpenAI's batch output: {"id", "custom_id", "response": {"status_code",
+"body"}, "error"}; a request the API refuses is a response with its 4xx status and error body, a line that is not a
+request is an `error`. The output is written as a prefix of the input, one flushed line at a time, so an interrupted run
+leaves a file the next run resumes: lines whose custom_id is already there are skipped, a last line cut mid-write is
+dropped and redone. An existing output is written to only if it is provably an earlier run's (`resumable`), and by one
+run at a time (`writing`); any other is refused before any work, left as it is. Requests run
+`concurrency` at a time: the engine batches them as it batches a server's clients."""
 
 from __future__ import annotations
 
