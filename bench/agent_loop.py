@@ -16,15 +16,13 @@ def prompt(tok, document: str, edit: str) -> list[int]:
                                                                           f"{edit} Give the whole file back."}]))
 
 
-def run_loop(fp, speculative: str, first: str, max_tokens: int) -> tuple[list[list[int]], float, dict]:
-    """The eight turns through one engine of mode `speculative`, each turn's prompt holding the previous answer (the
-    first: `first`): every turn's tokens, the decode rate over all turns (tokens after each turn's first over the time
-    from its first token to its last, summed), and the engine's drafted and accepted counts."""
-    from forwardpass.engine import Engine, EngineConfig
+def run_loop(fp, engine, first: str, max_tokens: int) -> tuple[list[list[int]], float, dict]:
+    """The eight turns through one engine, each turn's prompt holding the previous answer (the first: `first`): every
+    turn's tokens, the decode rate over all turns (tokens after each turn's first over the time from its first token
+    to its last, summed), and the engine's drafted and accepted counts."""
     from forwardpass.sampling import SamplingParams
 
     tok = fp.tokenizer
-    engine = Engine(fp, EngineConfig(kv_cache_bytes=2**29, speculative=speculative))
     document, turns, tokens, seconds = first, [], 0, 0.0
     for edit in EDITS:
         ids, times = [], []

@@ -6,11 +6,15 @@ list, quote an earlier chat turn) and on free prose, one request at a time on an
 concurrent requests (half grounded, half prose). Each request's output is checked to be the same token for token in
 every mode.
 
-    .venv/bin/python bench/speculative.py [--max-tokens 160] [--agent-tokens 200] [--runs 3] [--clients 16] [--json]
+    .venv/bin/python bench/speculative.py [--max-tokens 160] [--agent-tokens 200] [--runs 3] [--clients 16]
+        [--row-share S] [--json]
 
 A request's decode rate is its tokens after the first over the time from its first token to its last (prefill
 excluded); the agent loop's, its turns' tokens over their times; batch-1 figures are medians of --runs runs, the modes
-alternating. Acceptance is the share of drafted tokens kept (`suffix`'s).
+alternating. Acceptance is the share of drafted tokens kept (`suffix`'s); tokens per pass, the tokens each pass of the
+model gave (`ngram`'s and `suffix`'s, over all runs: what drafting saves before what a draft row costs). The draft
+lengths follow a draft row's cost as the steps measure it; `--row-share` holds it fixed instead, so that on a busy
+machine the tokens per pass of two runs, and of the two drafting modes, compare.
 """
 
 from __future__ import annotations
@@ -69,13 +73,26 @@ PROSE = {
 }
 
 
-def run(fp, speculative: str, requests: list[tuple[list[int], object]]) -> tuple[list[dict], float, dict]:
+def engine_for(fp, speculative: str, share: float | None, seqs: int = 16):
+    """An engine of mode `speculative`; `share`: a draft row's cost held at this share of a step (the draft lengths
+    then hang on what is kept, not on how fast this machine ran its steps)."""
+    from forwardpass.engine import Engine, EngineConfig
+    from forwardpass.engine.speculation import StepCost
+
+    engine = Engine(fp, EngineConfig(kv_cache_bytes=2**29, max_num_seqs=seqs, speculative=speculative))
+    if share is not None:
+        held = StepCost()
+        held.observe = lambda rows, seconds: None
+        held.row_share = lambda rows: share
+        engine.scheduler.planner.cost = held
+    return engine
+
+
+def run(fp, speculative: str, requests: list[tuple[list[int], object]],
+        share: float | None = None) -> tuple[list[dict], float, dict]:
     """Every request at once through one engine: each one's tokens and decode rate, the total generated tokens/s
     (first arrival to last token), and the engine's drafted and accepted counts."""
-    from forwardpass.engine import Engine, EngineConfig
-
-    engine = Engine(fp, EngineConfig(kv_cache_bytes=2**29, max_num_seqs=max(16, len(requests)),
-                                     speculative=speculative))
+    engine = engine_for(fp, speculative, share, max(16, len(requests)))
     seen: list[dict] = [{"tokens": [], "times": []} for _ in requests]
 
     def taker(i):
@@ -102,6 +119,8 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=positive_int, default=160)
     ap.add_argument("--agent-tokens", type=positive_int, default=200)
     ap.add_argument("--runs", type=positive_int, default=3)
+    ap.add_argument("--row-share", type=float, default=None,
+                    help="hold a draft row's cost at this share of a step (default: fitted to the steps, as served)")
     ap.add_argument("--clients", type=positive_int, default=16)
     ap.add_argument("--json", action="store_true")
     add_device_option(ap)
@@ -128,37 +147,36 @@ def main() -> None:
     for kind, tasks in (("grounded", GROUNDED), ("prose", PROSE)):
         for task, messages in tasks.items():
             req = request(messages, task)
-            rates, counts, outputs = {m: [] for m in MODES}, {"drafted": 0, "accepted": 0}, {}
+            rates, counts, outputs = {m: [] for m in MODES}, {m: {"drafted": 0, "accepted": 0} for m in MODES}, {}
             for _ in range(args.runs):
                 for mode in MODES:
-                    (seen,), _, c = run(fp, mode, [req])
+                    (seen,), _, c = run(fp, mode, [req], args.row_share)
                     rates[mode].append(seen["decode_tps"])
                     outputs.setdefault(mode, seen["tokens"])
-                    if mode == "suffix":
-                        counts = {k: counts[k] + c[k] for k in counts}
-            rows.append(row(kind, task, rates, counts, outputs))
+                    counts[mode] = {k: counts[mode][k] + c[k] for k in counts[mode]}
+            rows.append(row(kind, task, rates, counts, outputs, args.runs))
             show(rows[-1], args.json)
-    rates, counts, outputs = {m: [] for m in MODES}, {"drafted": 0, "accepted": 0}, {}
+    rates, counts, outputs = {m: [] for m in MODES}, {m: {"drafted": 0, "accepted": 0} for m in MODES}, {}
     for _ in range(args.runs):
         for mode in MODES:
-            turns, tps, c = run_loop(fp, mode, CODE, args.agent_tokens)
+            turns, tps, c = run_loop(fp, engine_for(fp, mode, args.row_share), CODE, args.agent_tokens)
             rates[mode].append(tps)
             outputs.setdefault(mode, [t for turn in turns for t in turn])
-            if mode == "suffix":
-                counts = {k: counts[k] + c[k] for k in counts}
-    agent = row("agent", "edit_8_turns", rates, counts, outputs)
+            counts[mode] = {k: counts[mode][k] + c[k] for k in counts[mode]}
+    agent = row("agent", "edit_8_turns", rates, counts, outputs, args.runs)
     show(agent, args.json)
     mixed = [request(m, t) for t, m in [*GROUNDED.items(), *PROSE.items()]]
     many = [mixed[i % len(mixed)] for i in range(args.clients)]
     concurrent = {}
     for mode in MODES:
-        seen, total, c = run(fp, mode, many)
+        seen, total, c = run(fp, mode, many, args.row_share)
         concurrent[mode] = {"total_tps": total, **c, "tokens": [s["tokens"] for s in seen]}
     tokens = [concurrent[mode].pop("tokens") for mode in MODES]
     same = all(t == tokens[0] for t in tokens)
     grounded = [r["speedup"] for r in rows if r["kind"] == "grounded"]
     prose = [r["speedup"] for r in rows if r["kind"] == "prose"]
     report = {"machine": machine(device), "max_tokens": args.max_tokens, "agent_tokens": args.agent_tokens,
+              "row_share": args.row_share,
               "runs": args.runs, "tasks": rows, "agent_loop": agent,
               "grounded_median_speedup": statistics.median(grounded), "prose_median_speedup": statistics.median(prose),
               "agent_speedup": agent["speedup"], "clients": args.clients, "concurrent": concurrent,
@@ -173,14 +191,18 @@ def main() -> None:
           + f" tok/s ({report['concurrent_speedup']:.2f}×, same tokens {same})")
 
 
-def row(kind: str, task: str, rates: dict, counts: dict, outputs: dict) -> dict:
-    """One task's line: its medians in each mode, suffix's ratio to off (and ngram's), and whether every mode gave
-    the same tokens."""
-    tps = {m: median(rates[m]) for m in MODES}
-    return {"kind": kind, "task": task, "tokens": len(outputs["off"]),
+def row(kind: str, task: str, rates: dict, counts: dict, outputs: dict, runs: int) -> dict:
+    """One task's line: its medians in each mode, suffix's ratio to off (and ngram's), the share of suffix's drafted
+    tokens kept, the tokens each pass of the model gave (ngram's and suffix's, over all runs) and whether every mode
+    gave the same tokens."""
+    tps, tokens = {m: median(rates[m]) for m in MODES}, len(outputs["off"])
+    per_pass = {m: runs * tokens / (runs * tokens - counts[m]["accepted"]) for m in ("ngram", "suffix")}
+    drafted = counts["suffix"]["drafted"]
+    return {"kind": kind, "task": task, "tokens": tokens,
             "same_tokens": all(outputs[m] == outputs["off"] for m in MODES), **{f"{m}_tps": tps[m] for m in MODES},
             "speedup": tps["suffix"] / tps["off"], "ngram_speedup": tps["ngram"] / tps["off"],
-            "acceptance": counts["accepted"] / counts["drafted"] if counts["drafted"] else 0.0}
+            "acceptance": counts["suffix"]["accepted"] / drafted if drafted else 0.0,
+            **{f"{m}_tokens_per_pass": per_pass[m] for m in per_pass}}
 
 
 def show(r: dict, quiet: bool) -> None:
@@ -188,6 +210,7 @@ def show(r: dict, quiet: bool) -> None:
         print(f"{r['kind']:8} {r['task']:19} {r['tokens']:4} tokens  " + "  ".join(f"{m} {r[m + '_tps']:6.1f}"
                                                                                for m in MODES)
               + f" tok/s  {r['speedup']:.2f}× (ngram {r['ngram_speedup']:.2f}×)  accepted {r['acceptance']:.0%}"
+                f"  tokens/pass {r['suffix_tokens_per_pass']:.2f} (ngram {r['ngram_tokens_per_pass']:.2f})"
                 f"  same {r['same_tokens']}", flush=True)
 
 if __name__ == "__main__":

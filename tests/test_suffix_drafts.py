@@ -14,7 +14,7 @@ from starlette.requests import Request
 from test_speculation import FixedCost, forced_call, kept, needs_kernels
 
 from forwardpass.engine import Engine, EngineConfig
-from forwardpass.engine.speculation import Drafter
+from forwardpass.engine.speculation import TRUSTED, Drafter, Lookup
 from forwardpass.engine.suffix_drafts import END, KEY, History, SuffixDrafts
 from forwardpass.sampling import SamplingParams
 from forwardpass.server.auth import partition
@@ -96,6 +96,25 @@ def test_the_history_is_a_source_of_its_own_with_its_own_odds():
     d.odds["history"].update(2, 2)
     d.odds["history"].update(2, 2)
     assert Drafter(history=h, odds=d.odds).propose(both, 8, 0.0) == [4, 5]
+
+
+def test_a_long_match_in_the_history_drafts_before_the_last_ngram():
+    """The request's lookup follows its last 3 tokens' latest occurrence; the history's draft follows the same 9 tokens
+    seen before, and drafts instead, however the two sources' odds stand."""
+    text = [20, 21, 22, 23, 24, 25, 1, 2, 3, 6, 0, 20, 21, 22, 23, 24, 25, 1, 2, 3]
+    assert Lookup().propose(text, 2) == [6, 0]
+    h = History()
+    h.add([20, 21, 22, 23, 24, 25, 1, 2, 3, 4, 5])
+    assert h.match(text, 8) == ([4, 5], 9) and TRUSTED <= 9
+    d = Drafter(history=h)
+    d.odds["lookup"].update(2, 2)
+    assert d.propose(text, 8, 0.0) == [4, 5] and d.source == "history"
+    shallow = History()
+    shallow.add([9, 2, 3, 4, 5])  # only (1, 2, 3)'s last two tokens and the key match: the likelier source drafts
+    assert shallow.match(text, 8) == ([], 0)
+    shallow.add([8, 1, 2, 3, 4, 5])
+    assert shallow.match(text, 8) == ([4, 5], 3)
+    assert Drafter(history=shallow, odds=d.odds).propose(text, 8, 0.0)[0] == 6
 
 
 def test_how_often_history_drafts_were_kept_carries_over_to_the_next_request():

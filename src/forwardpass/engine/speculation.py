@@ -15,9 +15,10 @@ drafts then come from that text first, wherever the answer is in it (Predicted),
 answer has left it.
 
 Where the engine keeps them (`speculative="suffix"`), drafts may also come from what recent requests continued with:
-their prompts and outputs, in the request's own partition (suffix_drafts.py; never another API key's or model's). How
-often that history's drafts were kept carries over from request to request, so a new request's drafts from it start as
-long as the partition's last ones ended.
+their prompts and outputs, in the request's own partition (suffix_drafts.py; never another API key's or model's). A
+history draft that follows a match of TRUSTED tokens or more drafts before the request's own lookup; how often the
+history's drafts were kept carries over from request to request, so a new request's drafts from it start as long as
+the partition's last ones ended.
 
 Each request drafts the k that promises the most tokens per unit of step time, from how often its drafted positions are
 kept and what a draft row costs beside the step (StepCost, fitted to the steps seen); where no k pays, it drafts nothing
@@ -36,6 +37,7 @@ PAUSE = 16  # tokens before the first probe where no draft pays; each failed pro
 DRAFT_ROWS = 8  # rows a step may spend on drafts beyond its decode rows (a wide batch is arithmetic-bound: none)
 PRIOR_SHARE = 0.5  # a draft row's share of a step's time until the steps seen tell it
 MARGIN = 0.03  # a longer draft must promise this much more per unit of time
+TRUSTED = 8  # a history draft that follows a match this long or longer drafts instead of the request's own lookup
 
 
 @dataclass
@@ -153,7 +155,9 @@ class Drafter:
         if self.predicted is not None:
             offers["predicted"] = self.predicted.propose(tokens, MOST_K)
         if self.history is not None and room > 0:  # looked up only where a draft may run
-            offers["history"] = self.history.propose(tokens, MOST_K)
+            offers["history"], depth = self.history.match(tokens, MOST_K)
+            if offers["history"] and depth >= TRUSTED:  # a long match in the history beats the last n-gram's
+                offers["lookup"] = []
         self.source = max((name for name in offers if offers[name]), key=lambda name: self.odds[name].p,
                           default="lookup")
         k = best_k(self.odds[self.source].p, share)

@@ -89,9 +89,13 @@ class History:
     def propose(self, text: list[int], k: int) -> list[int]:
         """Up to k tokens that most often followed the longest suffix of `text` this partition has seen (see the
         module's comment); [] where its last KEY tokens never occurred."""
+        return self.match(text, k)[0]
+
+    def match(self, text: list[int], k: int) -> tuple[list[int], int]:
+        """`propose`'s draft, and how many of text's last tokens the occurrences it follows match (up to DEEP)."""
         positions = self.places.get(tuple(text[-KEY:])) if len(text) >= KEY and k > 0 else None
         if not positions:
-            return []
+            return [], 0
         recent = positions[-CANDIDATES:]
         depths = [self._depth(text, p) for p in recent]
         deepest = max(depths)
@@ -108,7 +112,7 @@ class History:
                 break
             draft.append(token)
             alive = [p for p in alive if p + step < end and self._at(p + step) == token]
-        return draft
+        return draft, deepest
 
 
 class SuffixDrafts:
