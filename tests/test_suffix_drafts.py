@@ -145,6 +145,9 @@ def test_a_request_partition_is_its_key_and_its_user():
     assert partition(request(authorization="Bearer k2"), "k2", "alice") != f"{digest}/alice"
     assert partition(request(authorization="Bearer anything"), None, None) == ""  # no keys: one shared partition
     assert partition(request(), None, "alice") == "/alice"
+    two = ("k1", "k2")  # a server of two keys: each its own partition, whichever header carries it
+    assert partition(request(x_api_key="k2"), two, None) == hashlib.sha256(b"k2").hexdigest()[:16]
+    assert partition(request(authorization="Bearer k1"), two, None) == digest
 
 
 def drafting_engine(smollm, speculative: str) -> Engine:
@@ -241,6 +244,34 @@ def test_the_server_keeps_each_key_and_user_apart(smollm):
         alice = smollm.tokenizer.decode(histories[(smollm.source, f"{digest}/alice")].tokens[:-1])
         bob = smollm.tokenizer.decode(histories[(smollm.source, f"{digest}/bob")].tokens[:-1])
         assert "alice" in alice and "alice" not in bob and "bob" in bob
+
+
+@needs_kernels
+def test_two_keys_never_draft_from_each_other_through_the_server(smollm):
+    """A server of two keys: the same question under each, the second key's drafting is prompt lookup's alone (its
+    partition holds nothing of the first's answer), and the first key asking again drafts from its own first answer;
+    a key the server does not take is refused."""
+    config = EngineConfig(kv_cache_bytes=64 * 2**20)
+    with running_server(smollm, config, api_key=("k1", "k2")) as (url, engine):
+        engine.scheduler.planner.cost = FixedCost()
+
+        def ask(key: str) -> tuple[str, float]:
+            before = kept(engine)[1]
+            r = httpx.post(f"{url}/v1/chat/completions", headers={"authorization": f"Bearer {key}"}, timeout=120,
+                           json={"messages": [{"role": "user", "content": STORY}], "max_tokens": 48,
+                                 "temperature": 0, "ignore_eos": True})
+            assert r.status_code == 200, r.text
+            return r.json()["choices"][0]["message"]["content"], kept(engine)[1] - before
+
+        first, _ = ask("k1")
+        second, by_lookup = ask("k2")
+        again, by_history = ask("k1")
+        assert first == second == again
+        assert by_history > by_lookup + 0.5 * 48
+        digests = {hashlib.sha256(k).hexdigest()[:16] for k in (b"k1", b"k2")}
+        assert set(engine.outputs.history.histories) == {(smollm.source, d) for d in digests}
+        assert httpx.post(f"{url}/v1/chat/completions", headers={"authorization": "Bearer k3"}, json={
+            "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}).status_code == 401
 
 
 def test_an_unknown_mode_is_refused_by_name(smollm):

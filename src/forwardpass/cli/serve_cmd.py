@@ -31,7 +31,9 @@ def add_parser(sub):
     p = sub.add_parser("serve", help="serve the OpenAI-compatible API (continuous batching, paged KV cache)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=port_number, default=8000)
-    p.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' (on /metrics too)")
+    p.add_argument("--api-key", action="append", default=None, metavar="KEY",
+                   help="require 'Authorization: Bearer KEY' (on /metrics too); given more than once, any of the keys "
+                        "(drafts never learn across keys)")
     p.add_argument("--log-format", choices=("text", "json", "off"), default="text",
                    help="one line per request on stderr: method and path, status, model, tokens in and out, time to "
                         "first token, total time (default text)")
@@ -159,7 +161,7 @@ def run(args) -> int:
                      "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
                      "prefix_caching": not args.no_prefix_caching, "request_timeout": args.request_timeout or None,
                      "speculative": args.speculative}
-    config = ServerConfig(models[0].id, args.api_key, args.max_body_bytes, args.default_max_tokens,
+    config = ServerConfig(models[0].id, tuple(args.api_key or ()) or None, args.max_body_bytes, args.default_max_tokens,
                           cors_origins=cors, access_log=access_log(args.log_format))
     registry = hosting(args, models, config, engine_config, flags)
     first = registry.load_now(models[0].id, progress=not args.json)
@@ -230,8 +232,8 @@ def run_replicas(args, flags: dict) -> int:
         args, {"kv_cache_bytes": int(args.kv_cache_gib * 2**30), "block_size": args.block_size,
                "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
                "prefix_caching": not args.no_prefix_caching, "request_timeout": args.request_timeout or None},
-        api_key=args.api_key, max_body_bytes=args.max_body_bytes, embedding_model=args.embedding_model,
-        grace=args.shutdown_grace, sampling_flags=flags)
+        api_key=tuple(args.api_key or ()) or None, max_body_bytes=args.max_body_bytes,
+        embedding_model=args.embedding_model, grace=args.shutdown_grace, sampling_flags=flags)
     if not args.json:
         print(f"starting {args.replicas} replicas of {threads} thread(s) on Ray Serve…", file=sys.stderr, flush=True)
     out = sys.stdout

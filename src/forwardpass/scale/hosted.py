@@ -20,7 +20,7 @@ class ReplicaSpec:
     ctx_size: int = 0  # 0: the model's trained context
     device: str | None = "cpu"
     engine: dict = field(default_factory=dict)  # EngineConfig's fields
-    api_key: str | None = None
+    api_key: str | tuple[str, ...] | None = None
     max_body_bytes: int = 1 << 20
     default_max_tokens: int = 1024
     sampling_flags: dict = field(default_factory=dict)  # serve's sampling flags (None: not given; server_defaults.py)

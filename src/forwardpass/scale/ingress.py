@@ -31,7 +31,7 @@ GONE = (ActorDiedError, ActorUnavailableError, RayActorError)
 
 
 class Ingress:
-    def __init__(self, engines, wanted: int, api_key: str | None, max_body_bytes: int, board: str,
+    def __init__(self, engines, wanted: int, api_key: str | tuple[str, ...] | None, max_body_bytes: int, board: str,
                  app_name: str, request_timeout: float | None = None, deployment: str = "EngineReplica"):
         self.engines, self.wanted, self.api_key, self.max_body_bytes = engines, wanted, api_key, max_body_bytes
         self.board_name, self.app_name, self.deployment = board, app_name, deployment

@@ -28,7 +28,7 @@ COMPLETION_MAX_TOKENS = 16  # OpenAI's default for /v1/completions
 @dataclass
 class ServerConfig:
     model_name: str
-    api_key: str | None = None
+    api_key: str | tuple[str, ...] | None = None  # requests must carry one of these (auth.py); each its own partition
     max_body_bytes: int = 1 << 20
     default_max_tokens: int = DEFAULT_MAX_TOKENS
     constraint_timeout: float = 10.0  # seconds a request's constraint may take to compile (and its time limit's rest)
