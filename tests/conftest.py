@@ -12,11 +12,29 @@ from test_explorer_fixtures import PAGES, explorer, page_set
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 torch.manual_seed(0)
 
-FIRST = ("test_scale.py",)  # the longest file: started first, the two workers finish together
+# the longest files, longest first (each worker takes a whole file at a time): started before the short ones, so that
+# the two workers finish together rather than one waiting on the other's last long file
+FIRST = ("test_scale.py", "test_explorer_sampling.py", "test_explorer_language.py", "test_constraint_limits.py",
+         "test_explorer.py", "test_explorer_cost.py", "test_explorer_states.py", "test_explorer_cache.py",
+         "test_explorer_block.py", "test_explorer_loop.py", "test_batch.py", "test_explorer_i18n.py",
+         "test_server_faults.py", "test_explorer_answers.py", "test_explorer_pipeline.py", "test_speculation.py",
+         "test_gemma.py", "test_kv_q8.py", "test_server.py", "test_smollm.py", "test_explorer_mechanism.py")
 
 
 def pytest_collection_modifyitems(items: list) -> None:
-    items.sort(key=lambda item: item.path.name not in FIRST)  # stable: the rest keep their order
+    order = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: order.get(item.path.name, len(FIRST)))  # stable: the rest keep their order
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compiles_at_the_tests_priority():
+    """A grammar's compile threads lower their priority so that a server's decoding goes first; here the other
+    worker's tests are not this process's decoding, and would starve them (a test waiting on a compile then takes ten
+    times as long): in this process they keep the tests' priority."""
+    from forwardpass.structured import compile_threads
+    lowered, compile_threads._yield_the_core = compile_threads._yield_the_core, lambda: None
+    yield
+    compile_threads._yield_the_core = lowered
 
 
 @pytest.fixture(scope="session")

@@ -62,6 +62,8 @@ def test_serve_answers_then_sigterm_ends_streams_and_exits():
     (["--kv-cache-gib", "inf"], "--kv-cache-gib must be a positive number, got inf"),
     (["--shutdown-grace", "-1"], "--shutdown-grace: must be a number of seconds ≥ 0"),
     (["--request-timeout", "inf"], "--request-timeout: must be a number of seconds ≥ 0"),
+    (["--constraint-timeout", "0"], "--constraint-timeout: must be a number of seconds > 0"),
+    (["--constraint-timeout", "soon"], "--constraint-timeout: must be a number of seconds > 0"),
     (["--temperature", "-1"], "--temperature: temperature must be ≥ 0.0, got -1"),
     (["--top-p", "1.5"], "--top-p: top_p must be"),
     (["--cors-origins", "http://a.example:99999"], "--cors-origins: 'http://a.example:99999' is not an origin"),

@@ -240,7 +240,8 @@ def serve_process():
     """`forwardpass serve` in its own process: a grammar that crashed the library would end it, not the tests."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "forwardpass", "serve", "--port", str(port), "--kv-cache-gib",
-                             "0.25", "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             "0.25", "--threads", "1", "--constraint-timeout", "120"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url, deadline = f"http://127.0.0.1:{port}", time.time() + 120
     while True:
         try:

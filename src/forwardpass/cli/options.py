@@ -69,6 +69,7 @@ def checked(convert, ok, must: str):
 positive_int = checked(int, lambda v: v >= 1, "a positive integer")
 port_number = checked(int, lambda v: 0 < v < 65536, "a port number from 1 to 65535")
 seconds = checked(float, lambda v: 0 <= v < float("inf"), "a number of seconds ≥ 0")
+positive_seconds = checked(float, lambda v: 0 < v < float("inf"), "a number of seconds > 0")
 
 
 def check_listen(host: str, port: int) -> None:

@@ -20,6 +20,7 @@ from .options import (
     check_model,
     port_number,
     positive_int,
+    positive_seconds,
     seconds,
     server_flags,
 )
@@ -60,6 +61,9 @@ def add_parser(sub):
                    help="new tokens for a chat request that sets no max_tokens (default 1024)")
     p.add_argument("--request-timeout", type=seconds, default=600.0,
                    help="end a request this many seconds after it arrives (default 600; 0: no limit)")
+    p.add_argument("--constraint-timeout", type=positive_seconds, default=10.0,
+                   help="seconds a request's grammar, JSON schema or regular expression may take to compile before "
+                        "it is refused with a 400 (default 10)")
     p.add_argument("--embedding-model", nargs="?", const="default", metavar="PATH",
                    help="also serve /v1/embeddings: the embedded all-MiniLM-L6-v2, or a BERT sentence-embedding "
                         "model at PATH (a directory or a zip of one)")
@@ -162,7 +166,8 @@ def run(args) -> int:
                      "prefix_caching": not args.no_prefix_caching, "request_timeout": args.request_timeout or None,
                      "speculative": args.speculative}
     config = ServerConfig(models[0].id, tuple(args.api_key or ()) or None, args.max_body_bytes, args.default_max_tokens,
-                          cors_origins=cors, access_log=access_log(args.log_format))
+                          constraint_timeout=args.constraint_timeout, cors_origins=cors,
+                          access_log=access_log(args.log_format))
     registry = hosting(args, models, config, engine_config, flags)
     first = registry.load_now(models[0].id, progress=not args.json)
     embedder = None
@@ -231,9 +236,11 @@ def run_replicas(args, flags: dict) -> int:
     spec, threads = replica_spec(
         args, {"kv_cache_bytes": int(args.kv_cache_gib * 2**30), "block_size": args.block_size,
                "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
-               "prefix_caching": not args.no_prefix_caching, "request_timeout": args.request_timeout or None},
+               "prefix_caching": not args.no_prefix_caching, "request_timeout": args.request_timeout or None,
+               "speculative": args.speculative},
         api_key=tuple(args.api_key or ()) or None, max_body_bytes=args.max_body_bytes,
-        embedding_model=args.embedding_model, grace=args.shutdown_grace, sampling_flags=flags)
+        constraint_timeout=args.constraint_timeout, embedding_model=args.embedding_model, grace=args.shutdown_grace,
+        sampling_flags=flags)
     if not args.json:
         print(f"starting {args.replicas} replicas of {threads} thread(s) on Ray Serve…", file=sys.stderr, flush=True)
     out = sys.stdout

@@ -23,6 +23,7 @@ class ReplicaSpec:
     api_key: str | tuple[str, ...] | None = None
     max_body_bytes: int = 1 << 20
     default_max_tokens: int = 1024
+    constraint_timeout: float = 10.0  # seconds a request's constraint may take to compile
     sampling_flags: dict = field(default_factory=dict)  # serve's sampling flags (None: not given; server_defaults.py)
     embedding_model: str | None = None
     grace: float = 5.0
@@ -58,7 +59,8 @@ class HostedEngine:
                 embedder = load_embedder(None if s.embedding_model == "default" else s.embedding_model, s.device)
             sampling = server_sampling(s.sampling_flags, fp.metadata.get("sampling", {}))
             self.app = build_app(self.engine, ServerConfig(s.model_name, s.api_key, s.max_body_bytes,
-                                                           s.default_max_tokens, sampling=sampling), embedder)
+                                                           s.default_max_tokens, s.constraint_timeout,
+                                                           sampling=sampling), embedder)
         except BaseException as e:  # noqa: BLE001 — said by the constructor
             self.failed = e
             return
