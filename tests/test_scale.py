@@ -25,7 +25,7 @@ from server_helpers import free_port, running_server
 pytest.importorskip("ray.serve", reason="the extra forwardpass[ray] is not installed")
 
 from forwardpass.scale import asgi  # noqa: E402
-from forwardpass.scale.router import CHUNK, prefix_hashes, route_key  # noqa: E402
+from forwardpass.scale.prompt_keys import CHUNK, prefix_hashes, route_key  # noqa: E402
 from forwardpass.server.exposition import labelled  # noqa: E402
 
 KEY = "sekret"

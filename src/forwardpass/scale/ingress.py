@@ -20,8 +20,9 @@ from ..server.body import read_body
 from ..server.errors import APIError
 from ..server.exposition import labelled
 from . import asgi
+from .prompt_keys import prefix_hashes, route_key
 from .replica import NAMESPACE
-from .router import prefix_hashes, route_key
+from .unshared import unshared
 
 log = logging.getLogger("forwardpass.scale")
 
@@ -76,6 +77,8 @@ class Ingress:
 
     async def forward(self, request: Request, anthropic: bool) -> Response:
         body = await read_body(request, self.max_body_bytes)
+        if (refusal := unshared(request.method, request.url.path, body)) is not None:
+            raise refusal
         forwarded = asgi.Forwarded(request.method, request.url.path, request.url.query.encode(),
                                    [(k.lower(), v) for k, v in request.headers.raw], body)
         prefix = prefix_hashes(route_key(request.url.path, body))

@@ -1,8 +1,8 @@
 """Which replica takes a request. A replica keeps the prompt blocks it has computed (its prefix cache), so a request
 that begins as an earlier one did (the same system prompt, the next turn of a chat) is cheapest where that one went.
 
-`route_key` reads a request's prompt as text in order; `prefix_hashes` cuts it into chunks and hashes each prefix,
-like a block table's chained block hashes. `PrefixRouter` remembers which prefixes it sent where and sends a request
+prompt_keys.py reads a request's prompt as text in order and hashes each prefix of it, like a block table's chained
+block hashes. `PrefixRouter` remembers which prefixes it sent where and sends a request
 to the replica holding its longest prefix, unless that replica has `imbalance` more requests queued than the least
 loaded; a prompt no replica has seen goes to the least loaded, ties to the one holding the fewest prefixes (so new
 conversations spread their caches evenly even when queues are empty), then the less loaded of two at random (Ray
@@ -10,47 +10,12 @@ Serve's default, power of two choices). `RoundRobinRouter` is the baseline it is
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 from collections import OrderedDict
 
 from ray.serve.request_router import FIFOMixin, PendingRequest, ReplicaID, RequestRouter, RunningReplica
 
-CHUNK = 64  # characters of prompt text per hashed chunk (roughly a 16-token block)
 REMEMBERED = 8192  # prefix hashes kept per replica, least recently used forgotten first
-
-
-def route_key(path: str, body: bytes) -> str:
-    """The request's prompt as one text in order (system, then each message's role and content), or "" when the
-    request has none (or is not JSON: the replica answers that)."""
-    try:
-        data = json.loads(body) if body else None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return ""
-    if not isinstance(data, dict):
-        return ""
-    if path.endswith("/completions") and not path.endswith("/chat/completions"):
-        prompt = data.get("prompt", "")
-        return prompt if isinstance(prompt, str) else json.dumps(prompt)
-    parts = []
-    if "system" in data:  # the Messages API's system prompt
-        parts.append("system\x1f" + json.dumps(data["system"], ensure_ascii=False))
-    for message in data.get("messages") or []:
-        if isinstance(message, dict):
-            content = message.get("content")
-            text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-            parts.append(f"{message.get('role')}\x1f{text}")
-    return "\x1e".join(parts)
-
-
-def prefix_hashes(key: str, chunk: int = CHUNK) -> list[str]:
-    """One hash per whole chunk of `key`, each covering everything before it too (equal hashes: equal prefixes)."""
-    hashes, h = [], b""
-    for start in range(0, len(key) - chunk + 1, chunk):
-        h = hashlib.blake2b(h + key[start:start + chunk].encode("utf-8", "surrogatepass"), digest_size=12).digest()
-        hashes.append(h.hex())
-    return hashes
 
 
 class PrefixRouter(FIFOMixin, RequestRouter):
