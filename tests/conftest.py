@@ -75,5 +75,5 @@ def pages(explorer_url):
 
 @pytest.fixture(params=PAGES, ids=lambda p: f"{p[0]}px-{p[1]}")
 def any_page(request, pages):
-    """the page at 1280 and 390 px, in English and in Chinese"""
+    """the page at 1280 px in English and at 390 px in Chinese: each width and each language once"""
     return pages(*request.param)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from test_explorer_fixtures import (
-    PAGES,
+    ALL_PAGES,
     foreign_text,
     idle,
     needs_chromium,
@@ -447,7 +447,7 @@ def test_the_sections_can_be_pictured(pages):
     """Screenshots of §06, §07 and the recap, both widths, both languages (artifacts/, or $FORWARDPASS_ARTIFACTS)."""
     out = Path(os.environ.get("FORWARDPASS_ARTIFACTS", Path(__file__).parent.parent / "artifacts"))
     out.mkdir(parents=True, exist_ok=True)
-    for width, lang in PAGES:
+    for width, lang in ALL_PAGES:
         page = pages(width, lang)
         for sid in ("s06", "s07", "s08"):
             path = out / f"explorer-{sid}-{lang}-{width}.png"

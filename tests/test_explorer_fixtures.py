@@ -2,7 +2,7 @@
 Chromium for the whole module, on the explorer every module shares (tests/conftest.py):
 
     pages(width, lang)   a ready page at that width (px) and language, opened on first use and reused
-    any_page             each of 1280 and 390 px, English and Chinese (PAGES)
+    any_page             1280 px in English and 390 px in Chinese (PAGES: each width and each language)
 
 Helpers: readout, set_range, wait_for, idle, use_prompt, run_all, set_lang, and foreign_text (visible text in the
 other language)."""
@@ -19,7 +19,8 @@ from forwardpass.explorer.app import build_explorer, served
 
 CHROMIUM = "/usr/bin/chromium"
 DEFAULT_PROMPT = "The cat sat on the mat, and the cat slept."
-PAGES = [(width, lang) for width in (1280, 390) for lang in ("en", "zh")]  # any_page's (conftest.py)
+ALL_PAGES = [(width, lang) for width in (1280, 390) for lang in ("en", "zh")]
+PAGES = [(1280, "en"), (390, "zh")]  # any_page's (conftest.py): each width and each language, in two pages
 needs_chromium = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
 
 

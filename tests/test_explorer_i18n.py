@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from test_explorer_fixtures import (
+    ALL_PAGES,
     foreign_text,
     idle,
     needs_chromium,
@@ -20,10 +22,13 @@ from test_explorer_fixtures import (
 pytestmark = needs_chromium
 
 
-def test_every_visible_string_is_in_the_pages_language(any_page):
-    run_all(any_page)  # the on-demand widgets' outputs too
-    assert foreign_text(any_page) == []
-    assert any_page.errors == []
+@pytest.mark.parametrize("width,lang", ALL_PAGES, ids=[f"{w}px-{lang}" for w, lang in ALL_PAGES])
+def test_every_visible_string_is_in_the_pages_language(pages, width, lang):
+    """At each width in each language: a width lays out (and abbreviates) its own labels."""
+    page = pages(width, lang)
+    run_all(page)  # the on-demand widgets' outputs too
+    assert foreign_text(page) == []
+    assert page.errors == []
 
 
 def test_the_checker_finds_what_is_left_in_the_other_language(pages):

@@ -15,7 +15,6 @@ from test_explorer_fixtures import (
     Answer,
     asked_on_opening,
     chromium,
-    explorer,
     foreign_text,
     idle,
     needs_chromium,
@@ -67,25 +66,31 @@ def test_the_chinese_toy_is_scored_by_the_model(gemma):
 
 # ---- the page --------------------------------------------------------------------------------------------------------
 @needs_chromium
-def test_the_chinese_page_opens_on_answers_prepared_on_the_reader(smollm, gemma):
+def test_the_chinese_page_opens_on_answers_prepared_on_the_reader(reader_app, site):
     """The explorer prepares the Chinese page's slow answers on the model that reads Chinese, after the English
     page's; a Chinese page opened then asks exactly those of the slow endpoints (a drift fails here)."""
-    app = build_explorer(smollm, {READER: lambda: gemma}, prepare=True)
-    app.state.prepared.join(900)
-    assert not app.state.prepared.is_alive()
+    reader_app.state.prepared.join(900)
+    assert not reader_app.state.prepared.is_alive()
     prepared = {(path, Answer(body.model_dump())) for path, body in chinese_opening(READER)}
-    assert all(app.state.answers.known(path, dict(body)) for path, body in prepared)
+    assert all(reader_app.state.answers.known(path, dict(body)) for path, body in prepared)
     shapes = {path: type(body) for path, body in chinese_opening(READER)}
-    with chromium() as browser, served(app) as url:
-        asked = {(path, Answer(body.model_dump())) for path, body in asked_on_opening(browser, url, shapes, "zh")}
+    browser, url = site
+    asked = {(path, Answer(body.model_dump())) for path, body in asked_on_opening(browser, url, shapes, "zh")}
     assert asked == prepared
 
 
 
 @pytest.fixture(scope="module")
-def site(smollm, gemma):
-    """(browser, url): one explorer on SmolLM2 that also offers Gemma 3 270M, as `forwardpass explore` does."""
-    with chromium() as browser, explorer(smollm, {READER: lambda: gemma}) as url:
+def reader_app(smollm, gemma):
+    """One explorer on SmolLM2 that also offers Gemma 3 270M, as `forwardpass explore` starts it (the opening answers
+    of both pages prepared in the background)."""
+    return build_explorer(smollm, {READER: lambda: gemma}, prepare=True)
+
+
+@pytest.fixture(scope="module")
+def site(reader_app):
+    """(browser, url): that explorer served, and one Chromium."""
+    with chromium() as browser, served(reader_app) as url:
         yield browser, url
 
 
