@@ -4,6 +4,7 @@ on it per session, its pages in Chromium once per module."""
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 import torch
@@ -19,6 +20,31 @@ FIRST = ("test_scale.py", "test_explorer_sampling.py", "test_explorer_language.p
          "test_explorer_block.py", "test_explorer_loop.py", "test_batch.py", "test_explorer_i18n.py",
          "test_server_faults.py", "test_explorer_answers.py", "test_explorer_pipeline.py", "test_speculation.py",
          "test_gemma.py", "test_kv_q8.py", "test_server.py", "test_smollm.py", "test_explorer_mechanism.py")
+
+
+def pytest_sessionstart(session) -> None:
+    """In the process that runs the workers: the other kernel builds the Makefile's `test` runs the native tests under
+    next are compiled now, in the background at the lowest priority (a child process takes its thread's), so that
+    they use what the suite leaves idle rather than time of their own after it."""
+    if hasattr(session.config, "workerinput") or not session.config.getoption("numprocesses", None):
+        return
+
+    def compile_others() -> None:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        from forwardpass import kernels
+        for build in kernels.choice()[1:]:
+            kernels.load(build)
+
+    WARMING.append(threading.Thread(target=compile_others, name="kernel-builds", daemon=True))
+    WARMING[0].start()
+
+
+def pytest_sessionfinish(session) -> None:
+    for thread in WARMING:  # a compile under way is let finish (its file is renamed into place whole in any case)
+        thread.join(300)
+
+
+WARMING: list[threading.Thread] = []
 
 
 def pytest_collection_modifyitems(items: list) -> None:

@@ -16,6 +16,7 @@ callers use the PyTorch path."""
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import functools
 import hashlib
 import os
@@ -111,21 +112,25 @@ def _compile(build: str) -> Path | None:
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    if sys.stderr.isatty():  # a person waiting at a terminal is told why the first run takes a while
-        print(f"forwardpass: compiling the {build} kernels for this CPU (once: kept in {target.parent})…",
-              file=sys.stderr, flush=True)
-    r = subprocess.run(["cc", *flags, *map(str, SOURCES), "-o", str(tmp)], capture_output=True, text=True)
-    if r.returncode:
-        if build not in _SAID:
-            _SAID.add(build)
-            first = next((line for line in r.stderr.splitlines() if "error" in line), r.stderr.strip()[:200])
-            print(f"forwardpass: the {build} kernels did not compile ({first}); trying the next build",
-                  file=sys.stderr)
-        tmp.unlink(missing_ok=True)
-        return None
-    tmp.replace(target)
-    return target
+    with open(target.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one process compiles a build; others starting meanwhile wait and use it
+        if target.exists():
+            return target
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        if sys.stderr.isatty():  # a person waiting at a terminal is told why the first run takes a while
+            print(f"forwardpass: compiling the {build} kernels for this CPU (once: kept in {target.parent})…",
+                  file=sys.stderr, flush=True)
+        r = subprocess.run(["cc", *flags, *map(str, SOURCES), "-o", str(tmp)], capture_output=True, text=True)
+        if r.returncode:
+            if build not in _SAID:
+                _SAID.add(build)
+                first = next((line for line in r.stderr.splitlines() if "error" in line), r.stderr.strip()[:200])
+                print(f"forwardpass: the {build} kernels did not compile ({first}); trying the next build",
+                      file=sys.stderr)
+            tmp.unlink(missing_ok=True)
+            return None
+        tmp.replace(target)
+        return target
 
 
 def load(build: str) -> ctypes.CDLL | None:
