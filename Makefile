@@ -47,7 +47,7 @@ lint: install
 # the browser), sharing two cores with its own servers and browser: OpenMP threads sleep rather than spin; then the
 # native tests again under every other build of the kernels this CPU runs (the suite itself uses the best one), less
 # the sweeps that load the real model in every storage mode
-NATIVE_TESTS := tests/test_kernels.py tests/test_native_step.py tests/test_kv_q8.py
+NATIVE_TESTS := tests/test_kernels.py tests/test_native_step.py tests/test_kv_q8.py tests/test_activations_q8.py
 test: lint browser
 	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2 --dist loadfile
 	for build in $$($(PY) -c "from forwardpass import kernels; print(*kernels.choice()[1:])"); do \

@@ -45,7 +45,7 @@ def test_every_build_reports_the_signatures_python_declares(build):
     got = abi.reported_signatures(lib)
     assert set(got) == EXPORTED
     assert got == abi.signatures()
-    assert got["gemv"] == "vpiiipppiiip" and got["stream_read"] == "fpz" and got["kernel_isa"] == "s"
+    assert got["gemv"] == "vpiiipppiiipi" and got["stream_read"] == "fpz" and got["kernel_isa"] == "s"
     for name, (result, args) in abi.EXPORTS.items():
         assert getattr(lib, name).restype is result and getattr(lib, name).argtypes == args
 
@@ -87,7 +87,7 @@ def test_a_signature_changed_on_the_c_side_is_refused_by_name(tmp_path):
     library = built_with(tmp_path, "X(gemv, void, (const float *, x), (int, M),",
                          "X(gemv, void, (const float *, x), (size_t, M),")
     with pytest.raises(ForwardpassError, match=r"function gemv: void gemv\(pointer, size_t, int, int, pointer, "
-                                               r"pointer, pointer, int, int, int, pointer\) in the library, void "
+                                               r"pointer, pointer, int, int, int, pointer, int\) in the library, void "
                                                r"gemv\(pointer, int, int,"):
         abi.check(library)
 

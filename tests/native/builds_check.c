@@ -22,6 +22,17 @@ static void print(const char *how, const char *tag, const float *v, int n) {
     }
 }
 
+// gemv's y for both modes of activations, printed as "<tag>" (ACT_EXACT) and "<tag>-q8-activations"
+static void products(const char *tag, const float *x, int M, int kind, int K, const void *w, const void *scale,
+                     const void *minimum, int scales, int zero, int N, float *y) {
+    for (int act = ACT_EXACT; act <= ACT_Q8; act++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s%s", tag, act == ACT_Q8 ? "-q8-activations" : "");
+        gemv(x, M, kind, K, w, scale, minimum, scales, zero, N, y, act);
+        print("exact", name, y, M * N);
+    }
+}
+
 // One row's three query heads against slots [0, 21) of one K/V head: 20 in the cache, then the row's own new pair
 static void attend_one(const float *q, const Rows *k, const Rows *v, const void *k_new, const void *v_new,
                        float *scores, float *out, float *top, float *total) {
@@ -42,8 +53,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof scale / 4; i++) scale[i] = uniform(0.001f, 0.02f), minimum[i] = uniform(-0.2f, 0.f);
     const int kinds[2] = {Q8, Q4};
     for (int i = 0; i < 2; i++) {  // five rows: two pairs (groups_dot_pair) and one alone
-        gemv(x, M, kinds[i], K, tiles, scale, minimum, F32, 0, N, y);
-        print("exact", kinds[i] == Q8 ? "q8" : "q4", y, M * N);
+        products(kinds[i] == Q8 ? "q8" : "q4", x, M, kinds[i], K, tiles, scale, minimum, F32, 0, N, y);
     }
     {  // scales and minimums stored as float16 (positive scales, negative minimums, 2^-10 … 2^-1)
         static uint16_t half_scale[sizeof scale / 4], half_minimum[sizeof scale / 4];
@@ -52,8 +62,8 @@ int main(void) {
             half_minimum[i] = (uint16_t)(0x8000u | ((5 + next() % 10) << 10) | (next() & 1023u));
         }
         for (int i = 0; i < 2; i++) {
-            gemv(x, M, kinds[i], K, tiles, half_scale, half_minimum, F16, 0, N, y);
-            print("exact", kinds[i] == Q8 ? "q8-half-scales" : "q4-half-scales", y, M * N);
+            products(kinds[i] == Q8 ? "q8-half-scales" : "q4-half-scales", x, M, kinds[i], K, tiles, half_scale,
+                     half_minimum, F16, 0, N, y);
             dequantize(kinds[i] == Q8 ? 8 : 4, N, K, tiles, half_scale, half_minimum, F16, 0, wf);
             print("exact", kinds[i] == Q8 ? "dequantize-q8-half-scales" : "dequantize-q4-half-scales", wf, N * K);
         }
@@ -64,8 +74,8 @@ int main(void) {
             half_scale[i] = (uint16_t)((next() & 0x8000u) | ((5 + next() % 10) << 10) | (next() & 1023u));
         for (int i = 0; i < 2; i++) {
             const int zero = kinds[i] == Q8 ? 128 : 8;
-            gemv(x, M, kinds[i], K, tiles, half_scale, NULL, F16, zero, N, y);
-            print("exact", kinds[i] == Q8 ? "q8-zero" : "q4-zero", y, M * N);
+            products(kinds[i] == Q8 ? "q8-zero" : "q4-zero", x, M, kinds[i], K, tiles, half_scale, NULL, F16, zero, N,
+                     y);
             dequantize(kinds[i] == Q8 ? 8 : 4, N, K, tiles, half_scale, NULL, F16, zero, wf);
             print("exact", kinds[i] == Q8 ? "dequantize-q8-zero" : "dequantize-q4-zero", wf, N * K);
         }
@@ -83,8 +93,7 @@ int main(void) {
                 fm[o * OCTET + i] = (uint8_t)(factor ? next() % 64 : i % 2 ? 0xa0 + next() % 8 : next());
             }
         for (int i = 0; i < 2; i++) {
-            gemv(xk, M, kinds[i], KK, qk, fs, fm, FACTORS, 0, N, yk);
-            print("exact", kinds[i] == Q8 ? "q8-factors" : "q4-factors", yk, M * N);
+            products(kinds[i] == Q8 ? "q8-factors" : "q4-factors", xk, M, kinds[i], KK, qk, fs, fm, FACTORS, 0, N, yk);
             dequantize(kinds[i] == Q8 ? 8 : 4, N, KK, qk, fs, fm, FACTORS, 0, wk);
             print("exact", kinds[i] == Q8 ? "dequantize-q8-factors" : "dequantize-q4-factors", wk, N * KK);
         }
@@ -92,10 +101,8 @@ int main(void) {
     {  // scales per 16 inputs (HALVES, Q6_K's), 8-bit tiles: with minimums, and without (each -32 × its scale)
         static float hs[GROUPS * (K / 32) * 2 * 16], hm[sizeof hs / 4];
         for (size_t i = 0; i < sizeof hs / 4; i++) hs[i] = uniform(-0.02f, 0.02f), hm[i] = uniform(-0.2f, 0.f);
-        gemv(x, M, Q8, K, tiles, hs, hm, HALVES, 0, N, y);
-        print("exact", "q8-halves", y, M * N);
-        gemv(x, M, Q8, K, tiles, hs, NULL, HALVES, 32, N, y);
-        print("exact", "q8-halves-zero", y, M * N);
+        products("q8-halves", x, M, Q8, K, tiles, hs, hm, HALVES, 0, N, y);
+        products("q8-halves-zero", x, M, Q8, K, tiles, hs, NULL, HALVES, 32, N, y);
         dequantize(8, N, K, tiles, hs, hm, HALVES, 0, wf);
         print("exact", "dequantize-q8-halves", wf, N * K);
     }
@@ -105,8 +112,8 @@ int main(void) {
         memset(full, 255, sizeof full);
         for (int k = 0; k < 3 * K; k++) same[k] = k < K ? 2.5f : k < 2 * K ? -2.5f : (k % 2 ? 2.5f : -2.5f);
         for (int i = 0; i < 2; i++) {
-            gemv(same, 3, kinds[i], K, full, scale, minimum, F32, 0, N, y);
-            print("exact", kinds[i] == Q8 ? "q8-largest" : "q4-largest", y, 3 * N);
+            products(kinds[i] == Q8 ? "q8-largest" : "q4-largest", same, 3, kinds[i], K, full, scale, minimum, F32, 0, N,
+                     y);
         }
     }
     for (int i = 0; i < 2; i++) {  // the tiles back to floats: wf holds N × K
@@ -114,17 +121,17 @@ int main(void) {
         print("exact", kinds[i] == Q8 ? "dequantize-q8" : "dequantize-q4", wf, N * K);
     }
     for (int i = 0; i < N * KF; i++) wf[i] = uniform(-0.1f, 0.1f);
-    gemv(x, M, F32, KF, wf, NULL, NULL, F32, 0, N, y);
+    gemv(x, M, F32, KF, wf, NULL, NULL, F32, 0, N, y, ACT_EXACT);
     print("close", "f32", y, M * N);
     for (int i = 0; i < N * KF; i++) wh[i] = (uint16_t)((next() & 0x8000u) | ((5 + next() % 10) << 10) | (next() & 1023u));
-    gemv(x, M, F16, KF, wh, NULL, NULL, F32, 0, N, y);
+    gemv(x, M, F16, KF, wh, NULL, NULL, F32, 0, N, y, ACT_EXACT);
     print("close", "f16", y, M * N);
     for (int i = 0; i < N * KF; i++) {
         uint32_t bits;
         memcpy(&bits, wf + i, 4);
         wh[i] = (uint16_t)(bits >> 16);
     }
-    gemv(x, M, BF16, KF, wh, NULL, NULL, F32, 0, N, y);
+    gemv(x, M, BF16, KF, wh, NULL, NULL, F32, 0, N, y, ACT_EXACT);
     print("close", "bf16", y, M * N);
 
     static float halves[65536];  // every binary16 value as float32: subnormals, infinities and NaNs included

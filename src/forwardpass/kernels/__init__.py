@@ -186,21 +186,26 @@ def weight_kind(storage) -> int | None:
 
 
 def gemv(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, n: int, scale: torch.Tensor | None = None,
-         minimum: torch.Tensor | None = None, zero: int = 0, lib: ctypes.CDLL | None = None) -> torch.Tensor:
+         minimum: torch.Tensor | None = None, zero: int = 0, lib: ctypes.CDLL | None = None,
+         activations: int = abi.ACT_EXACT) -> torch.Tensor:
     """x (M, K) float32 @ Wᵀ → (M, n) float32, W stored as `kind`: a float dtype (w (n, K)), or 8 or 4 bits
     tiled as quant.QuantizedLinear stores them (w (groups, K/32, 512 or 256) bytes, scale and minimum
     (groups, K/32, 16) float32 or float16, (groups, K/256, 160) uint8 factors, or (groups, K/32, 2, 16) float32 per 16
     weights (8 bits); groups = n/16 rounded up; minimum
     None: -zero × scale). Call only where available() (or with `lib`, one build's library); quantized K a multiple
-    of 32. Every tensor contiguous and on the CPU."""
+    of 32. Every tensor contiguous and on the CPU. `activations`: how integer weights' products quantize x's rows per
+    block of 32, abi.ACT_EXACT (15 bits) or abi.ACT_Q8 (int8, llama.cpp's Q8_0); float weights read x as it is."""
     import torch
 
+    if activations not in (abi.ACT_EXACT, abi.ACT_Q8):
+        raise ForwardpassError(f"activations {activations!r}: choose abi.ACT_EXACT ({abi.ACT_EXACT}) or abi.ACT_Q8 "
+                               f"({abi.ACT_Q8})")
     M, K = x.shape
     x = x.contiguous()
     y = torch.empty(M, n, dtype=torch.float32)
     scales = [None if t is None else t.data_ptr() for t in (scale, minimum)]
     (lib or _LIB).gemv(x.data_ptr(), M, weight_kind(kind), K, w.data_ptr(), *scales, scales_kind(scale), zero, n,
-                       y.data_ptr())
+                       y.data_ptr(), activations)
     return y
 
 

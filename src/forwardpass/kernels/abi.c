@@ -21,6 +21,7 @@ static const AbiEntry ABI[] = {
     AT(Model, embeddings) AT(Model, layers) AT(Model, norm_f) AT(Model, lm_head) AT(Model, cos) AT(Model, sin)
     AT(Model, work) AT(Model, threads) AT(Model, rows) AT(Model, attn_scale)
     AT(Model, embed_scale) AT(Model, gelu) AT(Model, cos_local) AT(Model, sin_local) AT(Model, team)
+    AT(Model, activations)
     SIZE(RepackFormat) AT(RepackFormat, kind) AT(RepackFormat, block_bytes) AT(RepackFormat, tile)
     AT(RepackFormat, scales) AT(RepackFormat, zero)
     SIZE(AbiExport) AT(AbiExport, name) AT(AbiExport, result) AT(AbiExport, args)
@@ -29,7 +30,7 @@ static const AbiEntry ABI[] = {
     AT(Batch, chunk) AT(Batch, emit)
     CONSTANT(BLOCK) CONSTANT(GROUP) CONSTANT(OCTET) CONSTANT(F32) CONSTANT(F16) CONSTANT(BF16) CONSTANT(Q4)
     CONSTANT(Q8) CONSTANT(FACTORS) CONSTANT(HALVES) CONSTANT(KV_F32) CONSTANT(KV_F16) CONSTANT(KV_Q8_0)
-    CONSTANT(KV_BLOCK_BYTES) CONSTANT(MOST_ARGS)
+    CONSTANT(KV_BLOCK_BYTES) CONSTANT(ACT_EXACT) CONSTANT(ACT_Q8) CONSTANT(MOST_ARGS)
 };
 
 const AbiEntry *kernel_abi(int *n) {

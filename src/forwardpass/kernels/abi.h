@@ -14,6 +14,8 @@ enum { F32 = 0, F16 = 1, BF16 = 2, Q4 = 4, Q8 = 8 };  // how a weight matrix is 
 enum { FACTORS = 3, HALVES = 5 };  // how block scales are stored, beside F32 and F16: u8 factors × an fp16 per 8
                                    // blocks; float32 per 16 inputs (8-bit tiles only)
 enum { KV_F32 = 0, KV_F16 = 1, KV_Q8_0 = 2 };  // how a KV pool stores its pairs (Batch.kv)
+enum { ACT_EXACT = 0, ACT_Q8 = 1 };  // how a product's activation rows are quantized per block of 32 (gemv.h): to
+                                     // 15 bits, or to int8 as llama.cpp's Q8_0 (one product per weight byte)
 #define KV_BLOCK_BYTES 34  // KV_Q8_0: a block of BLOCK numbers, its binary16 scale then BLOCK int8 values (kv_q8_0.py)
 
 // A linear layer's weight as the kernels read it: N rows of K. Float kinds are row-major and read as they are
@@ -59,6 +61,8 @@ typedef struct {
     int gelu;                 // the feed-forward's gate: 0 SiLU (SwiGLU), 1 tanh GELU (GeGLU)
     const float *cos_local, *sin_local;  // (context_length, head_dim / 2): the sliding layers' tables (local_rope)
     int team;                 // threads the next step runs, 1 … threads (0: threads): fewer while cores are taken
+    int activations;          // how the products over integer weights quantize their activation rows: ACT_EXACT or
+                              // ACT_Q8 (decode_batch refuses any other)
 } Model;
 
 // One call's rows: sequence r's token at positions[r], its pairs so far in its first lengths[r] slots, its new K and V
@@ -115,9 +119,10 @@ typedef struct {
     X(kernel_abi, const AbiEntry *, (int *, n))                                                                        \
     X(kernel_exports, const AbiExport *, (int *, n))                                                                   \
     X(kernel_isa, const char *)                                                                                        \
-    /* gemv.c: y (M, N) = x (M, K) @ Wᵀ, W stored as `kind` (w, w_scale, w_min, scales, zero as in Linear) */        \
+    /* gemv.c: y (M, N) = x (M, K) @ Wᵀ, W stored as `kind` (w, w_scale, w_min, scales, zero as in Linear), x's rows  \
+       quantized as `activations` says (ACT_EXACT or ACT_Q8; float weights read them as they are) */                  \
     X(gemv, void, (const float *, x), (int, M), (int, kind), (int, K), (const void *, w), (const void *, w_scale),    \
-      (const void *, w_min), (int, scales), (int, zero), (int, N), (float *, y))                                       \
+      (const void *, w_min), (int, scales), (int, zero), (int, N), (float *, y), (int, activations))                  \
     /* decode_step.c: n steps of a batch of sequences over a paged pool (Batch): each emitted row's logits           \
        (vocab_size) and its highest-scoring token per step; the steps done, or -1. decode_usage: the calling         \
        thread's steps so far, their CPU time and the time offered their teams */                                      \

@@ -18,10 +18,11 @@ F32, F16, BF16, Q4, Q8 = 0, 1, 2, 4, 8  # how a weight matrix is stored (Linear.
 FACTORS, HALVES = 3, 5  # how block scales are stored, beside F32 and F16 (Linear.scales)
 KV_F32, KV_F16, KV_Q8_0 = 0, 1, 2  # how a KV pool stores its pairs (Batch.kv)
 KV_BLOCK_BYTES = 34  # KV_Q8_0: a block of BLOCK numbers, its binary16 scale then BLOCK int8 values (kv_q8_0.py)
+ACT_EXACT, ACT_Q8 = 0, 1  # how a product's activation rows are quantized per block of 32: 15 bits, or int8 (Q8_0's)
 MOST_ARGS = 12  # arguments an export may take (AbiExport.args)
 CONSTANTS = {"BLOCK": BLOCK, "GROUP": GROUP, "OCTET": OCTET, "F32": F32, "F16": F16, "BF16": BF16, "Q4": Q4,
              "Q8": Q8, "FACTORS": FACTORS, "HALVES": HALVES, "KV_F32": KV_F32, "KV_F16": KV_F16, "KV_Q8_0": KV_Q8_0,
-             "KV_BLOCK_BYTES": KV_BLOCK_BYTES, "MOST_ARGS": MOST_ARGS}
+             "KV_BLOCK_BYTES": KV_BLOCK_BYTES, "ACT_EXACT": ACT_EXACT, "ACT_Q8": ACT_Q8, "MOST_ARGS": MOST_ARGS}
 
 
 class _Struct(ctypes.Structure):
@@ -51,7 +52,7 @@ class Model(_Struct):
                 ("embeddings", Linear), ("layers", ctypes.POINTER(Layer)), ("norm_f", _p), ("lm_head", Linear),
                 ("cos", _p), ("sin", _p), ("work", _p), ("threads", _i),
                 ("rows", _i), ("attn_scale", _f), ("embed_scale", _f), ("gelu", _i), ("cos_local", _p),
-                ("sin_local", _p), ("team", _i)]
+                ("sin_local", _p), ("team", _i), ("activations", _i)]
 
 
 class Batch(_Struct):
@@ -82,7 +83,7 @@ EXPORTS = {
     "kernel_abi": (ctypes.POINTER(_Entry), [_n]),
     "kernel_exports": (ctypes.POINTER(AbiExport), [_n]),
     "kernel_isa": (ctypes.c_char_p, []),
-    "gemv": (None, [_p, _i, _i, _i, _p, _p, _p, _i, _i, _i, _p]),
+    "gemv": (None, [_p, _i, _i, _i, _p, _p, _p, _i, _i, _i, _p, _i]),
     "decode_workspace": (ctypes.c_size_t, [_p]),
     "decode_usage": (None, [_p]),
     "decode_batch": (_i, [_p, _p, _i, _p, _i, _p, _p]),

@@ -379,9 +379,9 @@ static int argmax(const float *v, int n) {
         if (v[i] == best) return i;
 }
 
-// this thread's share of y = W x for `rows` rows (y: rows × L->N; accumulate: y += W x)
-static void gemv_share(const Linear *L, const Activation *a, int rows, float *y, int accumulate) {
-    gemv_part(L, a, rows, omp_get_thread_num(), omp_get_num_threads(), y, L->N, accumulate);
+// this thread's share of y = W x for `rows` rows (y: rows × L->N; accumulate: y += W x), quantized as m says
+static void gemv_share(const Model *m, const Linear *L, const Activation *a, int rows, float *y, int accumulate) {
+    gemv_part(L, a, m->activations, rows, omp_get_thread_num(), omp_get_num_threads(), y, L->N, accumulate);
 }
 
 // A branch's output projection written into the stream: x += W a, or with a sandwich norm x += norm(W a), the
@@ -389,10 +389,10 @@ static void gemv_share(const Linear *L, const Activation *a, int rows, float *y,
 static void branch_into(const Model *m, const Linear *W, const Activation *a, int R, float *x, float *branch,
                         const float *post_norm, TeamBarrier *bar, int t, int T) {
     if (!post_norm) {
-        gemv_share(W, a, R, x, 1);
+        gemv_share(m, W, a, R, x, 1);
         return;
     }
-    gemv_share(W, a, R, branch, 0);
+    gemv_share(m, W, a, R, branch, 0);
     team_barrier(bar, T);
     add_normed(x, branch, R, m->d_model, post_norm, m->norm_eps, t, T);
 }
@@ -458,16 +458,17 @@ void decode_usage(double *out) { out[0] = usage.cpu, out[1] = usage.offered; }
 // rather than each thread all of them: a barrier costs about as much as preparing a dozen rows twice
 #define SPLIT_ROWS 16
 
-// rows first, first + stride, … of R rows of `x` (row stride n) normalized and quantized for `kind` into a[r], through
-// `out` (R × n); every a[r] pointed at its row (float weights read the row itself)
-static void prepare(const float *x, int R, int n, const float *weight, float eps, int kind, float *out,
-                    Activation *a, int first, int stride) {
+// rows first, first + stride, … of R rows of `x` (row stride n) normalized and quantized for `kind` into a[r] as
+// `activations` says (Model.activations), through `out` (R × n); every a[r] pointed at its row (float weights read the
+// row itself)
+static void prepare(const float *x, int R, int n, const float *weight, float eps, int kind, int activations,
+                    float *out, Activation *a, int first, int stride) {
     for (int r = 0; r < R; r++) {
         const float *row = weight ? out + (size_t)r * n : x + (size_t)r * n;
         a[r].x = row;
         if (r % stride != first) continue;
         if (weight) rmsnorm(x + (size_t)r * n, weight, n, eps, out + (size_t)r * n);
-        quantize_row(row, n, kind, a + r);
+        quantize_row(row, n, kind, activations, a + r);
     }
 }
 
@@ -524,9 +525,9 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
         for (int l = 0; l < m->n_layers; l++) {
             const Layer *L = m->layers + l;
             // attention: x += out(attend(rope(q), cache + rope(k), cache + v)) over norm(x)
-            prepare(x, R, d, L->attn_norm, m->norm_eps, L->qkv.kind, xn, a, first, stride);
+            prepare(x, R, d, L->attn_norm, m->norm_eps, L->qkv.kind, m->activations, xn, a, first, stride);
             if (split) team_barrier(&bar, T);
-            gemv_share(&L->qkv, a, R, qkv, 0);
+            gemv_share(m, &L->qkv, a, R, qkv, 0);
             team_barrier(&bar, T);
             // Attention splits each row's slots into P parts, thread t taking parts t, t + T, …: each reads its
             // share of every K/V head once, for all the group's query heads and up to four rows of a chunk, after
@@ -602,19 +603,19 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
             for (int r = first; r < R; r += stride)
                 merge_heads(part_out + (size_t)r * P * H * hd, part_top + (size_t)r * P * H,
                             part_total + (size_t)r * P * H, P, H, hd, attn + (size_t)r * H * hd);
-            prepare(attn, R, H * hd, NULL, 0.f, L->out.kind, NULL, a, first, stride);
+            prepare(attn, R, H * hd, NULL, 0.f, L->out.kind, m->activations, NULL, a, first, stride);
             if (split) team_barrier(&bar, T);
             branch_into(m, &L->out, a, R, x, s.branch, L->attn_post_norm, &bar, t, T);
             team_barrier(&bar, T);
             // feed-forward: x += down(act(gate) × up) over norm(x)
-            prepare(x, R, d, L->ffn_norm, m->norm_eps, L->gate_up.kind, xn, a, first, stride);
+            prepare(x, R, d, L->ffn_norm, m->norm_eps, L->gate_up.kind, m->activations, xn, a, first, stride);
             if (split) team_barrier(&bar, T);
-            gemv_share(&L->gate_up, a, R, gate_up, 0);
+            gemv_share(m, &L->gate_up, a, R, gate_up, 0);
             team_barrier(&bar, T);
             for (int r = first; r < R; r += stride)
                 (m->gelu ? geglu : swiglu)(gate_up + (size_t)r * 2 * F, gate_up + (size_t)r * 2 * F + F, F,
                                            xn + (size_t)r * F);
-            prepare(xn, R, F, NULL, 0.f, L->down.kind, NULL, a, first, stride);
+            prepare(xn, R, F, NULL, 0.f, L->down.kind, m->activations, NULL, a, first, stride);
             if (split) team_barrier(&bar, T);
             branch_into(m, &L->down, a, R, x, s.branch, L->ffn_post_norm, &bar, t, T);
             team_barrier(&bar, T);
@@ -623,12 +624,12 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
             if (emits(b, r)) {
                 a[e].x = xn + (size_t)e * d;
                 if (e % stride == first)
-                    prepare(x + (size_t)r * d, 1, d, m->norm_f, m->norm_eps, m->lm_head.kind, xn + (size_t)e * d, a + e,
-                            0, 1);
+                    prepare(x + (size_t)r * d, 1, d, m->norm_f, m->norm_eps, m->lm_head.kind, m->activations,
+                            xn + (size_t)e * d, a + e, 0, 1);
                 e++;
             }
         if (split) team_barrier(&bar, T);
-        gemv_share(&m->lm_head, a, E, logits, 0);
+        gemv_share(m, &m->lm_head, a, E, logits, 0);
         int lo, hi;  // this thread's rows of logits: its units', less the padding past vocab_size
         part_units(&m->lm_head, t, T, &lo, &hi);
         lo *= unit_rows(&m->lm_head), hi *= unit_rows(&m->lm_head);
@@ -660,13 +661,14 @@ static int chunk_follows(const Batch *b, int r) {
 }
 
 // Whether the next `steps` steps of b's rows stay inside the model's tables, the workspace and the pool (several
-// steps: every row emitted, none a chunk's)
+// steps: every row emitted, none a chunk's), in a mode of activations the products know
 static int batch_fits(const Model *m, const Batch *b, int steps) {
     if (b->rows < 1 || b->rows > m->rows || m->threads < 1 || !m->work || !b->tables || b->block_size < 1 ||
         m->head_dim > 256 || m->head_dim % LANES ||
         b->max_blocks < 1 || b->slots < b->block_size || steps < 1 ||
         (steps > 1 && (b->chunk || emitted(b) < b->rows)) ||
-        (b->kv != KV_F32 && b->kv != KV_F16 && (b->kv != KV_Q8_0 || m->head_dim % BLOCK)))
+        (b->kv != KV_F32 && b->kv != KV_F16 && (b->kv != KV_Q8_0 || m->head_dim % BLOCK)) ||
+        (m->activations != ACT_EXACT && m->activations != ACT_Q8))
         return 0;
     for (int r = 0; r < b->rows; r++) {
         if (b->chunk && !chunk_follows(b, r)) return 0;
@@ -689,7 +691,7 @@ static int batch_fits(const Model *m, const Batch *b, int steps) {
 // `logits` the last step's. m->capacity must exceed every row's last
 // length (it sizes the attention scores) and m->rows be at least b->rows. Returns the steps done (1 … n; every fed
 // token's K and V went to its row's slot), or -1 (touching nothing) if any of the n steps would fall outside the
-// model's tables, the workspace or the pool: checked before the first.
+// model's tables, the workspace or the pool, or m->activations names no mode: checked before the first.
 int decode_batch(const Model *m, const Batch *b, int n, const int *stop, int n_stop, float *logits, int *tokens) {
     if (n_stop < 0 || !batch_fits(m, b, n)) return -1;
     const int R = b->rows, E = emitted(b);

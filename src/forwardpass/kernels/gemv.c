@@ -6,35 +6,45 @@
 
 #include "gemv.h"
 
-// gemv_part_of with `kind` and `scales` constants: one instance of the loops per pair, out of line (a branch on the
-// scales' kind inside the loops made every kind's 4-bit product up to twice as slow)
-void gemv_part(const Linear *L, const Activation *a, int rows, int t, int T,
-               float *y, size_t ldy, int accumulate) {
-#define GEMV_PART(kind, scales) gemv_part_of(L, kind, scales, a, rows, t, T, y, ldy, accumulate)
+// gemv_part_of for L's quantized kind and scales, with them and `act` constants
+static inline __attribute__((always_inline)) void quantized_part(const Linear *L, int act, const Activation *a, int rows,
+                                                                 int t, int T, float *y, size_t ldy, int accumulate) {
+#define GEMV_PART(kind, scales) gemv_part_of(L, kind, scales, act, a, rows, t, T, y, ldy, accumulate)
     const int s = L->scales;
     if (L->kind == Q4)
         s == F16 ? GEMV_PART(Q4, F16) : s == FACTORS ? GEMV_PART(Q4, FACTORS) : GEMV_PART(Q4, F32);
-    else if (L->kind == Q8)
+    else
         s == F16       ? GEMV_PART(Q8, F16)
         : s == FACTORS ? GEMV_PART(Q8, FACTORS)
         : s == HALVES  ? GEMV_PART(Q8, HALVES)
                        : GEMV_PART(Q8, F32);
-    else
-        GEMV_PART(L->kind, F32);
 #undef GEMV_PART
 }
 
+// gemv_part_of with `kind`, `scales` and the activations' mode constants: one instance of the loops per combination,
+// out of line (a branch on the scales' kind inside the loops made every kind's 4-bit product up to twice as slow).
+// Float weights read the rows as they are, in any mode.
+void gemv_part(const Linear *L, const Activation *a, int activations, int rows, int t, int T, float *y, size_t ldy,
+               int accumulate) {
+    if (!quantized(L->kind))
+        gemv_part_of(L, L->kind, F32, ACT_EXACT, a, rows, t, T, y, ldy, accumulate);
+    else if (activations == ACT_Q8)
+        quantized_part(L, ACT_Q8, a, rows, t, T, y, ldy, accumulate);
+    else
+        quantized_part(L, ACT_EXACT, a, rows, t, T, y, ldy, accumulate);
+}
+
 void gemv(const float *x, int M, int kind, int K, const void *w, const void *w_scale, const void *w_min, int scales,
-          int zero, int N, float *y) {
+          int zero, int N, float *y, int activations) {
     const Linear L = {kind, N, K, w, w_scale, w_min, NULL, scales, zero};
     Activation *a = malloc(sizeof(Activation) * (size_t)M);  // a prompt's rows: more than a stack should hold
     #pragma omp parallel for schedule(static)
     for (int m = 0; m < M; m++) {
         a[m] = activation_alloc(K);
-        quantize_row(x + (size_t)m * K, K, kind, &a[m]);
+        quantize_row(x + (size_t)m * K, K, kind, activations, &a[m]);
     }
     #pragma omp parallel
-    gemv_part(&L, a, M, omp_get_thread_num(), omp_get_num_threads(), y, N, 0);
+    gemv_part(&L, a, activations, M, omp_get_thread_num(), omp_get_num_threads(), y, N, 0);
     for (int m = 0; m < M; m++) activation_free(a[m]);
     free(a);
 }

@@ -17,7 +17,11 @@
 // change greedy tokens). A block's dot product is then
 //   Σ w x = scale_w step_x Σ q X + min_w step_x Σ X,   Σ q X = 128 Σ q hi + Σ q lo
 // with the integer sum made each build's fastest exact way (simd.h: VS for 4-bit tiles, VQ for 8-bit) and the
-// minimum term one multiply-add per block.
+// minimum term one multiply-add per block. That is ACT_EXACT (abi.h), the default. ACT_Q8 quantizes as llama.cpp's
+// Q8_0 activations do: per block, d = amax / 127 and X = hi = round(x × (1 / d)) in [-127, 127], step d, no lo:
+//   Σ w x = scale_w d Σ q X + min_w d Σ X
+// with one integer product per weight byte instead of two. The product loops take the mode as a constant, as they
+// take the weights' kind and scales, so that each mode's loops are its own.
 #pragma once
 #include <stdlib.h>
 
@@ -29,7 +33,7 @@ static inline int quantized(int kind) { return kind == Q4 || kind == Q8; }
 
 // An activation row as the kernels read it
 typedef struct {
-    int8_t *hi, *lo;   // (K): X = 128 hi + lo per element, quantized weights only
+    int8_t *hi, *lo;   // (K): X = 128 hi + lo per element, quantized weights only; ACT_Q8: X = hi, lo unused
     int16_t *X;        // (K): X itself, for the builds that multiply 8-bit tiles by it (simd.h: vq_dot)
     float *step;       // (K / 32): the value of one unit of X in each block
     float *sum;        // (K / 32): step × Σ X, for the minimum term
@@ -58,7 +62,8 @@ static inline Activation activation_alloc(int K) {
 
 static inline void activation_free(Activation a) { free(a.hi); }
 
-static __attribute__((unused)) void quantize_row(const float *x, int K, int kind, Activation *a) {
+// x (K) quantized for weights of `kind` into a, as `activations` says (ACT_EXACT or ACT_Q8: abi.h)
+static __attribute__((unused)) void quantize_row(const float *x, int K, int kind, int activations, Activation *a) {
     a->x = x;
     if (!quantized(kind)) return;
     for (int b = 0; b < K / BLOCK; b++) {
@@ -67,6 +72,14 @@ static __attribute__((unused)) void quantize_row(const float *x, int K, int kind
         const float s = amax / 127.f, inv = s > 0.f ? 1.f / s : 0.f;
         const V v0 = v_mul(x0, v_set1(inv)), v1 = v_mul(x1, v_set1(inv)), unit = v_set1(128.f);
         const V hi0 = v_round(v0), hi1 = v_round(v1);  // nearest, ties to even
+        if (activations == ACT_Q8) {  // X = hi alone, in units of s (Σ X below is an integer under 2^12: exact)
+            v_store_i8(a->hi + b * BLOCK, hi0), v_store_i8(a->hi + b * BLOCK + 16, hi1);
+            for (int k = b * BLOCK; k < (b + 1) * BLOCK; k++) a->X[k] = a->hi[k];
+            a->step[b] = s;
+            a->sum[b] = s * v_reduce_add(v_add(hi0, hi1));
+            a->half[2 * b] = s * v_reduce_add(hi0), a->half[2 * b + 1] = s * v_reduce_add(hi1);
+            continue;
+        }
         const V lo0 = v_round(v_mul(v_sub(v0, hi0), unit)), lo1 = v_round(v_mul(v_sub(v1, hi1), unit));
         v_store_i8(a->hi + b * BLOCK, hi0), v_store_i8(a->hi + b * BLOCK + 16, hi1);
         v_store_i8(a->lo + b * BLOCK, lo0), v_store_i8(a->lo + b * BLOCK + 16, lo1);
@@ -153,9 +166,11 @@ static inline __attribute__((always_inline)) void prefetch_blocks(const uint8_t 
 
 // Groups g0, g0 + stride, … (R of them, R ≤ 4) of a quantized W · x: 16 rows each, into out[16 r + i]. Several
 // groups at once keep several weight streams in flight and several chains of VNNI sums busy. Each stream runs on
-// through `left` groups (this one included): its prefetches stay inside them.
-static inline __attribute__((always_inline)) void groups_dot(const Linear *L, int kind, int scales, const Activation *a,
-                                                             int g0, int stride, int R, int left, float *out) {
+// through `left` groups (this one included): its prefetches stay inside them. `act`: how x was quantized (ACT_Q8:
+// hi alone, one product per weight byte).
+static inline __attribute__((always_inline)) void groups_dot(const Linear *L, int kind, int scales, int act,
+                                                             const Activation *a, int g0, int stride, int R, int left,
+                                                             float *out) {
     const int nb = L->K / BLOCK, tiles = kind == Q8 ? 8 : 4;
     const int ahead = PREFETCH_BYTES / (tiles * 64), blocks_left = kind == Q4 ? left * nb : 0;  // in blocks
     const uint8_t *w[4], *ws[4], *wm[4];
@@ -174,10 +189,11 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, in
                     const int k = b * BLOCK + 4 * t;
                     for (int r = 0; r < R; r++) {
                         const T q = t_load(w[r] + ((size_t)b * tiles + t) * 64);
-                        sums[r] = vq_dot(sums[r], q, a->hi + k, a->lo + k, a->X + k);
+                        sums[r] = act == ACT_Q8 ? vq_dot_q8(sums[r], q, a->hi + k, a->X + k)
+                                                : vq_dot(sums[r], q, a->hi + k, a->lo + k, a->X + k);
                     }
                 }
-                for (int r = 0; r < R; r++) dot[r] = vq_join(sums[r]);
+                for (int r = 0; r < R; r++) dot[r] = act == ACT_Q8 ? vq_join_q8(sums[r]) : vq_join(sums[r]);
                 if (scales == HALVES)
                     for (int r = 0; r < R; r++) acc[r] = half_term(L, ws[r], wm[r], b, h, a, dot[r], acc[r]);
             }
@@ -187,6 +203,14 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, in
             for (int r = 0; r < R; r++) hi[r] = lo[r] = vs_zero();
             for (int t = 0; t < tiles; t++) {
                 const int k = b * BLOCK + 8 * t;
+                if (act == ACT_Q8) {
+                    const int32_t x0 = four_bytes(a->hi + k), x1 = four_bytes(a->hi + k + 4);
+                    for (int r = 0; r < R; r++) {
+                        const T packed = t_load(w[r] + ((size_t)b * tiles + t) * 64);
+                        hi[r] = vs_dot(hi[r], t_low(packed), x0), hi[r] = vs_dot(hi[r], t_high(packed), x1);
+                    }
+                    continue;
+                }
                 const int32_t h0 = four_bytes(a->hi + k), l0 = four_bytes(a->lo + k);
                 const int32_t h1 = four_bytes(a->hi + k + 4), l1 = four_bytes(a->lo + k + 4);
                 for (int r = 0; r < R; r++) {
@@ -195,7 +219,7 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, in
                     hi[r] = vs_dot(hi[r], q1, h1), lo[r] = vs_dot(lo[r], q1, l1);
                 }
             }
-            for (int r = 0; r < R; r++) dot[r] = vs_join(hi[r], lo[r]);
+            for (int r = 0; r < R; r++) dot[r] = act == ACT_Q8 ? vs_join_q8(hi[r]) : vs_join(hi[r], lo[r]);
         }
         const V step = v_set1(a->step[b]), sum = v_set1(a->sum[b]);
         for (int r = 0; r < R; r++) {
@@ -211,7 +235,7 @@ static inline __attribute__((always_inline)) void groups_dot(const Linear *L, in
 // unpacked) once for both rows, which is where a batch's step spends its time once it is bound by arithmetic rather
 // than by reading weights. out[(2 m + r) × 16 + i] for row m, group r. Each row's sums are made in the same order
 // as groups_dot's, so a row's result is the same bit for bit.
-static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *L, int kind, int scales,
+static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *L, int kind, int scales, int act,
                                                                   const Activation *a, int g0, int stride, int R,
                                                                   int left, float *out) {
     const int nb = L->K / BLOCK, tiles = kind == Q8 ? 8 : 4;
@@ -234,11 +258,13 @@ static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *
                     for (int r = 0; r < R; r++) {
                         const T q = t_load(w[r] + ((size_t)b * tiles + t) * 64);
                         for (int m = 0; m < 2; m++)
-                            sums[m][r] = vq_dot(sums[m][r], q, a[m].hi + k, a[m].lo + k, a[m].X + k);
+                            sums[m][r] = act == ACT_Q8 ? vq_dot_q8(sums[m][r], q, a[m].hi + k, a[m].X + k)
+                                                       : vq_dot(sums[m][r], q, a[m].hi + k, a[m].lo + k, a[m].X + k);
                     }
                 }
                 for (int m = 0; m < 2; m++)
-                    for (int r = 0; r < R; r++) dot[m][r] = vq_join(sums[m][r]);
+                    for (int r = 0; r < R; r++)
+                        dot[m][r] = act == ACT_Q8 ? vq_join_q8(sums[m][r]) : vq_join(sums[m][r]);
                 if (scales == HALVES)
                     for (int m = 0; m < 2; m++)
                         for (int r = 0; r < R; r++)
@@ -254,6 +280,11 @@ static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *
                 for (int r = 0; r < R; r++) {
                     const T packed = t_load(w[r] + ((size_t)b * tiles + t) * 64), q0 = t_low(packed), q1 = t_high(packed);
                     for (int m = 0; m < 2; m++) {
+                        if (act == ACT_Q8) {
+                            hi[m][r] = vs_dot(hi[m][r], q0, four_bytes(a[m].hi + k));
+                            hi[m][r] = vs_dot(hi[m][r], q1, four_bytes(a[m].hi + k + 4));
+                            continue;
+                        }
                         hi[m][r] = vs_dot(hi[m][r], q0, four_bytes(a[m].hi + k));
                         lo[m][r] = vs_dot(lo[m][r], q0, four_bytes(a[m].lo + k));
                         hi[m][r] = vs_dot(hi[m][r], q1, four_bytes(a[m].hi + k + 4));
@@ -262,7 +293,8 @@ static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *
                 }
             }
             for (int m = 0; m < 2; m++)
-                for (int r = 0; r < R; r++) dot[m][r] = vs_join(hi[m][r], lo[m][r]);
+                for (int r = 0; r < R; r++)
+                    dot[m][r] = act == ACT_Q8 ? vs_join_q8(hi[m][r]) : vs_join(hi[m][r], lo[m][r]);
         }
         V block[2], minimums[2];  // each group's scales and minimums, read (and multiplied out) once for both rows
         for (int r = 0; r < R; r++)
@@ -340,10 +372,11 @@ static inline int units_of(const Linear *L) { return (L->N + unit_rows(L) - 1) /
 
 // Units u0, u0 + stride, … (R of them, R ≤ 4) of W · x into out, unit_rows values each; each stream has `left`
 // units from its current one on
-static inline __attribute__((always_inline)) void units_dot(const Linear *L, int kind, int scales, const Activation *a,
-                                                            int u0, int stride, int R, int left, float *out) {
+static inline __attribute__((always_inline)) void units_dot(const Linear *L, int kind, int scales, int act,
+                                                            const Activation *a, int u0, int stride, int R, int left,
+                                                            float *out) {
     if (quantized(kind))
-        groups_dot(L, kind, scales, a, u0, stride, R, left, out);
+        groups_dot(L, kind, scales, act, a, u0, stride, R, left, out);
     else
         rows_dot(L, a, u0, stride, R, out);
 }
@@ -363,10 +396,11 @@ static inline void part_units(const Linear *L, int t, int T, int *lo, int *hi) {
 // accumulate: y += W x), bias included, in concurrent weight streams. Each unit of W is read from memory once: the
 // other rows find it in cache. Quantized weights take rows two at a time (groups_dot_pair), one tile load for both,
 // in PAIR_STREAMS streams (as many as the build's registers hold the sums of); a lone row, and float weights, four
-// streams of one row. `kind` is L->kind, a constant where gemv_part calls it: each kind gets its own loops.
-static inline __attribute__((always_inline)) void gemv_part_of(const Linear *L, int kind, int scales, const Activation *a,
-                                                               int rows, int t, int T, float *y, size_t ldy,
-                                                               int accumulate) {
+// streams of one row. `kind` is L->kind, a constant where gemv_part calls it: each kind gets its own loops, and so do
+// its scales' forms and the activations' modes (`act`: ACT_EXACT or ACT_Q8, as the rows were quantized).
+static inline __attribute__((always_inline)) void gemv_part_of(const Linear *L, int kind, int scales, int act,
+                                                               const Activation *a, int rows, int t, int T, float *y,
+                                                               size_t ldy, int accumulate) {
     const int per = unit_rows(L);
     int lo, hi;
     part_units(L, t, T, &lo, &hi);
@@ -375,28 +409,30 @@ static inline __attribute__((always_inline)) void gemv_part_of(const Linear *L, 
     float out[4 * GROUP];
     for (int i = 0; pairs && i < span; i++)
         for (int p = 0; p < pairs; p++) {
-            groups_dot_pair(L, kind, scales, a + 2 * p, lo + i, span, PAIR_STREAMS, span - i, out);
+            groups_dot_pair(L, kind, scales, act, a + 2 * p, lo + i, span, PAIR_STREAMS, span - i, out);
             for (int m = 0; m < 2; m++)
                 for (int s = 0; s < PAIR_STREAMS; s++)
                     put(L, (lo + i + s * span) * per, out + (2 * m + s) * per, per, y + (2 * p + m) * ldy, accumulate);
         }
     for (int u = lo + PAIR_STREAMS * span; pairs && u < hi; u++)
         for (int p = 0; p < pairs; p++) {
-            groups_dot_pair(L, kind, scales, a + 2 * p, u, 0, 1, hi - u, out);
+            groups_dot_pair(L, kind, scales, act, a + 2 * p, u, 0, 1, hi - u, out);
             for (int m = 0; m < 2; m++) put(L, u * per, out + 2 * m * per, per, y + (2 * p + m) * ldy, accumulate);
         }
     for (int i = 0; single < rows && i < quarter; i++)
         for (int r = single; r < rows; r++) {
-            units_dot(L, kind, scales, a + r, lo + i, quarter, 4, quarter - i, out);
+            units_dot(L, kind, scales, act, a + r, lo + i, quarter, 4, quarter - i, out);
             for (int s = 0; s < 4; s++)
                 put(L, (lo + i + s * quarter) * per, out + s * per, per, y + r * ldy, accumulate);
         }
     for (int u = lo + 4 * quarter; single < rows && u < hi; u++)
         for (int r = single; r < rows; r++) {
-            units_dot(L, kind, scales, a + r, u, 0, 1, hi - u, out);
+            units_dot(L, kind, scales, act, a + r, u, 0, 1, hi - u, out);
             put(L, u * per, out, per, y + r * ldy, accumulate);
         }
 }
 
-// gemv_part_of for L's kind and scales, one instance of the loops each (gemv.c: compiled once for every source)
-void gemv_part(const Linear *L, const Activation *a, int rows, int t, int T, float *y, size_t ldy, int accumulate);
+// gemv_part_of for L's kind and scales and the rows' `activations` (as quantize_row made them), one instance of the
+// loops each (gemv.c: compiled once for every source)
+void gemv_part(const Linear *L, const Activation *a, int activations, int rows, int t, int T, float *y, size_t ldy,
+               int accumulate);

@@ -284,6 +284,10 @@ static inline VI vq_join(VQ s) {  // hadd: rows 0 1 4 5 | 2 3 6 7; the 64-bit pe
     return vi_make(_mm256_permute4x64_epi64(_mm256_hadd_epi32(s.r[0], s.r[1]), 0xD8),
                    _mm256_permute4x64_epi64(_mm256_hadd_epi32(s.r[2], s.r[3]), 0xD8));
 }
+// ACT_Q8: X is the int8 activation itself, and the same widened products stay exact (maddubs would still saturate:
+// two products of 255 × 127)
+static inline VQ vq_dot_q8(VQ acc, T q, const int8_t *x, const int16_t *X) { return vq_dot(acc, q, x, NULL, X); }
+static inline VI vq_join_q8(VQ s) { return vq_join(s); }
 // 4-bit tiles: maddubs (u8 × s8, pairs summed into int16) into sums kept in 16 bits, two lanes a row (lanes 2r, 2r + 1
 // of each half), widened into 32 bits once per block by vs_join
 typedef struct { __m256i a, b; } VS;
@@ -298,6 +302,10 @@ static inline VI vs_join(VS hi, VS lo) {
     const __m256i h = _mm256_set1_epi16(128), one = _mm256_set1_epi16(1);
     return vi_make(_mm256_add_epi32(_mm256_madd_epi16(hi.a, h), _mm256_madd_epi16(lo.a, one)),
                    _mm256_add_epi32(_mm256_madd_epi16(hi.b, h), _mm256_madd_epi16(lo.b, one)));
+}
+static inline VI vs_join_q8(VS s) {
+    const __m256i one = _mm256_set1_epi16(1);
+    return vi_make(_mm256_madd_epi16(s.a, one), _mm256_madd_epi16(s.b, one));
 }
 
 #elif defined(FP_NEON)
@@ -487,12 +495,14 @@ static inline V v_sums(const V a[16]) {
 // A block's row sums Σ q X, X = 128 hi + lo, for the quantized kernels. VS: 4-bit tiles (each lane at most 16 products
 // of q ≤ 15 and a byte, |Σ| ≤ 30480: within int16), vs_dot once for hi and once for lo; vq: 8-bit tiles, both at once.
 // *_join: the sums as 32-bit lanes, one a row. Integer sums are exact in any order, so every build gives the same bits.
-// AVX2 keeps its own (above); the others sum bytes with vi_dot.
+// ACT_Q8 activations are one int8 per input (X = hi): vs_dot for hi alone, vq_dot_q8 one product per weight byte and
+// *_join_q8 without the × 128. AVX2 keeps its own (above); the others sum bytes with vi_dot.
 #if !defined(FP_AVX2)
 typedef VI VS;
 static inline VS vs_zero(void) { return vi_zero(); }
 static inline VS vs_dot(VS acc, T t, int32_t word) { return vi_dot(acc, t, word); }
 static inline VI vs_join(VS hi, VS lo) { return vi_add(vi_shl7(hi), lo); }
+static inline VI vs_join_q8(VS s) { return s; }
 
 typedef struct { VI hi, lo; } VQ;
 static inline VQ vq_zero(void) { VQ s = {vi_zero(), vi_zero()}; return s; }
@@ -502,4 +512,10 @@ static inline VQ vq_dot(VQ acc, T q, const int8_t *hi, const int8_t *lo, const i
     return acc;
 }
 static inline VI vq_join(VQ s) { return vi_add(vi_shl7(s.hi), s.lo); }
+static inline VQ vq_dot_q8(VQ acc, T q, const int8_t *x, const int16_t *X) {
+    (void)X;
+    acc.hi = vi_dot(acc.hi, q, four_bytes(x));
+    return acc;
+}
+static inline VI vq_join_q8(VQ s) { return s.hi; }
 #endif
