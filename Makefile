@@ -44,17 +44,12 @@ lint: install
 	$(PY) -m ruff check src tests bench
 
 # the suite runs in two workers, a test file each at a time (much of its time is waiting on servers, subprocesses and
-# the browser), sharing two cores with its own servers and browser: OpenMP threads sleep rather than spin; then the
-# native tests again under every other build of the kernels this CPU runs (the suite itself uses the best one), less
-# the sweeps that load the real model in every storage mode
-NATIVE_TESTS := tests/test_kernels.py tests/test_native_step.py tests/test_kv_q8.py tests/test_activations_q8.py
+# the browser), sharing two cores with its own servers and browser: OpenMP threads sleep rather than spin. Beside it,
+# at the lowest priority (FORWARDPASS_OTHER_BUILDS, tests/conftest.py), the native tests again under every other build
+# of the kernels this CPU runs (the suite itself uses the best one), less the sweeps that load the real model in every
+# storage mode: they take what the workers leave idle, and their results are printed at the end
 test: lint browser
-	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2 --dist loadfile
-	for build in $$($(PY) -c "from forwardpass import kernels; print(*kernels.choice()[1:])"); do \
-	  echo "native tests, $$build kernels:"; \
-	  FORWARDPASS_KERNELS=$$build OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2 $(NATIVE_TESTS) -k "not real_model" \
-	    || exit 1; \
-	done
+	FORWARDPASS_OTHER_BUILDS=1 OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2 --dist loadfile
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

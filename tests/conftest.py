@@ -4,6 +4,8 @@ on it per session, its pages in Chromium once per module."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -22,29 +24,49 @@ FIRST = ("test_scale.py", "test_explorer_sampling.py", "test_explorer_language.p
          "test_gemma.py", "test_kv_q8.py", "test_server.py", "test_smollm.py", "test_explorer_mechanism.py")
 
 
+# the native tests again under every other kernel build this CPU runs (the suite itself uses the best one), less the
+# sweeps that load the real model in every storage mode; `make test` asks for them (FORWARDPASS_OTHER_BUILDS=1)
+NATIVE_TESTS = ("tests/test_kernels.py", "tests/test_native_step.py", "tests/test_kv_q8.py",
+                "tests/test_activations_q8.py")
+RERUNS: list[tuple[str, int, str]] = []  # (build, exit status, pytest's output)
+WARMING: list[threading.Thread] = []
+
+
 def pytest_sessionstart(session) -> None:
-    """In the process that runs the workers: the other kernel builds the Makefile's `test` runs the native tests under
-    next are compiled now, in the background at the lowest priority (a child process takes its thread's), so that
-    they use what the suite leaves idle rather than time of their own after it."""
-    if hasattr(session.config, "workerinput") or not session.config.getoption("numprocesses", None):
+    """In the process that runs the workers, where `make test` asks: the native tests under the other kernel builds,
+    one build after another in a child pytest at the lowest priority (a child takes its thread's), so that they use
+    what the suite leaves idle rather than time of their own after it; their results are reported at the end."""
+    if hasattr(session.config, "workerinput") or not os.environ.get("FORWARDPASS_OTHER_BUILDS"):
         return
 
-    def compile_others() -> None:
+    def run_others() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         from forwardpass import kernels
         for build in kernels.choice()[1:]:
-            kernels.load(build)
+            env = {**os.environ, "FORWARDPASS_KERNELS": build, "FORWARDPASS_OTHER_BUILDS": ""}
+            r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *NATIVE_TESTS,
+                                "-k", "not real_model"], env=env, capture_output=True, text=True,
+                               cwd=session.config.rootpath)
+            RERUNS.append((build, r.returncode, r.stdout + r.stderr))
 
-    WARMING.append(threading.Thread(target=compile_others, name="kernel-builds", daemon=True))
+    WARMING.append(threading.Thread(target=run_others, name="other-builds", daemon=True))
     WARMING[0].start()
 
 
 def pytest_sessionfinish(session) -> None:
-    for thread in WARMING:  # a compile under way is let finish (its file is renamed into place whole in any case)
-        thread.join(300)
+    """The other builds' runs waited for; any that failed fails the session."""
+    for thread in WARMING:
+        thread.join()
+    if any(code != 0 for _, code, _ in RERUNS):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-WARMING: list[threading.Thread] = []
+def pytest_terminal_summary(terminalreporter) -> None:
+    for build, code, out in RERUNS:
+        lines = out.strip().splitlines() or ["no output"]
+        terminalreporter.write_line(f"native tests, {build} kernels: {lines[-1].strip('= ')}")
+        if code != 0:
+            terminalreporter.write_line("\n".join(lines[-60:]))
 
 
 def pytest_collection_modifyitems(items: list) -> None:

@@ -12,6 +12,10 @@ STORAGE_MODES = ("stored", "fp32", "bf16", "fp16", "int8", "q4")
 # the engine's KV pool: auto (float16 for quantized weights, else the model's dtype), or one of these; q8_0: blocks of
 # 32 int8 values with a float16 scale each (kv_q8_0.py)
 KV_CACHE_DTYPES = ("auto", "float32", "float16", "q8_0")
+# how each product's activation rows are quantized against integer weights (kernels/gemv.h): exact (15 bits, two
+# integer products per weight byte: the float32 reference's tokens), or q8 (8-bit blocks of 32, as llama.cpp's Q8_0
+# activations: one product per weight byte)
+ACTIVATIONS = ("exact", "q8")
 # the engine's drafting (engine/speculation.py): by prompt lookup and from recent requests of the same API key
 # (engine/suffix_drafts.py), by prompt lookup alone, or none
 SPECULATIVE_MODES = ("suffix", "ngram", "off")

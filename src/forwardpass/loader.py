@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import kernels
-from .config import KV_CACHE_DTYPES, STORAGE_MODES
+from .config import ACTIVATIONS, KV_CACHE_DTYPES, STORAGE_MODES
 from .devices import has_gpu, resolve_device, resolve_dtype, torch_module
 from .errors import ForwardpassError
 from .kv_q8_0 import row_bytes
@@ -27,7 +27,7 @@ BACKENDS = ("torch", "native", "auto")  # load's backend: the PyTorch model, the
 def load(path: str | Path | None = None, device: str | torch.device | None = "cpu",
          dtype: str | torch.dtype | None = None, checked: bool = False, progress: bool = False,
          storage: str | None = None, kv_cache_dtype: str = "auto", ctx_size: int | None = None,
-         backend: str = "torch") -> LLM:
+         backend: str = "torch", activations: str = "exact") -> LLM:
     """Load a model file (default: the embedded SmolLM2-135M-Instruct GGUF) onto `device`.
 
     `backend` "torch" builds the PyTorch Transformer (the reference, and the seed's loop: `fp.model(x, cache)`);
@@ -43,7 +43,11 @@ def load(path: str | Path | None = None, device: str | torch.device | None = "cp
     and a float16 scale: 34 bytes per 32 numbers, a head_dim multiple of 32); "auto" is float16 where the weights are
     quantized blocks, else the model's dtype (LoadedModel.kv_format).
     `ctx_size` (None or 0: the model's trained context) limits the tokens a sequence holds, prompt and reply together:
-    it becomes config.context_length, at most the trained one (never stretched past the positions it was trained on)."""
+    it becomes config.context_length, at most the trained one (never stretched past the positions it was trained on).
+    `activations` "exact" (the default) multiplies integer weights by activation rows quantized to 15 bits, two
+    products per weight byte, which keeps the float32 reference's tokens; "q8" quantizes them to 8-bit blocks of 32 as
+    llama.cpp does for the same weights (one product per weight byte: faster where a step has several rows, a small
+    change in the logits: BENCHMARKS.md's accuracy table). It needs integer weights run by the native kernels."""
     if ctx_size is not None and (not isinstance(ctx_size, int) or ctx_size < 0):
         raise ForwardpassError(f"ctx_size must be a number of tokens ≥ 0 (0: the model's own), got {ctx_size!r}")
     if kv_cache_dtype not in KV_CACHE_DTYPES:
@@ -52,6 +56,12 @@ def load(path: str | Path | None = None, device: str | torch.device | None = "cp
         raise ForwardpassError(f"unknown storage {storage!r}; choose from {', '.join(STORAGE_MODES)}")
     if storage is not None and dtype is not None:
         raise ForwardpassError("give a storage mode or a dtype, not both")
+    if activations not in ACTIVATIONS:
+        raise ForwardpassError(f"unknown activations {activations!r}; choose from {', '.join(ACTIVATIONS)}")
+    if activations != "exact" and (dtype is not None or storage in ("fp32", "bf16", "fp16")):
+        raise ForwardpassError(f"activations {activations} quantizes the rows that multiply integer weights; "
+                               f"{'dtype ' + str(dtype) if dtype is not None else 'storage ' + storage} has none "
+                               "(use storage stored, int8 or q4)")
     if backend not in BACKENDS:
         raise ForwardpassError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
     path = default_model_path() if path is None else resolve_model(path)
@@ -68,13 +78,44 @@ def load(path: str | Path | None = None, device: str | torch.device | None = "cp
 
         try:
             model, tokenizer, metadata = read_native(opened, ctx_size, progress)
-            return LLM(model, tokenizer, str(path), metadata, kv_cache_dtype, trained)
+            return with_activations(LLM(model, tokenizer, str(path), metadata, kv_cache_dtype, trained), activations)
         except NotNative as e:
             why = str(e)
     if backend == "native":
         raise ForwardpassError(f"{path}: the native loader does not apply: {why}")
     torch_module(f"loading {path.name} ({why})")
-    return load_torch(opened, device, dtype, checked, progress, storage, kv_cache_dtype, ctx_size)
+    loaded = load_torch(opened, device, dtype, checked, progress, storage, kv_cache_dtype, ctx_size)
+    return with_activations(loaded, activations)
+
+
+def activations_code(activations: str) -> int:
+    """abi.h's code for an ACTIVATIONS mode (Model.activations, gemv's last argument)."""
+    return {"exact": kernels.abi.ACT_EXACT, "q8": kernels.abi.ACT_Q8}[activations]
+
+
+def with_activations(loaded: LLM, activations: str) -> LLM:
+    """The loaded model with its integer products' activation rows quantized as `activations` says (ACTIVATIONS):
+    the native model's Model.activations, or each QuantizedLinear's. Refused where no product would change: float
+    weights, or weights the native kernels do not run (another device, a CPU they do not build for)."""
+    loaded.activations = activations
+    loaded.metadata["activations"] = activations
+    if activations == "exact":
+        return loaded
+    if loaded.native:
+        if not loaded.model.quantized:
+            raise ForwardpassError(f"activations {activations} quantizes the rows that multiply integer weights; "
+                                   f"{Path(loaded.source).name} stores none")
+        loaded.model.spec.activations = activations_code(activations)
+        return loaded
+    from .quant import QuantizedLinear
+
+    layers = [m for m in loaded.model.modules() if isinstance(m, QuantizedLinear)]
+    if not layers or not all(m.fast for m in layers):
+        where = "these weights hold no integer blocks" if not layers else "the native kernels do not run here"
+        raise ForwardpassError(f"activations {activations} needs integer weights run by the native kernels; {where}")
+    for m in layers:
+        m.activations = activations_code(activations)
+    return loaded
 
 
 def native_refusal(path: Path, device, dtype, checked: bool, storage: str | None) -> str | None:

@@ -23,7 +23,8 @@ from .errors import ForwardpassError
 ENOUGH = 0.9  # a batch within this share of the best rate is as good: the smallest such is chosen
 
 
-def probe(model: str | None, storage: str | None, device: str, prompt: int, new: int, max_batch: int) -> dict:
+def probe(model: str | None, storage: str | None, device: str, prompt: int, new: int, max_batch: int,
+          activations: str = "exact") -> dict:
     """In this process: load the model and time rounds of b concurrent requests of `prompt` and `new` tokens."""
     import numpy as np
 
@@ -32,7 +33,7 @@ def probe(model: str | None, storage: str | None, device: str, prompt: int, new:
     from .loader import load
     from .sampling import SamplingParams
 
-    fp = load(model, device=device, storage=storage, backend="auto")  # as a replica loads it
+    fp = load(model, device=device, storage=storage, backend="auto", activations=activations)  # as a replica loads it
     loaded_rss = peak_resident_bytes()
     c = fp.config
     if prompt + new > c.context_length:
@@ -52,18 +53,19 @@ def probe(model: str | None, storage: str | None, device: str, prompt: int, new:
         wall = time.perf_counter() - start
         rounds.append({"batch": b, "seconds": wall, "requests_per_s": b / wall, "tokens_per_s": b * new / wall})
         b *= 2
-    return {"model": c.name, "source": str(fp.source), "storage": fp.metadata.get("storage"), "prompt": prompt,
-            "new": new, "loaded_rss_bytes": loaded_rss, "kv_bytes_per_token": engine.pool.block_bytes(
-                c, 1, engine.pool.format), "rounds": rounds, "load_average": round(os.getloadavg()[0], 2)}
+    return {"model": c.name, "source": str(fp.source), "storage": fp.metadata.get("storage"),
+            "activations": activations, "prompt": prompt, "new": new, "loaded_rss_bytes": loaded_rss,
+            "kv_bytes_per_token": engine.pool.block_bytes(c, 1, engine.pool.format), "rounds": rounds,
+            "load_average": round(os.getloadavg()[0], 2)}
 
 
 def measure_replica(model: str | None, storage: str | None, device: str, prompt: int, new: int, max_batch: int,
-                    threads: int) -> dict:
+                    threads: int, activations: str = "exact") -> dict:
     """`probe` in a child process that computes with `threads` threads, as one replica would."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     code = ("import json, sys; from forwardpass.plan import probe; "
             "print(json.dumps(probe(*json.loads(sys.argv[1]))))")
-    args = json.dumps([model, storage, device, prompt, new, max_batch])
+    args = json.dumps([model, storage, device, prompt, new, max_batch, activations])
     r = subprocess.run([sys.executable, "-c", code, args], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         last = (r.stderr.strip().splitlines() or ["no output"])[-1]

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from ..config import KV_CACHE_DTYPES, STORAGE_MODES
+from ..config import ACTIVATIONS, KV_CACHE_DTYPES, STORAGE_MODES
 from ..errors import ForwardpassError
 from . import batch_cmd, chat_cmd, cost_cmd, embed_cmd, explore_cmd, generate_cmd, inspect_cmd, serve_cmd
 from .options import add_device_option, add_threads_option, apply_threads, checked
@@ -39,6 +39,10 @@ def add_storage_option(p: argparse.ArgumentParser) -> None:
                         "the model's dtype: float32 for --storage fp32), float32, float16 (half the memory and the "
                         "bytes attention reads), or q8_0 (8-bit blocks of 32 with a float16 scale: 34 bytes per 32 "
                         "numbers, about 1.9 times float16's tokens in the same memory)")
+    p.add_argument("--activations", default="exact", choices=ACTIVATIONS,
+                   help="how products with integer weights quantize their inputs: exact (default: 15 bits, the "
+                        "float32 reference's tokens) or q8 (8-bit blocks of 32 as llama.cpp does: one integer "
+                        "product per weight byte, faster prefill and batches, logits within about 1%%)")
     p.add_argument("-c", "--ctx-size", type=context_size, default=0, metavar="N",
                    help="the most tokens a sequence holds, prompt and reply together: at most the model's trained "
                         "context (default 0: all of it)")

@@ -173,7 +173,7 @@ def run(args) -> int:
     from ..loader import load
     from ..packaged import model_id
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
-              kv_cache_dtype=args.kv_cache_dtype, ctx_size=args.ctx_size, backend="auto")
+              kv_cache_dtype=args.kv_cache_dtype, activations=args.activations, ctx_size=args.ctx_size, backend="auto")
     if fp.tokenizer is None or not fp.tokenizer.chat_template:
         raise ForwardpassError("this model has no chat template; use `forwardpass generate`")
     if hasattr(sys.stdin, "reconfigure"):  # bytes that are not text: read, then refused with a word (`undecodable`)

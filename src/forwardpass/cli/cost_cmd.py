@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..article import cost
-from ..config import PRESETS, ModelConfig, preset
+from ..config import ACTIVATIONS, PRESETS, ModelConfig, preset
 from ..errors import ForwardpassError
 from ..packaged import NAMED, default_model_path, model_id, resolve_model
 from ..weights import read_config
@@ -34,6 +34,8 @@ def add_parser(sub):
     p.add_argument("--rate", type=float, default=None, help="with --plan: target requests per second")
     p.add_argument("--threads-per-replica", type=int, default=None,
                    help="with --plan: CPU threads each replica computes with (default 1)")
+    p.add_argument("--activations", default=None, choices=ACTIVATIONS,
+                   help="with --plan: how the replica's integer products quantize their inputs (default exact)")
     p.add_argument("--max-batch", type=int, default=None,
                    help="with --plan: the most requests a replica is measured answering at once (default 16)")
     return p
@@ -91,7 +93,7 @@ def run(args) -> int:
     if args.target is not None and args.model is not None and args.target != args.model:
         raise ForwardpassError(f"name the model once: MODEL is {args.target!r} but --model is {args.model!r}")
     if not args.plan:
-        for name in ("rate", "threads_per_replica", "max_batch"):
+        for name in ("rate", "threads_per_replica", "max_batch", "activations"):
             if getattr(args, name) is not None:
                 raise ForwardpassError(f"--{name.replace('_', '-')} applies to --plan only")
     elif args.rate is None or not (math.isfinite(args.rate) and args.rate > 0):
@@ -118,7 +120,7 @@ def run(args) -> int:
             print(f"measuring one replica ({args.threads_per_replica} thread(s), up to {args.max_batch} requests at "
                   "once)…", file=sys.stderr, flush=True)
         measured = measure_replica(path, None, args.device or "cpu", args.prompt, args.new, args.max_batch,
-                                   args.threads_per_replica)
+                                   args.threads_per_replica, args.activations or "exact")
         data["plan"] = plan(measured, args.rate, args.threads_per_replica) | {"measured": measured}
     if args.plot:
         from ..article.cost_plot import plot
@@ -193,8 +195,8 @@ def show_plan(console, p: dict) -> None:
     from rich.table import Table
 
     m = p["measured"]
-    t = Table(title=f"one replica, measured ({m['threads']} thread(s), {m['storage']} weights, P = {m['prompt']}, "
-                    f"N = {m['new']}, load average {m['load_average']})")
+    t = Table(title=f"one replica, measured ({m['threads']} thread(s), {m['storage']} weights, {m['activations']} "
+                    f"activations, P = {m['prompt']}, N = {m['new']}, load average {m['load_average']})")
     for col in ("requests at once", "round (s)", "requests/s", "tokens/s"):
         t.add_column(col, justify="right")
     for r in m["rounds"]:

@@ -28,7 +28,7 @@ def others(args, models: list) -> dict:
             path = default_model_path() if name is None else resolve_model(name)
             ctx = args.ctx_size and min(args.ctx_size, read_config(path).context_length)
             return load(path, device=args.device, storage=args.storage, kv_cache_dtype=args.kv_cache_dtype,
-                        ctx_size=ctx)
+                        activations=args.activations, ctx_size=ctx)
         return load_it
     found = {name: loader(name) for name in NAMED}
     found.pop(models[0].typed or "smollm2-135m", None)  # the first, loaded already under its own id
@@ -45,7 +45,7 @@ def run(args) -> int:
     from ..loader import load  # PyTorch: imported once the options are known to be good
 
     fp = load(models[0].typed, device=args.device, progress=not args.json, storage=args.storage,
-              kv_cache_dtype=args.kv_cache_dtype, ctx_size=args.ctx_size)
+              kv_cache_dtype=args.kv_cache_dtype, activations=args.activations, ctx_size=args.ctx_size)
     if fp.tokenizer is None:
         raise ForwardpassError("the explorer needs a model with a tokenizer")
     address = f"http://{args.host}:{args.port}/"

@@ -52,7 +52,7 @@ def run(args) -> int:
     from ..loader import load
     from ..loop import Generation
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
-              kv_cache_dtype=args.kv_cache_dtype, ctx_size=args.ctx_size,
+              kv_cache_dtype=args.kv_cache_dtype, activations=args.activations, ctx_size=args.ctx_size,
               backend="torch" if args.naive else "auto")  # the naive loop calls the PyTorch model
     prompt = args.prompt
     if args.chat:

@@ -57,7 +57,7 @@ def run(args) -> int:
     check_model(args)
     from ..loader import load
     fp = load(args.model, device=args.device, progress=not args.json, storage=args.storage,
-              kv_cache_dtype=args.kv_cache_dtype, ctx_size=args.ctx_size)
+              kv_cache_dtype=args.kv_cache_dtype, activations=args.activations, ctx_size=args.ctx_size)
     report = inspect(fp, args.prompt, args.top, args.temperature, args.model)
     if args.json:
         print(json.dumps(report, ensure_ascii=False))

@@ -44,6 +44,7 @@ def replica_spec(args, engine: dict, **server):
     spec = ReplicaSpec(model=str(Path(path).resolve()),
                        model_name=args.served_model_name or model_id(args.model, path),
                        storage=args.storage, kv_cache_dtype=args.kv_cache_dtype, ctx_size=args.ctx_size,
+                       activations=args.activations,
                        device=args.device, engine=engine | prompt_cache_config(args),
                        default_max_tokens=args.default_max_tokens, **server)
     return spec, threads

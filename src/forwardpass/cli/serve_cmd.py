@@ -208,6 +208,7 @@ def hosting(args, models: list, config, engine_config: dict, flags: dict):
     from ..server.to_engine import estimate, opener
 
     load_options = {"device": args.device, "storage": args.storage, "kv_cache_dtype": args.kv_cache_dtype,
+                    "activations": args.activations,
                     "ctx_size": args.ctx_size, "backend": "auto"}
     budget = getattr(args, "max_memory_gib", None)
     max_bytes = int(budget * 2**30) if budget is not None else int(0.9 * available_memory())

@@ -10,7 +10,7 @@ from torch import nn
 
 from .. import kernels
 from ..errors import ForwardpassError
-from ..kernels.abi import BLOCK, GROUP  # inputs per block, rows per tile (abi.h)
+from ..kernels.abi import ACT_EXACT, BLOCK, GROUP  # exact activations; inputs per block, rows per tile (abi.h)
 from .blocks import BlockRows, Blocks, quantize_blocks, scaled
 from .packed import Packed, Tiles, pack
 from .tiles import padded, scale_rows, tile, tile_factors, tile_scales, untiled
@@ -20,17 +20,20 @@ DECODE_ROWS = 16  # up to this many rows per call, the native kernels run on flo
 
 def native_linear(x: torch.Tensor, kind: torch.dtype | int, w: torch.Tensor, out_features: int,
                   bias: torch.Tensor | None, scale: torch.Tensor | None = None,
-                  minimum: torch.Tensor | None = None, zero: int = 0) -> torch.Tensor | None:
+                  minimum: torch.Tensor | None = None, zero: int = 0,
+                  activations: int = ACT_EXACT) -> torch.Tensor | None:
     """x Wᵀ + b through the native kernel (W stored as `kind`, kernels.gemv) when x is float32 rows on the CPU and
     the kernels are built: any number of rows for integer weights, up to DECODE_ROWS (a decode step's) for float
     ones; None otherwise (the caller's PyTorch path). Integer weights are read as they are stored, each unit once for
     every row, which for a prompt's rows (prefill) reads far fewer bytes than dequantizing the weight to float32 for
-    PyTorch's matmul (BENCHMARKS.md has the rates)."""
+    PyTorch's matmul (BENCHMARKS.md has the rates). `activations`: how integer products quantize x's rows (abi.h's
+    ACT_EXACT or ACT_Q8)."""
     rows = x.numel() // x.shape[-1]
     too_many = rows > DECODE_ROWS and not isinstance(kind, int)
     if too_many or x.device.type != "cpu" or x.dtype != torch.float32 or not kernels.available():
         return None
-    y = kernels.gemv(x.reshape(rows, x.shape[-1]), kind, w, out_features, scale, minimum, zero)
+    y = kernels.gemv(x.reshape(rows, x.shape[-1]), kind, w, out_features, scale, minimum, zero,
+                     activations=activations)
     y = y.view(*x.shape[:-1], out_features)
     return y if bias is None else y + bias
 
@@ -84,6 +87,7 @@ class QuantizedLinear(nn.Module):
         self.register_buffer("scale", torch.from_numpy(packed.scale))
         self.register_buffer("minimum", None if packed.minimum is None else torch.from_numpy(packed.minimum))
         self.bias = bias  # minimum None: -zero × scale
+        self.activations = ACT_EXACT  # how x's rows are quantized against the tiles (loader: activations)
 
     @classmethod
     def quantize(cls, weight: torch.Tensor, bits: int, bias: torch.Tensor | None = None) -> QuantizedLinear:
@@ -104,7 +108,8 @@ class QuantizedLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.fast:  # the packed weights streamed once for every row, never dequantized
-            y = native_linear(x, self.bits, self.q, self.out_features, self.bias, self.scale, self.minimum, self.zero)
+            y = native_linear(x, self.bits, self.q, self.out_features, self.bias, self.scale, self.minimum, self.zero,
+                              self.activations)
             if y is not None:
                 return y
         return F.linear(x, self.dequantize(), self.bias)  # no native kernels here: dequantize once per call

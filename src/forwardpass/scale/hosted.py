@@ -18,6 +18,7 @@ class ReplicaSpec:
     storage: str | None = None
     kv_cache_dtype: str = "auto"
     ctx_size: int = 0  # 0: the model's trained context
+    activations: str = "exact"  # how integer products quantize their inputs (config.ACTIVATIONS)
     device: str | None = "cpu"
     engine: dict = field(default_factory=dict)  # EngineConfig's fields
     api_key: str | tuple[str, ...] | None = None
@@ -51,7 +52,7 @@ class HostedEngine:
         s = self.spec
         try:
             fp = load(s.model, device=s.device, storage=s.storage, kv_cache_dtype=s.kv_cache_dtype,
-                      ctx_size=s.ctx_size, backend="auto")
+                      ctx_size=s.ctx_size, backend="auto", activations=s.activations)
             self.engine = Engine(fp, EngineConfig(**s.engine))
             embedder = None
             if s.embedding_model is not None:

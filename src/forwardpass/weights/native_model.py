@@ -165,8 +165,11 @@ def from_torch(model) -> NativeModel | None:
 
     local = model.rope_local.table if model.rope_local is not None else None
     eps = model.blocks[0].attn_norm.eps or float(np.finfo(np.float32).eps)
-    return NativeModel.make(c, embeddings, layers, model.norm_f.weight, lm_head, model.rope.table, local, eps,
-                            [v for _, _, v in bound], ready=ready, current=current)
+    native = NativeModel.make(c, embeddings, layers, model.norm_f.weight, lm_head, model.rope.table, local, eps,
+                              [v for _, _, v in bound], ready=ready, current=current)
+    quantized = [m for m in model.modules() if isinstance(m, QuantizedLinear)]
+    native.spec.activations = quantized[0].activations if quantized else kernels.abi.ACT_EXACT  # load sets them all
+    return native
 
 
 def slots(model) -> list[tuple[weakref.ref, str, object]]:

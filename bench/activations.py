@@ -1,0 +1,144 @@
+"""What 8-bit activations cost in accuracy: for each installed chat model, top-1 agreement with the fp32 reference and
+the change in perplexity over bench/text.txt of the stored weights with exact activations (`--activations exact`, the
+default) and with q8 ones (`--activations q8`), on the prefill path (the whole text in one pass) and the decode path
+(token by token through the engine's runner: the native step); beside them llama.cpp on the same file and text (its
+own arithmetic: 8-bit activations against the same blocks), where llama-cpp-python is installed.
+
+    .venv/bin/python bench/activations.py [--model smollm2-135m,gemma3-270m] [--threads 2] [--json]
+
+The reference is the same file's weights widened to float32 and run in float32 (`--storage fp32`), one pass."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+
+from common import TEXT, as_tensor, machine
+from kv_accuracy import cpu_name
+
+MODES = ("exact", "q8")
+
+
+def scored(logits, ids: list[int]):
+    """Each position's top-1 token and the text's perplexity under `logits` (one row a position)."""
+    import torch
+
+    nll = torch.nn.functional.cross_entropy(logits[:-1].float(), torch.tensor(ids[1:]))
+    return logits.argmax(-1), math.exp(nll.item())
+
+
+def decoded(fp, ids: list[int]):
+    """Logits at every position of `ids`, a token a step through the engine's runner (the native step for a native
+    model), over a float16 pool as the engine's default keeps a quantized model's pairs."""
+    import torch
+
+    from forwardpass.engine import BlockPool
+    from forwardpass.engine.rows import Chunk, Rows
+    from forwardpass.engine.runner import Runner
+
+    pool = BlockPool(fp.config, -(-len(ids) // 16), 16, fp.kv_format())
+    table = [pool.allocate() for _ in range(pool.num_blocks)]
+    runner = Runner(fp.model, pool)
+    with torch.inference_mode():
+        return torch.stack([as_tensor(runner.step(Rows([Chunk([t], table, i)])).logits[0]).float()
+                            for i, t in enumerate(ids)])
+
+
+def llama_cpp_logits(path: str, ids: list[int], threads: int):
+    """llama.cpp's logits at every position of `ids` (one sequence, every row wanted), or None without it."""
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        return None
+    import numpy as np
+    import torch
+    from llama_c import LlamaCpp
+
+    ll = LlamaCpp(path, threads, len(ids) + 1, n_batch=512)
+    try:
+        rows = []
+        for at in range(0, len(ids), ll.n_batch):
+            b = ll.batch
+            b.n_tokens = 0
+            for j, t in enumerate(ids[at:at + ll.n_batch]):
+                b.token[j], b.pos[j], b.n_seq_id[j], b.logits[j] = t, at + j, 1, True
+                b.seq_id[j][0] = 0
+                b.n_tokens += 1
+            if ll.L.llama_decode(ll.ctx, b):
+                raise RuntimeError("llama_decode failed")
+            rows += [np.ctypeslib.as_array(ll.L.llama_get_logits_ith(ll.ctx, j), shape=(ll.n_vocab,)).copy()
+                     for j in range(b.n_tokens)]
+        return torch.from_numpy(np.stack(rows))
+    finally:
+        ll.close()
+
+
+def measure(name: str, threads: int) -> dict:
+    import torch
+
+    import forwardpass
+    from forwardpass.packaged import resolve_model
+
+    path = str(resolve_model(name))
+    reference = forwardpass.load(path, storage="fp32")
+    ids = reference.encode(TEXT)
+    with torch.inference_mode():
+        top_ref, ppl_ref = scored(reference.model(torch.tensor([ids]))[0][0].float(), ids)
+    del reference
+
+    def row(mode: str, path_name: str, logits) -> dict:
+        top, ppl = scored(logits, ids)
+        return {"mode": mode, "path": path_name, "top1_vs_fp32": (top == top_ref).float().mean().item(),
+                "perplexity": ppl, "perplexity_delta": ppl - ppl_ref}
+
+    rows = []
+    for mode in MODES:
+        torch_fp = forwardpass.load(path, activations=mode)  # the PyTorch blocks over the stored tiles
+        with torch.inference_mode():
+            rows.append(row(mode, "prefill", torch_fp.model(torch.tensor([ids]))[0][0].float()))
+        del torch_fp
+        native = forwardpass.load(path, activations=mode, backend="native")  # what the commands run
+        rows.append(row(mode, "decode", decoded(native, ids)))
+    theirs = llama_cpp_logits(path, ids, threads)
+    if theirs is not None:
+        rows.append(row("llama.cpp", "one pass", theirs))
+    return {"model": name, "file": os.path.basename(path), "tokens": len(ids), "fp32_perplexity": ppl_ref,
+            "rows": rows, "llama_cpp": theirs is not None}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="smollm2-135m,gemma3-270m", help="comma-separated installed names or files")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="llama.cpp's threads")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    args = ap.parse_args()
+    from forwardpass import kernels
+    from forwardpass.errors import ForwardpassError
+
+    facts = machine() | {"cpu": cpu_name(), "kernels": kernels.isa()}
+    try:
+        results = [measure(m, args.threads) for m in args.model.split(",")]
+    except ForwardpassError as e:
+        sys.exit(f"error: {e}")
+    facts["load_average_after"] = machine()["load_average"]
+    if args.json:
+        print(json.dumps({"machine": facts, "models": results}))
+        return
+    print(f"{facts['date']}, {facts['cpu']}, {facts['kernels']} kernels, load average {facts['load_average']} → "
+          f"{facts['load_average_after']}")
+    if not all(r["llama_cpp"] for r in results):
+        print("llama.cpp: not installed (.venv/bin/pip install llama-cpp-python), its rows left out")
+    print("| model (file, tokens, fp32 perplexity) | activations | path | top-1 vs fp32 | perplexity | Δ perplexity |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in results:
+        what = f"{r['model']} ({r['file']}, {r['tokens']}, {r['fp32_perplexity']:.3f})"
+        for x in r["rows"]:
+            print(f"| {what} | {x['mode']} | {x['path']} | {x['top1_vs_fp32']:.2%} | {x['perplexity']:.3f} | "
+                  f"{x['perplexity_delta']:+.3f} |")
+
+
+if __name__ == "__main__":
+    main()
