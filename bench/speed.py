@@ -43,10 +43,12 @@ from forwardpass.cli.options import add_device_option, checked, positive_int
 from forwardpass.config import KV_CACHE_DTYPES, STORAGE_MODES
 
 PROMPT, NEW, BATCH = 128, 128, 16
+PREFILL_LONG = 1024  # the second prefill point: a prompt of this many tokens
 LONG = 3072  # the default --long prompt
 STEADY, STEADY_TRIES = 1.15, 4  # bandwidth samples around a decode run within 15% of each other, or up to 4 tries
 # llama.cpp's points, each kept from the faster flash-attention setting: its rate, and what was measured with it
-LLAMA_POINTS = {"decode_tps": (), "prefill_tps": ("ttft_s",), "decode_long_tps": (), "batch16_tps": ()}
+LLAMA_POINTS = {"decode_tps": (), "prefill_tps": ("ttft_s",), "prefill_long_tps": (), "decode_long_tps": (),
+                "batch16_tps": ()}
 
 
 _PEAK_BEFORE_PROBES = 0  # this worker's peak resident memory as it stood before each bandwidth probe (bytes)
@@ -110,14 +112,15 @@ def decode_bytes(model) -> int:
 
 
 # ---- workers: one engine each, in its own process ---------------------------------------------------
-def worker_forwardpass(path: Path, storage: str, runs: int, device: str, long: int, kv_cache_dtype: str) -> dict:
+def worker_forwardpass(path: Path, storage: str, runs: int, device: str, long: int, kv_cache_dtype: str,
+                       activations: str = "exact") -> dict:
     import forwardpass
     from forwardpass.engine import BlockPool
     from forwardpass.loop import generate
     from forwardpass.sampling import SamplingParams
 
     start = time.perf_counter()
-    fp = forwardpass.load(path, storage=storage, device=device, kv_cache_dtype=kv_cache_dtype)
+    fp = forwardpass.load(path, storage=storage, device=device, kv_cache_dtype=kv_cache_dtype, activations=activations)
     load_s = time.perf_counter() - start
     prompts = windows(fp.encode)
     params = SamplingParams(temperature=0, max_tokens=NEW, ignore_eos=True)
@@ -141,10 +144,12 @@ def worker_forwardpass(path: Path, storage: str, runs: int, device: str, long: i
         shares.append(r.decode_tokens_per_s / roof)
         roofs.append(roof)
     at_long = generate(fp, long_prompt(fp.encode, long), params, **plain).decode_tokens_per_s if long else None
+    prefill_long = median([prefill_tps(fp, long_prompt(fp.encode, PREFILL_LONG)) for _ in range(runs)])
     kv = "" if kv_cache_dtype == "auto" else f" ({kv_cache_dtype} KV)"
+    kv += "" if activations == "exact" else f" ({activations} activations)"
     return {"engine": f"forwardpass {storage}{kv}", "load_s": load_s, "prefill_tps": median(prefill),
             "ttft_s": median(ttft), "decode_tps": median(decode), "decode_long_tps": at_long,
-            "batch16_tps": batch_tps(fp, prompts, params),
+            "prefill_long_tps": prefill_long, "batch16_tps": batch_tps(fp, prompts, params),
             **peak_memory(device), "bytes_per_decode_token": per_token,
             "roofline_decode_tps": median(roofs), "roofline_share": median(shares), "bandwidth_gb_s_around": samples}
 
@@ -205,7 +210,7 @@ def worker_llama_cpp(path: Path, runs: int, device: str, long: int, flash_attn: 
     extra_bufts, note = extra_bufts_work(path, threads, gpu)
     settings = {"gpu": gpu, "flash_attn": flash_attn, "extra_bufts": extra_bufts}
     start = time.perf_counter()
-    llm = LlamaCpp(str(path), threads, max(PROMPT, long) + NEW, **settings)
+    llm = LlamaCpp(str(path), threads, max(PROMPT, long, PREFILL_LONG) + NEW, **settings)
     load_s = time.perf_counter() - start
     prompts = windows(llm.tokenize)
 
@@ -218,6 +223,8 @@ def worker_llama_cpp(path: Path, runs: int, device: str, long: int, flash_attn: 
     ttft, decode = zip(*(run(prompts[0]) for _ in range(runs)), strict=True)
     prefill = [PROMPT / s for s in ttft]  # one llama_decode of the prompt, its last row's logits
     at_long = run(long_prompt(llm.tokenize, long))[1] if long else None
+    prefill_long = median([PREFILL_LONG / llm.greedy([long_prompt(llm.tokenize, PREFILL_LONG)], 1)[1]
+                           for _ in range(runs)])
     llm.close()
     together = LlamaCpp(str(path), threads, PROMPT + NEW, n_seq=BATCH, **settings)
     together.greedy(prompts, 2)  # warm up
@@ -226,7 +233,8 @@ def worker_llama_cpp(path: Path, runs: int, device: str, long: int, flash_attn: 
     batch = BATCH * NEW / (time.perf_counter() - t)
     together.close()
     return {"engine": "llama.cpp", "load_s": load_s, "prefill_tps": median(prefill),
-            "ttft_s": median(ttft), "decode_tps": median(decode), "decode_long_tps": at_long, "batch16_tps": batch,
+            "ttft_s": median(ttft), "decode_tps": median(decode), "decode_long_tps": at_long,
+            "prefill_long_tps": prefill_long, "batch16_tps": batch,
             "peak_rss_mb": peak_memory("cpu")["peak_rss_mb"], "flash_attn": flash_attn, "extra_bufts": extra_bufts,
             "extra_bufts_note": note, "llama_cpp_version": llama_cpp.__version__}
 
@@ -321,8 +329,8 @@ def spawn_llama_cpp(flash_attn: str, *args) -> dict:
 
 def llama_notes(report: dict) -> list[str]:
     """What the llama.cpp row's numbers were measured with, in words (the table prints them under it)."""
-    labels = {"decode_tps": "decode", "prefill_tps": "prefill and TTFT", "decode_long_tps": f"decode @{report['long']}",
-              "batch16_tps": f"{BATCH}×{NEW}"}
+    labels = {"decode_tps": "decode", "prefill_tps": "prefill and TTFT", "prefill_long_tps": f"prefill @{PREFILL_LONG}",
+              "decode_long_tps": f"decode @{report['long']}", "batch16_tps": f"{BATCH}×{NEW}"}
     notes = []
     for r in report["rows"]:
         if r["engine"] == "llama.cpp" and "skipped" not in r:
@@ -336,7 +344,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=positive_int, default=3)
     ap.add_argument("--only", default=None,
-                    help="comma-separated: forwardpass:STORAGE, transformers, llama.cpp, accuracy")
+                    help="comma-separated: forwardpass:STORAGE[:ACTIVATIONS] (exact or q8: --activations), "
+                         "transformers, llama.cpp, accuracy")
     ap.add_argument("--omp-wait-policy", default="default", choices=["default", "PASSIVE", "ACTIVE"],
                     help="OpenMP wait policy of every engine's process (default: the runtime's own)")
     ap.add_argument("--long", type=checked(int, lambda v: v >= 0, "a count of tokens ≥ 0"), default=LONG, metavar="N",
@@ -364,9 +373,10 @@ def main() -> None:
     torch.set_num_threads(os.cpu_count())
     device = checked_device(args.device)
     if args.worker:
-        kind, _, storage = args.worker.partition(":")
+        kind, _, mode = args.worker.partition(":")
+        storage, _, activations = mode.partition(":")
         result = {"forwardpass": lambda: worker_forwardpass(model, storage, args.runs, device, args.long,
-                                                            args.kv_cache_dtype),
+                                                            args.kv_cache_dtype, activations or "exact"),
                   "transformers": lambda: worker_transformers(model, args.runs, device),
                   "accuracy": lambda: worker_accuracy(model, device)}[kind]()
         print(json.dumps(result))
@@ -403,7 +413,8 @@ def show(report: dict, base: dict | None) -> None:
                     f"OMP_WAIT_POLICY {report['omp_wait_policy']} · load average "
                     f"{report['machine']['load_average'][0]} → {report['after']['load_average'][0]}")
     long = [f"decode @{report['long']} tok/s"] if report["long"] else []  # --long 0: no such column
-    columns = ["engine", "prefill tok/s", "TTFT s", "decode tok/s", *long, f"{BATCH}×{NEW} tok/s", "peak RSS MB",
+    columns = ["engine", "prefill tok/s", f"prefill @{PREFILL_LONG}", "TTFT s", "decode tok/s", *long,
+               f"{BATCH}×{NEW} tok/s", "peak RSS MB",
                "decode vs roofline"]
     for col in columns:
         t.add_column(col, justify="left" if col == "engine" else "right")
@@ -417,7 +428,8 @@ def show(report: dict, base: dict | None) -> None:
         roof = f"{r['roofline_share']:.0%} of {r['roofline_decode_tps']:.0f}" if "roofline_share" in r else ""
         peak = f"{r['peak_rss_mb']:.0f}" + (f" + {r['peak_device_mb']:.0f} GPU" if "peak_device_mb" in r else "")
         at_long = [f"{r['decode_long_tps']:.1f}{ratio('decode_long_tps')}" if r.get("decode_long_tps") else ""]
-        t.add_row(r["engine"], f"{r['prefill_tps']:.1f}{ratio('prefill_tps')}", f"{r['ttft_s']:.3f}",
+        at_prefill = f"{r['prefill_long_tps']:.1f}{ratio('prefill_long_tps')}" if r.get("prefill_long_tps") else ""
+        t.add_row(r["engine"], f"{r['prefill_tps']:.1f}{ratio('prefill_tps')}", at_prefill, f"{r['ttft_s']:.3f}",
                   f"{r['decode_tps']:.1f}{ratio('decode_tps')}", *(at_long if long else []),
                   f"{r['batch16_tps']:.1f}{ratio('batch16_tps')}", peak, roof)
     console.print(t)
