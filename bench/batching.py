@@ -26,7 +26,7 @@ from common import counts, machine
 from llama_c import FLASH_ATTN, add_flash_attn_option, faster, flash_attn_note
 
 from forwardpass.cli.options import positive_int
-from forwardpass.config import STORAGE_MODES
+from forwardpass.config import ACTIVATIONS, STORAGE_MODES
 
 QUESTIONS = ["Why is the sky blue?", "Name three birds and describe them.", "Write a poem about rain.",
              "Explain how a bicycle works.", "What is a prime number?", "Describe a busy market.",
@@ -47,12 +47,12 @@ def prompts(count: int) -> list[list[int]]:
             for i in range(count)]
 
 
-def worker_forwardpass(counts: list[int], new: int, storage: str) -> dict:
+def worker_forwardpass(counts: list[int], new: int, storage: str, activations: str = "exact") -> dict:
     import forwardpass
     from forwardpass.engine import Engine, EngineConfig
     from forwardpass.sampling import SamplingParams
 
-    fp = forwardpass.load(storage=storage)
+    fp = forwardpass.load(storage=storage, activations=activations)
     engine = Engine(fp, EngineConfig(kv_cache_bytes=2**30, max_num_seqs=max(counts), max_num_batched_tokens=4096,
                                      speculative="off"))  # a token a step, as llama.cpp's batch decodes
     greedy = SamplingParams(temperature=0, max_tokens=new, ignore_eos=True)
@@ -84,7 +84,8 @@ def worker_forwardpass(counts: list[int], new: int, storage: str) -> dict:
         return first[0] - arrival
 
     rate(prompts(1))  # warm up
-    return {"engine": f"forwardpass {storage}", "tokens_per_s": {str(n): rate(prompts(n)) for n in counts},
+    return {"engine": f"forwardpass {storage}" + ("" if activations == "exact" else f", {activations} activations"),
+            "tokens_per_s": {str(n): rate(prompts(n)) for n in counts},
             "ttft_512_while_15_decode_s": {str(b): first_token_while_15_decode(b) for b in (4096, 512, 128)}}
 
 
@@ -138,20 +139,24 @@ def main() -> None:
     ap.add_argument("--sequences", type=counts, default=[1, 4, 16])
     ap.add_argument("--max-tokens", type=positive_int, default=128)
     ap.add_argument("--storage", default="stored", choices=list(STORAGE_MODES))
+    ap.add_argument("--activations", default="exact", choices=list(ACTIVATIONS),
+                    help="forwardpass's integer products' inputs (q8: llama.cpp's precision)")
     add_flash_attn_option(ap)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--worker", choices=["forwardpass", "llama.cpp"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         import torch
-        result = (worker_forwardpass(args.sequences, args.max_tokens, args.storage) if args.worker == "forwardpass"
+        result = (worker_forwardpass(args.sequences, args.max_tokens, args.storage, args.activations)
+                  if args.worker == "forwardpass"
                   else worker_llama_cpp(args.sequences, args.max_tokens, torch.get_num_threads(),
                                         args.llama_flash_attn))
         print(json.dumps(result))
         return
     common = ["--sequences", ",".join(map(str, args.sequences)), "--max-tokens", str(args.max_tokens)]
     print("forwardpass ...", file=sys.stderr)
-    ours = run_worker(["--worker", "forwardpass", "--storage", args.storage, *common])
+    ours = run_worker(["--worker", "forwardpass", "--storage", args.storage, "--activations", args.activations,
+                       *common])
     print("llama.cpp ...", file=sys.stderr)
     theirs = run_worker(["--worker", "llama.cpp", "--llama-flash-attn", args.llama_flash_attn, *common])
     result = {"benchmark": "batching", "max_tokens": args.max_tokens, "engines": [ours, theirs]} | machine("cpu")

@@ -7,7 +7,7 @@ concurrent requests (half grounded, half prose). Each request's output is checke
 every mode.
 
     .venv/bin/python bench/speculative.py [--max-tokens 160] [--agent-tokens 200] [--runs 3] [--clients 16]
-        [--row-share S] [--json]
+        [--row-share S] [--activations exact|q8] [--json]
 
 A request's decode rate is its tokens after the first over the time from its first token to its last (prefill
 excluded); the agent loop's, its turns' tokens over their times; batch-1 figures are medians of --runs runs, the modes
@@ -28,6 +28,7 @@ from agent_loop import run_loop
 from common import TEXT, checked_device, machine, median
 
 from forwardpass.cli.options import add_device_option, add_threads_option, apply_threads, positive_int
+from forwardpass.config import ACTIVATIONS
 
 MODES = ("off", "ngram", "suffix")  # no drafting, prompt lookup alone, and with drafts learnt across requests
 CODE = '''def summarize(records):
@@ -122,6 +123,8 @@ def main() -> None:
     ap.add_argument("--row-share", type=float, default=None,
                     help="hold a draft row's cost at this share of a step (default: fitted to the steps, as served)")
     ap.add_argument("--clients", type=positive_int, default=16)
+    ap.add_argument("--activations", default="exact", choices=ACTIVATIONS,
+                    help="how the integer products quantize their inputs (q8: llama.cpp's precision)")
     ap.add_argument("--json", action="store_true")
     add_device_option(ap)
     add_threads_option(ap)
@@ -133,7 +136,7 @@ def main() -> None:
     from forwardpass.sampling import SamplingParams
     from forwardpass.structured.constraints import Constraint
 
-    fp = forwardpass.load(device=device)
+    fp = forwardpass.load(device=device, activations=args.activations)
     tok = fp.tokenizer
 
     def request(messages, task):
@@ -176,7 +179,7 @@ def main() -> None:
     grounded = [r["speedup"] for r in rows if r["kind"] == "grounded"]
     prose = [r["speedup"] for r in rows if r["kind"] == "prose"]
     report = {"machine": machine(device), "max_tokens": args.max_tokens, "agent_tokens": args.agent_tokens,
-              "row_share": args.row_share,
+              "row_share": args.row_share, "activations": args.activations,
               "runs": args.runs, "tasks": rows, "agent_loop": agent,
               "grounded_median_speedup": statistics.median(grounded), "prose_median_speedup": statistics.median(prose),
               "agent_speedup": agent["speedup"], "clients": args.clients, "concurrent": concurrent,
@@ -185,7 +188,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(report))
         return
-    print(f"suffix against off: grounded median {report['grounded_median_speedup']:.2f}×, agent loop "
+    print(f"{args.activations} activations; suffix against off: grounded median "
+          f"{report['grounded_median_speedup']:.2f}×, agent loop "
           f"{report['agent_speedup']:.2f}×, prose median {report['prose_median_speedup']:.2f}×; {args.clients} "
           f"clients: " + ", ".join(f"{m} {concurrent[m]['total_tps']:.1f}" for m in MODES)
           + f" tok/s ({report['concurrent_speedup']:.2f}×, same tokens {same})")

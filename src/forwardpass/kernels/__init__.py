@@ -103,6 +103,29 @@ def _compiler() -> str:
 _SAID: set[str] = set()
 
 
+def _compile_and_link(flags: list[str], out: Path) -> subprocess.CompletedProcess:
+    """The sources compiled with `flags`, each its own object and all at once (two of them take nearly all the time,
+    so a machine of several cores compiles them side by side), then linked into `out`; the first failing step's
+    result, else the link's."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+        objects = [Path(tmp) / f"{src.stem}.o" for src in SOURCES]
+        running = [subprocess.Popen(["cc", *flags, "-c", str(src), "-o", str(obj)], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+                   for src, obj in zip(SOURCES, objects, strict=True)]
+        done = [_finished(p) for p in running]
+        failed = next((r for r in done if r.returncode), None)
+        if failed is not None:
+            return failed
+        return subprocess.run(["cc", *flags, *map(str, objects), "-o", str(out)], capture_output=True, text=True)
+
+
+def _finished(p: subprocess.Popen) -> subprocess.CompletedProcess:
+    out, err = p.communicate()
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
 def _compile(build: str) -> Path | None:
     """The shared library of `build`, compiled if its cache entry is missing; None (said once) if it fails."""
     flags = [*COMMON_FLAGS, *BUILDS[build][1]]
@@ -120,7 +143,7 @@ def _compile(build: str) -> Path | None:
         if sys.stderr.isatty():  # a person waiting at a terminal is told why the first run takes a while
             print(f"forwardpass: compiling the {build} kernels for this CPU (once: kept in {target.parent})…",
                   file=sys.stderr, flush=True)
-        r = subprocess.run(["cc", *flags, *map(str, SOURCES), "-o", str(tmp)], capture_output=True, text=True)
+        r = _compile_and_link(flags, tmp)
         if r.returncode:
             if build not in _SAID:
                 _SAID.add(build)
