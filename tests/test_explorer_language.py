@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 import pytest
 import torch
 from test_explorer_fixtures import (
+    PAGES,
     Answer,
     asked_on_opening,
     chromium,
@@ -179,8 +180,7 @@ def test_the_language_toggle_brings_the_readers_model_and_example_and_takes_them
 
 
 @needs_chromium
-@WIDTHS
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("width, lang", PAGES)  # each width and each language once
 def test_a_chinese_prompt_on_a_byte_splitting_model_is_said_with_a_switch(site, smollm, gemma, width, lang):
     page = opened(site, width, lang, model=smollm.config.name)  # the reader chose SmolLM2
     try:
@@ -231,8 +231,7 @@ OVERLAPS = """() => {  // in each chart of token labels, a label's box that reac
 
 
 @needs_chromium
-@WIDTHS
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("width, lang", PAGES)  # each width and each language once
 def test_byte_tokens_are_written_one_way_and_explained_once(site, smollm, width, lang):
     page = opened(site, width, lang, model=smollm.config.name, prompt="猫坐在垫子上，然后猫睡着了。")
     try:
