@@ -33,16 +33,26 @@ WARMING: list[threading.Thread] = []
 
 
 def pytest_sessionstart(session) -> None:
-    """In the process that runs the workers, where `make test` asks: the native tests under the other kernel builds,
-    one build after another in a child pytest at the lowest priority (a child takes its thread's), so that they use
-    what the suite leaves idle rather than time of their own after it; their results are reported at the end."""
-    if hasattr(session.config, "workerinput") or not os.environ.get("FORWARDPASS_OTHER_BUILDS"):
+    """In the process that runs the workers: the kernel build they use compiled while they start; then, where `make
+    test` asks, the native tests under the other kernel builds, one build after another in a child pytest at the
+    lowest priority (a child takes its thread's), so that they use what the suite leaves idle rather than time of
+    their own after it; their results are reported at the end."""
+    if hasattr(session.config, "workerinput") or not session.config.getoption("numprocesses", None):
         return
 
     def run_others() -> None:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         from forwardpass import kernels
-        for build in kernels.choice()[1:]:
+        from forwardpass.errors import ForwardpassError
+        try:
+            builds = kernels.choice()
+        except ForwardpassError:  # a FORWARDPASS_KERNELS this CPU cannot run: the tests that use kernels say so
+            return
+        if builds:  # the build the workers use, compiled while they start (they wait for its file)
+            kernels.load(builds[0])
+        if not os.environ.get("FORWARDPASS_OTHER_BUILDS"):
+            return
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        for build in builds[1:]:
             env = {**os.environ, "FORWARDPASS_KERNELS": build, "FORWARDPASS_OTHER_BUILDS": ""}
             r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *NATIVE_TESTS,
                                 "-k", "not real_model"], env=env, capture_output=True, text=True,
