@@ -131,8 +131,9 @@ def shape_of(form: str) -> tuple[int, int]:
 @pytest.mark.parametrize("activations", [ACT_Q8, ACT_EXACT], ids=["q8", "exact"])
 @pytest.mark.parametrize("form,bits", FORMS, ids=[f"{f}-q{b}" for f, b in FORMS])
 def test_products_are_the_reference_bit_for_bit(form, bits, activations):
-    """Five rows (two pairs of rows and one alone, as a batch's product takes them) of 70 outputs (a group padded),
-    each equal to the scalar reference's bits: integer sums are exact, and every float32 step is the kernels' own."""
+    """Five rows (as a batch's product takes them: q8 four at a time and one alone, the default mode two pairs and one
+    alone) of 70 outputs (a group padded), each equal to the scalar reference's bits: integer sums are exact, and every
+    float32 step is the kernels' own."""
     n, k = shape_of(form)
     x = rows_of(5, k, seed=bits)
     q, scale, minimum, zero = weights(form, bits, n, k, seed=7)
@@ -168,12 +169,27 @@ def test_q8_is_its_own_mode_within_its_rounding(form, bits):
 
 @pytest.mark.parametrize("bits", [4, 8])
 def test_a_row_gets_the_same_bits_alone_or_in_a_batch(bits):
-    """Rows two at a time (one tile load for both) or alone: each row's q8 product is the same bits."""
+    """Rows four at a time (one tile load for the four), two at a time or alone: each row's q8 product is the same
+    bits."""
     x = rows_of(16, 576, seed=5)
     together = product(x, "f16", bits, 1536, 576, 2, ACT_Q8)
     for r in (0, 7, 14, 15):
         assert torch.equal(product(x[r:r + 1], "f16", bits, 1536, 576, 2, ACT_Q8)[0], together[r])
     assert torch.equal(product(x[3:6], "f16", bits, 1536, 576, 2, ACT_Q8), together[3:6])
+
+
+@pytest.mark.parametrize("form,bits", FORMS, ids=[f"{f}-q{b}" for f, b in FORMS])
+def test_rows_four_at_a_time_get_their_bits_alone(form, bits):
+    """4, 5, 6, 7 and 9 rows: four at a time (one tile load for the four), then a pair, then one alone, each row the
+    bits it gets alone, which are the scalar reference's."""
+    n, k = shape_of(form)
+    x = rows_of(9, k, seed=11)
+    q, scale, minimum, zero = weights(form, bits, n, k, seed=12)
+    alone = torch.cat([kernels.gemv(x[r:r + 1], bits, q, n, scale, minimum, zero, activations=ACT_Q8)
+                       for r in range(len(x))])
+    assert torch.equal(alone, reference(x, q, scale, minimum, zero, bits, n, ACT_Q8))
+    for m in (4, 5, 6, 7, 9):
+        assert torch.equal(kernels.gemv(x[:m], bits, q, n, scale, minimum, zero, activations=ACT_Q8), alone[:m]), m
 
 
 THREADS_SCRIPT = """

@@ -311,6 +311,80 @@ static inline __attribute__((always_inline)) void groups_dot_pair(const Linear *
         for (int r = 0; r < R; r++) v_store(out + GROUP * (2 * m + r), acc[m][r]);
 }
 
+// groups_dot for four activation rows a[0] … a[3] quantized as ACT_Q8, R ≤ QUAD_STREAMS groups: each tile is loaded
+// (and a 4-bit tile unpacked) once for four rows. A q8 row's block sum is one set of registers a group (no lo), so
+// four rows' sums take the registers two rows' take in the default mode, and the tile's load, unpacking and the
+// block's scales are shared twice as widely. out[(QUAD_STREAMS m + r) × 16 + i] for row m, group r. Integer sums are
+// exact in any order; each row's float steps are groups_dot's, in its order, so a row's result is the same bit for bit.
+static inline __attribute__((always_inline)) void groups_dot_quad(const Linear *L, int kind, int scales,
+                                                                  const Activation *a, int g0, int stride, int R,
+                                                                  int left, float *out) {
+    const int nb = L->K / BLOCK, tiles = kind == Q8 ? 8 : 4;
+    const int ahead = PREFETCH_BYTES / (tiles * 64), blocks_left = kind == Q4 ? left * nb : 0;  // in blocks
+    const uint8_t *w[QUAD_STREAMS], *ws[QUAD_STREAMS], *wm[QUAD_STREAMS];
+    V acc[4][QUAD_STREAMS];
+    group_starts(L, scales, g0, stride, R, w, ws, wm);
+    for (int m = 0; m < 4; m++)
+        for (int r = 0; r < R; r++) acc[m][r] = v_zero();
+    for (int b = 0; b < nb; b++) {
+        prefetch_blocks(w, R, b, ahead, blocks_left, tiles);
+        VI dot[4][QUAD_STREAMS];  // Σ q X of this block, [row of x][group]
+        if (kind == Q8) {
+            const int halves = scales == HALVES ? 2 : 1;  // HALVES: each half summed and scaled on its own (groups_dot)
+            for (int h = 0; h < halves; h++) {
+                VQ sums[4][QUAD_STREAMS];
+                for (int m = 0; m < 4; m++)
+                    for (int r = 0; r < R; r++) sums[m][r] = vq_zero();
+                #pragma GCC unroll 1  // one tile at a time: the rows' sums and accumulators take the registers
+                for (int t = h * tiles / halves; t < (h + 1) * tiles / halves; t++) {
+                    const int k = b * BLOCK + 4 * t;
+                    for (int r = 0; r < R; r++) {
+                        const T q = t_load(w[r] + ((size_t)b * tiles + t) * 64);
+                        for (int m = 0; m < 4; m++) sums[m][r] = vq_dot_q8(sums[m][r], q, a[m].hi + k, a[m].X + k);
+                    }
+                }
+                for (int m = 0; m < 4; m++)
+                    for (int r = 0; r < R; r++) dot[m][r] = vq_join_q8(sums[m][r]);
+                if (scales == HALVES)
+                    for (int m = 0; m < 4; m++)
+                        for (int r = 0; r < R; r++)
+                            acc[m][r] = half_term(L, ws[r], wm[r], b, h, a + m, dot[m][r], acc[m][r]);
+            }
+            if (scales == HALVES) continue;
+        } else {
+            VS sums[4][QUAD_STREAMS];
+            for (int m = 0; m < 4; m++)
+                for (int r = 0; r < R; r++) sums[m][r] = vs_zero();
+            #pragma GCC unroll 1  // one tile at a time: the rows' sums and accumulators take the registers
+            for (int t = 0; t < tiles; t++) {
+                const int k = b * BLOCK + 8 * t;
+                // the low nibbles into each row's sums, then the high ones: one unpacked half live at a time
+                for (int r = 0; r < R; r++) {
+                    const T packed = t_load(w[r] + ((size_t)b * tiles + t) * 64);
+                    const T q0 = t_low(packed);
+                    for (int m = 0; m < 4; m++) sums[m][r] = vs_dot(sums[m][r], q0, four_bytes(a[m].hi + k));
+                    const T q1 = t_high(packed);
+                    for (int m = 0; m < 4; m++) sums[m][r] = vs_dot(sums[m][r], q1, four_bytes(a[m].hi + k + 4));
+                }
+            }
+            for (int m = 0; m < 4; m++)
+                for (int r = 0; r < R; r++) dot[m][r] = vs_join_q8(sums[m][r]);
+        }
+        V block[QUAD_STREAMS], minimums[QUAD_STREAMS];  // each group's scales and minimums, once for the four rows
+        for (int r = 0; r < R; r++)
+            block[r] = block_scales(ws[r], b, scales), minimums[r] = block_minimums(L, scales, ws[r], wm[r], b);
+        for (int m = 0; m < 4; m++) {
+            const V step = v_set1(a[m].step[b]), sum = v_set1(a[m].sum[b]);
+            for (int r = 0; r < R; r++) {
+                acc[m][r] = v_fma(vi_float(dot[m][r]), v_mul(block[r], step), acc[m][r]);
+                acc[m][r] = v_fma(minimums[r], sum, acc[m][r]);
+            }
+        }
+    }
+    for (int m = 0; m < 4; m++)
+        for (int r = 0; r < R; r++) v_store(out + GROUP * (QUAD_STREAMS * m + r), acc[m][r]);
+}
+
 // n ≤ 16 weights from element k of a float row, as float32 (the rest of the 16 lanes 0)
 static inline V load_floats(const void *w, size_t k, int kind, int n) {
     if (kind == F32) return v_load_n((const float *)w + k, n, 0.f);
@@ -395,29 +469,49 @@ static inline void part_units(const Linear *L, int t, int T, int *lo, int *hi) {
 // Thread t of T: its share of y = W x for each of the `rows` activation rows a[r] (y's row r at y + r × ldy;
 // accumulate: y += W x), bias included, in concurrent weight streams. Each unit of W is read from memory once: the
 // other rows find it in cache. Quantized weights take rows two at a time (groups_dot_pair), one tile load for both,
-// in PAIR_STREAMS streams (as many as the build's registers hold the sums of); a lone row, and float weights, four
-// streams of one row. `kind` is L->kind, a constant where gemv_part calls it: each kind gets its own loops, and so do
-// its scales' forms and the activations' modes (`act`: ACT_EXACT or ACT_Q8, as the rows were quantized).
+// in PAIR_STREAMS streams (as many as the build's registers hold the sums of); in ACT_Q8, where the build has the
+// registers for it (QUAD_ROWS), four at a time first (groups_dot_quad, QUAD_STREAMS streams), then the rest in pairs;
+// a lone row, and float weights, four streams of one row. `kind` is L->kind, a constant where gemv_part calls it: each
+// kind gets its own loops, and so do its scales' forms and the activations' modes (`act`: ACT_EXACT or ACT_Q8, as the
+// rows were quantized).
 static inline __attribute__((always_inline)) void gemv_part_of(const Linear *L, int kind, int scales, int act,
                                                                const Activation *a, int rows, int t, int T, float *y,
                                                                size_t ldy, int accumulate) {
     const int per = unit_rows(L);
     int lo, hi;
     part_units(L, t, T, &lo, &hi);
-    const int pairs = quantized(kind) ? rows / 2 : 0, single = 2 * pairs;  // rows [single, rows) one at a time
-    const int quarter = (hi - lo) / 4, span = (hi - lo) / PAIR_STREAMS;
-    float out[4 * GROUP];
+    const int quads = act == ACT_Q8 && QUAD_ROWS && quantized(kind) ? rows / 4 : 0;
+    const int paired = 4 * quads;  // rows [0, paired) four at a time, then [paired, single) two at a time
+    const int pairs = quantized(kind) ? (rows - paired) / 2 : 0, single = paired + 2 * pairs;
+    const int quarter = (hi - lo) / 4, span = (hi - lo) / PAIR_STREAMS, part = (hi - lo) / QUAD_STREAMS;
+    float out[4 * QUAD_STREAMS * GROUP];
+    for (int i = 0; quads && i < part; i++)
+        for (int p = 0; p < quads; p++) {
+            groups_dot_quad(L, kind, scales, a + 4 * p, lo + i, part, QUAD_STREAMS, part - i, out);
+            for (int m = 0; m < 4; m++)
+                for (int s = 0; s < QUAD_STREAMS; s++)
+                    put(L, (lo + i + s * part) * per, out + (QUAD_STREAMS * m + s) * per, per, y + (4 * p + m) * ldy,
+                        accumulate);
+        }
+    for (int u = lo + QUAD_STREAMS * part; quads && u < hi; u++)
+        for (int p = 0; p < quads; p++) {
+            groups_dot_quad(L, kind, scales, a + 4 * p, u, 0, 1, hi - u, out);
+            for (int m = 0; m < 4; m++)
+                put(L, u * per, out + QUAD_STREAMS * m * per, per, y + (4 * p + m) * ldy, accumulate);
+        }
     for (int i = 0; pairs && i < span; i++)
         for (int p = 0; p < pairs; p++) {
-            groups_dot_pair(L, kind, scales, act, a + 2 * p, lo + i, span, PAIR_STREAMS, span - i, out);
+            groups_dot_pair(L, kind, scales, act, a + paired + 2 * p, lo + i, span, PAIR_STREAMS, span - i, out);
             for (int m = 0; m < 2; m++)
                 for (int s = 0; s < PAIR_STREAMS; s++)
-                    put(L, (lo + i + s * span) * per, out + (2 * m + s) * per, per, y + (2 * p + m) * ldy, accumulate);
+                    put(L, (lo + i + s * span) * per, out + (2 * m + s) * per, per, y + (paired + 2 * p + m) * ldy,
+                        accumulate);
         }
     for (int u = lo + PAIR_STREAMS * span; pairs && u < hi; u++)
         for (int p = 0; p < pairs; p++) {
-            groups_dot_pair(L, kind, scales, act, a + 2 * p, u, 0, 1, hi - u, out);
-            for (int m = 0; m < 2; m++) put(L, u * per, out + 2 * m * per, per, y + (2 * p + m) * ldy, accumulate);
+            groups_dot_pair(L, kind, scales, act, a + paired + 2 * p, u, 0, 1, hi - u, out);
+            for (int m = 0; m < 2; m++)
+                put(L, u * per, out + 2 * m * per, per, y + (paired + 2 * p + m) * ldy, accumulate);
         }
     for (int i = 0; single < rows && i < quarter; i++)
         for (int r = single; r < rows; r++) {

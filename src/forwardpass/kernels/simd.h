@@ -77,6 +77,8 @@ static inline void floats_to_halves(const float *f, uint16_t *h, int n) {
 #if defined(FP_AVX512)
 #define KERNEL_ISA "avx512"
 #define PAIR_STREAMS 2  // 32 registers hold two groups' sums for two rows
+#define QUAD_ROWS 1     // q8 rows four at a time (gemv.h: groups_dot_quad)
+#define QUAD_STREAMS 2  // four q8 rows × two groups: 8 sums and 8 accumulators, the rest for tiles and scales
 typedef __m512 V;
 typedef __m512i VI;
 typedef __m512i T;
@@ -146,6 +148,10 @@ static inline VI vi_dot(VI acc, T t, int32_t word) { return _mm512_dpbusd_epi32(
 #elif defined(FP_AVX2)
 #define KERNEL_ISA "avx2"
 #define PAIR_STREAMS 1  // 16 registers: a second group's sums would spill to memory
+// no q8 rows four at a time: four rows' sums and accumulators alone take the 16 registers (an 8-bit tile's sums
+// more), and the spilled sums ran slower than pairs
+#define QUAD_ROWS 0
+#define QUAD_STREAMS 1
 typedef struct { __m256 a, b; } V;
 typedef struct { __m256i a, b; } VI;
 typedef struct { __m256i a, b; } T;
@@ -311,6 +317,8 @@ static inline VI vs_join_q8(VS s) {
 #elif defined(FP_NEON)
 #define KERNEL_ISA "neon"
 #define PAIR_STREAMS 1  // a row's sums take four registers
+#define QUAD_ROWS 1
+#define QUAD_STREAMS 1
 #include <arm_neon.h>
 typedef struct { float32x4_t v[4]; } V;  // lanes 4k … 4k + 3 in v[k]
 typedef struct { int32x4_t v[4]; } VI;
@@ -418,6 +426,8 @@ static inline VI vi_dot(VI acc, T t, int32_t word) {
 #else
 #define KERNEL_ISA "generic"
 #define PAIR_STREAMS 1
+#define QUAD_ROWS 1
+#define QUAD_STREAMS 1
 typedef struct { float f[LANES]; } V;
 typedef struct { int32_t i[LANES]; } VI;
 typedef struct { uint32_t w[LANES]; } T;
