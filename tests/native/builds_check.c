@@ -52,7 +52,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof tiles; i++) tiles[i] = (uint8_t)next();
     for (size_t i = 0; i < sizeof scale / 4; i++) scale[i] = uniform(0.001f, 0.02f), minimum[i] = uniform(-0.2f, 0.f);
     const int kinds[2] = {Q8, Q4};
-    for (int i = 0; i < 2; i++) {  // five rows: two pairs (groups_dot_pair) and one alone
+    for (int i = 0; i < 2; i++) {  // five rows: two pairs and one alone (ACT_Q8: four at once, then one)
         products(kinds[i] == Q8 ? "q8" : "q4", x, M, kinds[i], K, tiles, scale, minimum, F32, 0, N, y);
     }
     {  // scales and minimums stored as float16 (positive scales, negative minimums, 2^-10 … 2^-1)
