@@ -5,7 +5,8 @@ on the same GGUF, the same prompts, the same machine.
                                     [--long 3072] [--device cuda] [--model gemma3-270m | PATH]
                                     [--llama-flash-attn both|on|off]
 
-Each engine runs in its own process (so peak memory is its own): prefill tokens/s of a 128-token prompt,
+Each engine runs in its own process (so peak memory is its own): prefill tokens/s of a 128-token prompt (and of a
+1,024-token one),
 time to first token, decode tokens/s (batch 1, 128 new tokens, one a step: forwardpass's drafting off,
 bench/speculative.py measures it; and after a --long-token prompt, where attention
 reads as many bytes as the weights: forwardpass and llama.cpp), throughput of 16 sequences × 128 new
