@@ -48,7 +48,7 @@ def test_a_mode_that_would_change_nothing_or_is_unknown_is_refused_by_name(optio
 
 def test_the_mode_reaches_the_native_model_and_the_pytorch_layers(q8, exact):
     assert q8.model.spec.activations == kernels.abi.ACT_Q8 and exact.model.spec.activations == kernels.abi.ACT_EXACT
-    assert q8.metadata["activations"] == "q8" and q8.activations == "q8" and exact.activations == "exact"
+    assert q8.metadata["activations"] == "q8" and exact.metadata["activations"] == "exact"
     torch_q8 = forwardpass.load(activations="q8")  # the PyTorch blocks over the same tiles
     from forwardpass.quant import QuantizedLinear
     layers = [m for m in torch_q8.model.modules() if isinstance(m, QuantizedLinear)]

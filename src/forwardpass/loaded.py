@@ -30,7 +30,6 @@ class LoadedModel:
     metadata: dict
     kv_cache_dtype: str = "auto"  # the engine's KV pool (KV_CACHE_DTYPES): auto, float32, float16 or q8_0 (kv_format)
     trained_context_length: int | None = None  # the file's own; config.context_length is what load's ctx_size kept
-    activations: str = "exact"  # how integer products quantize their activation rows (config.ACTIVATIONS)
 
     def __post_init__(self) -> None:
         if self.trained_context_length is None:

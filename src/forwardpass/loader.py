@@ -97,8 +97,7 @@ def with_activations(loaded: LLM, activations: str) -> LLM:
     """The loaded model with its integer products' activation rows quantized as `activations` says (ACTIVATIONS):
     the native model's Model.activations, or each QuantizedLinear's. Refused where no product would change: float
     weights, or weights the native kernels do not run (another device, a CPU they do not build for)."""
-    loaded.activations = activations
-    loaded.metadata["activations"] = activations
+    loaded.metadata["activations"] = activations  # beside "storage": how the weights are used, as loaded
     if activations == "exact":
         return loaded
     if loaded.native:
