@@ -24,8 +24,11 @@ FIRST = ("test_scale.py", "test_explorer_sampling.py", "test_explorer_language.p
          "test_gemma.py", "test_kv_q8.py", "test_server.py", "test_smollm.py", "test_explorer_mechanism.py")
 
 
-# the native tests again under every other kernel build this CPU runs (the suite itself uses the best one), less the
-# sweeps that load the real model in every storage mode; `make test` asks for them (FORWARDPASS_OTHER_BUILDS=1)
+# the native tests again under every other kernel build this CPU runs (the suite itself uses the best one), on their
+# synthetic models: a test on a real model's weights (REAL_MODEL) runs under the best build only, where its engine-level
+# proof is the same and the kernels' own paths are the synthetic tests'; `make test` asks for them
+# (FORWARDPASS_OTHER_BUILDS=1)
+REAL_MODEL = {"smollm", "hf_smollm", "stored"}  # the fixtures that load a real model's weights
 NATIVE_TESTS = ("tests/test_kernels.py", "tests/test_native_step.py", "tests/test_kv_q8.py",
                 "tests/test_activations_q8.py")
 RERUNS: list[tuple[str, int, str]] = []  # (build, exit status, pytest's output)
@@ -55,7 +58,7 @@ def pytest_sessionstart(session) -> None:
         for build in builds[1:]:
             env = {**os.environ, "FORWARDPASS_KERNELS": build, "FORWARDPASS_OTHER_BUILDS": ""}
             r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *NATIVE_TESTS,
-                                "-k", "not real_model"], env=env, capture_output=True, text=True,
+                                "-m", "not real_model"], env=env, capture_output=True, text=True,
                                cwd=session.config.rootpath)
             RERUNS.append((build, r.returncode, r.stdout + r.stderr))
 
@@ -80,6 +83,9 @@ def pytest_terminal_summary(terminalreporter) -> None:
 
 
 def pytest_collection_modifyitems(items: list) -> None:
+    for item in items:
+        if REAL_MODEL & set(getattr(item, "fixturenames", ())) or "real_model" in item.name:
+            item.add_marker(pytest.mark.real_model)
     order = {name: i for i, name in enumerate(FIRST)}
     items.sort(key=lambda item: order.get(item.path.name, len(FIRST)))  # stable: the rest keep their order
 
