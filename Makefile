@@ -46,8 +46,9 @@ lint: install
 # the suite runs in two workers, a test file each at a time (much of its time is waiting on servers, subprocesses and
 # the browser), sharing two cores with its own servers and browser: OpenMP threads sleep rather than spin. Beside it,
 # at the lowest priority (FORWARDPASS_OTHER_BUILDS, tests/conftest.py), the native tests again under every other build
-# of the kernels this CPU runs (the suite itself uses the best one), less the sweeps that load the real model in every
-# storage mode: they take what the workers leave idle, and their results are printed at the end
+# of the kernels this CPU runs (the suite itself uses the best one), on their synthetic models (a test on a real
+# model's weights runs under the best build only): they take what the workers leave idle; their results are printed at
+# the end
 test: lint browser
 	FORWARDPASS_OTHER_BUILDS=1 OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2 --dist loadfile
 
