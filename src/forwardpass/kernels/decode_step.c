@@ -481,173 +481,256 @@ static int emitted(const Batch *b) {
     return E;
 }
 
-// The rows' step: the emitted rows' logits (E × vocab_size, in row order) and each one's argmax in greedy. Checked by
-// the callers.
-// One function, longer than the rest: its one OpenMP parallel region spans every layer (one team per step, team.h's
-// barriers between phases), and each phase reads the thread's own buffers cut at its top; a function per phase would
-// pass those dozen buffers and the barrier around, or start a team per layer.
-static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy) {
-    const int d = m->d_model, hd = m->head_dim, H = m->n_heads, KV = m->n_kv_heads, group = H / KV;
-    const int F = m->hidden, R = b->rows, QKV = (H + 2 * KV) * hd, V = m->vocab_size, E = emitted(b);
-    Cut shared = {m->work, 0};
-    const Shared s = cut_shared(&shared, m);
-    float *x = s.x, *qkv = s.qkv, *gate_up = s.gate_up, *part_out = s.part_out, *part_top = s.part_top;
-    float *part_total = s.part_total, *best_logit = s.best_logit;
-    int *best = s.best, teams = 1;  // each thread's argmax over its share of each row's logits
-    for (int r = 0; r < R; r++) {
+// What one thread of a step's team works with, the same in every phase: the shared buffers, its own (cut after
+// threads 0 … t-1's), and its products' input rows a[0 … R-1]. Each thread prepares its own copy of a matrix
+// product's inputs (norms, quantizing rows: a few microseconds), which saves a barrier per product; from SPLIT_ROWS
+// rows, each prepares its share of them (rows first, first + stride, …) in shared buffers, then a barrier.
+typedef struct {
+    const Model *m;
+    const Batch *b;
+    const Shared *s;
+    Own o;
+    Activation *a;
+    TeamBarrier *bar;
+    int t, T, P;               // thread t of the team's T; P: attention's parts
+    int split, first, stride;  // split: from SPLIT_ROWS rows; the rows t prepares
+    float *xn, *attn;          // the prepared rows: the shared buffers' when split, else its own
+    size_t row_bytes;          // one K or V head's row as the cache stores it (kv_row_bytes)
+} Worker;
+
+// Thread t of T's Worker, its own buffers cut from `mine` (where the shared ones end), a[r] pointed into them
+static Worker worker_of(const Model *m, const Batch *b, const Shared *s, Cut mine, Activation *a, TeamBarrier *bar,
+                        int t, int T, int P) {
+    for (int i = 0; i < t; i++) cut_own(&mine, m);
+    const Own o = cut_own(&mine, m);
+    const int R = b->rows, split = R >= SPLIT_ROWS, widest = widest_row(m);
+    const Worker w = {.m = m, .b = b, .s = s, .o = o, .a = a, .bar = bar, .t = t, .T = T, .P = P, .split = split,
+                      .first = split ? t : 0, .stride = split ? T : 1, .xn = split ? s->xn : o.xn,
+                      .attn = split ? s->attn : o.attn, .row_bytes = kv_row_bytes(b->kv, m->head_dim)};
+    for (int r = 0; r < R; r++)
+        a[r] = activation_in((split ? s->act : o.act) + (size_t)r * activation_floats(widest), widest);
+    return w;
+}
+
+// Each row's token embedding (× the family's embedding scale) into x (R × d_model)
+static void embed_rows(const Model *m, const Batch *b, float *x) {
+    const int d = m->d_model;
+    for (int r = 0; r < b->rows; r++) {
         float *row = x + (size_t)r * d;
         linear_row(&m->embeddings, b->tokens[r], row);
         if (m->embed_scale != 1.f)
             for (int i = 0; i < d; i++) row[i] *= m->embed_scale;
     }
+}
 
+// Every row's queries and new keys (qkv: R × (H + 2 KV) × head_dim) QK-normed where the family has it and rotated
+// to the row's position, into the thread's `rotated` (R × (H + KV) × head_dim); in a binary16 or q8_0 pool each
+// row's new pair also as the cache will hold it, into its `own` (R × 2 KV rows: KV keys, then KV values). Every
+// thread rotates them all itself (cheaper than a barrier).
+static void rotate_rows(const Worker *w, const Layer *L) {
+    const Model *m = w->m;
+    const Batch *b = w->b;
+    const int hd = m->head_dim, H = m->n_heads, KV = m->n_kv_heads, QKV = (H + 2 * KV) * hd;
+    for (int r = 0; r < b->rows; r++) {
+        const size_t at = (size_t)b->positions[r] * (hd / 2);
+        const float *cos = (L->local_rope ? m->cos_local : m->cos) + at;
+        const float *sin = (L->local_rope ? m->sin_local : m->sin) + at;
+        const float *q = w->s->qkv + (size_t)r * QKV;
+        float *rot = w->o.rotated + (size_t)r * (H + KV) * hd;
+        for (int i = 0; i < H + KV; i++) {
+            if (L->q_norm)
+                rmsnorm(q + i * hd, i < H ? L->q_norm : L->k_norm, hd, m->norm_eps, rot + i * hd);
+            else
+                memcpy(rot + i * hd, q + i * hd, sizeof(float) * hd);
+            rope(rot + i * hd, cos, sin, hd);
+        }
+        uint8_t *mine = (uint8_t *)w->o.own + (size_t)r * 2 * KV * w->row_bytes;
+        if (b->kv != KV_F32)  // the row's own pair as the cache will hold it
+            for (int g = 0; g < KV; g++) {
+                kv_encode(b->kv, rot + (H + g) * hd, mine + g * w->row_bytes, hd);
+                kv_encode(b->kv, q + (H + KV + g) * hd, mine + (KV + g) * w->row_bytes, hd);
+            }
+    }
+}
+
+// Layer l's attention of rows r … r + M - 1 (one chunk's, or one row), the thread's parts c = t, t + T, … of P of
+// each row's slots: each part's sums into part_out, part_top and part_total ((R, P, H) × head_dim, (R, P, H),
+// (R, P, H)), for merge_heads. Each K/V head's share is read once for up to four query heads of its group and all
+// M rows.
+static void attend_chunk(const Worker *w, const Layer *L, int l, int r, int M) {
+    const Model *m = w->m;
+    const Batch *b = w->b;
+    const int hd = m->head_dim, H = m->n_heads, KV = m->n_kv_heads, group = H / KV, QKV = (H + 2 * KV) * hd, P = w->P;
+    const size_t row_bytes = w->row_bytes;
+    const Shared *s = w->s;
+    // their slots: the pool's below `past`, then this step's new pairs, of the chunk's first row (r0) on
+    const int r0 = r - (b->chunk ? b->chunk[r] : 0), past = b->lengths[r0];
+    int first[4], span[4];
+    for (int e = 0; e < M; e++) {
+        const int len = b->lengths[r + e] + 1;
+        first[e] = L->window > 0 && len > L->window ? len - L->window : 0, span[e] = len - first[e];
+    }
+    const uint8_t *news = (const uint8_t *)w->o.own + (size_t)r0 * 2 * KV * row_bytes;  // r0's pairs, r0 + 1's, …
+    const int f32 = b->kv == KV_F32;
+    const size_t k_stride = f32 ? sizeof(float) * (H + KV) * hd : 2 * KV * row_bytes;
+    const size_t v_stride = f32 ? sizeof(float) * QKV : 2 * KV * row_bytes;
+    for (int c = w->t; c < P; c += w->T) {
+        int lo[4], hi[4];
+        for (int e = 0; e < M; e++) lo[e] = first[e] + span[e] * c / P, hi[e] = first[e] + span[e] * (c + 1) / P;
+        for (int i = 0, n; i < H; i += n) {  // up to four query heads of one group at a time
+            const int g = i / group;
+            n = (g + 1) * group - i < 4 ? (g + 1) * group - i : 4;
+            const Rows k = rows_of(m, b, b->k, l, r, g), v = rows_of(m, b, b->v, l, r, g);
+            const Slots keys = {&k, past,
+                                f32 ? (const char *)(w->o.rotated + ((size_t)r0 * (H + KV) + H + g) * hd)
+                                    : (const char *)news + g * row_bytes, k_stride};
+            const Slots values = {&v, past,
+                                  f32 ? (const char *)(s->qkv + (size_t)r0 * QKV + (H + KV + g) * hd)
+                                      : (const char *)news + (KV + g) * row_bytes, v_stride};
+            const float *q[4];
+            float *sc[4], *out[4], *top[4], *total[4];
+            for (int e = 0; e < M; e++) {
+                const size_t part = ((size_t)(r + e) * P + c) * H + i;
+                q[e] = w->o.rotated + (size_t)(r + e) * (H + KV) * hd + i * hd;
+                sc[e] = w->o.scores + (size_t)e * 4 * m->capacity;
+                out[e] = s->part_out + part * hd, top[e] = s->part_top + part, total[e] = s->part_total + part;
+            }
+            attend_group(q, M, n, &keys, &values, hd, m->attn_scale, lo, hi, sc, out, top, total);
+        }
+    }
+}
+
+// attend_chunk over every row, a chunk's consecutive rows (up to four) together
+static void attend_rows(const Worker *w, const Layer *L, int l) {
+    const Batch *b = w->b;
+    for (int r = 0, M; r < b->rows; r += M) {  // rows r … r + M - 1: one chunk's (or one row)
+        for (M = 1; M < 4 && r + M < b->rows && b->chunk && b->chunk[r + M] == b->chunk[r] + M; M++) {}
+        attend_chunk(w, L, l, r, M);
+    }
+}
+
+// Every row's new K and V of layer l into its slot of the pool (b->lengths[r]), as the pool stores them
+static void store_new_pairs(const Worker *w, int l) {
+    const Model *m = w->m;
+    const Batch *b = w->b;
+    const int hd = m->head_dim, H = m->n_heads, KV = m->n_kv_heads, QKV = (H + 2 * KV) * hd;
+    for (int r = 0; r < b->rows; r++)
+        for (int g = 0; g < KV; g++) {
+            const Rows k = rows_of(m, b, b->k, l, r, g), v = rows_of(m, b, b->v, l, r, g);
+            const float *q = w->s->qkv + (size_t)r * QKV;
+            kv_encode(b->kv, w->o.rotated + ((size_t)r * (H + KV) + H + g) * hd, row_at(&k, b->lengths[r]), hd);
+            kv_encode(b->kv, q + (H + KV + g) * hd, row_at(&v, b->lengths[r]), hd);
+        }
+}
+
+// Layer l's attention, the thread's share: x += out(attend(rope(q), cache + rope(k), cache + v)) over norm(x)
+static void attention_block(const Worker *w, const Layer *L, int l) {
+    const Model *m = w->m;
+    const Shared *s = w->s;
+    const int R = w->b->rows, d = m->d_model, H = m->n_heads, hd = m->head_dim, P = w->P, T = w->T;
+    prepare(s->x, R, d, L->attn_norm, m->norm_eps, L->qkv.kind, m->activations, w->xn, w->a, w->first, w->stride);
+    if (w->split) team_barrier(w->bar, T);
+    gemv_share(m, &L->qkv, w->a, R, s->qkv, 0);
+    team_barrier(w->bar, T);
+    // Attention splits each row's slots into P parts, thread t taking parts t, t + T, …: each reads its share of
+    // every K/V head once, for all the group's query heads and up to four rows of a chunk, after rotating every
+    // query and new key itself.
+    rotate_rows(w, L);
+    attend_rows(w, L, l);
+    team_barrier(w->bar, T);
+    if (w->t == 0) store_new_pairs(w, l);  // after every thread has read the caches' earlier slots
+    for (int r = w->first; r < R; r += w->stride)
+        merge_heads(s->part_out + (size_t)r * P * H * hd, s->part_top + (size_t)r * P * H,
+                    s->part_total + (size_t)r * P * H, P, H, hd, w->attn + (size_t)r * H * hd);
+    prepare(w->attn, R, H * hd, NULL, 0.f, L->out.kind, m->activations, NULL, w->a, w->first, w->stride);
+    if (w->split) team_barrier(w->bar, T);
+    branch_into(m, &L->out, w->a, R, s->x, s->branch, L->attn_post_norm, w->bar, w->t, T);
+    team_barrier(w->bar, T);
+}
+
+// The layer's feed-forward, the thread's share: x += down(act(gate) × up) over norm(x)
+static void feed_forward_block(const Worker *w, const Layer *L) {
+    const Model *m = w->m;
+    const Shared *s = w->s;
+    const int R = w->b->rows, d = m->d_model, F = m->hidden, T = w->T;
+    prepare(s->x, R, d, L->ffn_norm, m->norm_eps, L->gate_up.kind, m->activations, w->xn, w->a, w->first, w->stride);
+    if (w->split) team_barrier(w->bar, T);
+    gemv_share(m, &L->gate_up, w->a, R, s->gate_up, 0);
+    team_barrier(w->bar, T);
+    for (int r = w->first; r < R; r += w->stride)
+        (m->gelu ? geglu : swiglu)(s->gate_up + (size_t)r * 2 * F, s->gate_up + (size_t)r * 2 * F + F, F,
+                                   w->xn + (size_t)r * F);
+    prepare(w->xn, R, F, NULL, 0.f, L->down.kind, m->activations, NULL, w->a, w->first, w->stride);
+    if (w->split) team_barrier(w->bar, T);
+    branch_into(m, &L->down, w->a, R, s->x, s->branch, L->ffn_post_norm, w->bar, w->t, T);
+    team_barrier(w->bar, T);
+}
+
+// The E emitted rows' final norm and logits (E × vocab_size), the thread's share of them, and its argmax over its
+// share of each row: best[r × T + t], -1 where its share is empty
+static void unembed_rows(const Worker *w, int E, float *logits) {
+    const Model *m = w->m;
+    const int R = w->b->rows, d = m->d_model, V = m->vocab_size, t = w->t, T = w->T;
+    for (int r = 0, e = 0; r < R; r++)  // final norm, then unembedding, of the emitted rows
+        if (emits(w->b, r)) {
+            w->a[e].x = w->xn + (size_t)e * d;
+            if (e % w->stride == w->first)
+                prepare(w->s->x + (size_t)r * d, 1, d, m->norm_f, m->norm_eps, m->lm_head.kind, m->activations,
+                        w->xn + (size_t)e * d, w->a + e, 0, 1);
+            e++;
+        }
+    if (w->split) team_barrier(w->bar, T);
+    gemv_share(m, &m->lm_head, w->a, E, logits, 0);
+    int lo, hi;  // this thread's rows of logits: its units', less the padding past vocab_size
+    part_units(&m->lm_head, t, T, &lo, &hi);
+    lo *= unit_rows(&m->lm_head), hi *= unit_rows(&m->lm_head);
+    hi = hi < V ? hi : V;
+    for (int r = 0; r < E; r++)
+        w->s->best[r * T + t] = hi > lo ? lo + argmax(logits + (size_t)r * V + lo, hi - lo) : -1;
+}
+
+// Each emitted row's argmax into greedy: the argmax of the teams' shares' argmaxes (best, E × teams), in order, the
+// first largest or first NaN
+static void pick_greedy(const Shared *s, const float *logits, int E, int V, int teams, int *greedy) {
+    for (int r = 0; r < E; r++) {
+        int shares = 0, *mine = s->best + r * teams;
+        float *values = s->best_logit + r * teams;
+        for (int t = 0; t < teams; t++)
+            if (mine[t] >= 0) mine[shares] = mine[t], values[shares++] = logits[(size_t)r * V + mine[t]];
+        greedy[r] = mine[argmax(values, shares)];
+    }
+}
+
+// The rows' step: the emitted rows' logits (E × vocab_size, in row order) and each one's argmax in greedy. Checked by
+// the callers. One OpenMP parallel region spans every layer (one team per step, team.h's barriers between phases),
+// each thread calling the phase functions with its Worker.
+static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy) {
+    const int R = b->rows, E = emitted(b);
+    Cut shared = {m->work, 0};
+    const Shared s = cut_shared(&shared, m);
+    embed_rows(m, b, s.x);
     const int P = m->threads, team = m->team > 0 && m->team < P ? m->team : P;  // P: attention's parts
     TeamBarrier bar = {0, 0, 0};
+    int teams = 1;
     double cpu = 0.;
     const double start = seconds(CLOCK_MONOTONIC);
     #pragma omp parallel num_threads(team) reduction(+ : cpu)
     {
-        // Each thread prepares its own copy of a matrix product's inputs (norms, quantizing rows: a few
-        // microseconds), which saves a barrier per product; from SPLIT_ROWS rows, each prepares its share of them
-        // in shared buffers, then a barrier.
         const int t = omp_get_thread_num(), T = omp_get_num_threads();
         cpu -= seconds(CLOCK_THREAD_CPUTIME_ID);
-        Cut mine = shared;
-        for (int i = 0; i < t; i++) cut_own(&mine, m);
-        const Own o = cut_own(&mine, m);
-        const int split = R >= SPLIT_ROWS, first = split ? t : 0, stride = split ? T : 1;  // the rows t prepares
-        float *xn = split ? s.xn : o.xn, *rotated = o.rotated, *scores = o.scores, *attn = split ? s.attn : o.attn;
-        uint8_t *own = (uint8_t *)o.own;  // a binary16 or q8_0 pool's new pairs, each row's (KV keys, then KV values)
-        const size_t row_bytes = kv_row_bytes(b->kv, hd);
         Activation a[R];
-        for (int r = 0; r < R; r++)
-            a[r] = activation_in((split ? s.act : o.act) + (size_t)r * activation_floats(widest_row(m)), widest_row(m));
+        const Worker w = worker_of(m, b, &s, shared, a, &bar, t, T, P);
         for (int l = 0; l < m->n_layers; l++) {
-            const Layer *L = m->layers + l;
-            // attention: x += out(attend(rope(q), cache + rope(k), cache + v)) over norm(x)
-            prepare(x, R, d, L->attn_norm, m->norm_eps, L->qkv.kind, m->activations, xn, a, first, stride);
-            if (split) team_barrier(&bar, T);
-            gemv_share(m, &L->qkv, a, R, qkv, 0);
-            team_barrier(&bar, T);
-            // Attention splits each row's slots into P parts, thread t taking parts t, t + T, …: each reads its
-            // share of every K/V head once, for all the group's query heads and up to four rows of a chunk, after
-            // rotating every query and new key itself (cheaper than a barrier).
-            for (int r = 0; r < R; r++) {
-                const size_t at = (size_t)b->positions[r] * (hd / 2);
-                const float *cos = (L->local_rope ? m->cos_local : m->cos) + at;
-                const float *sin = (L->local_rope ? m->sin_local : m->sin) + at;
-                const float *q = qkv + (size_t)r * QKV;
-                float *rot = rotated + (size_t)r * (H + KV) * hd;
-                for (int i = 0; i < H + KV; i++) {
-                    if (L->q_norm)
-                        rmsnorm(q + i * hd, i < H ? L->q_norm : L->k_norm, hd, m->norm_eps, rot + i * hd);
-                    else
-                        memcpy(rot + i * hd, q + i * hd, sizeof(float) * hd);
-                    rope(rot + i * hd, cos, sin, hd);
-                }
-                uint8_t *mine = own + (size_t)r * 2 * KV * row_bytes;
-                if (b->kv != KV_F32)  // the row's own pair as the cache will hold it
-                    for (int g = 0; g < KV; g++) {
-                        kv_encode(b->kv, rot + (H + g) * hd, mine + g * row_bytes, hd);
-                        kv_encode(b->kv, q + (H + KV + g) * hd, mine + (KV + g) * row_bytes, hd);
-                    }
-            }
-            for (int r = 0, M; r < R; r += M) {  // rows r … r + M - 1: one chunk's (or one row)
-                for (M = 1; M < 4 && r + M < R && b->chunk && b->chunk[r + M] == b->chunk[r] + M; M++) {}
-                // their slots: the pool's below `past`, then this step's new pairs, of the chunk's first row (r0) on
-                const int r0 = r - (b->chunk ? b->chunk[r] : 0), past = b->lengths[r0];
-                int first[4], span[4];
-                for (int e = 0; e < M; e++) {
-                    const int len = b->lengths[r + e] + 1;
-                    first[e] = L->window > 0 && len > L->window ? len - L->window : 0, span[e] = len - first[e];
-                }
-                const uint8_t *news = own + (size_t)r0 * 2 * KV * row_bytes;  // r0's pairs, r0 + 1's, …
-                const int f32 = b->kv == KV_F32;
-                const size_t k_stride = f32 ? sizeof(float) * (H + KV) * hd : 2 * KV * row_bytes;
-                const size_t v_stride = f32 ? sizeof(float) * QKV : 2 * KV * row_bytes;
-                for (int c = t; c < P; c += T) {
-                    int lo[4], hi[4];
-                    for (int e = 0; e < M; e++)
-                        lo[e] = first[e] + span[e] * c / P, hi[e] = first[e] + span[e] * (c + 1) / P;
-                    for (int i = 0, n; i < H; i += n) {  // up to four query heads of one group at a time
-                        const int g = i / group;
-                        n = (g + 1) * group - i < 4 ? (g + 1) * group - i : 4;
-                        const Rows k = rows_of(m, b, b->k, l, r, g), v = rows_of(m, b, b->v, l, r, g);
-                        const Slots keys = {&k, past,
-                                            f32 ? (const char *)(rotated + ((size_t)r0 * (H + KV) + H + g) * hd)
-                                                : (const char *)news + g * row_bytes, k_stride};
-                        const Slots values = {&v, past,
-                                              f32 ? (const char *)(qkv + (size_t)r0 * QKV + (H + KV + g) * hd)
-                                                  : (const char *)news + (KV + g) * row_bytes, v_stride};
-                        const float *q[4];
-                        float *sc[4], *out[4], *top[4], *total[4];
-                        for (int e = 0; e < M; e++) {
-                            const size_t part = ((size_t)(r + e) * P + c) * H + i;
-                            q[e] = rotated + (size_t)(r + e) * (H + KV) * hd + i * hd;
-                            sc[e] = scores + (size_t)e * 4 * m->capacity;
-                            out[e] = part_out + part * hd, top[e] = part_top + part, total[e] = part_total + part;
-                        }
-                        attend_group(q, M, n, &keys, &values, hd, m->attn_scale, lo, hi, sc, out, top, total);
-                    }
-                }
-            }
-            team_barrier(&bar, T);
-            if (t == 0)  // the new K and V go in after every thread has read the caches' earlier slots
-                for (int r = 0; r < R; r++)
-                    for (int g = 0; g < KV; g++) {
-                        const Rows k = rows_of(m, b, b->k, l, r, g), v = rows_of(m, b, b->v, l, r, g);
-                        const float *q = qkv + (size_t)r * QKV;
-                        kv_encode(b->kv, rotated + ((size_t)r * (H + KV) + H + g) * hd, row_at(&k, b->lengths[r]), hd);
-                        kv_encode(b->kv, q + (H + KV + g) * hd, row_at(&v, b->lengths[r]), hd);
-                    }
-            for (int r = first; r < R; r += stride)
-                merge_heads(part_out + (size_t)r * P * H * hd, part_top + (size_t)r * P * H,
-                            part_total + (size_t)r * P * H, P, H, hd, attn + (size_t)r * H * hd);
-            prepare(attn, R, H * hd, NULL, 0.f, L->out.kind, m->activations, NULL, a, first, stride);
-            if (split) team_barrier(&bar, T);
-            branch_into(m, &L->out, a, R, x, s.branch, L->attn_post_norm, &bar, t, T);
-            team_barrier(&bar, T);
-            // feed-forward: x += down(act(gate) × up) over norm(x)
-            prepare(x, R, d, L->ffn_norm, m->norm_eps, L->gate_up.kind, m->activations, xn, a, first, stride);
-            if (split) team_barrier(&bar, T);
-            gemv_share(m, &L->gate_up, a, R, gate_up, 0);
-            team_barrier(&bar, T);
-            for (int r = first; r < R; r += stride)
-                (m->gelu ? geglu : swiglu)(gate_up + (size_t)r * 2 * F, gate_up + (size_t)r * 2 * F + F, F,
-                                           xn + (size_t)r * F);
-            prepare(xn, R, F, NULL, 0.f, L->down.kind, m->activations, NULL, a, first, stride);
-            if (split) team_barrier(&bar, T);
-            branch_into(m, &L->down, a, R, x, s.branch, L->ffn_post_norm, &bar, t, T);
-            team_barrier(&bar, T);
+            attention_block(&w, m->layers + l, l);
+            feed_forward_block(&w, m->layers + l);
         }
-        for (int r = 0, e = 0; r < R; r++)  // final norm, then unembedding, of the emitted rows
-            if (emits(b, r)) {
-                a[e].x = xn + (size_t)e * d;
-                if (e % stride == first)
-                    prepare(x + (size_t)r * d, 1, d, m->norm_f, m->norm_eps, m->lm_head.kind, m->activations,
-                            xn + (size_t)e * d, a + e, 0, 1);
-                e++;
-            }
-        if (split) team_barrier(&bar, T);
-        gemv_share(m, &m->lm_head, a, E, logits, 0);
-        int lo, hi;  // this thread's rows of logits: its units', less the padding past vocab_size
-        part_units(&m->lm_head, t, T, &lo, &hi);
-        lo *= unit_rows(&m->lm_head), hi *= unit_rows(&m->lm_head);
-        hi = hi < V ? hi : V;
-        for (int r = 0; r < E; r++)
-            best[r * T + t] = hi > lo ? lo + argmax(logits + (size_t)r * V + lo, hi - lo) : -1;
+        unembed_rows(&w, E, logits);
         if (t == 0) teams = T;
         cpu += seconds(CLOCK_THREAD_CPUTIME_ID);
     }
     usage.cpu += cpu;
     usage.offered += teams * (seconds(CLOCK_MONOTONIC) - start);
-    for (int r = 0; r < E; r++) {  // the argmax of the shares' argmaxes, in order: the first largest, or first NaN
-        int shares = 0, *mine = best + r * teams;
-        float *values = best_logit + r * teams;
-        for (int t = 0; t < teams; t++)
-            if (mine[t] >= 0) mine[shares] = mine[t], values[shares++] = logits[(size_t)r * V + mine[t]];
-        greedy[r] = mine[argmax(values, shares)];
-    }
+    pick_greedy(&s, logits, E, m->vocab_size, teams, greedy);
 }
 
 // Whether row r continues row r - 1's sequence as Batch.chunk says: one position on, over the same block table
