@@ -28,7 +28,7 @@ FIRST = ("test_scale.py", "test_explorer_sampling.py", "test_explorer_language.p
 # synthetic models: a test on a real model's weights (REAL_MODEL) runs under the best build only, where its engine-level
 # proof is the same and the kernels' own paths are the synthetic tests'; `make test` asks for them
 # (FORWARDPASS_OTHER_BUILDS=1)
-REAL_MODEL = {"smollm", "hf_smollm", "stored"}  # the fixtures that load a real model's weights
+REAL_MODEL = {"smollm", "hf_smollm", "stored", "explored"}  # the fixtures that load a real model's weights
 NATIVE_TESTS = ("tests/test_kernels.py", "tests/test_native_step.py", "tests/test_kv_q8.py",
                 "tests/test_activations_q8.py")
 RERUNS: list[tuple[str, int, str]] = []  # (build, exit status, pytest's output)
@@ -122,11 +122,19 @@ def hf_smollm():
 
 # ---- the explorer's pages (tests/test_explorer_fixtures.py) -------------------------------------------------------
 @pytest.fixture(scope="session")
-def explorer_url(smollm):
+def explored():
+    """The default model as `forwardpass explore` loads it: the file's own blocks, on the native kernels. The explorer's
+    tests run on it, the page a reader opens."""
+    import forwardpass
+    return forwardpass.load()
+
+
+@pytest.fixture(scope="session")
+def explorer_url(explored):
     """One explorer on SmolLM2 (and "smollm-again", a second id for the same model to switch to) for every module:
     its opening answers are computed once, as a reader's second page finds them. A module that needs an explorer of
     its own state starts one."""
-    with explorer(smollm, {"smollm-again": lambda: smollm}) as url:
+    with explorer(explored, {"smollm-again": lambda: explored}) as url:
         yield url
 
 

@@ -118,11 +118,11 @@ def idle(page) -> None:
     page.wait_for_function("document.getElementById('status').textContent === ''", timeout=60_000)
 
 
-def use_prompt(page, smollm, prompt: str) -> None:
+def use_prompt(page, explored, prompt: str) -> None:
     """`prompt` typed at the top, and every widget that follows it answered."""
     page.fill("#prompt", prompt)
     page.wait_for_function("n => document.querySelectorAll('#token-table tbody tr').length === n",
-                           arg=len(smollm.encode(prompt)), timeout=60_000)
+                           arg=len(explored.encode(prompt)), timeout=60_000)
     idle(page)
 
 
@@ -177,7 +177,7 @@ def run_all(page) -> None:
 ALLOWED_LATIN = ["GPT-2 small", "GPT-2", "GPT-3", "Transformer", "forwardpass", "Llama", "FFN", "KV", "softmax",
                  "logits", "logit lens", "logit", "argmax", "top-k", "top-p", "Top-k", "Top-p", "fp16", "fp32", "GiB",
                  "MiB", "KiB", "GB/s", "TB/s", "GFLOP/s", "TFLOP/s", "FLOPs", "FLOP", "GPU", "CPU", "NVIDIA", "A100",
-                 "H100", "SXM", "RoPE", "LayerNorm", "RMSNorm", "Roofline", "tok/s", "ms"]
+                 "H100", "SXM", "RoPE", "LayerNorm", "RMSNorm", "Roofline", "tok/s", "ms", "PyTorch"]
 
 VISIBLE_TEXT = """(names) => {  // [where, text] of every visible text node and text-bearing attribute, and the menu
   const skip = "code, cite, [data-token], [data-code], [data-lang], script, style";

@@ -45,9 +45,9 @@ def take(loaded, out: Path, others: dict | None = None) -> list[Path]:
 
 
 @needs_chromium
-def test_the_readmes_screenshots_can_be_made(smollm):
+def test_the_readmes_screenshots_can_be_made(explored):
     out = Path(os.environ.get("FORWARDPASS_ARTIFACTS", ROOT / "artifacts"))
-    for path in take(smollm, out):
+    for path in take(explored, out):
         assert path.stat().st_size > 10_000
 
 
