@@ -28,7 +28,7 @@ FIRST = ("test_scale.py", "test_explorer_sampling.py", "test_explorer_language.p
 # synthetic models: a test on a real model's weights (REAL_MODEL) runs under the best build only, where its engine-level
 # proof is the same and the kernels' own paths are the synthetic tests'; `make test` asks for them
 # (FORWARDPASS_OTHER_BUILDS=1)
-REAL_MODEL = {"smollm", "hf_smollm", "stored", "explored"}  # the fixtures that load a real model's weights
+REAL_MODEL = {"smollm", "hf_smollm", "stored"}  # the fixtures that load a real model's weights
 NATIVE_TESTS = ("tests/test_kernels.py", "tests/test_native_step.py", "tests/test_kv_q8.py",
                 "tests/test_activations_q8.py")
 RERUNS: list[tuple[str, int, str]] = []  # (build, exit status, pytest's output)
@@ -84,7 +84,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
 
 def pytest_collection_modifyitems(items: list) -> None:
     for item in items:
-        if REAL_MODEL & set(getattr(item, "fixturenames", ())) or "real_model" in item.name:
+        if REAL_MODEL & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.real_model)
     order = {name: i for i, name in enumerate(FIRST)}
     items.sort(key=lambda item: order.get(item.path.name, len(FIRST)))  # stable: the rest keep their order
@@ -109,6 +109,14 @@ def smollm():
 
 
 @pytest.fixture(scope="session")
+def stored():
+    """The default model as every command loads it by default: the file's own quantized blocks, on the native kernels
+    (the explorer's tests run on it, the page a reader opens)."""
+    import forwardpass
+    return forwardpass.load()
+
+
+@pytest.fixture(scope="session")
 def hf_smollm():
     """(tokenizer, model) from transformers loading the same GGUF: the independent reference."""
     import forwardpass
@@ -122,19 +130,11 @@ def hf_smollm():
 
 # ---- the explorer's pages (tests/test_explorer_fixtures.py) -------------------------------------------------------
 @pytest.fixture(scope="session")
-def explored():
-    """The default model as `forwardpass explore` loads it: the file's own blocks, on the native kernels. The explorer's
-    tests run on it, the page a reader opens."""
-    import forwardpass
-    return forwardpass.load()
-
-
-@pytest.fixture(scope="session")
-def explorer_url(explored):
+def explorer_url(stored):
     """One explorer on SmolLM2 (and "smollm-again", a second id for the same model to switch to) for every module:
     its opening answers are computed once, as a reader's second page finds them. A module that needs an explorer of
     its own state starts one."""
-    with explorer(explored, {"smollm-again": lambda: explored}) as url:
+    with explorer(stored, {"smollm-again": lambda: stored}) as url:
         yield url
 
 

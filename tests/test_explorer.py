@@ -105,9 +105,9 @@ def test_intensity_16(page):
     assert "prefill 16.0 FLOPs per byte" in wait_for(page, "W-intensity", "P = 16")
 
 
-def test_typing_a_prompt_updates_the_token_table(page, explored):
+def test_typing_a_prompt_updates_the_token_table(page, stored):
     page.fill("#prompt", "the dog and the cat and the bird")
-    pieces = [explored.tokenizer.piece(i) for i in explored.encode("the dog and the cat and the bird")]
+    pieces = [stored.tokenizer.piece(i) for i in stored.encode("the dog and the cat and the bird")]
     page.wait_for_function("n => document.querySelectorAll('#token-table tbody tr').length === n", arg=len(pieces),
                            timeout=60_000)
     cells = page.locator("#token-table tbody tr td:nth-child(3)").all_inner_texts()
@@ -234,10 +234,10 @@ def test_tables_keep_every_column_on_screen(page):
 
 
 # ---- honest demos: each once a defect -----------------------------------------------------------------------------
-def test_the_default_prompt_shows_a_shared_row_and_explains_the_leading_space(page, explored):
+def test_the_default_prompt_shows_a_shared_row_and_explains_the_leading_space(page, stored):
     at_one_width(page)
     assert page.locator("#prompt").get_attribute("value") == DEFAULT_PROMPT
-    use_prompt(page, explored, DEFAULT_PROMPT)
+    use_prompt(page, stored, DEFAULT_PROMPT)
     ids = page.locator("#token-table tbody tr td:nth-child(2)").all_inner_texts()
     repeated = next(i for i, x in enumerate(ids) if ids.count(x) > 1)
     set_range(page, "#lookup-pos", repeated)
@@ -248,9 +248,9 @@ def test_the_default_prompt_shows_a_shared_row_and_explains_the_leading_space(pa
     assert "a capital letter and a leading space are part of the piece" in told
 
 
-def test_byte_pieces_are_named_not_replaced(page, explored):
+def test_byte_pieces_are_named_not_replaced(page, stored):
     at_one_width(page)
-    use_prompt(page, explored, "猫 the cat")
+    use_prompt(page, stored, "猫 the cat")
     cells = page.locator("#token-table tbody tr td:nth-child(3)").all_inner_texts()
     # 猫 is three byte tokens, E7 8C AB: each written as its byte and named with the character it is part of
     assert "\ufffd" not in "".join(cells) and cells[0].split()[0] == "⟨E7⟩"
@@ -259,17 +259,17 @@ def test_byte_pieces_are_named_not_replaced(page, explored):
     told = page.locator('[data-widget="W-lookup"] .told').inner_text()
     assert "⟨E7 8C AB⟩" in told.replace("⟩ + ⟨", " ") and "猫" in told
     assert "raw byte" in page.locator('[data-widget="W-lookup"] .token-writing').inner_text()  # the writing, said once
-    use_prompt(page, explored, DEFAULT_PROMPT)
+    use_prompt(page, stored, DEFAULT_PROMPT)
 
 
-def test_greedy_loop_verdict_states_its_window_and_is_the_engines(page, explored):
+def test_greedy_loop_verdict_states_its_window_and_is_the_engines(page, stored):
     at_one_width(page)
     from forwardpass.explorer import compute
 
     page.locator('[data-widget="W-greedy-loop"] .run').click()
     text = wait_for(page, "W-greedy-loop", "generated tokens")
-    with compute.model_lock(explored):
-        want = compute.greedy_loop(explored, page.locator("#loop-prompt").input_value(), 64, 10, 1)
+    with compute.model_lock(stored):
+        want = compute.greedy_loop(stored, page.locator("#loop-prompt").input_value(), 64, 10, 1)
     assert text.startswith("over 64 generated tokens")
     for key in ("greedy", "forced"):
         loop = want[key]["loop"]
@@ -307,7 +307,7 @@ def test_counts_read_as_words(page):
     assert not re.search(r"(?<![\d.,])1 (tokens|caches|sequences)\b", body) and "-0.0%" not in body
 
 
-def test_attention_opened_up_is_the_engines(page, explored):
+def test_attention_opened_up_is_the_engines(page, stored):
     at_one_width(page)
     from forwardpass.explorer import compute
 
@@ -315,8 +315,8 @@ def test_attention_opened_up_is_the_engines(page, explored):
     set_range(page, "#att-head", 3)
     text = wait_for(page, "W-attention", "block 4, head 3 (")
     token = int(page.locator("#att-token").input_value())
-    with compute.model_lock(explored):
-        want = compute.attention_steps(explored, page.locator("#prompt").input_value(), 3, 2, token)
+    with compute.model_lock(stored):
+        want = compute.attention_steps(stored, page.locator("#prompt").input_value(), 3, 2, token)
     assert f"{sum(not a for a in want['allowed'])} masked" in text
     rows = page.locator('[data-widget="W-attention"] tbody tr').all()
     weights = [float(r.locator('td[data-label="weight"]').inner_text()) for r in rows]

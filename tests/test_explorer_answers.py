@@ -72,13 +72,13 @@ def test_a_failure_is_not_remembered_and_the_kept_answers_are_bounded():
 
 
 # ---- the explorer's routes go through them --------------------------------------------------------------------------
-def test_a_second_page_asking_the_same_gets_the_first_answer(explored, monkeypatch):
+def test_a_second_page_asking_the_same_gets_the_first_answer(stored, monkeypatch):
     runs: list[str] = []
     lookup = compute.lookup
     monkeypatch.setattr(compute, "lookup", lambda fp, prompt: runs.append(prompt) or lookup(fp, prompt))
-    client = TestClient(build_explorer(explored))
+    client = TestClient(build_explorer(stored))
     a = client.post("/api/lookup", json={"prompt": "one two"}).json()
-    b = client.post("/api/lookup", json={"prompt": "one two", "model": explored.config.name}).json()  # the same model
+    b = client.post("/api/lookup", json={"prompt": "one two", "model": stored.config.name}).json()  # the same model
     assert a == b and runs == ["one two"]
     client.post("/api/lookup", json={"prompt": "one three"})
     assert runs == ["one two", "one three"]
@@ -87,8 +87,8 @@ def test_a_second_page_asking_the_same_gets_the_first_answer(explored, monkeypat
     assert runs == ["one two", "one three", "", ""]
 
 
-def test_a_timed_answer_is_remembered_until_the_page_asks_for_a_new_one(explored):
-    client = TestClient(build_explorer(explored))
+def test_a_timed_answer_is_remembered_until_the_page_asks_for_a_new_one(stored):
+    client = TestClient(build_explorer(stored))
     body = {"prompt": "one two three", "steps": 2}
     first = client.post("/api/loop-timing", json=body).json()
     assert client.post("/api/loop-timing", json=body).json() == first
@@ -97,36 +97,36 @@ def test_a_timed_answer_is_remembered_until_the_page_asks_for_a_new_one(explored
     assert client.post("/api/loop-timing", json=body).json() == again
 
 
-def test_the_explorer_prepares_the_opening_pages_slow_answers(explored):
-    app = build_explorer(explored, prepare=True)
+def test_the_explorer_prepares_the_opening_pages_slow_answers(stored):
+    app = build_explorer(stored, prepare=True)
     app.state.prepared.join(120)
     assert not app.state.prepared.is_alive()
     for path, body in opening():
-        assert app.state.answers.known(path, body.model_dump() | {"model": explored.config.name}), path
+        assert app.state.answers.known(path, body.model_dump() | {"model": stored.config.name}), path
 
 
 @needs_chromium
-def test_the_page_opens_on_exactly_the_prepared_answers(explored):
+def test_the_page_opens_on_exactly_the_prepared_answers(stored):
     """What the page asks of the slow endpoints when it opens is what the explorer prepared: nothing of theirs is
     computed while it opens (a drift between the page's controls and opening() fails here)."""
     shapes = {"/api/candidates": Story, "/api/ring-overflow": Steps, "/api/loop-timing": Steps,
               "/api/greedy-loop": Steps, "/api/position-bug": Steps, "/api/many-users": Crowd,
               "/api/drafting": Steps}
-    prepared = {(path, Answer(body.model_dump() | {"model": explored.config.name})) for path, body in opening()}
-    with chromium() as browser, explorer(explored) as url:
-        asked = {(path, Answer(body.model_dump() | {"model": body.model or explored.config.name}))
+    prepared = {(path, Answer(body.model_dump() | {"model": stored.config.name})) for path, body in opening()}
+    with chromium() as browser, explorer(stored) as url:
+        asked = {(path, Answer(body.model_dump() | {"model": body.model or stored.config.name}))
                  for path, body in asked_on_opening(browser, url, shapes)}
     assert asked == prepared
 
 
 # ---- one watched pass per prompt ------------------------------------------------------------------------------------
-def test_the_watched_pass_is_what_hooks_on_a_separate_run_see(explored):
+def test_the_watched_pass_is_what_hooks_on_a_separate_run_see(stored):
     """Each block's input, its output and what its two branches added, as a run of the model with hooks of its own
     records them, and the logits of a plain forward pass: bit for bit."""
-    ids = explored.encode(DEFAULT_PROMPT)
-    seen = trace(explored, ids)
+    ids = stored.encode(DEFAULT_PROMPT)
+    seen = trace(stored, ids)
     inputs, outputs, added = [], [], []
-    model = explored.model
+    model = stored.model
     def block(module, i, o):  # a hook returning nothing: the output stays as it is
         inputs.append(i[0].clone())
         outputs.append(o[0, -1].clone())
@@ -147,34 +147,34 @@ def test_the_watched_pass_is_what_hooks_on_a_separate_run_see(explored):
     assert seen.attention_added == [v for k, v in added if k == "attention"]
     assert seen.ffn_added == [v for k, v in added if k == "ffn"]
     assert torch.equal(seen.logits, plain)
-    assert trace(explored, ids) is seen  # remembered
+    assert trace(stored, ids) is seen  # remembered
 
 
-def test_the_widgets_read_the_same_pass(explored):
+def test_the_widgets_read_the_same_pass(stored):
     """block steps, the logit lens, the sampling view and attention all agree with the watched pass."""
-    ids = explored.encode(DEFAULT_PROMPT)
-    seen = trace(explored, ids)
-    with compute.model_lock(explored):
-        steps = compute.block_steps(explored, DEFAULT_PROMPT)["blocks"]
-        view = lens.logit_lens(explored, DEFAULT_PROMPT)
-        real = compute.sampling_view(explored, DEFAULT_PROMPT, 1.0, 0, 1.0, 0.0)["real"]
+    ids = stored.encode(DEFAULT_PROMPT)
+    seen = trace(stored, ids)
+    with compute.model_lock(stored):
+        steps = compute.block_steps(stored, DEFAULT_PROMPT)["blocks"]
+        view = lens.logit_lens(stored, DEFAULT_PROMPT)
+        real = compute.sampling_view(stored, DEFAULT_PROMPT, 1.0, 0, 1.0, 0.0)["real"]
     assert [s["stream_out"] for s in steps] == [float(o.norm()) for o in seen.outputs]
     assert view["last_row_is_the_models"] and view["model"]["top"][0]["id"] == int(seen.logits.argmax())
     assert real[0]["id"] == int(seen.logits.argmax()) and real[0]["logit"] == float(seen.logits.max())
 
 
-def test_a_long_prompts_passes_are_not_all_kept(explored, monkeypatch):
+def test_a_long_prompts_passes_are_not_all_kept(stored, monkeypatch):
     """The remembered passes stay under their byte budget (each holds every block's input stream); the newest is
     kept whatever its size."""
     from forwardpass.explorer import trace as traces
-    first = trace(explored, explored.encode("one two three"))
+    first = trace(stored, stored.encode("one two three"))
     monkeypatch.setattr(traces, "KEPT_BYTES", traces._bytes(first) + 1)
-    trace(explored, explored.encode("four five six seven"))
-    kept = traces._TRACES[id(explored)]
-    assert len(kept) == 1 and tuple(explored.encode("four five six seven")) in kept
+    trace(stored, stored.encode("four five six seven"))
+    kept = traces._TRACES[id(stored)]
+    assert len(kept) == 1 and tuple(stored.encode("four five six seven")) in kept
 
 
-def test_the_opening_answers_wait_for_the_machines_rates(explored, monkeypatch):
+def test_the_opening_answers_wait_for_the_machines_rates(stored, monkeypatch):
     """The explorer times nothing while it measures this machine's bandwidth and matrix rate."""
     from forwardpass.explorer import app as explorer_app
     from forwardpass.explorer import machine_rates
@@ -189,7 +189,7 @@ def test_the_opening_answers_wait_for_the_machines_rates(explored, monkeypatch):
     lookup = compute.lookup
     monkeypatch.setattr(compute, "lookup", lambda fp, prompt: order.append(("asked", threading.current_thread().name))
                         or lookup(fp, prompt))
-    app = build_explorer(explored, prepare=True)
+    app = build_explorer(stored, prepare=True)
     app.state.prepared.join(0.3)
     assert order == []  # still waiting for the rates
     measured.set()

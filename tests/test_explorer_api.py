@@ -19,15 +19,15 @@ from forwardpass.sampling import SEED_CANDIDATES, probabilities
 
 
 @pytest.fixture(scope="module")
-def client(explored):
-    return TestClient(build_explorer(explored))
+def client(stored):
+    return TestClient(build_explorer(stored))
 
 
-def test_sampling_numbers_are_the_engines(client, explored):
+def test_sampling_numbers_are_the_engines(client, stored):
     d = client.post("/api/sampling", json={"prompt": "the cat sat on the", "temperature": 0.7}).json()
     want = probabilities(torch.tensor(list(SEED_CANDIDATES.values())), 0.7)
     assert [t["probability"] for t in d["toy"]] == pytest.approx(want.tolist())
-    real = probabilities(explored.next_token_logits(explored.encode("the cat sat on the")), 0.7)
+    real = probabilities(stored.next_token_logits(stored.encode("the cat sat on the")), 0.7)
     assert d["real"][0]["id"] == int(real.argmax()) and d["real"][0]["probability"] == pytest.approx(float(real.max()))
     assert d["vocab_size"] == 49152 and d["real_kept_count"] == 49152  # no filter: the full vocabulary
 
@@ -106,13 +106,13 @@ def test_values_that_once_failed_are_answered(client):
         assert view.status_code == 200 and view.json()["real_kept_count"] >= 1
 
 
-def test_models_have_display_names(explored):
+def test_models_have_display_names(stored):
     """The menu names a model by family, size and format; the id a request names stays the id."""
     from forwardpass.explorer.names import from_file
 
-    client = TestClient(build_explorer(explored, {"gemma3-270m": lambda: explored, "again": lambda: explored}))
+    client = TestClient(build_explorer(stored, {"gemma3-270m": lambda: stored, "again": lambda: stored}))
     names = client.get("/api/models").json()["display_names"]
-    assert names == {explored.config.name: "SmolLM2 135M Instruct · Q4_1", "gemma3-270m": "Gemma 3 270M · Q4_K_M",
+    assert names == {stored.config.name: "SmolLM2 135M Instruct · Q4_1", "gemma3-270m": "Gemma 3 270M · Q4_K_M",
                      "again": "again"}  # not loaded, and no file known for it: its id
     assert client.get("/api/model").json()["display_name"] == "SmolLM2 135M Instruct · Q4_1"
     assert client.get("/api/model?model=again").json()["id"] == "again"

@@ -32,14 +32,14 @@ PROMPT = "the cat sat on the mat and the cat slept"
 
 # ---- the endpoints, against the model -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def client(explored):
-    return TestClient(build_explorer(explored))
+def client(stored):
+    return TestClient(build_explorer(stored))
 
 
-def test_attention_map_rows_sum_to_one_and_are_the_step_tables(client, explored):
-    c = explored.config
+def test_attention_map_rows_sum_to_one_and_are_the_step_tables(client, stored):
+    c = stored.config
     d = client.post("/api/attention-map", json={"prompt": PROMPT, "layer": 4}).json()
-    T = len(explored.encode(PROMPT))
+    T = len(stored.encode(PROMPT))
     assert d["n_heads"] == c.n_heads == len(d["heads"]) and d["n_kv_heads"] == c.kv_heads and len(d["pieces"]) == T
     for head in d["heads"]:
         assert [len(row) for row in head] == list(range(1, T + 1))  # the causal half: row i reads keys 0 … i
@@ -51,13 +51,13 @@ def test_attention_map_rows_sum_to_one_and_are_the_step_tables(client, explored)
             assert all(w == 0 for w in steps["weights"][token + 1:])  # the empty upper triangle
 
 
-def test_attention_map_is_the_models_attention(explored):
+def test_attention_map_is_the_models_attention(stored):
     """The map's weights are those the model's own attention uses (Attention.weights, the reference softmax)."""
     from forwardpass.explorer.attention_map import attention_map
 
-    with compute.model_lock(explored):
-        d = attention_map(explored, PROMPT, 7)
-        block, normed, rope, window = compute._attention_inputs(explored, explored.encode(PROMPT), 7)
+    with compute.model_lock(stored):
+        d = attention_map(stored, PROMPT, 7)
+        block, normed, rope, window = compute._attention_inputs(stored, stored.encode(PROMPT), 7)
         with torch.inference_mode():
             want = block.attn.weights(normed, rope, window)[0]
     for h, head in enumerate(d["heads"]):
@@ -65,15 +65,15 @@ def test_attention_map_is_the_models_attention(explored):
             assert row == pytest.approx(want[h, i, : i + 1].tolist(), abs=1e-4)
 
 
-def test_attention_map_refuses_a_layer_past_the_model(client, explored):
-    r = client.post("/api/attention-map", json={"prompt": PROMPT, "layer": explored.config.n_layers})
+def test_attention_map_refuses_a_layer_past_the_model(client, stored):
+    r = client.post("/api/attention-map", json={"prompt": PROMPT, "layer": stored.config.n_layers})
     assert r.status_code == 400 and r.json()["code"] == "range"
-    assert r.json()["params"] == {"what": "layer", "lo": 0, "hi": explored.config.n_layers - 1}
+    assert r.json()["params"] == {"what": "layer", "lo": 0, "hi": stored.config.n_layers - 1}
 
 
-def test_norm_path_counts_the_models_norms(client, explored):
+def test_norm_path_counts_the_models_norms(client, stored):
     d = client.get("/api/norm-path").json()
-    n = explored.config.n_layers
+    n = stored.config.n_layers
     assert d["n_layers"] == n and d["model_norm_position"] == "pre"
     assert d["crossed"] == {"pre": 0, "post": 2 * n} and d["per_block"] == {"pre": 0, "post": 2}
 
@@ -89,9 +89,9 @@ def test_split_says_what_gpt2s_block_adds_to_12d2(client):
     assert small["block_parts"]["block"] == 12 * 64**2 + 13 * 64
 
 
-def test_block_steps_say_what_each_branch_added(client, explored):
+def test_block_steps_say_what_each_branch_added(client, stored):
     d = client.post("/api/block-steps", json={"prompt": PROMPT}).json()
-    assert [b["block"] for b in d["blocks"]] == list(range(explored.config.n_layers))
+    assert [b["block"] for b in d["blocks"]] == list(range(stored.config.n_layers))
     assert all(b["attention_added"] > 0 and b["ffn_added"] > 0 for b in d["blocks"])
     for a, b in zip(d["blocks"], d["blocks"][1:], strict=False):  # one block's output is the next one's input
         assert b["stream_in"] == pytest.approx(a["stream_out"], rel=1e-5)
@@ -116,9 +116,9 @@ MAP_ROWS = """() => {  // head → query → [weights] from the drawn cells
 
 
 @needs_chromium
-def test_the_attention_map_rows_sum_to_one_and_a_clicked_row_opens_the_same_weights(any_page, explored):
-    page, c = any_page, explored.config
-    T = len(explored.encode(DEFAULT_PROMPT))
+def test_the_attention_map_rows_sum_to_one_and_a_clicked_row_opens_the_same_weights(any_page, stored):
+    page, c = any_page, stored.config
+    T = len(stored.encode(DEFAULT_PROMPT))
     block = int(page.locator("#map-layer").input_value())  # blocks are numbered from 1 on the page
     layer = block - 1  # and from 0 in the engine
     maps = page.evaluate(MAP_ROWS)
@@ -126,9 +126,9 @@ def test_the_attention_map_rows_sum_to_one_and_a_clicked_row_opens_the_same_weig
     for rows in maps.values():
         assert [len(r) for r in rows] == list(range(1, T + 1))  # causal: the upper triangle holds no cell
         assert [sum(r) for r in rows] == pytest.approx([1.0] * T, abs=1e-3)
-    with compute.model_lock(explored):  # the drawn weights are the model's
+    with compute.model_lock(stored):  # the drawn weights are the model's
         from forwardpass.explorer.attention_map import attention_map
-        want = attention_map(explored, DEFAULT_PROMPT, layer)
+        want = attention_map(stored, DEFAULT_PROMPT, layer)
     for got, row in zip(maps["1"], want["heads"][1], strict=True):
         assert got == pytest.approx(row, abs=1e-6)
     # the maps' titles, the readout and the slider count blocks and heads from 1, as blocks: never "layer"
@@ -160,8 +160,8 @@ def test_the_attention_map_rows_sum_to_one_and_a_clicked_row_opens_the_same_weig
 
 
 @needs_chromium
-def test_the_norm_picture_counts_the_norms_the_gradient_crosses_on_the_models_blocks(any_page, explored):
-    page, N = any_page, explored.config.n_layers
+def test_the_norm_picture_counts_the_norms_the_gradient_crosses_on_the_models_blocks(any_page, stored):
+    page, N = any_page, stored.config.n_layers
     w, figure = '[data-widget="W-norm"]', '[data-widget="W-norm"] .placement'
     try:
         for mode, crossed in (("pre", 0), ("post", 2 * N)):
@@ -189,12 +189,12 @@ def test_the_norm_picture_counts_the_norms_the_gradient_crosses_on_the_models_bl
 
 
 @needs_chromium
-def test_reach_is_a_fan_of_the_heads_weights_against_the_ffns_one_line(any_page, explored):
+def test_reach_is_a_fan_of_the_heads_weights_against_the_ffns_one_line(any_page, stored):
     page = any_page
     fan = '[data-widget="W-reach"] .fan'
     token, block, head = (int(page.locator(f"#reach-{x}").input_value()) for x in ("token", "layer", "head"))
-    with compute.model_lock(explored):  # the sliders count blocks and heads from 1, the engine from 0
-        want = compute.reach(explored, DEFAULT_PROMPT, block - 1, head - 1, token)
+    with compute.model_lock(stored):  # the sliders count blocks and heads from 1, the engine from 0
+        want = compute.reach(stored, DEFAULT_PROMPT, block - 1, head - 1, token)
     assert (f"block {block}, head {head}" if page.lang == "en" else f"第 {block} 块第 {head} 个头") in told(
         page, "W-reach")
     lines = page.locator(f"{fan} line.reach").evaluate_all("ls => ls.map(l => [+l.dataset.k, +l.dataset.w])")
@@ -209,12 +209,12 @@ def test_reach_is_a_fan_of_the_heads_weights_against_the_ffns_one_line(any_page,
     said = readout(page, "W-reach") + told(page, "W-reach") + " ".join(
         page.locator(f"{fan} svg text").all_text_contents())
     assert not re.search(r"\b1 positions\b", said)
-    page.select_option("#reach-token", str(len(explored.encode(DEFAULT_PROMPT)) - 1))
+    page.select_option("#reach-token", str(len(stored.encode(DEFAULT_PROMPT)) - 1))
     idle(page)
 
 
 @needs_chromium
-def test_split_presets_and_the_prose_on_12d2_and_gpt2s_block(any_page, explored):
+def test_split_presets_and_the_prose_on_12d2_and_gpt2s_block(any_page, stored):
     page = any_page
     preset_button(page, "W-split", "split-d", 64).click()
     text = wait_for(page, "W-split", "d = 64")
@@ -234,7 +234,7 @@ def test_split_presets_and_the_prose_on_12d2_and_gpt2s_block(any_page, explored)
         assert "上投影一个，下投影一个" in section and "GPT-2 small 的 768，或很窄的 64" in section
         assert "升维" not in section and "降维" not in section
     # the rule and the exception: the loaded model's own blocks (SwiGLU, shared KV heads) are not two thirds FFN
-    p = cost.parameters(explored.config)
+    p = cost.parameters(stored.config)
     attention, ffn = p.attention // p.n_layers, p.ffn // p.n_layers
     assert (ffn, attention + ffn) == (2_654_208, 3_538_944)  # SmolLM2-135M: 75%
     for x in ("75.0%", f"{ffn:,}", f"{attention + ffn:,}", "SwiGLU"):
@@ -244,9 +244,9 @@ def test_split_presets_and_the_prose_on_12d2_and_gpt2s_block(any_page, explored)
 
 
 @needs_chromium
-def test_block_steps_prose_is_the_models(any_page, explored):
-    with compute.model_lock(explored):
-        d = compute.block_steps(explored, DEFAULT_PROMPT)
+def test_block_steps_prose_is_the_models(any_page, stored):
+    with compute.model_lock(stored):
+        d = compute.block_steps(stored, DEFAULT_PROMPT)
     first, last = d["blocks"][0], d["blocks"][-1]
     page, n = any_page, len(d["blocks"])
     prose = told(page, "W-block-steps")
@@ -286,22 +286,22 @@ def test_every_chart_has_ticked_axes_and_no_text_is_in_the_other_language(any_pa
 
 
 @needs_chromium
-def test_the_section_follows_the_prompt(pages, explored):
+def test_the_section_follows_the_prompt(pages, stored):
     page = pages(1280, "en")
     prompt = "the dog saw the cat"
-    use_prompt(page, explored, prompt)
-    T = len(explored.encode(prompt))
+    use_prompt(page, stored, prompt)
+    T = len(stored.encode(prompt))
     page.wait_for_function("t => document.querySelectorAll('#attention-maps rect[data-q][data-head=\"0\"]').length"
                            " === t * (t + 1) / 2", arg=T, timeout=30_000)
     assert page.locator("#reach-token option").count() == T and page.locator("#att-token option").count() == T
     set_range(page, "#map-layer", 5)
     wait_for(page, "W-attention-map", "block 5:")
     set_range(page, "#map-layer", 3)
-    use_prompt(page, explored, DEFAULT_PROMPT)
+    use_prompt(page, stored, DEFAULT_PROMPT)
 
 
 @needs_chromium
-def test_attention_maps_are_ticked_throughout_and_a_long_prompt_keeps_them_short(pages, explored):
+def test_attention_maps_are_ticked_throughout_and_a_long_prompt_keeps_them_short(pages, stored):
     """Every map labels indices along both axes (not only the first and last), and a long prompt shrinks the cells
     rather than stretching the page: every head fits in the figure's bounded height."""
     page = pages(1280, "en")
@@ -310,17 +310,17 @@ def test_attention_maps_are_ticked_throughout_and_a_long_prompt_keeps_them_short
         return page.evaluate("""() => [...document.querySelectorAll('#attention-maps g.head[data-head="0"] text')]
           .map(e => e.textContent).filter(s => /^\\d+$/.test(s)).map(Number)""")
 
-    T = len(explored.encode(DEFAULT_PROMPT))
+    T = len(stored.encode(DEFAULT_PROMPT))
     assert set(range(T)) <= set(labels())  # a short prompt: every index on its axes
     long = " ".join(["the cat sat on the mat and then the dog sat on the rug"] * 12)
-    use_prompt(page, explored, long)
-    T = len(explored.encode(long))
+    use_prompt(page, stored, long)
+    T = len(stored.encode(long))
     page.wait_for_function("t => document.querySelectorAll('#attention-maps rect[data-q][data-head=\"0\"]').length"
                            " === t * (t + 1) / 2", arg=T, timeout=60_000)
     shown = sorted(set(labels()))
     assert shown[0] == 0 and shown[-1] == T - 1 and len(shown) >= 6
     assert page.locator("#attention-maps").bounding_box()["height"] <= 1400
-    use_prompt(page, explored, DEFAULT_PROMPT)
+    use_prompt(page, stored, DEFAULT_PROMPT)
 
 
 @needs_chromium

@@ -120,11 +120,11 @@ def test_cache_memory_presets_and_prose(any_page):
     assert ("exactly a quarter" if lang == "en" else "正好四分之一") in prose
 
 
-def test_the_cache_holds_t_pairs_after_t_tokens_and_marks_the_newest(any_page, explored):
+def test_the_cache_holds_t_pairs_after_t_tokens_and_marks_the_newest(any_page, stored):
     page = any_page
-    with compute.model_lock(explored):
-        steps = compute.autoregress(explored, DEFAULT_PROMPT, 12)["steps"]
-    p = len(explored.encode(DEFAULT_PROMPT))
+    with compute.model_lock(stored):
+        steps = compute.autoregress(stored, DEFAULT_PROMPT, 12)["steps"]
+    p = len(stored.encode(DEFAULT_PROMPT))
     grid = page.locator('[data-widget="W-cache-fill"] .grid')
     for at in (1, 2, 7, 12):
         set_range(page, "#fill-step", at)
@@ -198,10 +198,10 @@ def test_no_slot_label_is_cut(any_page):
         assert svg["x"] >= 0 and svg["x"] + svg["width"] <= page.width
 
 
-def test_the_position_bug_marks_where_the_texts_part(any_page, explored):
+def test_the_position_bug_marks_where_the_texts_part(any_page, stored):
     page, lang = any_page, any_page.lang
-    with compute.model_lock(explored):
-        want = compute.position_bug(explored, DEFAULT_PROMPT, 12)
+    with compute.model_lock(stored):
+        want = compute.position_bug(stored, DEFAULT_PROMPT, 12)
     k = want["first_difference"]
     page.locator('[data-widget="W-position-bug"] .run').click()
     page.wait_for_function("document.querySelector('[data-widget=\"W-position-bug\"]').dataset.state === 'current'",
@@ -217,9 +217,9 @@ def test_the_position_bug_marks_where_the_texts_part(any_page, explored):
     assert "positions 0, 0, 0" in page.locator('[data-widget="W-position-bug"] .buggy').inner_text() or lang == "zh"
 
 
-def test_the_models_cache_beside_gpt3(any_page, explored):
-    page, c = any_page, explored.config
-    per_token = 2 * c.n_layers * c.kv_heads * c.head_dim * explored.kv_dtype().itemsize  # the engine's pairs' bytes
+def test_the_models_cache_beside_gpt3(any_page, stored):
+    page, c = any_page, stored.config
+    per_token = 2 * c.n_layers * c.kv_heads * c.head_dim * stored.kv_dtype().itemsize  # the engine's pairs' bytes
     text = readout(page, "W-cache-here")
     assert f"{per_token:,}" in text and "4,718,592" in text and f"{4_718_592 / per_token:.1f}" in text
     text = page.locator('[data-widget="W-cache-here"] .told').inner_text()  # the full context and the engine's pool

@@ -186,11 +186,11 @@ def grid(page) -> list[str]:
 
 
 @pytest.mark.parametrize("where", [(1280, "en"), (390, "zh")], ids=["1280px-en", "390px-zh"])
-def test_many_users_draws_the_engines_run_and_its_metrics(pages, explored, where):
+def test_many_users_draws_the_engines_run_and_its_metrics(pages, stored, where):
     page, lang = pages(*where), where[1]
     set_many(page, SMALL)
     text = run_many(page)
-    want = run(explored, Settings(**SMALL))  # the same requests again: the scheduling is the same, step for step
+    want = run(stored, Settings(**SMALL))  # the same requests again: the scheduling is the same, step for step
     c, m = want["counted"], want["metrics"]
     assert want["agrees"] and c == m
     numbers = [int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*", text)]
@@ -319,12 +319,12 @@ def test_loop_cost_floors_are_this_machines(pages):
     assert "所以运算量到最后一次涨到" in text and "因为注意力" not in text and "加载后的权重：" in text
 
 
-def test_the_loop_cost_counts_only_the_calls_that_happen(explored):
+def test_the_loop_cost_counts_only_the_calls_that_happen(stored):
     """With t tokens generated the model is called t times (the prefill chooses the first token), and the cache at the
     loop's end holds P + t − 1 pairs: the last token chosen is never fed back (§5's invariant)."""
-    c, p = explored.config, 12
+    c, p = stored.config, 12
     for new in (1, 2, 12):
-        d = compute.loop_cost(explored, p, new)
+        d = compute.loop_cost(stored, p, new)
         rows = {r["key"]: r for r in d["rows"]}
         decode = rows["all_decode"]["calls"] if "all_decode" in rows else int("first_decode" in rows)
         assert rows["prefill"]["calls"] + decode == new and ("first_decode" in rows) == (new > 1)
@@ -351,9 +351,9 @@ def test_the_loop_costs_verdicts_name_their_assumptions(smollm):
 
 
 @pytest.mark.parametrize("where", [(1280, "en"), (1280, "zh")], ids=["en", "zh"])
-def test_one_generated_token_is_one_call_and_the_cache_holds_what_was_read(pages, explored, where):
+def test_one_generated_token_is_one_call_and_the_cache_holds_what_was_read(pages, stored, where):
     page, lang = pages(*where), where[1]
-    p = len(explored.encode(page.locator("#prompt").input_value()))
+    p = len(stored.encode(page.locator("#prompt").input_value()))
     set_range(page, "#lc-new", 1)
     page.wait_for_timeout(300)
     settled(page, "W-loop-cost")

@@ -23,8 +23,8 @@ NEW = 48
 
 
 @pytest.fixture(scope="module")
-def client(explored):
-    return TestClient(build_explorer(explored))
+def client(stored):
+    return TestClient(build_explorer(stored))
 
 
 @pytest.fixture(scope="module", params=["list", "default"])
@@ -35,13 +35,13 @@ def run(request, client):
     return prompt, reply.json()
 
 
-def test_its_tokens_are_a_plain_greedy_runs(run, explored):
+def test_its_tokens_are_a_plain_greedy_runs(run, stored):
     prompt, d = run
-    plain = generate(explored, prompt, SamplingParams(temperature=0.0, max_tokens=NEW), speculative="off")
+    plain = generate(stored, prompt, SamplingParams(temperature=0.0, max_tokens=NEW), speculative="off")
     assert d["token_ids"] == plain.token_ids == d["plain"]["token_ids"]  # exactly, and the page's check says so
     assert d["same"] and d["first_difference"] is None
-    assert d["prompt_ids"] == explored.encode(prompt)
-    assert d["tokens"] == [explored.tokenizer.piece(t) for t in d["token_ids"]]
+    assert d["prompt_ids"] == stored.encode(prompt)
+    assert d["tokens"] == [stored.tokenizer.piece(t) for t in d["token_ids"]]
 
 
 def test_each_pass_adds_its_kept_draft_then_one_token_of_its_own(run):

@@ -118,11 +118,11 @@ def idle(page) -> None:
     page.wait_for_function("document.getElementById('status').textContent === ''", timeout=60_000)
 
 
-def use_prompt(page, explored, prompt: str) -> None:
+def use_prompt(page, stored, prompt: str) -> None:
     """`prompt` typed at the top, and every widget that follows it answered."""
     page.fill("#prompt", prompt)
     page.wait_for_function("n => document.querySelectorAll('#token-table tbody tr').length === n",
-                           arg=len(explored.encode(prompt)), timeout=60_000)
+                           arg=len(stored.encode(prompt)), timeout=60_000)
     idle(page)
 
 

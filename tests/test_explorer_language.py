@@ -45,10 +45,10 @@ def gemma():
 
 
 # ---- the vocabulary and the toy, in Python ----------------------------------------------------------------------
-def test_a_model_reads_chinese_when_its_vocabulary_holds_common_characters_whole(explored, gemma):
-    assert reads_chinese(gemma) and not reads_chinese(explored)
+def test_a_model_reads_chinese_when_its_vocabulary_holds_common_characters_whole(stored, gemma):
+    assert reads_chinese(gemma) and not reads_chinese(stored)
     assert all(len(gemma.tokenizer.encode_text(c)) == 1 for c in "猫的是")
-    assert len(explored.tokenizer.encode_text("猫")) == 3  # its UTF-8 bytes
+    assert len(stored.tokenizer.encode_text("猫")) == 3  # its UTF-8 bytes
 
 
 def test_the_chinese_toy_is_scored_by_the_model(gemma):
@@ -82,10 +82,10 @@ def test_the_chinese_page_opens_on_answers_prepared_on_the_reader(reader_app, si
 
 
 @pytest.fixture(scope="module")
-def reader_app(explored, gemma):
+def reader_app(stored, gemma):
     """One explorer on SmolLM2 that also offers Gemma 3 270M, as `forwardpass explore` starts it (the opening answers
     of both pages prepared in the background)."""
-    return build_explorer(explored, {READER: lambda: gemma}, prepare=True)
+    return build_explorer(stored, {READER: lambda: gemma}, prepare=True)
 
 
 @pytest.fixture(scope="module")
@@ -181,12 +181,12 @@ def test_the_language_toggle_brings_the_readers_model_and_example_and_takes_them
 
 @needs_chromium
 @pytest.mark.parametrize("width, lang", PAGES)  # each width and each language once
-def test_a_chinese_prompt_on_a_byte_splitting_model_is_said_with_a_switch(site, explored, gemma, width, lang):
-    page = opened(site, width, lang, model=explored.config.name)  # the reader chose SmolLM2
+def test_a_chinese_prompt_on_a_byte_splitting_model_is_said_with_a_switch(site, stored, gemma, width, lang):
+    page = opened(site, width, lang, model=stored.config.name)  # the reader chose SmolLM2
     try:
-        assert page.locator("#model-select").input_value() == explored.config.name
+        assert page.locator("#model-select").input_value() == stored.config.name
         assert not notice(page).is_visible()  # an English prompt: nothing to say
-        use_prompt(page, explored, "猫坐在垫子上")
+        use_prompt(page, stored, "猫坐在垫子上")
         box = notice(page)
         box.wait_for(state="visible")
         text = box.inner_text()
@@ -232,8 +232,8 @@ OVERLAPS = """() => {  // in each chart of token labels, a label's box that reac
 
 @needs_chromium
 @pytest.mark.parametrize("width, lang", PAGES)  # each width and each language once
-def test_byte_tokens_are_written_one_way_and_explained_once(site, explored, width, lang):
-    page = opened(site, width, lang, model=explored.config.name, prompt="猫坐在垫子上，然后猫睡着了。")
+def test_byte_tokens_are_written_one_way_and_explained_once(site, stored, width, lang):
+    page = opened(site, width, lang, model=stored.config.name, prompt="猫坐在垫子上，然后猫睡着了。")
     try:
         run_all(page)
         shown = page.evaluate(SHOWN)
@@ -255,8 +255,8 @@ def test_byte_tokens_are_written_one_way_and_explained_once(site, explored, widt
 
 @needs_chromium
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_each_family_is_described_by_its_own_configuration(site, explored, gemma, lang):
-    for model, fp in ((READER, gemma), (explored.config.name, explored)):
+def test_each_family_is_described_by_its_own_configuration(site, stored, gemma, lang):
+    for model, fp in ((READER, gemma), (stored.config.name, stored)):
         page = opened(site, 1280, lang, model=model, prompt="猫坐在垫子上")
         try:
             c = fp.config

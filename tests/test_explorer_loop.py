@@ -41,15 +41,15 @@ def times(x: float, lang: str) -> str:
 
 # ---- the endpoint: both loops really run --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def client(explored):
-    return TestClient(build_explorer(explored))
+def client(stored):
+    return TestClient(build_explorer(stored))
 
 
-def test_both_loops_run_their_counts_are_cost_pys_and_their_tokens_the_teaching_loops(client, explored):
+def test_both_loops_run_their_counts_are_cost_pys_and_their_tokens_the_teaching_loops(client, stored):
     steps = 12
     d = client.post("/api/loop-timing", json={"prompt": DEFAULT_PROMPT, "steps": steps}).json()
-    p = len(explored.encode(DEFAULT_PROMPT))
-    assert d["prompt_tokens"] == p and len(d["steps"]) == steps and d["n_layers"] == explored.config.n_layers
+    p = len(stored.encode(DEFAULT_PROMPT))
+    assert d["prompt_tokens"] == p and len(d["steps"]) == steps and d["n_layers"] == stored.config.n_layers
     naive = [s["naive_tokens"] for s in d["steps"]]
     cached = [s["cached_tokens"] for s in d["steps"]]
     assert naive == [p + i for i in range(steps)] and cached == [p] + [1] * (steps - 1)
@@ -58,8 +58,8 @@ def test_both_loops_run_their_counts_are_cost_pys_and_their_tokens_the_teaching_
     assert d["naive_work"] == d["cost_naive_work"] == cost.naive_work(p, steps)
     assert d["cached_work"] == d["cost_cached_work"] == cost.cached_work(p, steps, count_prefill=True)
     # the same tokens as the seed's teaching loop (loop.py, naive=True), whose own work counters agree
-    with compute.model_lock(explored):
-        teaching = generate(explored, DEFAULT_PROMPT, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True),
+    with compute.model_lock(stored):
+        teaching = generate(stored, DEFAULT_PROMPT, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True),
                             naive=True)
     assert teaching.work == naive
     assert [s["naive_id"] for s in d["steps"]] == [s["cached_id"] for s in d["steps"]] == teaching.token_ids
@@ -75,9 +75,9 @@ def test_both_loops_run_their_counts_are_cost_pys_and_their_tokens_the_teaching_
     assert d["verdict"]["work_ratio"] == pytest.approx(d["naive_work"] / d["cached_work"])
 
 
-def test_a_run_that_does_not_fit_the_budget_is_not_started(explored):
-    with compute.model_lock(explored):
-        d = loop_runs.timed_loops(explored, "the cat", 4, budget_s=0)
+def test_a_run_that_does_not_fit_the_budget_is_not_started(stored):
+    with compute.model_lock(stored):
+        d = loop_runs.timed_loops(stored, "the cat", 4, budget_s=0)
     assert d["runs"] == 1 and d["verdict"]["enough"] is False and d["verdict"]["faster"] is None
 
 
@@ -171,14 +171,14 @@ def test_presets_set_the_articles_states_and_the_prose_carries_the_same_numbers(
     idle(page)
 
 
-def test_naive_and_cached_share_one_scale(any_page, explored):
+def test_naive_and_cached_share_one_scale(any_page, stored):
     """The per-step columns of both loops on one axis: heights in proportion to the tokens each step ran (the
     prompt's 12 against the naive loop's 23 at its last step are not drawn alike)."""
     page = any_page
     chart = page.locator('[data-widget="W-naive-vs-cached"] .chart.work')
     cols = chart.locator("rect[data-series]").evaluate_all(
         "rs => rs.map(r => [+r.dataset.series, +r.dataset.group, +r.dataset.value, r.getBBox().height])")
-    p, steps = len(explored.encode(DEFAULT_PROMPT)), 12
+    p, steps = len(stored.encode(DEFAULT_PROMPT)), 12
     assert sorted((s, g, v) for s, g, v, _ in cols) == sorted(
         [(0, i, p + i) for i in range(steps)] + [(1, 0, p)] + [(1, i, 1) for i in range(1, steps)])
     scale = {round(h / v, 6) for _, _, v, h in cols}
@@ -225,12 +225,12 @@ def many_users_run(page, settings: dict) -> None:
     run_many_users(page)
 
 
-def test_a_count_of_one_takes_a_singular_noun_on_the_whole_page(pages, explored):
+def test_a_count_of_one_takes_a_singular_noun_on_the_whole_page(pages, stored):
     """A one-token prompt, one decode call, one token per block of the lens, one request, one shared block, one token
     of the system prompt left over: no "1 tokens" anywhere in the English page's widgets."""
     page = pages(1280, "en")
-    use_prompt(page, explored, "Hi")
-    assert len(explored.encode("Hi")) == 1
+    use_prompt(page, stored, "Hi")
+    assert len(stored.encode("Hi")) == 1
     found = []
 
     def look(where: str) -> None:
@@ -252,11 +252,11 @@ def test_a_count_of_one_takes_a_singular_noun_on_the_whole_page(pages, explored)
     finally:
         for selector, value in [("#lc-new", 12), ("#lens-k", 5)]:
             set_range(page, selector, value)
-        use_prompt(page, explored, DEFAULT_PROMPT)
+        use_prompt(page, stored, DEFAULT_PROMPT)
     assert not found, "\n".join(map(str, sorted(set(found))))
 
 
-def test_the_measured_times_on_the_page_are_one_real_run(pages, explored):
+def test_the_measured_times_on_the_page_are_one_real_run(pages, stored):
     page = pages(1280, "en")
     with page.expect_response(lambda r: r.url.endswith("/api/loop-timing?fresh=1")) as answer:  # a new run
         page.locator('[data-widget="W-naive-vs-cached"] button.run').click()
@@ -272,15 +272,15 @@ def test_the_measured_times_on_the_page_are_one_real_run(pages, explored):
     assert f"sent {last['naive_tokens']} tokens through the model in {ms(last['naive_s'])} ms" in text
     prose = told(page, "W-naive-vs-cached")
     assert "Both loops chose the same 12 tokens" in prose
-    p = len(explored.encode(DEFAULT_PROMPT))
+    p = len(stored.encode(DEFAULT_PROMPT))
     # the formula the prose writes, summed, is the tokens the naive loop fed (step 12 feeds P + 11)
     assert "Σ (P + i − 1)" in prose and sum(p + i - 1 for i in range(1, 13)) == d["naive_work"]
     assert d["naive_work"] == sum(s["naive_tokens"] for s in d["steps"]) and last["naive_tokens"] == p + 11
     assert f"= {cost.naive_work(p, 12)}" in prose and f"= {cost.cached_work(p, 12, count_prefill=True)}" in prose
     clock = datetime.datetime.fromtimestamp(d["measured_at"]).strftime("%H:%M:%S")
     assert f"measured at {clock} by the server running this page" in prose
-    use_prompt(page, explored, "the dog saw the cat")  # away and back: the newer run is shown, not the first one
-    use_prompt(page, explored, DEFAULT_PROMPT)
+    use_prompt(page, stored, "the dog saw the cat")  # away and back: the newer run is shown, not the first one
+    use_prompt(page, stored, DEFAULT_PROMPT)
     assert f"measured at {clock} by the server running this page" in told(page, "W-naive-vs-cached")
 
 

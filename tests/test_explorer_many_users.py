@@ -18,8 +18,8 @@ SMALL = {"requests": 5, "system_tokens": 32, "own_tokens": 8, "new_tokens": 6, "
 
 
 @pytest.fixture(scope="module")
-def shared(explored):
-    return run(explored, Settings(**SMALL))
+def shared(stored):
+    return run(stored, Settings(**SMALL))
 
 
 def owners_of(step) -> list[list[int]]:
@@ -53,7 +53,7 @@ def test_every_step_is_the_pools_own_state(shared):
     assert [st["generated"] for st in shared["steps"]] == sorted(st["generated"] for st in shared["steps"])
 
 
-def test_a_shared_system_prompt_shares_its_full_blocks(shared, explored):
+def test_a_shared_system_prompt_shares_its_full_blocks(shared, stored):
     full = SMALL["system_tokens"] // many_users.BLOCK_SIZE
     assert shared["peak_shared"] == full  # the system prompt's full blocks, held by several requests at once
     busiest = max(shared["steps"], key=lambda st: st["shared"])
@@ -63,45 +63,45 @@ def test_a_shared_system_prompt_shares_its_full_blocks(shared, explored):
     found = full * many_users.BLOCK_SIZE
     assert [r["cached_tokens"] for r in shared["requests"]] == [0] + [found] * (SMALL["requests"] - 1)
     assert shared["prefix_cache"]["hits"] == sum(r["cached_tokens"] for r in shared["requests"])
-    alone = run(explored, Settings(**(SMALL | {"shared": False})))  # each its own system prompt: nothing to share
+    alone = run(stored, Settings(**(SMALL | {"shared": False})))  # each its own system prompt: nothing to share
     assert alone["peak_shared"] == 0 and alone["prefix_cache"]["hits"] == 0 and alone["agrees"]
     assert alone["peak_used"] > shared["peak_used"]
 
 
-def test_a_small_pool_preempts_and_every_request_still_finishes(explored):
+def test_a_small_pool_preempts_and_every_request_still_finishes(stored):
     tight = SMALL | {"requests": 5, "pool_blocks": 7, "new_tokens": 12}
-    d = run(explored, Settings(**tight))
+    d = run(stored, Settings(**tight))
     assert d["counted"]["preemptions"] > 0 and d["agrees"]  # counted from the requests, and the engine's counter
     assert any(r["state"] == "preempted" for st in d["steps"] for r in st["requests"])
     assert max(st["used"] for st in d["steps"]) == tight["pool_blocks"]  # preempted only when the pool was full
     assert [r["generated"] for r in d["requests"]] == [tight["new_tokens"]] * tight["requests"]
 
 
-def test_the_prefix_caches_count_tells_first_lookups_from_resumed_ones(explored):
+def test_the_prefix_caches_count_tells_first_lookups_from_resumed_ones(stored):
     """A preempted request looks its tokens up again when it resumes: the engine's hits count those too, the page's
     "handed out" counts each request's first lookup alone, and names the others apart."""
-    d = run(explored, Settings(pool_blocks=10))  # the page's "a pool too small"
+    d = run(stored, Settings(pool_blocks=10))  # the page's "a pool too small"
     c = d["prefix_cache"]
     assert d["counted"]["preemptions"] > 0
     assert c["first_hits"] == sum(r["cached_tokens"] for r in d["requests"])
     assert c["resumed_hits"] == c["hits"] - c["first_hits"] > 0
 
 
-def test_together_requests_find_no_prefix_yet(explored):
+def test_together_requests_find_no_prefix_yet(stored):
     """Requests prefilled in the same step cannot share a prefix: its blocks are registered once they are computed."""
-    d = run(explored, Settings(**(SMALL | {"requests": 3, "arrival": "together"})))
+    d = run(stored, Settings(**(SMALL | {"requests": 3, "arrival": "together"})))
     assert d["prefix_cache"]["hits"] == 0 and d["peak_shared"] == 0 and d["agrees"]
 
 
-def test_bad_settings_are_refused_in_the_pages_words(explored):
-    client = TestClient(build_explorer(explored))
+def test_bad_settings_are_refused_in_the_pages_words(stored):
+    client = TestClient(build_explorer(stored))
     r = client.post("/api/many-users", json={"requests": 0})
     assert r.status_code == 400 and r.json()["code"] == "range" and r.json()["params"]["what"] == "requests"
     r = client.post("/api/many-users", json={"pool_blocks": 4, "system_tokens": 64, "own_tokens": 48, "new_tokens": 24})
     assert r.status_code == 400 and r.json()["code"] == "pool_fit" and r.json()["params"]["blocks"] == 4
 
 
-def test_one_run_at_a_time_per_explorer(explored, monkeypatch):
+def test_one_run_at_a_time_per_explorer(stored, monkeypatch):
     """A second run waits for the one in progress, then runs; refused (clearly) only when the wait runs out."""
     started, release = threading.Event(), threading.Event()
     order: list[str] = []
@@ -114,7 +114,7 @@ def test_one_run_at_a_time_per_explorer(explored, monkeypatch):
         return {"ok": True}
 
     monkeypatch.setattr(many_users, "run", slow)
-    client = TestClient(build_explorer(explored))
+    client = TestClient(build_explorer(stored))
     first: list = []
     second: list = []
     worker = threading.Thread(target=lambda: first.append(client.post("/api/many-users?fresh=1", json={})))

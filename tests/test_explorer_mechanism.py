@@ -168,8 +168,8 @@ def test_smollm_block_is_the_models_own(smollm, layer, head, token):
     check_block(smollm, layer, head, token)
 
 
-def test_smollm_stages_are_its_familys(explored):
-    d = told_block(explored, 2, 1, 5)
+def test_smollm_stages_are_its_familys(stored):
+    d = told_block(stored, 2, 1, 5)
     assert [s["name"] for s in d["stages"]] == [
         "embedding", "stream", "attn_norm", "qkv", "rope", "scores", "softmax", "weighted_sum", "heads",
         "residual_attn", "ffn_norm", "gate_up", "activation", "down", "residual_ffn"]
@@ -182,10 +182,10 @@ def test_smollm_stages_are_its_familys(explored):
     assert len(json.dumps(d)) < 20_000  # a few leading numbers and strips, no whole matrix
 
 
-def test_a_choice_outside_the_model_is_refused(explored):
+def test_a_choice_outside_the_model_is_refused(stored):
     from forwardpass.errors import ForwardpassError
-    with model_lock(explored), pytest.raises(ForwardpassError) as e:
-        mechanism(explored, DEFAULT_PROMPT, 30, 0, 0)
+    with model_lock(stored), pytest.raises(ForwardpassError) as e:
+        mechanism(stored, DEFAULT_PROMPT, 30, 0, 0)
     assert e.value.code == "choice"
 
 
@@ -214,11 +214,11 @@ def test_gemma_stages_are_its_familys(gemma):
     assert next(s for s in sliding["stages"] if s["name"] == "scores")["window"] == gemma.config.sliding_window
 
 
-def test_the_endpoint_answers_the_same_and_says_a_bad_choice_in_the_pages_words(explored):
-    client = TestClient(build_explorer(explored))
+def test_the_endpoint_answers_the_same_and_says_a_bad_choice_in_the_pages_words(stored):
+    client = TestClient(build_explorer(stored))
     body = {"prompt": DEFAULT_PROMPT, "layer": 2, "head": 1, "token": 5}
-    with model_lock(explored):
-        direct = mechanism(explored, DEFAULT_PROMPT, 2, 1, 5)
+    with model_lock(stored):
+        direct = mechanism(stored, DEFAULT_PROMPT, 2, 1, 5)
     assert client.post("/api/mechanism", json=body).json() == json.loads(json.dumps(direct))
     bad = client.post("/api/mechanism", json=body | {"head": 9})
     assert bad.status_code == 400 and bad.json()["code"] == "choice"
@@ -247,17 +247,17 @@ def numbers_in(text: str) -> list[float]:
 
 
 @needs_chromium
-def test_the_widget_opens_on_the_models_numbers_and_steps_through_every_stage(any_page, explored):
+def test_the_widget_opens_on_the_models_numbers_and_steps_through_every_stage(any_page, stored):
     page = any_page
     w = opened(page)
-    ids = explored.encode(DEFAULT_PROMPT)
+    ids = stored.encode(DEFAULT_PROMPT)
     token = len(ids) - 1  # the prompt's last token, as W-block-steps and W-reach
     said = readout(page, "W-mechanism")
     assert f"{token}" in said and ("1" in said) and (page.lang == "en" or re.search(r"[\u4e00-\u9fff]", said))
     # the embedding stage: the token's id, and its row's first numbers, the model's own
     told = w.locator(".told").inner_text()
     with torch.inference_mode():  # the token's row as the model reads it (a quantized table's, dequantized)
-        row = explored.model.tok_embeddings(torch.tensor([ids[token]]))[0]
+        row = stored.model.tok_embeddings(torch.tensor([ids[token]]))[0]
     assert f"{ids[token]:,}" in told
     shown = numbers_in(told.split(":", 1)[1] if page.lang == "en" else told.split("：", 1)[1])
     firsts = [x for x in shown if any(abs(x - float(v)) <= 5e-4 * max(1, abs(float(v))) for v in row[:3])]
@@ -292,10 +292,10 @@ def test_the_widget_opens_on_the_models_numbers_and_steps_through_every_stage(an
 
 
 @needs_chromium
-def test_the_stages_follow_the_block_head_and_token_chosen(pages, explored):
+def test_the_stages_follow_the_block_head_and_token_chosen(pages, stored):
     page = pages(1280, "en")
     w = opened(page)
-    last = explored.config.n_layers
+    last = stored.config.n_layers
     w.locator("button.stage").last.click()
     set_range(page, "#mech-layer", last)
     page.wait_for_function("n => document.querySelector('[data-widget=\"W-mechanism\"] .readout').innerText"
@@ -323,7 +323,7 @@ def test_the_stages_follow_the_block_head_and_token_chosen(pages, explored):
     assert "what the turn does to a score depends only on how far apart" in w.locator(".told").inner_text()
     assert w.locator("button.stage", has_text="softmax").inner_text() == "7 softmax: scores to weights"
     set_range(page, "#mech-head", 1)
-    w.locator("#mech-token").select_option(str(len(explored.encode(DEFAULT_PROMPT)) - 2))
+    w.locator("#mech-token").select_option(str(len(stored.encode(DEFAULT_PROMPT)) - 2))
     idle(page)
 
 

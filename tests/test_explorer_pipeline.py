@@ -65,44 +65,44 @@ def test_depth_presets_set_the_articles_states_and_the_prose_says_them(any_page)
     assert params(gpt2.total, lang) in labels
 
 
-def test_the_lookup_prose_names_the_prompts_shared_row(any_page, explored):
+def test_the_lookup_prose_names_the_prompts_shared_row(any_page, stored):
     page = any_page
-    ids = explored.encode(DEFAULT_PROMPT)
+    ids = stored.encode(DEFAULT_PROMPT)
     first = next(i for i, x in enumerate(ids) if ids.index(x) != i)  # the first repeat
     before = ids.index(ids[first])
     prose = told(page, "W-lookup")
-    for value in (str(before), str(first), str(ids[first]), str(explored.config.d_model)):
+    for value in (str(before), str(first), str(ids[first]), str(stored.config.d_model)):
         assert value in prose
-    assert f'"{explored.tokenizer.piece(ids[first])}"' in prose  # the piece, as the tokenizer has it
+    assert f'"{stored.tokenizer.piece(ids[first])}"' in prose  # the piece, as the tokenizer has it
     # the same vector, checked by the server on all d_model numbers
-    with compute.model_lock(explored):
-        tokens = compute.lookup(explored, DEFAULT_PROMPT)["tokens"]
+    with compute.model_lock(stored):
+        tokens = compute.lookup(stored, DEFAULT_PROMPT)["tokens"]
     assert tokens[first]["same_as"] == before and tokens[first]["same_vector"] is True
     assert page.locator("#token-table tbody tr").count() == len(ids)
 
 
-def test_a_prompt_without_a_repeat_is_pointed_at_the_default_prompts_repeat(any_page, explored):
+def test_a_prompt_without_a_repeat_is_pointed_at_the_default_prompts_repeat(any_page, stored):
     """The hint names the first repeated token of the page's own default prompt (the Chinese one where the model
     reads Chinese), as this model cuts it, and the readout counts rows from 0."""
     page, was = any_page, any_page.input_value("#prompt")
-    default = language.CHINESE_PROMPT if page.lang == "zh" and language.reads_chinese(explored) else DEFAULT_PROMPT
-    with compute.model_lock(explored):
-        again = next(x for x in compute.lookup(explored, default)["tokens"] if x["same_as"] is not None)
-    use_prompt(page, explored, "One two three")
+    default = language.CHINESE_PROMPT if page.lang == "zh" and language.reads_chinese(stored) else DEFAULT_PROMPT
+    with compute.model_lock(stored):
+        again = next(x for x in compute.lookup(stored, default)["tokens"] if x["same_as"] is not None)
+    use_prompt(page, stored, "One two three")
     try:
         prose = told(page, "W-lookup")
-        assert f'"{again.get("char") or explored.tokenizer.piece(again["id"])}"' in prose
+        assert f'"{again.get("char") or stored.tokenizer.piece(again["id"])}"' in prose
         assert "行号从 0 数起" in readout(page, "W-lookup") if page.lang == "zh" else True
     finally:
-        use_prompt(page, explored, was)
+        use_prompt(page, stored, was)
 
 
-def test_the_stage_diagram_lights_stage_by_stage_with_the_models_shapes(any_page, explored):
-    page, c = any_page, explored.config
+def test_the_stage_diagram_lights_stage_by_stage_with_the_models_shapes(any_page, stored):
+    page, c = any_page, stored.config
     w = '[data-widget="W-stages"]'
-    with compute.model_lock(explored):
-        want = anatomy.stages(explored, DEFAULT_PROMPT)
-    T = len(explored.encode(DEFAULT_PROMPT))
+    with compute.model_lock(stored):
+        want = anatomy.stages(stored, DEFAULT_PROMPT)
+    T = len(stored.encode(DEFAULT_PROMPT))
     assert want["ids_shape"] == [1, T] and want["logits"] == [1, T, c.vocab_size] and want["blocks_run"] == c.n_layers
     page.locator(f"{w} .prev").click()
     for _ in range(6):
@@ -130,11 +130,11 @@ def test_the_stage_diagram_lights_stage_by_stage_with_the_models_shapes(any_page
     assert want["positions"] == "rope" and ("RoPE" in labels) and "+ 位置" not in labels and "+ position" not in labels
 
 
-def test_the_residual_prose_is_both_runs(any_page, explored):
+def test_the_residual_prose_is_both_runs(any_page, stored):
     page = any_page
-    with compute.model_lock(explored):
-        add = compute.residual(explored, DEFAULT_PROMPT, "add")
-        replace = compute.residual(explored, DEFAULT_PROMPT, "replace")
+    with compute.model_lock(stored):
+        add = compute.residual(stored, DEFAULT_PROMPT, "add")
+        replace = compute.residual(stored, DEFAULT_PROMPT, "replace")
     prose = told(page, "W-residual")
     for run in (add, replace):
         top = run["next"][0]
@@ -159,13 +159,13 @@ def test_no_text_in_the_other_language_and_no_errors(any_page):
     assert [e for e in any_page.errors if any(k in e for k in ("W-lookup", "W-stages", "W-depth", "W-residual"))] == []
 
 
-def test_the_section_follows_a_new_prompt(pages, explored):
+def test_the_section_follows_a_new_prompt(pages, stored):
     page = pages(1280, "en")
     prompt = "the dog saw the dog"
-    use_prompt(page, explored, prompt)
-    T = len(explored.encode(prompt))
+    use_prompt(page, stored, prompt)
+    T = len(stored.encode(prompt))
     page.wait_for_function("t => document.querySelector('[data-widget=\"W-stages\"] .prose.told').innerText"
                            ".includes(`(1, ${t})`)", arg=T, timeout=30_000)
     assert f"{T} tokens" in told(page, "W-stages")
     assert "positions 1 and 4" in told(page, "W-lookup")
-    use_prompt(page, explored, DEFAULT_PROMPT)
+    use_prompt(page, stored, DEFAULT_PROMPT)

@@ -30,12 +30,12 @@ LOOP_PROMPT = "I like to eat apples and bananas and"  # the widget's own default
 SEARCHED: dict[tuple, dict] = {}
 
 
-def searched_loop(explored, prompt: str, steps: int, sample_at: int | None, seed: int) -> dict:
+def searched_loop(stored, prompt: str, steps: int, sample_at: int | None, seed: int) -> dict:
     """compute.greedy_loop's answer (under the model's lock, which the caller holds), computed once for the module:
     several tests read the same search."""
-    key = (id(explored), prompt, steps, sample_at, seed)
+    key = (id(stored), prompt, steps, sample_at, seed)
     if key not in SEARCHED:
-        SEARCHED[key] = compute.greedy_loop(explored, prompt, steps, sample_at, seed)
+        SEARCHED[key] = compute.greedy_loop(stored, prompt, steps, sample_at, seed)
     return SEARCHED[key]
 CHINESE = "猫坐在垫子上"
 
@@ -47,52 +47,52 @@ def own_logits(fp, prompt: str) -> torch.Tensor:
 
 
 # ---- the numbers, against the model -------------------------------------------------------------------------------
-def test_the_five_words_are_scored_by_the_model(explored):
-    with compute.model_lock(explored):
-        d = story.candidates(explored)
-    logits = own_logits(explored, "the cat sat on the")
+def test_the_five_words_are_scored_by_the_model(stored):
+    with compute.model_lock(stored):
+        d = story.candidates(stored)
+    logits = own_logits(stored, "the cat sat on the")
     probs = torch.softmax(logits, -1)
     assert d["prompt"] == "the cat sat on the" and [w["word"] for w in d["words"]] == list(SEED_CANDIDATES)
     for w in d["words"]:
         first = w["ids"][0]
-        assert w["ids"] == explored.encode("the cat sat on the " + w["word"])[5:]  # as the model spells it there
+        assert w["ids"] == stored.encode("the cat sat on the " + w["word"])[5:]  # as the model spells it there
         assert w["logit"] == float(logits[first]) and w["probability"] == float(probs[first])
         assert w["rank"] == int((logits > logits[first]).sum()) + 1
         assert w["toy_logit"] == SEED_CANDIDATES[w["word"]]
     sofa = next(w for w in d["words"] if w["word"] == "sofa")  # " so" + "fa" on SmolLM2: the pieces multiplied
     assert sofa["pieces"] == [" so", "fa"]
-    rest = torch.softmax(own_logits(explored, "the cat sat on the so"), -1)[sofa["ids"][1]]
+    rest = torch.softmax(own_logits(stored, "the cat sat on the so"), -1)[sofa["ids"][1]]
     assert sofa["word_probability"] == pytest.approx(sofa["probability"] * float(rest), rel=1e-5)
     top = torch.topk(probs, 5).indices.tolist()
     assert [t["id"] for t in d["top"]] == top
     # and an independent forward pass (every position's logits, not only the last) agrees to float precision
-    full = explored.next_token_logits(explored.encode("the cat sat on the"))
+    full = stored.next_token_logits(stored.encode("the cat sat on the"))
     assert [w["logit"] for w in d["words"]] == pytest.approx([float(full[w["ids"][0]]) for w in d["words"]], abs=1e-4)
 
 
 @pytest.mark.parametrize("prompt", ["The cat sat on the mat, and the cat slept.", CHINESE])
-def test_the_logit_lens_last_row_is_the_models_own_output_exactly(explored, prompt):
-    with compute.model_lock(explored):
-        d = lens.logit_lens(explored, prompt)
-    logits = own_logits(explored, prompt)
+def test_the_logit_lens_last_row_is_the_models_own_output_exactly(stored, prompt):
+    with compute.model_lock(stored):
+        d = lens.logit_lens(stored, prompt)
+    logits = own_logits(stored, prompt)
     probs = torch.softmax(logits, -1)
     top = torch.topk(probs, lens.TOP).indices.tolist()
     want = [(i, float(logits[i]), float(probs[i])) for i in top]
     for row in (d["rows"][-1], d["model"]):  # exactly: the same floats, not close ones
         assert [(t["id"], t["logit"], t["probability"]) for t in row["top"]] == want
-    assert d["last_row_is_the_models"] is True and len(d["rows"]) == explored.config.n_layers
+    assert d["last_row_is_the_models"] is True and len(d["rows"]) == stored.config.n_layers
     assert d["answer"]["id"] == top[0] and d["rows"][-1]["answer_rank"] == 1
     assert all(r["answer_rank"] == 1 for r in d["rows"][d["settled"] - 1:])
 
 
-def test_the_logit_lens_endpoint_gives_the_same_floats(explored):
+def test_the_logit_lens_endpoint_gives_the_same_floats(stored):
     from fastapi.testclient import TestClient
 
     from forwardpass.explorer.app import build_explorer
 
-    client = TestClient(build_explorer(explored))
+    client = TestClient(build_explorer(stored))
     d = client.post("/api/logit-lens", json={"prompt": "the cat sat on the"}).json()
-    probs = torch.softmax(own_logits(explored, "the cat sat on the"), -1)
+    probs = torch.softmax(own_logits(stored, "the cat sat on the"), -1)
     top = torch.topk(probs, lens.TOP).indices.tolist()
     assert [(t["id"], t["probability"]) for t in d["rows"][-1]["top"]] == [(i, float(probs[i])) for i in top]
     five = client.post("/api/candidates", json={}).json()
@@ -100,22 +100,22 @@ def test_the_logit_lens_endpoint_gives_the_same_floats(explored):
     assert client.post("/api/logit-lens", json={"prompt": ""}).json()["code"] == "empty_prompt"
 
 
-def test_the_greedy_search_equals_a_direct_count(explored):
+def test_the_greedy_search_equals_a_direct_count(stored):
     """The search (one batch through the engine) against each step run on its own, as a reader's single try would:
     the draw at that step alone (every step), then greedy decoding alone and the engine's loop test on the window (a
     quarter of the steps, step 10 among them: each such run is a whole generation; where the draw is greedy's own
     token the window is greedy's)."""
     steps, seed = 64, 1
-    with compute.model_lock(explored):
-        d = compute.greedy_loop(explored, LOOP_PROMPT, steps, 10, seed)
-    ids = explored.encode(LOOP_PROMPT)
-    base = generate(explored, ids, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True))
+    with compute.model_lock(stored):
+        d = compute.greedy_loop(stored, LOOP_PROMPT, steps, 10, seed)
+    ids = stored.encode(LOOP_PROMPT)
+    base = generate(stored, ids, SamplingParams(temperature=0, max_tokens=steps, ignore_eos=True))
     assert base.loop is not None and d["greedy"]["loop"] == base.loop.to_dict()
     checked = [s for s in range(greedy.searched(steps)) if s % 4 == 1 or s == 10]
     broke, differ = [], 0
     for s in range(greedy.searched(steps)):
         head = base.token_ids[:s]
-        draw = generate(explored, ids + head, SamplingParams(temperature=1.0, seed=seed, max_tokens=1, ignore_eos=True))
+        draw = generate(stored, ids + head, SamplingParams(temperature=1.0, seed=seed, max_tokens=1, ignore_eos=True))
         assert d["rows"][s]["sampled_id"] == draw.token_ids[0], s
         differ += draw.token_ids[0] != base.token_ids[s]
         if s not in checked:
@@ -124,18 +124,18 @@ def test_the_greedy_search_equals_a_direct_count(explored):
         if draw.token_ids[0] == base.token_ids[s]:
             tokens = base.token_ids
         else:
-            tokens += generate(explored, ids + tokens, SamplingParams(temperature=0, max_tokens=steps - s - 1,
+            tokens += generate(stored, ids + tokens, SamplingParams(temperature=0, max_tokens=steps - s - 1,
                                                                     ignore_eos=True)).token_ids
-        assert d["rows"][s]["text"] == explored.tokenizer.decode(tokens), s
+        assert d["rows"][s]["text"] == stored.tokenizer.decode(tokens), s
         if detect_loop(tokens) is None:
             broke.append(s)
     assert [s for s in d["broke"] if s in checked] == broke and d["differ"] == differ and d["searched"] == 32
     assert d["forced"]["sample_at"] == 10 and d["forced"]["loop"] == d["rows"][10]["loop"]
 
 
-def test_a_draw_equal_to_greedys_token_changes_nothing(explored):
-    with compute.model_lock(explored):
-        d = searched_loop(explored, LOOP_PROMPT, 64, None, 1)
+def test_a_draw_equal_to_greedys_token_changes_nothing(stored):
+    with compute.model_lock(stored):
+        d = searched_loop(stored, LOOP_PROMPT, 64, None, 1)
     same = [r for r in d["rows"] if r["sampled_id"] == r["greedy_id"]]
     assert same  # with this prompt and seed several steps draw greedy's own token
     for r in same:
@@ -146,12 +146,12 @@ def test_a_draw_equal_to_greedys_token_changes_nothing(explored):
 CAT = "🐱"  # greedy decoding does not loop after it within the window
 
 
-def test_each_steps_outcome_is_said_against_what_greedy_did(explored):
+def test_each_steps_outcome_is_said_against_what_greedy_did(stored):
     """Where greedy decoding does not loop there is no loop to break: a draw leaves it without a loop or brings one
     (the strip once counted "loop broken (29)" after a prompt whose verdict said greedy never looped)."""
-    with compute.model_lock(explored):
-        free = searched_loop(explored, CAT, 64, None, 1)
-        looped = searched_loop(explored, LOOP_PROMPT, 64, None, 1)
+    with compute.model_lock(stored):
+        free = searched_loop(stored, CAT, 64, None, 1)
+        looped = searched_loop(stored, LOOP_PROMPT, 64, None, 1)
     assert free["greedy"]["loop"] is None and looped["greedy"]["loop"] is not None
     same = lambda r: r["same_token"] or r["same_text"]  # noqa: E731
     for r in free["rows"]:
@@ -161,9 +161,9 @@ def test_each_steps_outcome_is_said_against_what_greedy_did(explored):
     assert [r["step"] for r in looped["rows"] if r["outcome"] == "broke"] == looped["broke"]
 
 
-def test_the_sample_step_must_be_in_the_windows_first_half(explored):
+def test_the_sample_step_must_be_in_the_windows_first_half(stored):
     with pytest.raises(Exception) as e:
-        compute.greedy_loop(explored, LOOP_PROMPT, 64, 40, 1)
+        compute.greedy_loop(stored, LOOP_PROMPT, 64, 40, 1)
     assert e.value.code == "sample_window" and e.value.params == {"n": 32}
 
 
@@ -265,43 +265,43 @@ def test_the_prose_says_what_the_widgets_compute(any_page):
 
 
 @needs_chromium
-def test_the_five_words_on_the_page_are_the_models(pages, explored):
+def test_the_five_words_on_the_page_are_the_models(pages, stored):
     page = pages(1280, "en")
     wait_current(page, "W-logits")
-    logits = own_logits(explored, "the cat sat on the")
+    logits = own_logits(stored, "the cat sat on the")
     labels = widget(page, "W-logits").locator(".five svg text").all_text_contents()
     for w in SEED_CANDIDATES:
-        first = explored.encode("the cat sat on the " + w)[5]
+        first = stored.encode("the cat sat on the " + w)[5]
         assert f"{float(logits[first]):.2f} (rank {int((logits > logits[first]).sum()) + 1:,})" in labels
     prose = told(page, "W-logits")
-    top = explored.tokenizer.piece(int(logits.argmax()))
+    top = stored.tokenizer.piece(int(logits.argmax()))
     assert f'"{top}"' in prose and "never listed" in prose  # the model's own first choice is not one of the five
     # a top token that is only the start of a word (" cou") is said to be one, with how the model goes on after it
-    with compute.model_lock(explored):
-        d = story.candidates(explored)
+    with compute.model_lock(stored):
+        d = story.candidates(stored)
     starts = [t for t in d["top"] if t["goes_on"]]
     assert [t["piece"] for t in starts] == [" cou"]  # SmolLM2's second choice; " couch" is a token of its own
     for t in starts:
-        after = explored.tokenizer.piece(int(torch.softmax(own_logits(explored, "the cat sat on the" + t["piece"]), -1)
+        after = stored.tokenizer.piece(int(torch.softmax(own_logits(stored, "the cat sat on the" + t["piece"]), -1)
                                            .argmax()))
         assert after == t["goes_on"][0]["piece"] == "l"
         assert f'"{t["piece"]}", is not a word but the start of one' in prose and f'"{after}"' in prose
 
 
 @needs_chromium
-def test_the_lens_last_row_is_the_models_output_in_the_browser(any_page, explored):
+def test_the_lens_last_row_is_the_models_output_in_the_browser(any_page, stored):
     page = any_page
     wait_current(page, "W-logit-lens")
     rows = widget(page, "W-logit-lens").locator("tbody tr")
     cells = lambda r: r.locator("td").all_inner_texts()  # noqa: E731
     last, model = cells(rows.nth(rows.count() - 2)), cells(rows.nth(rows.count() - 1))
-    assert last == model and len(last) == 5 and rows.count() == explored.config.n_layers + 1
-    probs = torch.softmax(own_logits(explored, page.locator("#prompt").input_value()), -1)
+    assert last == model and len(last) == 5 and rows.count() == stored.config.n_layers + 1
+    probs = torch.softmax(own_logits(stored, page.locator("#prompt").input_value()), -1)
     top = torch.topk(probs, 5)
     assert [c.split("\n")[-1] for c in last] == [f"{100 * p:.1f}%" for p in top.values.tolist()]  # none near 100%
     # every piece written as the page writes pieces: whitespace-only ones with ␣ ↵, never as a quoted blank
-    with compute.model_lock(explored):
-        d = lens.logit_lens(explored, page.locator("#prompt").input_value())
+    with compute.model_lock(stored):
+        d = lens.logit_lens(stored, page.locator("#prompt").input_value())
     shown = widget(page, "W-logit-lens").locator("tbody td .token").all_inner_texts()
     want = [readable(t["piece"]) for r in [*d["rows"], d["model"]] for t in r["top"][:5]]
     assert shown == want and any(x.startswith(("␣", "↵")) for x in shown)
@@ -317,18 +317,18 @@ def readable(s: str) -> str:
 
 
 @needs_chromium
-def test_the_lens_says_only_the_last_block_when_the_answer_comes_there(pages, explored):
+def test_the_lens_says_only_the_last_block_when_the_answer_comes_there(pages, stored):
     """On "def f():" the answer (a line break and an indent) first tops a row after block 30 of 30: the prose says
     "only after the last block", never "from block 30 on", and writes the answer's whitespace visibly."""
     prompt = "def f():"
-    with compute.model_lock(explored):
-        d = lens.logit_lens(explored, prompt)
-    n = explored.config.n_layers
+    with compute.model_lock(stored):
+        d = lens.logit_lens(stored, prompt)
+    n = stored.config.n_layers
     assert d["first_top"] == d["settled"] == n and d["answer"]["piece"].isspace()
     answer = readable(d["answer"]["piece"])
     for lang in ("en", "zh"):
         page = pages(1280, lang)
-        use_prompt(page, explored, prompt)
+        use_prompt(page, stored, prompt)
         try:
             wait_current(page, "W-logit-lens")
             prose = told(page, "W-logit-lens")
@@ -339,7 +339,7 @@ def test_the_lens_says_only_the_last_block_when_the_answer_comes_there(pages, ex
                 assert f"只在最后一个块（第 {n} 个）之后" in prose and "个块起" not in prose
                 assert "logit lens" in prose and "透镜" not in page.locator("#s03").inner_text()
         finally:
-            use_prompt(page, explored, "The cat sat on the mat, and the cat slept.")
+            use_prompt(page, stored, "The cat sat on the mat, and the cat slept.")
 
 
 @needs_chromium
@@ -371,11 +371,11 @@ def pick_step(page, step):
 
 
 @needs_chromium
-def test_the_greedy_verdict_when_the_draw_is_greedys_own_token(pages, explored):
+def test_the_greedy_verdict_when_the_draw_is_greedys_own_token(pages, stored):
     """Once the verdict said "the sample changed the text, and greedy decoding after it looped again" when the draw
     was greedy's own token and both texts were the same."""
-    with compute.model_lock(explored):
-        d = searched_loop(explored, LOOP_PROMPT, 64, None, 1)
+    with compute.model_lock(stored):
+        d = searched_loop(stored, LOOP_PROMPT, 64, None, 1)
     same = next(r["step"] for r in d["rows"] if r["same_token"])
     for lang in ("en", "zh"):
         page = pages(1280, lang)
@@ -393,11 +393,11 @@ def test_the_greedy_verdict_when_the_draw_is_greedys_own_token(pages, explored):
 
 
 @needs_chromium
-def test_the_search_count_is_the_engines_and_redraw_changes_the_seed(pages, explored):
+def test_the_search_count_is_the_engines_and_redraw_changes_the_seed(pages, stored):
     page = pages(1280, "en")
     run_greedy(page)
-    with compute.model_lock(explored):
-        d = searched_loop(explored, LOOP_PROMPT, 64, None, 1)
+    with compute.model_lock(stored):
+        d = searched_loop(stored, LOOP_PROMPT, 64, None, 1)
     k = len(d["broke"])
     text = readout(page, "W-greedy-loop")
     assert (f"breaks the loop at {k} of the 32" if k else "breaks the loop at none of them") in text
@@ -415,8 +415,8 @@ def test_the_search_count_is_the_engines_and_redraw_changes_the_seed(pages, expl
     assert len(set(seeds)) == 2 and seeds[0] == "seed 1"
     seed = int(seeds[-1].split()[-1])
     assert f"(seed {seed})" in readout(page, "W-greedy-loop")
-    with compute.model_lock(explored):
-        again = compute.greedy_loop(explored, LOOP_PROMPT, 64, None, seed)
+    with compute.model_lock(stored):
+        again = compute.greedy_loop(stored, LOOP_PROMPT, 64, None, seed)
     k = len(again["broke"])
     assert (f"breaks the loop at {k} of the 32" if k else "breaks the loop at none of them") in \
         readout(page, "W-greedy-loop")
@@ -424,7 +424,7 @@ def test_the_search_count_is_the_engines_and_redraw_changes_the_seed(pages, expl
 
 @needs_chromium
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_strips_legend_counts_only_what_happened(pages, explored, lang):
+def test_the_strips_legend_counts_only_what_happened(pages, stored, lang):
     page = pages(1280, lang)
     before = page.locator("#loop-prompt").input_value()
     page.fill("#loop-prompt", CAT)
@@ -444,10 +444,10 @@ def test_the_strips_legend_counts_only_what_happened(pages, explored, lang):
 
 
 @needs_chromium
-def test_byte_pieces_read_as_bytes_and_stay_out_of_the_bars(pages, explored):
+def test_byte_pieces_read_as_bytes_and_stay_out_of_the_bars(pages, stored):
     for width in (1280, 390):
         page = pages(width, "en")
-        use_prompt(page, explored, CHINESE)
+        use_prompt(page, stored, CHINESE)
         try:
             wait_current(page, "W-temperature")
             chart = widget(page, "W-temperature").locator(".real")
@@ -463,16 +463,16 @@ def test_byte_pieces_read_as_bytes_and_stay_out_of_the_bars(pages, explored):
             assert overlaps == []  # and no note of its own: the page says how a byte is written once, in §1
             assert "raw byte" not in widget(page, "W-temperature").inner_text()
         finally:
-            use_prompt(page, explored, "The cat sat on the mat, and the cat slept.")
+            use_prompt(page, stored, "The cat sat on the mat, and the cat slept.")
 
 
 @needs_chromium
-def test_nothing_on_the_section_is_in_the_other_language(any_page, explored):
+def test_nothing_on_the_section_is_in_the_other_language(any_page, stored):
     page = any_page
     run_greedy(page)
     assert [x for x in foreign_text(page) if x[0].startswith(("W-logit", "W-temp", "W-top", "W-greedy", "s03"))] == []
-    use_prompt(page, explored, CHINESE)
+    use_prompt(page, stored, CHINESE)
     try:
         assert [x for x in foreign_text(page) if x[0].startswith(("W-logit", "W-temp", "W-top", "s03"))] == []
     finally:
-        use_prompt(page, explored, "The cat sat on the mat, and the cat slept.")
+        use_prompt(page, stored, "The cat sat on the mat, and the cat slept.")

@@ -45,9 +45,9 @@ def take(loaded, out: Path, others: dict | None = None) -> list[Path]:
 
 
 @needs_chromium
-def test_the_readmes_screenshots_can_be_made(explored):
+def test_the_readmes_screenshots_can_be_made(stored):
     out = Path(os.environ.get("FORWARDPASS_ARTIFACTS", ROOT / "artifacts"))
-    for path in take(explored, out):
+    for path in take(stored, out):
         assert path.stat().st_size > 10_000
 
 

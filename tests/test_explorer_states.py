@@ -32,7 +32,7 @@ def wait_state(page, widget: str, state: str) -> None:
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_a_widgets_error_shows_inside_it_and_marks_its_last_result(pages, explored, lang):
+def test_a_widgets_error_shows_inside_it_and_marks_its_last_result(pages, stored, lang):
     """The ring with a prompt longer than its slots is refused (400): the refusal shows in the ring's own box, in the
     page's language, and the run before it stays on screen marked out of date, not as if it were current."""
     page, w = pages(1280, lang), '[data-widget="W-ring-overflow"]'
@@ -41,7 +41,7 @@ def test_a_widgets_error_shows_inside_it_and_marks_its_last_result(pages, explor
     page.locator(f"{w} .run").click()
     wait_state(page, "W-ring-overflow", "current")
     long = "one two three four five six seven eight nine ten eleven twelve thirteen"
-    assert len(explored.encode(long)) > 6
+    assert len(stored.encode(long)) > 6
     page.fill("#ring-prompt", long)
     set_range(page, "#ring-capacity", 6)
     assert state_of(page, "W-ring-overflow") == "stale"  # its inputs moved on: said before it is even run
@@ -82,13 +82,13 @@ def test_an_explorer_that_does_not_answer_is_said_in_each_widget_asked(pages):
     assert "P = 16" in readout(page, "W-intensity") and not notice.is_visible()
 
 
-def test_results_follow_the_prompt_or_say_they_are_out_of_date(pages, explored):
+def test_results_follow_the_prompt_or_say_they_are_out_of_date(pages, stored):
     page = pages(1280, "en")
-    use_prompt(page, explored, DEFAULT_PROMPT)
+    use_prompt(page, stored, DEFAULT_PROMPT)
     for w in ("W-position-bug", "W-greedy-loop"):
         page.locator(f'[data-widget="{w}"] .run').click()
         wait_state(page, w, "current")
-    use_prompt(page, explored, "the dog and the cat and the bird")
+    use_prompt(page, stored, "the dog and the cat and the bird")
     # the page's prompt moved on: the position bug (run on it) says so; the greedy loop runs on its own prompt
     assert state_of(page, "W-position-bug") == "stale"
     assert "prompt changed" in page.locator('[data-widget="W-position-bug"] .notice').inner_text()
@@ -96,43 +96,43 @@ def test_results_follow_the_prompt_or_say_they_are_out_of_date(pages, explored):
     assert "its own prompt" in page.locator('[data-widget="W-greedy-loop"] .runs-on').inner_text()
     automatic = page.locator("[data-widget]").evaluate_all("ws => ws.map(w => [w.dataset.widget, w.dataset.state])")
     assert [w for w, s in automatic if s != "current" and w not in ("W-position-bug",)] == []
-    ids = explored.encode("the dog and the cat and the bird")
-    pieces = [f"{i}: \"{explored.tokenizer.piece(t)}\"" for i, t in enumerate(ids)]
+    ids = stored.encode("the dog and the cat and the bird")
+    pieces = [f"{i}: \"{stored.tokenizer.piece(t)}\"" for i, t in enumerate(ids)]
     assert page.locator("#reach-token option").all_inner_texts() == pieces
     page.locator('[data-widget="W-position-bug"] .run').click()
     wait_state(page, "W-position-bug", "current")
     assert not page.locator('[data-widget="W-position-bug"] .notice').is_visible()
     for w in page.locator("[data-widget] .runs-on").all():  # every widget says what it runs on
         assert w.inner_text().strip()
-    use_prompt(page, explored, DEFAULT_PROMPT)
+    use_prompt(page, stored, DEFAULT_PROMPT)
 
 
-def test_the_lookup_slider_label_follows_a_shorter_prompt(pages, explored):
+def test_the_lookup_slider_label_follows_a_shorter_prompt(pages, stored):
     page = pages(1280, "en")
-    use_prompt(page, explored, DEFAULT_PROMPT)
+    use_prompt(page, stored, DEFAULT_PROMPT)
     set_range(page, "#lookup-pos", 9)
     wait_for(page, "W-lookup", "position 9:")
     short = "the cat sat on the"
-    use_prompt(page, explored, short)
-    last = len(explored.encode(short)) - 1
+    use_prompt(page, stored, short)
+    last = len(stored.encode(short)) - 1
     assert page.locator("#lookup-pos + output").inner_text() == str(last)
     assert page.locator("#lookup-pos").input_value() == str(last)
     rows = page.locator("#token-table tbody tr")
     assert rows.nth(last).get_attribute("class") == "current"
     assert readout(page, "W-lookup").startswith(f"position {last}:")
-    use_prompt(page, explored, DEFAULT_PROMPT)
+    use_prompt(page, stored, DEFAULT_PROMPT)
 
 
-def test_switching_the_model_keeps_the_prompt_and_the_page(pages, explored):
+def test_switching_the_model_keeps_the_prompt_and_the_page(pages, stored):
     """On the Chinese page (the language not the default, so that the reload below keeps it or fails)."""
     lang = "zh"
     page = pages(1280, lang)
     page.errors.clear()  # (the tests above asked for refusals on purpose)
     first = page.locator("#model-select option").first
-    assert first.get_attribute("value") == explored.config.name  # the id stays the id
+    assert first.get_attribute("value") == stored.config.name  # the id stays the id
     assert first.inner_text() == "SmolLM2 135M Instruct · Q4_1"  # the name is the family, size and format
     prompt = "the dog and the cat"
-    use_prompt(page, explored, prompt)
+    use_prompt(page, stored, prompt)
     set_range(page, "#depth-n", 30)
     wait_for(page, "W-depth", "N = 30")
     page.evaluate("window.__same_page = true")
@@ -142,7 +142,7 @@ def test_switching_the_model_keeps_the_prompt_and_the_page(pages, explored):
     assert page.evaluate("window.__same_page") is True  # no reload
     assert page.locator("#prompt").input_value() == prompt
     assert page.locator("#depth-n").input_value() == "30"
-    assert page.locator("#token-table tbody tr").count() == len(explored.encode(prompt))
+    assert page.locator("#token-table tbody tr").count() == len(stored.encode(prompt))
     assert page.locator("#model-select option").nth(1).inner_text() == "SmolLM2 135M Instruct · Q4_1 (smollm-again)"
     assert page.locator("#model-name").inner_text() == "SmolLM2 135M Instruct · Q4_1 (smollm-again)"
     # a reload (or the address shared) opens the same page: the model, the language and the prompt
@@ -152,10 +152,10 @@ def test_switching_the_model_keeps_the_prompt_and_the_page(pages, explored):
     assert page.locator("#prompt").input_value() == prompt
     assert page.locator("#model-select").input_value() == "smollm-again"
     assert page.evaluate("document.documentElement.lang") == ("zh-CN" if lang == "zh" else "en")
-    page.select_option("#model-select", explored.config.name)
+    page.select_option("#model-select", stored.config.name)
     page.wait_for_function("!new URL(location.href).searchParams.has('model')")
     idle(page)
-    use_prompt(page, explored, DEFAULT_PROMPT)
+    use_prompt(page, stored, DEFAULT_PROMPT)
     assert page.errors == [], page.errors
 
 

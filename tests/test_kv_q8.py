@@ -90,12 +90,6 @@ def test_a_pool_of_the_same_bytes_holds_1_9_times_float16s_tokens(smollm):
     assert pool.nbytes() == pool.num_blocks * BlockPool.block_bytes(c, 16, Q8_0) <= 16 * 2**20
 
 
-@pytest.fixture(scope="module")
-def stored():
-    """The default model as it loads by default: the file's own quantized blocks."""
-    return forwardpass.load()
-
-
 @torch.inference_mode()
 def decoded(fp: LoadedModel, ids: list[int], kv: torch.dtype) -> torch.Tensor:
     """Logits at every position of `ids`, each token a decode step of the engine's runner (the native step) over a
