@@ -175,53 +175,92 @@ static inline void slots_read(const int *lo, const int *hi, const int M, int *fr
     for (int m = 1; m < M; m++) *from = lo[m] < *from ? lo[m] : *from, *to = hi[m] > *to ? hi[m] : *to;
 }
 
-// out[m] + h × head_dim = Σ_j e[m][h][j - lo[m]] v_j over row m's slots [lo[m], hi[m]), for R ≤ 2 rows and n ≤ 4 heads, W
-// vectors of head_dim at a time (R × n × W sums in registers); each value row read once for both rows
-static inline __attribute__((always_inline)) void weigh_values(const Slots *values, const int n, const int R,
-                                                               const int W, int head_dim, const int *lo, const int *hi,
-                                                               float *(*e)[4], float *const *out, int stored,
-                                                               const int kv) {
+// out + h × head_dim = Σ_j e[h][j - lo] v_j over one row's slots [lo, hi), for n ≤ 4 heads, four vectors of head_dim
+// at a time (n × 4 sums in registers)
+static inline __attribute__((always_inline)) void weigh_values(const Slots *values, const int n, int head_dim,
+                                                               const int lo, const int hi, float *const *e, float *out,
+                                                               int stored, const int kv) {
     const int nv = head_dim / LANES;
-    int from, to;
-    slots_read(lo, hi, R, &from, &to);
-    for (int c0 = 0; c0 < nv; c0 += W) {
-        V acc[2][4][4];  // [row][head][vector]
-        for (int m = 0; m < R; m++)
-            for (int h = 0; h < n; h++)
-                for (int c = 0; c < W; c++) acc[m][h][c] = v_zero();
+    for (int c0 = 0; c0 < nv; c0 += 4) {
+        V acc[4][4];  // [head][vector]
+        for (int h = 0; h < n; h++)
+            for (int c = 0; c < 4; c++) acc[h][c] = v_zero();
         const char *next = NULL;
         int left = 0;
-        for (int j = from; j < to; j++) {
+        for (int j = lo; j < hi; j++) {
+            if (c0 == 0 && (j - lo) % 4 == 0) ask_ahead(values->rows, j + AHEAD, 4, stored);
+            const void *vj = slot_row(values, j, &next, &left);
+            V vv[4];
+            for (int c = 0; c < 4; c++) vv[c] = c0 + c < nv ? kv_load(vj, kv, LANES * (c0 + c)) : v_zero();
+            for (int h = 0; h < n; h++) {
+                const V w = v_set1(e[h][j - lo]);
+                for (int c = 0; c < 4; c++) acc[h][c] = v_fma(w, vv[c], acc[h][c]);
+            }
+        }
+        for (int h = 0; h < n; h++)
+            for (int c = 0; c < 4 && c0 + c < nv; c++) v_store(out + h * head_dim + LANES * (c0 + c), acc[h][c]);
+    }
+}
+
+// mixed[(j - from) × M n + m n + h] = e[m][h][j - lo[m]] for row m's slots [lo[m], hi[m]), 0 at the others of
+// [from, to): every row's weights of slot j side by side
+static inline __attribute__((always_inline)) void interleave(float *const (*e)[4], const int M, const int n,
+                                                             const int *lo, const int *hi, int from, int to,
+                                                             float *mixed) {
+    const int K = M * n;
+    memset(mixed, 0, sizeof(float) * (size_t)(to - from) * K);
+    for (int m = 0; m < M; m++)
+        for (int h = 0; h < n; h++)
+            for (int j = lo[m]; j < hi[m]; j++) mixed[(size_t)(j - from) * K + m * n + h] = e[m][h][j - lo[m]];
+}
+
+// out[m] + h × head_dim = Σ_j mixed[(j - from) × M n + m n + h] v_j over slots [from, to) (interleave's weights), for
+// M ≤ 4 rows and n ≤ 4 heads, W vectors of head_dim at a time (M n × W sums in registers): each value row read and
+// widened once for every row and head. A slot outside a row's range adds 0 × v_j to its sums, which leaves them as
+// they were (they start at +0), so each row's sums are those it makes alone (weigh_values), bit for bit.
+static inline __attribute__((always_inline)) void weigh_mixed(const Slots *values, const int M, const int n,
+                                                              int head_dim, int from, int to, const float *mixed,
+                                                              float *const *out, int stored, const int kv) {
+    enum { MOST = 16 };
+    const int K = M * n, W = K <= 6 ? 4 : K <= 12 ? 2 : 1, nv = head_dim / LANES;
+    for (int c0 = 0; c0 < nv; c0 += W) {
+        V acc[MOST][4];  // [row × n + head][vector]
+        for (int k = 0; k < K; k++)
+            for (int c = 0; c < W; c++) acc[k][c] = v_zero();
+        const char *next = NULL;
+        int left = 0;
+        const float *e = mixed;
+        for (int j = from; j < to; j++, e += K) {
             if (c0 == 0 && (j - from) % 4 == 0) ask_ahead(values->rows, j + AHEAD, 4, stored);
             const void *vj = slot_row(values, j, &next, &left);
             V vv[4];
             for (int c = 0; c < W; c++) vv[c] = c0 + c < nv ? kv_load(vj, kv, LANES * (c0 + c)) : v_zero();
-            for (int m = 0; m < R; m++)
-                if (R == 1 || (j >= lo[m] && j < hi[m]))
-                    for (int h = 0; h < n; h++) {
-                        const V w = v_set1(e[m][h][j - lo[m]]);
-                        for (int c = 0; c < W; c++) acc[m][h][c] = v_fma(w, vv[c], acc[m][h][c]);
-                    }
+            for (int k = 0; k < K; k++) {
+                const V w = v_set1(e[k]);
+                for (int c = 0; c < W; c++) acc[k][c] = v_fma(w, vv[c], acc[k][c]);
+            }
         }
-        for (int m = 0; m < R; m++)
-            for (int h = 0; h < n; h++)
-                for (int c = 0; c < W && c0 + c < nv; c++) v_store(out[m] + h * head_dim + LANES * (c0 + c), acc[m][h][c]);
+        for (int k = 0; k < K; k++)
+            for (int c = 0; c < W && c0 + c < nv; c++)
+                v_store(out[k / n] + k % n * head_dim + LANES * (c0 + c), acc[k][c]);
     }
 }
 
 // M consecutive rows of one chunk (M ≤ 4), each with query heads q[m][0 … n-1] (n ≤ 4, consecutive rows of head_dim)
 // of one K/V head, row m against slots [lo[m], hi[m]) (a row's causal range, or the part of it this thread takes). One
-// pass over the keys serves every row and head, and one over the values every two rows: rows of a chunk read nearly
-// the same slots, so each key is read (and widened) once for all of them, each value once a pair. Leaves per row and head the scores' maximum, the sum
-// of their exponentials and the exponential-weighted sum of values (top[m][h], total[m][h], out[m] + h × head_dim),
-// to be merged with the other threads' parts (`merge_heads`); an empty range leaves -inf, 0, 0. Each row's numbers
-// are made by the same operations in the same order whatever M is, so a row's result is the same bit for bit alone or
-// among its chunk. scores[m]: n × (hi[m] - lo[m]) floats. head_dim is a multiple of 16, at most 256.
+// pass over the keys and one over the values serve every row and head: rows of a chunk read nearly the same slots, so
+// each key and each value is read (and widened) once for all of them. Leaves per row and head the scores' maximum,
+// the sum of their exponentials and the exponential-weighted sum of values (top[m][h], total[m][h], out[m] + h ×
+// head_dim), to be merged with the other threads' parts (`merge_heads`); an empty range leaves -inf, 0, 0. Each row's
+// numbers are made by the same operations in the same order whatever M is, so a row's result is the same bit for bit
+// alone or among its chunk. scores[m]: n × (hi[m] - lo[m]) floats; mixed: M × n × (to - from) (interleave). head_dim
+// is a multiple of 16, at most 256.
 static inline __attribute__((always_inline)) void attend_heads(const float *const *q, const int M, const int n,
                                                                const Slots *keys, const Slots *values, int head_dim,
                                                                float scale, const int *range_lo, const int *range_hi,
-                                                               float *const *scores, float *const *out,
-                                                               float *const *top, float *const *total, const int kv) {
+                                                               float *const *scores, float *mixed,
+                                                               float *const *out, float *const *top,
+                                                               float *const *total, const int kv) {
     const int nv = head_dim / LANES;
     int lo[4], hi[4], from, to;
     for (int m = 0; m < M; m++) lo[m] = range_lo[m], hi[m] = range_hi[m];
@@ -276,22 +315,21 @@ static inline __attribute__((always_inline)) void attend_heads(const float *cons
             total[m][h] = len > 0 ? v_reduce_add(sum) : 0.f;
         }
     }
-    // Σ e^score v: one row with W = 4, else two rows at a time with W = 2 (four rows' sums and their twelve score
-    // pointers would not stay in registers)
-    if (M == 1)
-        weigh_values(values, n, 1, 4, head_dim, lo, hi, s, out, stored, kv);
-    for (int m = 0; M > 1 && m < M; m += 2)
-        if (m + 1 < M)
-            weigh_values(values, n, 2, 2, head_dim, lo + m, hi + m, s + m, out + m, stored, kv);
-        else
-            weigh_values(values, n, 1, 2, head_dim, lo + m, hi + m, s + m, out + m, stored, kv);
+    // Σ e^score v: one row over its own slots; several rows over every slot one of them reads, each value row once
+    if (M == 1) {
+        weigh_values(values, n, head_dim, lo[0], hi[0], s[0], out[0], stored, kv);
+        return;
+    }
+    interleave(s, M, n, lo, hi, from, to, mixed);
+    weigh_mixed(values, M, n, head_dim, from, to, mixed, out, stored, kv);
 }
 
 // attend_heads for M ≤ 4 rows, n ≤ 4 heads and each format, each compiled on its own (its sums stay in registers)
 static void attend_group(const float *const *q, int M, int n, const Slots *keys, const Slots *values, int head_dim,
-                         float scale, const int *lo, const int *hi, float *const *scores, float *const *out,
-                         float *const *top, float *const *total) {
-#define ATTEND(R, N, KV) attend_heads(q, R, N, keys, values, head_dim, scale, lo, hi, scores, out, top, total, KV)
+                         float scale, const int *lo, const int *hi, float *const *scores, float *mixed,
+                         float *const *out, float *const *top, float *const *total) {
+#define ATTEND(R, N, KV) \
+    attend_heads(q, R, N, keys, values, head_dim, scale, lo, hi, scores, mixed, out, top, total, KV)
 #define EACH_N(R, KV)                \
     switch (n) {                     \
     case 1: ATTEND(R, 1, KV); break; \
@@ -423,7 +461,7 @@ typedef struct {
 } Shared;
 
 typedef struct {
-    float *xn, *rotated, *scores, *attn, *act, *own;  // own: each row's new K and V heads as the cache stores them
+    float *xn, *rotated, *scores, *mixed, *attn, *act, *own;  // own: each row's new K and V heads as the cache holds them
 } Own;
 
 static Shared cut_shared(Cut *c, const Model *m) {
@@ -438,7 +476,8 @@ static Shared cut_shared(Cut *c, const Model *m) {
 static Own cut_own(Cut *c, const Model *m) {
     const size_t H = m->n_heads, hd = m->head_dim, R = m->rows, tile = R < 4 ? R : 4;  // tile: rows attending at once
     Own o = {cut(c, R * widest_row(m)), cut(c, R * (H + m->n_kv_heads) * hd), cut(c, tile * 4 * (size_t)m->capacity),
-             cut(c, R * H * hd), cut(c, R * activation_floats(widest_row(m))), cut(c, R * 2 * m->n_kv_heads * hd)};
+             cut(c, tile > 1 ? tile * 4 * (size_t)m->capacity : 0), cut(c, R * H * hd),
+             cut(c, R * activation_floats(widest_row(m))), cut(c, R * 2 * m->n_kv_heads * hd)};
     return o;
 }
 
@@ -595,7 +634,7 @@ static void attend_chunk(const Worker *w, const Layer *L, int l, int r, int M) {
                 sc[e] = w->o.scores + (size_t)e * 4 * m->capacity;
                 out[e] = s->part_out + part * hd, top[e] = s->part_top + part, total[e] = s->part_total + part;
             }
-            attend_group(q, M, n, &keys, &values, hd, m->attn_scale, lo, hi, sc, out, top, total);
+            attend_group(q, M, n, &keys, &values, hd, m->attn_scale, lo, hi, sc, w->o.mixed, out, top, total);
         }
     }
 }
