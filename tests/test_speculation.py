@@ -9,7 +9,7 @@ import pytest
 from stepping import run
 
 from forwardpass import kernels
-from forwardpass.engine import BlockPool, Engine, EngineConfig
+from forwardpass.engine import BlockPool, Engine, EngineConfig, speculation
 from forwardpass.engine.speculation import MOST_K, PAUSE, PRIOR_SHARE, Drafter, Lookup, Predicted, StepCost, best_k
 from forwardpass.errors import ForwardpassError
 from forwardpass.sampling import SamplingParams
@@ -52,18 +52,41 @@ def test_the_step_cost_is_fitted_from_the_steps_seen():
 
 def test_drafting_stops_where_drafts_are_refused_but_probes_now_and_then():
     d = Drafter()
-    tokens = [1, 2, 3] * 10
-    assert d.propose(tokens, 8, 0.3) == [1]  # the prior (half the positions kept): one token
+    tokens = [1, 2, 3] * 10  # a deep match: its prior keeps four positions in five
+    assert d.propose(tokens, 8, 0.3) == [1, 2]
     for _ in range(6):
         d.update(4, 0)  # every draft refused at once
-    assert best_k(d.odds["lookup"].p, 0.3) == 0
+    assert best_k(d.odds["lookup deep"].p, 0.3, speculation.MOST_DEEP) == 0
     at = len(tokens)
     probes = [n for n in range(at, at + 200) if d.propose(tokens[:3] * (n // 3) + tokens[:n % 3], 8, 0.3)]
     assert probes[0] == at and len(probes) <= 4  # one token, at PAUSE, 2 PAUSE, 4 PAUSE … tokens apart
     assert [b - a for a, b in zip(probes, probes[1:], strict=False)] == [PAUSE * 2**i for i in range(len(probes) - 1)]
     for _ in range(12):
         d.update(4, 4)  # every draft kept: drafting pays again
-    assert best_k(d.odds["lookup"].p, 0.3) > 1
+    assert best_k(d.odds["lookup deep"].p, 0.3, speculation.MOST_DEEP) > 1
+
+
+def test_a_copy_under_way_drafts_long_at_once_and_apart_from_shallow_matches():
+    """A draft after a match of DEEP_MATCH tokens or more (the text's last tokens stand before the place it drafts
+    from too) starts from odds of its own and runs past MOST_K; a shallow match's drafts start at one token, and a deep
+    match's refusals leave the shallow odds as they were."""
+    passage = list(range(100, 140))
+    copying = passage + [7] + passage[:20]  # the passage being copied: its last 20 tokens precede position 20 too
+    assert Lookup().match(copying, 4) == (passage[20:24], 16)
+    d = Drafter()
+    draft = d.propose(copying, 16, 0.05)
+    assert d.source == "lookup deep" and draft == passage[20:20 + len(draft)] and len(draft) > 4
+    for _ in range(3):
+        d.update(len(draft), len(draft))
+    assert len(d.propose(copying, 16, 0.05)) > MOST_K
+    shallow = [5, 1, 2, 3, 9, 6, 1, 2, 3]  # (1, 2, 3) seen once before, after another token
+    assert Lookup().match(shallow, 4) == ([9, 6, 1, 2], 3) and 3 < speculation.DEEP_MATCH
+    fresh = Drafter()
+    assert fresh.propose(shallow, 16, 0.3) == [9] and fresh.source == "lookup"
+    before = d.odds["lookup deep"].p
+    for _ in range(4):
+        d.update(len(draft), 0)
+    assert d.odds["lookup"].p == Drafter().odds["lookup"].p and d.odds["lookup deep"].p < before - 0.1
 
 
 class FixedCost(StepCost):

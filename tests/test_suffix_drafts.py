@@ -108,7 +108,7 @@ def test_a_long_match_in_the_history_drafts_before_the_last_ngram():
     assert h.match(text, 8) == ([4, 5], 9) and TRUSTED <= 9
     d = Drafter(history=h)
     d.odds["lookup"].update(2, 2)
-    assert d.propose(text, 8, 0.0) == [4, 5] and d.source == "history"
+    assert d.propose(text, 8, 0.0) == [4, 5] and d.source == "history deep"  # a deep match: DEEP_MATCH or more
     shallow = History()
     shallow.add([9, 2, 3, 4, 5])  # only (1, 2, 3)'s last two tokens and the key match: the likelier source drafts
     assert shallow.match(text, 8) == ([], 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 DECAY = 0.9  # the weight of the past in a source's odds and in the step cost's fit, per observation
+DEEP_PRIOR = (4.0, 1.0)  # the odds of drafts after a deep match before any was checked: four positions in five kept
 
 
 @dataclass

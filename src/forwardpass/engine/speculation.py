@@ -22,22 +22,29 @@ the partition's last ones ended.
 
 Each request drafts the k that promises the most tokens per unit of step time, from how often its drafted positions are
 kept and what a draft row costs beside the step (StepCost, fitted to the steps seen); where no k pays, it drafts nothing
-but a one-token probe now and then (rarer after each that fails), so free prose pays almost nothing."""
+but a one-token probe now and then (rarer after each that fails), so free prose pays almost nothing. A draft that
+follows a match of DEEP_MATCH tokens or more (a copy under way: the text's last tokens stand before the place it drafts
+from too) is counted apart from the shallow ones, with odds of its own that start high, and may run to MOST_DEEP
+tokens: a copy's drafts grow long from its first steps, while a shallow match's stay short until they are kept."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .odds import DECAY, Odds
+from .odds import DECAY, DEEP_PRIOR, Odds
 from .suffix_drafts import History
 
 NGRAMS = (3, 2, 1)  # the suffix lengths looked up, longest first
-MOST_K = 8  # the longest draft
+MOST_K = 8  # the longest draft after a shallow match
+MOST_DEEP = 16  # the longest after a deep one
+DEEP_MATCH = 8  # a draft following a match of this many tokens or more is a deep one
+DEEP_LOOK = 16  # the longest match measured
 PAUSE = 16  # tokens before the first probe where no draft pays; each failed probe doubles it
-DRAFT_ROWS = 8  # rows a step may spend on drafts beyond its decode rows (a wide batch is arithmetic-bound: none)
+DRAFT_ROWS = 16  # rows a step may spend on drafts beyond its decode rows (a wide batch is arithmetic-bound: none)
 PRIOR_SHARE = 0.5  # a draft row's share of a step's time until the steps seen tell it
 MARGIN = 0.03  # a longer draft must promise this much more per unit of time
 TRUSTED = 8  # a history draft that follows a match this long or longer drafts instead of the request's own lookup
+SHALLOW = ("lookup", "history")  # the odds whose drafts stop at MOST_K
 
 
 @dataclass
@@ -51,18 +58,25 @@ class Lookup:
     def propose(self, tokens: list[int], k: int) -> list[int]:
         """Up to k tokens that followed the latest earlier occurrence of the longest suffix of `tokens` found (the
         latest: a pattern the answer repeats now beats the passage it came from)."""
+        return self.match(tokens, k)[0]
+
+    def match(self, tokens: list[int], k: int) -> tuple[list[int], int]:
+        """`propose`'s draft, and how many of the last tokens (up to DEEP_LOOK) precede the place it follows too."""
         for end in range(max(self.indexed, 1), len(tokens)):  # n-grams ending at end - 1, followed by tokens[end]
             for n in NGRAMS:
                 if end >= n:
                     self.seen[tuple(tokens[end - n:end])] = end
         self.indexed = len(tokens)
         if k < 1:
-            return []
+            return [], 0
         for n in NGRAMS:
             at = self.seen.get(tuple(tokens[-n:])) if len(tokens) > n else None
             if at is not None:
-                return tokens[at:at + k]
-        return []
+                depth = n
+                while depth < DEEP_LOOK and at - depth - 1 >= 0 and tokens[at - depth - 1] == tokens[-depth - 1]:
+                    depth += 1
+                return tokens[at:at + k], depth
+        return [], 0
 
 
 @dataclass
@@ -87,12 +101,12 @@ class StepCost:
         return min(max(b / (a + b * rows), 0.0), 1.0) if a + b * rows > 0 else PRIOR_SHARE
 
 
-def best_k(p: float, share: float) -> int:
-    """The draft length that gives the most tokens per unit of step time when each drafted position is kept with
-    probability p (after the ones before it) and each costs `share` of the step: argmax (Σ_{i ≤ k} p^i) / (1 + k ×
-    share); 0 where no draft pays."""
+def best_k(p: float, share: float, longest: int = MOST_K) -> int:
+    """The draft length, at most `longest`, that gives the most tokens per unit of step time when each drafted position
+    is kept with probability p (after the ones before it) and each costs `share` of the step: argmax (Σ_{i ≤ k} p^i) /
+    (1 + k × share); 0 where no draft pays."""
     best, most, made = 0, 1.0, 1.0
-    for k in range(1, MOST_K + 1):
+    for k in range(1, longest + 1):
         made += p**k
         if made / (1 + k * share) > most * (1 + MARGIN):
             best, most = k, made / (1 + k * share)
@@ -136,45 +150,51 @@ class Predicted:
 @dataclass
 class Drafter:
     """One request's drafting: its lookup, its predicted output (if it gave one) and its partition's history of recent
-    requests (suffix_drafts.py; where the engine keeps one), how often each one's drafted positions are kept, and when
-    it next probes after its drafts stopped paying. Where several offer a draft, the one kept most often drafts."""
+    requests (suffix_drafts.py; where the engine keeps one), how often each one's drafted positions are kept (a deep
+    match's apart: "lookup deep", "history deep"), and when it next probes after its drafts stopped paying. Where
+    several offer a draft, the one kept most often drafts."""
 
     lookup: Lookup = field(default_factory=Lookup)
     predicted: Predicted | None = None
     history: History | None = None  # set as the engine admits the request (`attach`)
-    odds: dict[str, Odds] = field(default_factory=lambda: {"lookup": Odds(), "predicted": Odds(2.0, 1.0),
-                                                           "history": Odds()})
-    source: str = "lookup"  # where the last draft came from
+    odds: dict[str, Odds] = field(default_factory=lambda: {
+        "lookup": Odds(), "predicted": Odds(2.0, 1.0), "history": Odds(), "lookup deep": Odds(*DEEP_PRIOR),
+        "history deep": Odds(*DEEP_PRIOR)})
+    source: str = "lookup"  # the odds the last draft was counted in
     pause: int = PAUSE
     probe_at: int = 0  # where no draft pays, a one-token draft is tried once the request holds this many tokens
 
     def propose(self, tokens: list[int], room: int, share: float) -> list[int]:
         """A draft of at most min(best_k, room) tokens from the likelier source; where no length pays, a probe of one
         token now and then."""
-        offers = {"lookup": self.lookup.propose(tokens, MOST_K)}  # indexes the new tokens even when none is drafted
+        draft, depth = self.lookup.match(tokens, MOST_DEEP)  # indexes the new tokens even when none is drafted
+        offers = {"lookup deep" if depth >= DEEP_MATCH else "lookup": draft}
         if self.predicted is not None:
-            offers["predicted"] = self.predicted.propose(tokens, MOST_K)
+            offers["predicted"] = self.predicted.propose(tokens, MOST_DEEP)
         if self.history is not None and room > 0:  # looked up only where a draft may run
-            offers["history"], depth = self.history.match(tokens, MOST_K)
-            if offers["history"] and depth >= TRUSTED:  # a long match in the history beats the last n-gram's
-                offers["lookup"] = []
+            draft, depth = self.history.match(tokens, MOST_DEEP)
+            offers["history deep" if depth >= DEEP_MATCH else "history"] = draft
+            if draft and depth >= TRUSTED:  # a long match in the history beats the last n-gram's
+                offers = {name: offer for name, offer in offers.items() if not name.startswith("lookup")}
         self.source = max((name for name in offers if offers[name]), key=lambda name: self.odds[name].p,
                           default="lookup")
-        k = best_k(self.odds[self.source].p, share)
-        if k == 0 and len(tokens) >= self.probe_at and offers[self.source]:
+        k = best_k(self.odds[self.source].p, share, MOST_K if self.source in SHALLOW else MOST_DEEP)
+        offer = offers.get(self.source, [])
+        if k == 0 and len(tokens) >= self.probe_at and offer:
             k, self.probe_at = 1, len(tokens) + self.pause
             self.pause *= 2
-        return offers[self.source][:max(0, min(k, room))]
+        return offer[:max(0, min(k, room))]
 
     def attach(self, history: History) -> None:
         """Draft from a partition's history too, starting from how often its drafts were kept in earlier requests."""
         self.history = history
         self.odds["history"] = Odds(history.odds.kept, history.odds.refused)
+        self.odds["history deep"] = Odds(history.deep.kept, history.deep.refused)
 
     def update(self, drafted: int, accepted: int) -> None:
         """The last draft, of `drafted` tokens, had its first `accepted` kept."""
         self.odds[self.source].update(drafted, accepted)
-        if self.source == "history":  # for the partition's next requests too
-            self.history.odds.update(drafted, accepted)
+        if self.source.startswith("history"):  # for the partition's next requests too
+            (self.history.odds if self.source == "history" else self.history.deep).update(drafted, accepted)
         if accepted == drafted:
             self.pause = PAUSE

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field
 
-from .odds import Odds
+from .odds import DEEP_PRIOR, Odds
 
 KEY = 3  # the n-gram the index is keyed by: a shorter suffix is too common across requests to predict anything
 DEEP = 16  # suffix matches this long or longer count alike (the candidates' depth in the tree)
@@ -44,6 +44,7 @@ class History:
     lengths: deque[int] = field(default_factory=deque)  # each stream's length with its END, oldest first
     places: dict[tuple[int, ...], list[int]] = field(default_factory=dict)
     odds: Odds = field(default_factory=Odds)  # how often its drafts were kept, over the partition's requests
+    deep: Odds = field(default_factory=lambda: Odds(*DEEP_PRIOR))  # the same after a deep match (DEEP_MATCH)
 
     @property
     def size(self) -> int:
