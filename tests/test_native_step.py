@@ -432,8 +432,9 @@ def test_a_step_gives_the_same_bits_on_any_team(monkeypatch):
 
 
 def test_the_team_drops_a_thread_without_its_cores_and_tries_one_back(monkeypatch):
-    """TeamSize on made-up usage: a stretch run at 60% of the time offered drops a thread; PROBE seconds later one
-    is tried again, kept if its stretch runs at HIGH, given back if not, the next trial then twice as far off."""
+    """TeamSize on made-up usage: SHORT stretches in a row run at 60% of the time offered drop a thread (one alone, a
+    moment's hiccup, does not); PROBE seconds later one is tried again, kept if its stretch runs at HIGH, given back if
+    not, the next trial then twice as far off."""
     from forwardpass.kernels import team as t
 
     now = [100.0]
@@ -449,6 +450,13 @@ def test_the_team_drops_a_thread_without_its_cores_and_tries_one_back(monkeypatc
 
     stretch(0.98)
     assert size.threads == 2
+    for _ in range(t.SHORT - 1):
+        stretch(0.6)
+    stretch(0.95)
+    assert size.threads == 2  # short stretches, but not SHORT of them in a row
+    for _ in range(t.SHORT - 1):
+        stretch(0.6)
+        assert size.threads == 2
     stretch(0.6)
     assert size.threads == 1
     stretch(1.0)
@@ -468,7 +476,8 @@ def test_the_team_drops_a_thread_without_its_cores_and_tries_one_back(monkeypatc
     stretch(0.99)
     assert size.threads == 2
     for _ in range(6):  # a machine that stays busy: trials ever further apart, up to LONGEST
-        stretch(0.5)
+        for _ in range(t.SHORT):
+            stretch(0.5)
         now[0] += t.LONGEST
         stretch(1.0)
         assert size.threads == 2

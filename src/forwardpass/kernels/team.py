@@ -3,10 +3,11 @@
 A decode step meets its threads at five barriers a layer (nine from 16 rows a step). While every thread has a core
 that costs nothing; when another busy process takes one, the thread left without a core holds up the rest at every
 barrier, and two threads decode slower than one. The step reports the CPU time its team ran against the time offered
-it (team × wall time, `kernels/team.h`); `TeamSize` drops a thread after a stretch of steps that ran under LOW of it,
-and PROBE seconds later tries one more again, keeping it if its stretch runs at HIGH or better (each trial that fails
-doubles the wait, up to LONGEST, so a machine that stays busy pays for few). A step's results are the same bits for
-any team size, so this changes the speed, never a token."""
+it (team × wall time, `kernels/team.h`); `TeamSize` drops a thread after SHORT stretches of steps in a row ran under
+LOW of it (one short stretch is a moment's hiccup, not a core taken, and dropping a thread for it slowed every step
+until the next trial), and PROBE seconds later tries one more again, keeping it if its stretch runs at HIGH or better
+(each trial that fails doubles the wait, up to LONGEST, so a machine that stays busy pays for few). A step's results
+are the same bits for any team size, so this changes the speed, never a token."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import time
 
 STRETCH = 0.05  # seconds of steps judged together
 LOW, HIGH = 0.75, 0.9  # the share of offered time a team runs: below LOW it is short of cores, at HIGH it is not
+SHORT = 3  # stretches in a row under LOW before a thread is dropped
 PROBE, LONGEST = 2.0, 16.0  # seconds before a trial of one more thread, at first and at most
 
 _most: int | None = None  # set_threads's, for the whole process
@@ -59,6 +61,7 @@ class TeamSize:
         self._last = (0.0, 0.0)
         self._cpu = self._offered = 0.0
         self._trial = False
+        self._short = 0  # stretches in a row under LOW
         self._wait = PROBE
         self._next_probe = time.monotonic() + PROBE
 
@@ -70,8 +73,9 @@ class TeamSize:
             return
         ran, self._cpu, self._offered = self._cpu / self._offered, 0.0, 0.0
         now = time.monotonic()
-        if ran < LOW and self.threads > 1 or self._trial and ran < HIGH:  # short of cores (a trial too)
-            self.threads -= 1
+        self._short = self._short + 1 if ran < LOW else 0
+        if self._short >= SHORT and self.threads > 1 or self._trial and ran < HIGH:  # short of cores (a trial too)
+            self.threads, self._short = self.threads - 1, 0
             self._wait = min(2 * self._wait, LONGEST) if self._trial else PROBE
             self._next_probe = now + self._wait
         elif self._trial:  # kept
