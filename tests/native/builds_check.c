@@ -40,7 +40,7 @@ static void attend_one(const float *q, const Rows *k, const Rows *v, const void 
     const float *qs[1] = {q};
     float *sc[1] = {scores}, *outs[1] = {out}, *tops[1] = {top}, *totals[1] = {total};
     const int lo[1] = {0}, hi[1] = {21};
-    attend_group(qs, 1, 3, &keys, &values, 64, 0.125f, lo, hi, sc, outs, tops, totals);
+    attend_group(qs, 1, 3, &keys, &values, 64, 0.125f, lo, hi, sc, NULL, outs, tops, totals);  // one row: no mixed weights
 }
 
 int main(void) {

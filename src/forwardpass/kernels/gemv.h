@@ -466,64 +466,71 @@ static inline void part_units(const Linear *L, int t, int T, int *lo, int *hi) {
     *lo = (int)((long)units_of(L) * t / T), *hi = (int)((long)units_of(L) * (t + 1) / T);
 }
 
+// Units u0, u0 + stride, … (R streams, each with `left` units from its current one on) of W · x for every row: rows
+// [0, 4 quads) four at a time (groups_dot_quad), the next 2 pairs two at a time (groups_dot_pair), the rest one at a
+// time; into y (row r at y + r × ldy; accumulate: y +=), bias included. The first product reads the units from memory,
+// the others find them in cache.
+static inline __attribute__((always_inline)) void units_every_row(const Linear *L, int kind, int scales, int act,
+                                                                  const Activation *a, int rows, int quads, int pairs,
+                                                                  int u0, int stride, int R, int left, float *y,
+                                                                  size_t ldy, int accumulate) {
+    const int per = unit_rows(L), paired = 4 * quads, single = paired + 2 * pairs;
+    float out[4 * QUAD_STREAMS * GROUP];  // the largest: four rows' sums of QUAD_STREAMS groups
+    for (int p = 0; p < quads; p++) {
+        groups_dot_quad(L, kind, scales, a + 4 * p, u0, stride, R, left, out);
+        for (int m = 0; m < 4; m++)
+            for (int s = 0; s < R; s++)
+                put(L, (u0 + s * stride) * per, out + (QUAD_STREAMS * m + s) * per, per, y + (4 * p + m) * ldy,
+                    accumulate);
+    }
+    for (int p = 0; p < pairs; p++) {
+        groups_dot_pair(L, kind, scales, act, a + paired + 2 * p, u0, stride, R, left, out);
+        for (int m = 0; m < 2; m++)
+            for (int s = 0; s < R; s++)
+                put(L, (u0 + s * stride) * per, out + (2 * m + s) * per, per, y + (paired + 2 * p + m) * ldy,
+                    accumulate);
+    }
+    for (int r = single; r < rows; r++) {
+        units_dot(L, kind, scales, act, a + r, u0, stride, R, left, out);
+        for (int s = 0; s < R; s++) put(L, (u0 + s * stride) * per, out + s * per, per, y + r * ldy, accumulate);
+    }
+}
+
+_Static_assert(QUAD_STREAMS <= PAIR_STREAMS && PAIR_STREAMS <= 4, "a sweep's streams: quads ≤ pairs ≤ 4");
+
+// units_every_row over W's units [lo, hi) in S streams, then the units past S × ((hi - lo) / S) one at a time
+static inline __attribute__((always_inline)) void sweep_units(const Linear *L, int kind, int scales, int act,
+                                                              const Activation *a, int rows, int quads, int pairs,
+                                                              int lo, int hi, const int S, float *y, size_t ldy,
+                                                              int accumulate) {
+    const int part = (hi - lo) / S;
+    for (int i = 0; i < part; i++)
+        units_every_row(L, kind, scales, act, a, rows, quads, pairs, lo + i, part, S, part - i, y, ldy, accumulate);
+    for (int u = lo + S * part; u < hi; u++)
+        units_every_row(L, kind, scales, act, a, rows, quads, pairs, u, 0, 1, hi - u, y, ldy, accumulate);
+}
+
 // Thread t of T: its share of y = W x for each of the `rows` activation rows a[r] (y's row r at y + r × ldy;
-// accumulate: y += W x), bias included, in concurrent weight streams. Each unit of W is read from memory once: the
-// other rows find it in cache. Quantized weights take rows two at a time (groups_dot_pair), one tile load for both,
-// in PAIR_STREAMS streams (as many as the build's registers hold the sums of); in ACT_Q8, where the build has the
-// registers for it (QUAD_ROWS), four at a time first (groups_dot_quad, QUAD_STREAMS streams), then the rest in pairs;
-// a lone row, and float weights, four streams of one row. `kind` is L->kind, a constant where gemv_part calls it: each
-// kind gets its own loops, and so do its scales' forms and the activations' modes (`act`: ACT_EXACT or ACT_Q8, as the
-// rows were quantized).
+// accumulate: y += W x), bias included, in concurrent weight streams. Each unit of W is read from memory once: every
+// row's products over it run before the sweep moves on, and find it in cache. Quantized weights take rows two at a time
+// (groups_dot_pair), one tile load for both; in ACT_Q8, where the build has the registers for it (QUAD_ROWS), four at
+// a time first (groups_dot_quad), then the rest in pairs; a lone row, and float weights, one at a time. The sweep
+// keeps as many streams as the fewest its products hold the sums of (QUAD_STREAMS, PAIR_STREAMS, or four for rows
+// one at a time). `kind` is L->kind, a constant where gemv_part calls it: each kind gets its own loops, and so do its
+// scales' forms and the activations' modes (`act`: ACT_EXACT or ACT_Q8, as the rows were quantized).
 static inline __attribute__((always_inline)) void gemv_part_of(const Linear *L, int kind, int scales, int act,
                                                                const Activation *a, int rows, int t, int T, float *y,
                                                                size_t ldy, int accumulate) {
-    const int per = unit_rows(L);
     int lo, hi;
     part_units(L, t, T, &lo, &hi);
     const int quads = act == ACT_Q8 && QUAD_ROWS && quantized(kind) ? rows / 4 : 0;
-    const int paired = 4 * quads;  // rows [0, paired) four at a time, then [paired, single) two at a time
-    const int pairs = quantized(kind) ? (rows - paired) / 2 : 0, single = paired + 2 * pairs;
-    const int quarter = (hi - lo) / 4, span = (hi - lo) / PAIR_STREAMS, part = (hi - lo) / QUAD_STREAMS;
-    float out[4 * QUAD_STREAMS * GROUP];
-    for (int i = 0; quads && i < part; i++)
-        for (int p = 0; p < quads; p++) {
-            groups_dot_quad(L, kind, scales, a + 4 * p, lo + i, part, QUAD_STREAMS, part - i, out);
-            for (int m = 0; m < 4; m++)
-                for (int s = 0; s < QUAD_STREAMS; s++)
-                    put(L, (lo + i + s * part) * per, out + (QUAD_STREAMS * m + s) * per, per, y + (4 * p + m) * ldy,
-                        accumulate);
-        }
-    for (int u = lo + QUAD_STREAMS * part; quads && u < hi; u++)
-        for (int p = 0; p < quads; p++) {
-            groups_dot_quad(L, kind, scales, a + 4 * p, u, 0, 1, hi - u, out);
-            for (int m = 0; m < 4; m++)
-                put(L, u * per, out + QUAD_STREAMS * m * per, per, y + (4 * p + m) * ldy, accumulate);
-        }
-    for (int i = 0; pairs && i < span; i++)
-        for (int p = 0; p < pairs; p++) {
-            groups_dot_pair(L, kind, scales, act, a + paired + 2 * p, lo + i, span, PAIR_STREAMS, span - i, out);
-            for (int m = 0; m < 2; m++)
-                for (int s = 0; s < PAIR_STREAMS; s++)
-                    put(L, (lo + i + s * span) * per, out + (2 * m + s) * per, per, y + (paired + 2 * p + m) * ldy,
-                        accumulate);
-        }
-    for (int u = lo + PAIR_STREAMS * span; pairs && u < hi; u++)
-        for (int p = 0; p < pairs; p++) {
-            groups_dot_pair(L, kind, scales, act, a + paired + 2 * p, u, 0, 1, hi - u, out);
-            for (int m = 0; m < 2; m++)
-                put(L, u * per, out + 2 * m * per, per, y + (paired + 2 * p + m) * ldy, accumulate);
-        }
-    for (int i = 0; single < rows && i < quarter; i++)
-        for (int r = single; r < rows; r++) {
-            units_dot(L, kind, scales, act, a + r, lo + i, quarter, 4, quarter - i, out);
-            for (int s = 0; s < 4; s++)
-                put(L, (lo + i + s * quarter) * per, out + s * per, per, y + r * ldy, accumulate);
-        }
-    for (int u = lo + 4 * quarter; single < rows && u < hi; u++)
-        for (int r = single; r < rows; r++) {
-            units_dot(L, kind, scales, act, a + r, u, 0, 1, hi - u, out);
-            put(L, u * per, out, per, y + r * ldy, accumulate);
-        }
+    const int pairs = quantized(kind) ? (rows - 4 * quads) / 2 : 0;
+    if (quads)  // each stream count a constant of its own loops
+        sweep_units(L, kind, scales, act, a, rows, quads, pairs, lo, hi, QUAD_STREAMS, y, ldy, accumulate);
+    else if (pairs)
+        sweep_units(L, kind, scales, act, a, rows, 0, pairs, lo, hi, PAIR_STREAMS, y, ldy, accumulate);
+    else
+        sweep_units(L, kind, scales, act, a, rows, 0, 0, lo, hi, 4, y, ldy, accumulate);
 }
 
 // gemv_part_of for L's kind and scales and the rows' `activations` (as quantize_row made them), one instance of the
