@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..engine import BlockPool, Engine, EngineConfig
 from ..engine.sequence import RequestOutput, Sequence
-from ..engine.speculation import MOST_K, NGRAMS
+from ..engine.speculation import MOST_DEEP, NGRAMS
 from ..loaded import LoadedModel
 from ..sampling import SamplingParams
 from .compute import _first_difference, _ids, _range, refuse
@@ -37,7 +37,7 @@ class Pass:
 def generate(fp: LoadedModel, ids: list[int], new_tokens: int, speculative: str) -> tuple[list[Pass], Engine]:
     """`ids` continued greedily for up to `new_tokens` tokens by an Engine of its own (speculative: "ngram" or "off"),
     every pass that gave the request tokens recorded in order; the prompt is one pass (its tokens fit one step)."""
-    blocks = -(-(len(ids) + new_tokens + MOST_K) // BLOCK_SIZE) + 1  # the request and its longest draft
+    blocks = -(-(len(ids) + new_tokens + MOST_DEEP) // BLOCK_SIZE) + 1  # the request and its longest draft
     engine = Engine(fp, EngineConfig(
         kv_cache_bytes=blocks * BlockPool.block_bytes(fp.config, BLOCK_SIZE, fp.kv_format()), block_size=BLOCK_SIZE,
         max_num_seqs=1, max_num_batched_tokens=max(512, len(ids)), speculative=speculative))

@@ -72,22 +72,23 @@ static __attribute__((unused)) void quantize_row(const float *x, int K, int kind
         const float s = amax / 127.f, inv = s > 0.f ? 1.f / s : 0.f;
         const V v0 = v_mul(x0, v_set1(inv)), v1 = v_mul(x1, v_set1(inv)), unit = v_set1(128.f);
         const V hi0 = v_round(v0), hi1 = v_round(v1);  // nearest, ties to even
-        if (activations == ACT_Q8) {  // X = hi alone, in units of s (Σ X below is an integer under 2^12: exact)
-            v_store_i8(a->hi + b * BLOCK, hi0), v_store_i8(a->hi + b * BLOCK + 16, hi1);
-            for (int k = b * BLOCK; k < (b + 1) * BLOCK; k++) a->X[k] = a->hi[k];
-            a->step[b] = s;
-            a->sum[b] = s * v_reduce_add(v_add(hi0, hi1));
-            a->half[2 * b] = s * v_reduce_add(hi0), a->half[2 * b + 1] = s * v_reduce_add(hi1);
+        int8_t *restrict hi = a->hi + b * BLOCK, *restrict lo = a->lo + b * BLOCK;
+        int16_t *restrict X = a->X + b * BLOCK;  // restrict: the byte rows may not alias it, so the copies vectorize
+        v_store_i8(hi, hi0), v_store_i8(hi + 16, hi1);
+        // the sums are of integers under 2^20 in magnitude: exact in float32 in any order, so a block's sum is its
+        // halves' sum
+        if (activations == ACT_Q8) {  // X = hi alone, in units of s
+            for (int k = 0; k < BLOCK; k++) X[k] = hi[k];
+            const float h0 = v_reduce_add(hi0), h1 = v_reduce_add(hi1);
+            a->step[b] = s, a->sum[b] = s * (h0 + h1), a->half[2 * b] = s * h0, a->half[2 * b + 1] = s * h1;
             continue;
         }
         const V lo0 = v_round(v_mul(v_sub(v0, hi0), unit)), lo1 = v_round(v_mul(v_sub(v1, hi1), unit));
-        v_store_i8(a->hi + b * BLOCK, hi0), v_store_i8(a->hi + b * BLOCK + 16, hi1);
-        v_store_i8(a->lo + b * BLOCK, lo0), v_store_i8(a->lo + b * BLOCK + 16, lo1);
-        for (int k = b * BLOCK; k < (b + 1) * BLOCK; k++) a->X[k] = (int16_t)(128 * a->hi[k] + a->lo[k]);
-        a->step[b] = s / 128.f;  // Σ X below is an integer under 2^20: exact in float32
-        const V X0 = v_fma(hi0, unit, lo0), X1 = v_fma(hi1, unit, lo1);
-        a->sum[b] = a->step[b] * v_reduce_add(v_add(X0, X1));
-        a->half[2 * b] = a->step[b] * v_reduce_add(X0), a->half[2 * b + 1] = a->step[b] * v_reduce_add(X1);
+        v_store_i8(lo, lo0), v_store_i8(lo + 16, lo1);
+        for (int k = 0; k < BLOCK; k++) X[k] = (int16_t)(128 * hi[k] + lo[k]);
+        const float step = a->step[b] = s / 128.f;
+        const float h0 = v_reduce_add(v_fma(hi0, unit, lo0)), h1 = v_reduce_add(v_fma(hi1, unit, lo1));
+        a->sum[b] = step * (h0 + h1), a->half[2 * b] = step * h0, a->half[2 * b + 1] = step * h1;
     }
 }
 
