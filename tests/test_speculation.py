@@ -42,6 +42,20 @@ def test_the_draft_length_is_the_one_that_pays_most():
         assert ks == sorted(ks, reverse=True)
 
 
+def test_a_wide_batch_drafts_only_what_is_nearly_sure_to_be_kept():
+    """A draft row slows every row of its step: beside 15 other rows, a draft pays only where it is nearly sure to be
+    kept, while alone the same odds draft long."""
+    cost = StepCost()
+    for rows in (1, 4, 16, 17, 20):
+        cost.observe(rows, 3.0 + 0.7 * rows)
+    wide, alone = cost.row_share(16), cost.row_share(1)
+    assert best_k(0.8, alone, MOST_K) > 2
+    assert best_k(0.8, wide, MOST_K, others=15) == 0
+    assert best_k(0.99, wide, MOST_K, others=15) > 0
+    ks = [best_k(0.9, wide, MOST_K, others=n) for n in (0, 3, 7, 15)]
+    assert ks == sorted(ks, reverse=True) and ks[0] > ks[-1]
+
+
 def test_the_step_cost_is_fitted_from_the_steps_seen():
     cost = StepCost()
     assert cost.row_share(1) == PRIOR_SHARE  # nothing seen yet

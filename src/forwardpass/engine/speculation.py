@@ -101,11 +101,12 @@ class StepCost:
         return min(max(b / (a + b * rows), 0.0), 1.0) if a + b * rows > 0 else PRIOR_SHARE
 
 
-def best_k(p: float, share: float, longest: int = MOST_K) -> int:
+def best_k(p: float, share: float, longest: int = MOST_K, others: int = 0) -> int:
     """The draft length, at most `longest`, that gives the most tokens per unit of step time when each drafted position
-    is kept with probability p (after the ones before it) and each costs `share` of the step: argmax (Σ_{i ≤ k} p^i) /
-    (1 + k × share); 0 where no draft pays."""
-    best, most, made = 0, 1.0, 1.0
+    is kept with probability p (after the ones before it) and each costs `share` of the step, in a step that also
+    gives `others` other rows their token: argmax (others + Σ_{i ≤ k} p^i) / (1 + k × share); 0 where no draft pays. A
+    draft row slows the whole step, so in a wide batch only a draft nearly sure to be kept pays for it."""
+    best, most, made = 0, 1.0 + others, 1.0 + others
     for k in range(1, longest + 1):
         made += p**k
         if made / (1 + k * share) > most * (1 + MARGIN):
@@ -164,9 +165,9 @@ class Drafter:
     pause: int = PAUSE
     probe_at: int = 0  # where no draft pays, a one-token draft is tried once the request holds this many tokens
 
-    def propose(self, tokens: list[int], room: int, share: float) -> list[int]:
-        """A draft of at most min(best_k, room) tokens from the likelier source; where no length pays, a probe of one
-        token now and then."""
+    def propose(self, tokens: list[int], room: int, share: float, others: int = 0) -> list[int]:
+        """A draft of at most min(best_k, room) tokens from the likelier source, in a step beside `others` other rows;
+        where no length pays, a probe of one token now and then."""
         draft, depth = self.lookup.match(tokens, MOST_DEEP)  # indexes the new tokens even when none is drafted
         offers = {"lookup deep" if depth >= DEEP_MATCH else "lookup": draft}
         if self.predicted is not None:
@@ -178,7 +179,7 @@ class Drafter:
                 offers = {name: offer for name, offer in offers.items() if not name.startswith("lookup")}
         self.source = max((name for name in offers if offers[name]), key=lambda name: self.odds[name].p,
                           default="lookup")
-        k = best_k(self.odds[self.source].p, share, MOST_K if self.source in SHALLOW else MOST_DEEP)
+        k = best_k(self.odds[self.source].p, share, MOST_K if self.source in SHALLOW else MOST_DEEP, others)
         offer = offers.get(self.source, [])
         if k == 0 and len(tokens) >= self.probe_at and offer:
             k, self.probe_at = 1, len(tokens) + self.pause

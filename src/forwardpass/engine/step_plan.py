@@ -96,7 +96,7 @@ class StepPlanner:
         spare, drafts, share = DRAFT_ROWS - len(batch), [], self.cost.row_share(len(batch))
         for seq in batch:
             room = min(spare, seq.params.max_tokens - len(seq.output_ids) - 1, self.context_length - seq.num_tokens)
-            draft = seq.drafter.propose(seq.token_ids, room, share)
+            draft = seq.drafter.propose(seq.token_ids, room, share, len(batch) - 1)
             if draft and not self.tables.grow(seq, seq.num_computed + 1 + len(draft)):
                 self.tables.trim(seq)
                 self.tables.grow(seq, seq.num_computed + 1)
