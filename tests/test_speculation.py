@@ -31,6 +31,15 @@ def test_lookup_proposes_what_followed_the_latest_longest_match():
     assert grown.propose([4, 5, 6, 4, 5], 2) == [6, 4]  # indexed as tokens come
 
 
+def test_lookup_follows_the_occurrence_whose_context_matches_furthest_back():
+    """Of the occurrences of the last 3 tokens, the one preceded by more of the text's own last tokens (a copy under
+    way) wins over a later one that matches only the 3; among equals, the latest."""
+    copied = [7, 8, 9, 1, 2, 3, 4, 5]
+    text = copied + [0, 1, 2, 3, 6, 6] + [7, 8, 9, 1, 2, 3]  # (1, 2, 3) after (7, 8, 9) at 3, after (0) at 9
+    assert Lookup().match(text, 2) == ([4, 5], 6)
+    assert Lookup().match([1, 2, 3, 4, 0, 1, 2, 3, 5, 9, 1, 2, 3], 1) == ([5], 3)  # equally shallow: the latest
+
+
 def test_the_draft_length_is_the_one_that_pays_most():
     """Long drafts where nearly every position is kept, short ones where fewer are, none where a draft row costs more
     than it is likely to earn; a dearer row never lengthens the draft."""

@@ -1,8 +1,9 @@
 """Speculative decoding by prompt lookup: a request's next tokens guessed from its own text, checked in one step.
 
 Drafting: the last n tokens (n = 3, then 2, then 1) looked up among the request's earlier tokens (its prompt and what it
-has generated); where they occurred before, the k tokens that followed their latest occurrence are the draft. No second
-model: answers that quote, edit or extract from their input repeat it, and there the draft is often right.
+has generated); where they occurred before, the k tokens that followed the occurrence preceded by most of the text's own
+last tokens (the latest among equals) are the draft. No second model: answers that quote, edit or extract from their
+input repeat it, and there the draft is often right.
 
 Verification (steps.py): the last sampled token and its draft run as one chunk of the native step, every row's logits
 those it would get stepped alone, bit for bit. Each position is then sampled in order exactly as without drafting (the
@@ -39,6 +40,7 @@ MOST_K = 8  # the longest draft after a shallow match
 MOST_DEEP = 16  # the longest after a deep one
 DEEP_MATCH = 8  # a draft following a match of this many tokens or more is a deep one
 DEEP_LOOK = 16  # the longest match measured
+PLACES = 8  # the latest occurrences of each n-gram a request's lookup keeps
 PAUSE = 16  # tokens before the first probe where no draft pays; each failed probe doubles it
 DRAFT_ROWS = 16  # rows a step may spend on drafts beyond its decode rows (a wide batch is arithmetic-bound: none)
 PRIOR_SHARE = 0.5  # a draft row's share of a step's time until the steps seen tell it
@@ -49,15 +51,16 @@ SHALLOW = ("lookup", "history")  # the odds whose drafts stop at MOST_K
 
 @dataclass
 class Lookup:
-    """Where each n-gram of a request's tokens last occurred: n-gram → the position after it, indexed as tokens come
-    (only n-grams followed by a token, so the text's own last n-gram finds an earlier occurrence)."""
+    """Where each n-gram of a request's tokens occurred: n-gram → the positions after its last PLACES occurrences,
+    indexed as tokens come (only n-grams followed by a token, so the text's own last n-gram finds an earlier one)."""
 
-    seen: dict[tuple[int, ...], int] = field(default_factory=dict)
+    seen: dict[tuple[int, ...], list[int]] = field(default_factory=dict)
     indexed: int = 0  # tokens [0, indexed) have their n-grams that end before indexed - 1 in `seen`
 
     def propose(self, tokens: list[int], k: int) -> list[int]:
-        """Up to k tokens that followed the latest earlier occurrence of the longest suffix of `tokens` found (the
-        latest: a pattern the answer repeats now beats the passage it came from)."""
+        """Up to k tokens that followed the earlier occurrence of the longest suffix of `tokens` found whose own
+        preceding tokens match the text's furthest back (the latest of those: a pattern the answer repeats now beats
+        the passage it came from)."""
         return self.match(tokens, k)[0]
 
     def match(self, tokens: list[int], k: int) -> tuple[list[int], int]:
@@ -65,18 +68,26 @@ class Lookup:
         for end in range(max(self.indexed, 1), len(tokens)):  # n-grams ending at end - 1, followed by tokens[end]
             for n in NGRAMS:
                 if end >= n:
-                    self.seen[tuple(tokens[end - n:end])] = end
+                    places = self.seen.setdefault(tuple(tokens[end - n:end]), [])
+                    places.append(end)
+                    del places[:-PLACES]
         self.indexed = len(tokens)
         if k < 1:
             return [], 0
         for n in NGRAMS:
-            at = self.seen.get(tuple(tokens[-n:])) if len(tokens) > n else None
-            if at is not None:
-                depth = n
-                while depth < DEEP_LOOK and at - depth - 1 >= 0 and tokens[at - depth - 1] == tokens[-depth - 1]:
-                    depth += 1
+            places = self.seen.get(tuple(tokens[-n:])) if len(tokens) > n else None
+            if places:
+                depth, at = max((self._depth(tokens, n, p), p) for p in places)  # ties: the latest
                 return tokens[at:at + k], depth
         return [], 0
+
+    @staticmethod
+    def _depth(tokens: list[int], n: int, at: int) -> int:
+        """How many of the text's last tokens (n of them known to match, up to DEEP_LOOK) precede position `at` too."""
+        depth = n
+        while depth < DEEP_LOOK and at - depth - 1 >= 0 and tokens[at - depth - 1] == tokens[-depth - 1]:
+            depth += 1
+        return depth
 
 
 @dataclass
