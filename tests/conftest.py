@@ -54,6 +54,8 @@ def pytest_sessionstart(session) -> None:
             kernels.load(builds[0])
         if not os.environ.get("FORWARDPASS_OTHER_BUILDS"):
             return
+        for build in builds[1:]:  # the others at the suite's priority too: some tests compare builds, and waited for a
+            kernels.load(build)   # compile at the lowest one (a minute or more on a fresh clone)
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         for build in builds[1:]:
             env = {**os.environ, "FORWARDPASS_KERNELS": build, "FORWARDPASS_OTHER_BUILDS": ""}
