@@ -33,13 +33,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .odds import DECAY, DEEP_PRIOR, Odds
-from .suffix_drafts import History
+from .suffix_drafts import History, matched_depth
 
 NGRAMS = (3, 2, 1)  # the suffix lengths looked up, longest first
 MOST_K = 8  # the longest draft after a shallow match
 MOST_DEEP = 16  # the longest after a deep one
 DEEP_MATCH = 8  # a draft following a match of this many tokens or more is a deep one
-DEEP_LOOK = 16  # the longest match measured
 PLACES = 8  # the latest occurrences of each n-gram a request's lookup keeps
 PAUSE = 16  # tokens before the first probe where no draft pays; each failed probe doubles it
 DRAFT_ROWS = 16  # rows a step may spend on drafts beyond its decode rows (a wide batch is arithmetic-bound: none)
@@ -64,7 +63,8 @@ class Lookup:
         return self.match(tokens, k)[0]
 
     def match(self, tokens: list[int], k: int) -> tuple[list[int], int]:
-        """`propose`'s draft, and how many of the last tokens (up to DEEP_LOOK) precede the place it follows too."""
+        """`propose`'s draft, and how many of the last tokens (up to suffix_drafts.DEEP) precede the place it
+        follows too."""
         for end in range(max(self.indexed, 1), len(tokens)):  # n-grams ending at end - 1, followed by tokens[end]
             for n in NGRAMS:
                 if end >= n:
@@ -77,17 +77,9 @@ class Lookup:
         for n in NGRAMS:
             places = self.seen.get(tuple(tokens[-n:])) if len(tokens) > n else None
             if places:
-                depth, at = max((self._depth(tokens, n, p), p) for p in places)  # ties: the latest
+                depth, at = max((matched_depth(tokens, tokens, p, 0, n), p) for p in places)  # ties: the latest
                 return tokens[at:at + k], depth
         return [], 0
-
-    @staticmethod
-    def _depth(tokens: list[int], n: int, at: int) -> int:
-        """How many of the text's last tokens (n of them known to match, up to DEEP_LOOK) precede position `at` too."""
-        depth = n
-        while depth < DEEP_LOOK and at - depth - 1 >= 0 and tokens[at - depth - 1] == tokens[-depth - 1]:
-            depth += 1
-        return depth
 
 
 @dataclass

@@ -31,6 +31,17 @@ PARTITIONS = 16  # partitions kept: the one used least recently is dropped whole
 END = -1  # closes each stream: no token equals it, so no match or draft crosses from one stream into the next
 
 
+def matched_depth(text: list[int], stream: list[int], after: int, lowest: int, known: int) -> int:
+    """How many of text's last tokens (its last `known` already matched; up to DEEP) stand before index `after` of
+    `stream` too, looking no further back than index `lowest`: a suffix match's depth (the request's own lookup, with
+    stream = text, and a partition's history)."""
+    depth = known
+    most = min(DEEP, len(text))
+    while depth < most and after - depth - 1 >= lowest and stream[after - depth - 1] == text[-depth - 1]:
+        depth += 1
+    return depth
+
+
 @dataclass
 class History:
     """One partition's recent streams: their tokens end to end (absolute positions from `base`), each stream's length,
@@ -81,11 +92,7 @@ class History:
 
     def _depth(self, text: list[int], after: int) -> int:
         """How many of text's last tokens (up to DEEP) precede absolute position `after` too."""
-        depth, lowest = KEY, self.start
-        while depth < min(DEEP, len(text)) and after - depth - 1 >= lowest and \
-                self._at(after - depth - 1) == text[-depth - 1]:
-            depth += 1
-        return depth
+        return matched_depth(text, self.tokens, after - self.base, self.start - self.base, KEY)
 
     def propose(self, text: list[int], k: int) -> list[int]:
         """Up to k tokens that most often followed the longest suffix of `text` this partition has seen (see the
