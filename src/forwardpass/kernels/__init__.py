@@ -9,7 +9,9 @@ formats it names (repack_formats) straight into the tiles the products read (`re
 One source, four builds of its vector operations (`simd.h`): avx512 (F, BW, VL and VNNI), avx2 (with FMA and
 F16C), neon (ARM64) and generic (portable C, the reference). The best build this CPU runs is chosen at run time;
 FORWARDPASS_KERNELS=avx512|avx2|neon|generic|off forces one (a build this CPU cannot run is refused with what it lacks).
-Each build is cached under its source, compiler, flags and CPU. Where no compiler is found, or a build fails (said
+Where the CPU has a tile unit (Intel AMX), the avx512 build multiplies a step's several rows on it (`tiles.h`), with
+the same bits; FORWARDPASS_TILES=off keeps them on the vector unit. Each build is cached under its source, compiler,
+flags and CPU. Where no compiler is found, or a build fails (said
 once, with the compiler's first error), the next build down is tried; with none, `available()` is False and
 callers use the PyTorch path."""
 
@@ -38,7 +40,7 @@ if TYPE_CHECKING:  # the products over PyTorch tensors (the reference layers, te
 
 HERE = Path(__file__).parent
 SOURCES = [HERE / n for n in ("abi.c", "gemv.c", "decode_step.c", "stream_read.c", "dequantize.c", "repack.c")]
-HEADERS = [HERE / n for n in ("abi.h", "gemv.h", "simd.h", "team.h")]
+HEADERS = [HERE / n for n in ("abi.h", "gemv.h", "simd.h", "team.h", "tiles.h")]
 COMMON_FLAGS = ["-O3", "-fopenmp", "-shared", "-fPIC", "-std=c11"]
 # build → (the CPU flags it needs, as /proc/cpuinfo names them; its compiler flags)
 BUILDS = {
@@ -147,7 +149,7 @@ def _compile(build: str) -> Path | None:
         if r.returncode:
             if build not in _SAID:
                 _SAID.add(build)
-                first = next((line for line in r.stderr.splitlines() if "error" in line), r.stderr.strip()[:200])
+                first = next((line for line in r.stderr.splitlines() if "error" in line.lower()), r.stderr.strip()[:200])
                 print(f"forwardpass: the {build} kernels did not compile ({first}); trying the next build",
                       file=sys.stderr)
             tmp.unlink(missing_ok=True)
@@ -165,11 +167,20 @@ def load(build: str) -> ctypes.CDLL | None:
 
 
 def _build() -> ctypes.CDLL | None:
+    tiles = os.environ.get("FORWARDPASS_TILES", "on").strip().lower()
+    if tiles not in ("on", "off"):
+        raise ForwardpassError(f"FORWARDPASS_TILES={tiles}: choose on or off")
     for build in choice():
         lib = load(build)
         if lib is not None:
+            lib.kernel_tiles(int(tiles == "on"))
             return lib
     return None
+
+
+def tiles() -> bool:
+    """Whether the kernels in use multiply a step's several rows on the CPU's tile unit (AMX)."""
+    return available() and bool(_LIB.kernel_tiles(-1))
 
 
 _LIB: ctypes.CDLL | None | bool = False  # False: not built yet

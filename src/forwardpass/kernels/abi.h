@@ -123,6 +123,9 @@ typedef struct {
        quantized as `activations` says (ACT_EXACT or ACT_Q8; float weights read them as they are) */                  \
     X(gemv, void, (const float *, x), (int, M), (int, kind), (int, K), (const void *, w), (const void *, w_scale),    \
       (const void *, w_min), (int, scales), (int, zero), (int, N), (float *, y), (int, activations))                  \
+    /* gemv.c: whether products of several rows run on the CPU's tile unit (AMX, tiles.h); use 1 where it has one,   \
+       0 never, -1 as it is. The same bits either way */                                                             \
+    X(kernel_tiles, int, (int, use))                                                                                   \
     /* decode_step.c: n steps of a batch of sequences over a paged pool (Batch): each emitted row's logits           \
        (vocab_size) and its highest-scoring token per step; the steps done, or -1. decode_usage: the calling         \
        thread's steps so far, their CPU time and the time offered their teams */                                      \

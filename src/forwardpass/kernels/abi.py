@@ -84,6 +84,7 @@ EXPORTS = {
     "kernel_exports": (ctypes.POINTER(AbiExport), [_n]),
     "kernel_isa": (ctypes.c_char_p, []),
     "gemv": (None, [_p, _i, _i, _i, _p, _p, _p, _i, _i, _i, _p, _i]),
+    "kernel_tiles": (_i, [_i]),
     "decode_workspace": (ctypes.c_size_t, [_p]),
     "decode_usage": (None, [_p]),
     "decode_batch": (_i, [_p, _p, _i, _p, _i, _p, _p]),

@@ -1,10 +1,35 @@
 // y = x Wᵀ for the M rows of x (a batch of decode steps, or a prompt's tokens), W in any stored kind (gemv.h): the
 // decode step's own product (gemv_part), each thread its share of W's units, each unit read from memory once for
 // every row of x.
+#define _GNU_SOURCE  // syscall
 #include <omp.h>
 #include <stdlib.h>
+#if defined(FP_AVX512) && defined(__x86_64__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "gemv.h"
+
+// The tile unit (tiles.h): whether the CPU has AMX-TILE and AMX-INT8 and Linux let this process use their registers
+// (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA), asked once as the library loads; and whether kernel_tiles wants it
+static int tiles_ready, tiles_wanted = 1;
+
+#if TILES
+static void __attribute__((constructor)) tiles_ask(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1) || !(d >> 25 & 1)) return;  // AMX-TILE, AMX-INT8
+    tiles_ready = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
+}
+
+int tiles_in_use(void) { return tiles_ready && tiles_wanted; }
+#endif
+
+int kernel_tiles(int use) {
+    if (use >= 0) tiles_wanted = use;
+    return tiles_ready && tiles_wanted;
+}
 
 // gemv_part_of for L's quantized kind and scales, with them and `act` constants
 static inline __attribute__((always_inline)) void quantized_part(const Linear *L, int act, const Activation *a, int rows,
