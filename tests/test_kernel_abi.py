@@ -30,8 +30,8 @@ def test_every_build_reports_the_layout_python_builds(build):
     assert {name for name in got if "." not in name} >= {"Linear", "Layer", "Model", "Batch", *abi.CONSTANTS}
 
 
-EXPORTED = {"kernel_abi", "kernel_exports", "kernel_isa", "gemv", "kernel_tiles", "decode_workspace", "decode_usage", "decode_batch",
-            "dequantize", "repack", "repack_formats", "stream_read"}
+EXPORTED = {"kernel_abi", "kernel_exports", "kernel_isa", "gemv", "kernel_tiles", "decode_workspace", "decode_usage",
+            "decode_batch", "dequantize", "repack", "repack_formats", "stream_read"}
 
 
 @needs_kernels

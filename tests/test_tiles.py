@@ -56,8 +56,8 @@ def test_rows_on_the_tiles_are_the_reference_bits(form, bits, activations):
 @pytest.mark.parametrize("activations", [ACT_Q8, ACT_EXACT], ids=["q8", "exact"])
 @pytest.mark.parametrize("storage", [8, 4])
 def test_the_native_step_gives_the_same_bits_on_the_tiles(storage, activations):
-    """A 40-token prompt (its chunk's every product on the tiles) and decode rows after it: the same logits, bit for bit,
-    with the tile unit on or off."""
+    """A 40-token prompt (its chunk's every product on the tiles) and decode rows after it: the same logits, bit for
+    bit, with the tile unit on or off."""
     model = bound(tiny_llama(False), storage)
     native_step(model).spec.activations = activations  # before its first step: each thread's workspace copies the spec
     prompt, decode = list(range(7, 47)), [3, 5]

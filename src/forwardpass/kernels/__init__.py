@@ -149,7 +149,8 @@ def _compile(build: str) -> Path | None:
         if r.returncode:
             if build not in _SAID:
                 _SAID.add(build)
-                first = next((line for line in r.stderr.splitlines() if "error" in line.lower()), r.stderr.strip()[:200])
+                lines = r.stderr.splitlines()
+                first = next((line for line in lines if "error" in line.lower()), r.stderr.strip()[:200])
                 print(f"forwardpass: the {build} kernels did not compile ({first}); trying the next build",
                       file=sys.stderr)
             tmp.unlink(missing_ok=True)
