@@ -516,7 +516,7 @@ static inline __attribute__((always_inline)) void sweep_units(const Linear *L, i
 // Thread t of T: its share of y = W x for each of the `rows` activation rows a[r] (y's row r at y + r × ldy;
 // accumulate: y += W x), bias included, in concurrent weight streams. Each unit of W is read from memory once: every
 // row's products over it run before the sweep moves on, and find it in cache. Where the CPU has a tile unit (tiles.h),
-// quantized weights (but HALVES) take TILE_ROWS rows or more there, 16 at a time. Otherwise they take rows two at a time
+// quantized weights take TILE_ROWS rows or more there, 16 at a time. Otherwise they take rows two at a time
 // (groups_dot_pair), one tile load for both; in ACT_Q8, where the build has the registers for it (QUAD_ROWS), four at
 // a time first (groups_dot_quad), then the rest in pairs; a lone row, and float weights, one at a time. The sweep
 // keeps as many streams as the fewest its products hold the sums of (QUAD_STREAMS, PAIR_STREAMS, or four for rows
@@ -527,7 +527,7 @@ static inline __attribute__((always_inline)) void gemv_part_of(const Linear *L, 
                                                                size_t ldy, int accumulate) {
     int lo, hi;
     part_units(L, t, T, &lo, &hi);
-    if (TILES && quantized(kind) && scales != HALVES && rows >= TILE_ROWS(act) && tiles_in_use()) {
+    if (TILES && quantized(kind) && rows >= TILE_ROWS(act) && tiles_in_use()) {
         tiles_part(L, kind, scales, act, a, rows, lo, hi, y, ldy, accumulate);
         return;
     }

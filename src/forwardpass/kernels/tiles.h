@@ -19,17 +19,18 @@ int tiles_in_use(void);  // gemv.c: the CPU has the tiles, the kernel granted th
 
 // ldtilecfg's 64 bytes: palette 1; tiles 0, 1 the sums (rows × 16 int32), 2, 3 the activations (rows × 32 bytes), 4, 5
 // the weights (8 × 64 bytes): two sets, for blocks in turn, so that one block's products run while the vector unit
-// scales the one before
+// scales the one before. HALVES sum each 16 inputs apart: their tiles are half as deep (rows × 16 bytes, 4 × 64).
 typedef struct {
     uint8_t palette, start_row, reserved[14];
     uint16_t colsb[16];
     uint8_t rows[16];
 } TileConfig;
 
-static inline void tiles_configure(int rows) {
+// `pieces` 1: a product's piece is a block (32 inputs); 2 (HALVES): half a block, each scaled on its own
+static inline void tiles_configure(int rows, int pieces) {
     _Alignas(64) TileConfig c = {.palette = 1};
-    for (int t = 0; t < 4; t++) c.rows[t] = (uint8_t)rows, c.colsb[t] = t < 2 ? 64 : 32;
-    c.rows[4] = c.rows[5] = 8, c.colsb[4] = c.colsb[5] = 64;
+    for (int t = 0; t < 4; t++) c.rows[t] = (uint8_t)rows, c.colsb[t] = t < 2 ? 64 : BLOCK / pieces;
+    c.rows[4] = c.rows[5] = 8 / pieces, c.colsb[4] = c.colsb[5] = 64;
     __asm__ volatile("ldtilecfg %0" ::"m"(c));
 }
 
@@ -49,13 +50,16 @@ static inline void tiles_release(void) { __asm__ volatile("tilerelease" ::: "mem
 
 // Rows [0, M) of a laid out for tiles of S tile rows (S ≥ M × parts; the rest zeros), parts = 1 (ACT_Q8: hi) or 2
 // (ACT_EXACT: hi and lo, each its own tile row): for each block, tile row p × S / parts + m holds row m's part p
-// (32 bytes), into `x` (blocks × S × 32 bytes); each block's steps and sums (a->step, a->sum) into step and sum
-// (blocks × S / parts floats)
-static inline void tiles_pack(const Activation *a, int M, int S, int K, int act, int8_t *x, float *step, float *sum) {
+// (32 bytes), into `x` (blocks × S × 32 bytes); each block's steps (a->step) into step (blocks × S / parts floats), and
+// each piece's sums (pieces 1: a->sum; 2: a->half) into sum (blocks × pieces × S / parts floats)
+static inline void tiles_pack(const Activation *a, int M, int S, int K, int act, int pieces, int8_t *x, float *step,
+                              float *sum) {
     const int nb = K / BLOCK, parts = act == ACT_Q8 ? 1 : 2, per = S / parts;
     for (int b = 0; b < nb; b++)
         for (int m = 0; m < per; m++) {
-            step[b * per + m] = m < M ? a[m].step[b] : 0.f, sum[b * per + m] = m < M ? a[m].sum[b] : 0.f;
+            step[b * per + m] = m < M ? a[m].step[b] : 0.f;
+            for (int h = 0; h < pieces; h++)
+                sum[(b * pieces + h) * per + m] = m >= M ? 0.f : pieces == 2 ? a[m].half[2 * b + h] : a[m].sum[b];
             for (int p = 0; p < parts; p++) {
                 int8_t *at = x + ((size_t)b * S + p * per + m) * BLOCK;
                 if (m < M)
@@ -66,12 +70,13 @@ static inline void tiles_pack(const Activation *a, int M, int S, int K, int act,
         }
 }
 
-// Block b of a group's 8-bit tiles q (blocks × 8 × 64 bytes) against the packed activations x on tile set `set`, the
-// sums stored into `sums` (S × 16 int32)
-#define TILES_BLOCK(set, q, x, b, S, sums)                                                                         \
+// Piece j (of `pieces` a block) of a group's 8-bit tiles q (blocks × 8 × 64 bytes) against the packed activations x
+// (a half block: every row's 16 bytes of its 32, 32 apart) on tile set `set`, the sums stored into `sums` (S × 16
+// int32)
+#define TILES_PIECE(set, q, x, j, pieces, S, sums)                                                                 \
     do {                                                                                                           \
-        TILE_LOAD(set##_W, (q) + (size_t)(b) * 512, 64);                                                           \
-        TILE_LOAD(set##_X, (x) + (size_t)(b) * (S) * BLOCK, BLOCK);                                                \
+        TILE_LOAD(set##_W, (q) + (size_t)(j) * 512 / (pieces), 64);                                                \
+        TILE_LOAD(set##_X, (x) + (size_t)((j) / (pieces)) * (S) * BLOCK + (j) % (pieces) * BLOCK / (pieces), BLOCK); \
         TILE_ZERO(set##_S);                                                                                        \
         TILE_DOT(set##_S, set##_X, set##_W);                                                                       \
         TILE_STORE(set##_S, (sums), 64);                                                                           \
@@ -83,39 +88,42 @@ static inline void tiles_pack(const Activation *a, int M, int S, int K, int act,
 #define ODD_X 3
 #define ODD_W 5
 
-// A group of W (not HALVES) · M rows, on tiles of S rows (configured so): q the group's weights as 8-bit tiles
-// (blocks × 8 × 64 bytes), ws and wm its scales and minimums, x, step, sum the rows as tiles_pack laid them out; into
-// out[16 m + i]. Block b + 1's products are issued on the other tile set before block b's sums are scaled. M a
-// constant where it can be (a chunk of full rows): each row's accumulator then stays in a register.
+// A group of W · M rows, on tiles of S rows (configured so): q the group's weights as 8-bit tiles (blocks × 8 × 64
+// bytes), ws and wm its scales and minimums (as `scales` stores them), x, step, sum the rows as tiles_pack laid them
+// out; into out[16 m + i]. Piece j + 1's products are issued on the other tile set before piece j's sums are scaled.
+// M a constant where it can be (a chunk of full rows): each row's accumulator then stays in a register. Each row's
+// float steps are groups_dot's (HALVES: half_term's), in its order.
 static inline __attribute__((always_inline)) void tiles_group(const Linear *L, int scales, int act, const uint8_t *q,
                                                               const uint8_t *ws, const uint8_t *wm, const int8_t *x,
                                                               const float *step, const float *sum, const int M,
                                                               const int S, float *out) {
-    const int nb = L->K / BLOCK, per = act == ACT_Q8 ? S : S / 2;
+    const int pieces = scales == HALVES ? 2 : 1, n = L->K / BLOCK * pieces, per = act == ACT_Q8 ? S : S / 2;
+    const int form = scales == HALVES ? F32 : scales;  // HALVES: float32 scales of twice as many blocks, one a piece
     _Alignas(64) int32_t sums[2][GROUP][GROUP];  // [set][tile row][weight row]
     V acc[GROUP];
     for (int m = 0; m < M; m++) acc[m] = v_zero();
-    TILES_BLOCK(EVEN, q, x, 0, S, sums[0]);
-    for (int b = 0; b < nb; b++) {
-        if (b + 1 < nb) {
-            if (b % 2)
-                TILES_BLOCK(EVEN, q, x, b + 1, S, sums[0]);
+    TILES_PIECE(EVEN, q, x, 0, pieces, S, sums[0]);
+    for (int j = 0; j < n; j++) {
+        if (j + 1 < n) {
+            if (j % 2)
+                TILES_PIECE(EVEN, q, x, j + 1, pieces, S, sums[0]);
             else
-                TILES_BLOCK(ODD, q, x, b + 1, S, sums[1]);
+                TILES_PIECE(ODD, q, x, j + 1, pieces, S, sums[1]);
         }
-        const int32_t(*s)[GROUP] = sums[b % 2];
-        const V block = block_scales(ws, b, scales), minimums = block_minimums(L, scales, ws, wm, b);
+        const int32_t(*s)[GROUP] = sums[j % 2];
+        const int b = j / pieces;
+        const V scale = block_scales(ws, j, form), minimums = block_minimums(L, form, ws, wm, j);
         for (int m = 0; m < M; m++) {
             const VI hi = _mm512_load_si512(s[m]);
             const VI dot = act == ACT_Q8 ? hi : vi_add(vi_shl7(hi), _mm512_load_si512(s[per + m]));
-            acc[m] = v_fma(vi_float(dot), v_mul(block, v_set1(step[b * per + m])), acc[m]);
-            acc[m] = v_fma(minimums, v_set1(sum[b * per + m]), acc[m]);
+            acc[m] = v_fma(vi_float(dot), v_mul(scale, v_set1(step[b * per + m])), acc[m]);
+            acc[m] = v_fma(minimums, v_set1(sum[j * per + m]), acc[m]);
         }
     }
     for (int m = 0; m < M; m++) v_store(out + GROUP * m, acc[m]);
 }
 
-// Units [lo, hi) of a quantized W (not HALVES) · every one of the `rows` rows of a, on the tiles, 16 tile rows at a
+// Units [lo, hi) of a quantized W · every one of the `rows` rows of a, on the tiles, 16 tile rows at a
 // time (ACT_EXACT: 8 rows, each a hi and a lo tile row), fewer where there are fewer (the last chunk padded with zero
 // rows: one configuration), into y (row r at y + r × ldy; accumulate: y +=), bias included: each unit read from
 // memory once (4-bit weights unpacked once), for all the rows
@@ -125,8 +133,8 @@ static inline __attribute__((always_inline)) void tiles_part(const Linear *L, in
     static _Thread_local uint8_t *buffer;  // the rows laid out for the tiles, then a unit's unpacked weights: grown
     static _Thread_local size_t capacity;
     const int nb = L->K / BLOCK, parts = act == ACT_Q8 ? 1 : 2, per = GROUP / parts;
-    const int chunks = (rows + per - 1) / per, S = (chunks > 1 ? per : rows) * parts;
-    const size_t chunk_bytes = ((size_t)nb * S * BLOCK + 2 * sizeof(float) * nb * (S / parts) + 63) / 64 * 64;
+    const int chunks = (rows + per - 1) / per, S = (chunks > 1 ? per : rows) * parts, pieces = scales == HALVES ? 2 : 1;
+    const size_t chunk_bytes = ((size_t)nb * S * BLOCK + (1 + pieces) * sizeof(float) * nb * (S / parts) + 63) / 64 * 64;
     const size_t need = chunk_bytes * chunks + (size_t)nb * 512;
     if (capacity < need) {
         free(buffer);
@@ -137,11 +145,12 @@ static inline __attribute__((always_inline)) void tiles_part(const Linear *L, in
     for (int c = 0; c < chunks; c++) {
         uint8_t *at = buffer + chunk_bytes * c;
         float *step = (float *)(at + (size_t)nb * S * BLOCK), *sum = step + (size_t)nb * (S / parts);
-        tiles_pack(a + per * c, rows - per * c < per ? rows - per * c : per, S, L->K, act, (int8_t *)at, step, sum);
+        const int M = rows - per * c < per ? rows - per * c : per;
+        tiles_pack(a + per * c, M, S, L->K, act, pieces, (int8_t *)at, step, sum);
     }
     float out[GROUP * GROUP];
     const size_t bytes = (size_t)nb * (kind == Q8 ? 512 : 256);  // a unit's weights
-    tiles_configure(S);
+    tiles_configure(S, pieces);
     for (int u = lo; u < hi; u++) {
         const uint8_t *w, *ws, *wm;
         group_starts(L, scales, u, 0, 1, &w, &ws, &wm);
