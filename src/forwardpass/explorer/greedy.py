@@ -9,10 +9,13 @@ seen; a sample near the end would "break" a loop only because too few tokens wer
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ..article.collapse import Loop, detect_loop
 from ..engine import BlockPool, Engine, EngineConfig
+from ..engine.rows import Chunk, Rows
+from ..engine.runner import Runner
 from ..loaded import LoadedModel
 from ..loop import generate
 from ..sampling import SamplingParams, make_generator, next_token
@@ -45,16 +48,30 @@ def outcome(row: dict, greedy_looped: bool) -> str:
     return "changed" if row["loop"] is None else "appeared"
 
 
+def step_logits(fp: LoadedModel, tokens: list[int]) -> torch.Tensor:
+    """Every position's next-token scores (len(tokens), vocab_size) in one pass, as the engine computes them: on the
+    native step one chunk giving logits at each position, the bits each position gets stepped on its own (so a draw
+    from a row is the draw a generation from that point makes); where the PyTorch blocks run, their forward."""
+    with torch.inference_mode():
+        pool = BlockPool(fp.config, -(-len(tokens) // 16), 16, fp.kv_format(), fp.device)
+        runner = Runner(fp.model, pool, checked=fp.model.checked)
+        if runner.capabilities.drafts:
+            table = [pool.allocate() for _ in range(pool.num_blocks)]
+            out = runner.step(Rows([Chunk(tokens, table, 0, every=True)]))
+            return torch.from_numpy(np.array(out.logits, copy=True))
+        logits, _ = fp.model(torch.tensor([tokens], device=fp.device))
+        return logits[0].float()
+
+
 def draws(fp: LoadedModel, ids: list[int], greedy: list[int], steps: int, seed: int) -> list[dict]:
     """The token one sample at T = 1 with `seed` draws at each of the first `steps` steps of the greedy path: every
-    step's distribution comes out of one forward pass over the prompt and the greedy tokens (position p's logits are
-    the next-token scores after the first p + 1 tokens)."""
-    with torch.inference_mode():
-        logits, _ = fp.model(torch.tensor([ids + greedy[:steps]], device=fp.device))
+    step's distribution comes out of one pass over the prompt and the greedy tokens (step_logits: position p's scores
+    are the next token's after the first p + 1 tokens)."""
+    logits = step_logits(fp, ids + greedy[:steps])
     params = SamplingParams(temperature=TEMPERATURE, seed=seed)
     out = []
     for s in range(steps):
-        row = logits[0, len(ids) + s - 1].float()
+        row = logits[len(ids) + s - 1]
         token, _ = next_token(row, params, make_generator(params), ids + greedy[:s], [])
         p = torch.softmax(row / TEMPERATURE, -1)
         out.append({"id": token, "probability": float(p[token]), "greedy_probability": float(p[greedy[s]])})
