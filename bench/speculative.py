@@ -82,10 +82,7 @@ def engine_for(fp, speculative: str, share: float | None, seqs: int = 16):
 
     engine = Engine(fp, EngineConfig(kv_cache_bytes=2**29, max_num_seqs=seqs, speculative=speculative))
     if share is not None:
-        held = StepCost()
-        held.observe = lambda rows, seconds: None
-        held.row_share = lambda rows: share
-        engine.scheduler.planner.cost = held
+        engine.scheduler.planner.cost = StepCost(held=share)
     return engine
 
 

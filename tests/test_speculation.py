@@ -10,7 +10,17 @@ from stepping import run
 
 from forwardpass import kernels
 from forwardpass.engine import BlockPool, Engine, EngineConfig, speculation
-from forwardpass.engine.speculation import MOST_K, PAUSE, PRIOR_SHARE, Drafter, Lookup, Predicted, StepCost, best_k
+from forwardpass.engine.speculation import (
+    MOST_K,
+    PAUSE,
+    PRIOR_SHARE,
+    Drafter,
+    Lookup,
+    Predicted,
+    StepCost,
+    best_k,
+    looped,
+)
 from forwardpass.errors import ForwardpassError
 from forwardpass.sampling import SamplingParams
 from forwardpass.structured.constraints import Constraint
@@ -38,6 +48,15 @@ def test_lookup_follows_the_occurrence_whose_context_matches_furthest_back():
     text = copied + [0, 1, 2, 3, 6, 6] + [7, 8, 9, 1, 2, 3]  # (1, 2, 3) after (7, 8, 9) at 3, after (0) at 9
     assert Lookup().match(text, 2) == ([4, 5], 6)
     assert Lookup().match([1, 2, 3, 4, 0, 1, 2, 3, 5, 9, 1, 2, 3], 1) == ([5], 3)  # equally shallow: the latest
+
+
+def test_a_loop_drafts_its_next_turns_past_the_texts_end():
+    """A deep match whose place lies near the text's end (the text going round a loop) drafts as far as asked, the
+    loop's turns again; a shallow one stops where the text does."""
+    loop = [5, 6, 7] * 4  # 12 tokens: (5, 6, 7) last seen 3 back, its context matching 9 tokens back
+    assert Lookup().match(loop, 8) == ([5, 6, 7, 5, 6, 7, 5, 6], 9)
+    assert Lookup().match([1, 2, 3, 4, 2, 3], 5) == ([4, 2, 3], 2)  # shallow: no guess past the end
+    assert looped([1, 2, 9, 9], 2, 5) == [9, 9, 9, 9, 9] and looped([1, 2], 2, 3) == []
 
 
 def test_the_draft_length_is_the_one_that_pays_most():
@@ -112,12 +131,10 @@ def test_a_copy_under_way_drafts_long_at_once_and_apart_from_shallow_matches():
     assert d.odds["lookup"].p == Drafter().odds["lookup"].p and d.odds["lookup deep"].p < before - 0.1
 
 
-class FixedCost(StepCost):
+def FixedCost() -> StepCost:  # noqa: N802
     """A draft row's cost held at the prior share: how much a test sees drafted and kept does not hang on how fast
     the machine ran its steps (a busy machine fits other costs, and drafts less)."""
-
-    def observe(self, rows: int, seconds: float) -> None:
-        pass
+    return StepCost(held=PRIOR_SHARE)
 
 
 def drafting_engine(smollm, speculative: str, **config) -> Engine:

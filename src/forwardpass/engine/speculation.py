@@ -78,23 +78,40 @@ class Lookup:
             places = self.seen.get(tuple(tokens[-n:])) if len(tokens) > n else None
             if places:
                 depth, at = max((matched_depth(tokens, tokens, p, 0, n), p) for p in places)  # ties: the latest
-                return tokens[at:at + k], depth
+                return (looped(tokens, at, k) if depth >= DEEP_MATCH else tokens[at:at + k]), depth
         return [], 0
+
+
+def looped(tokens: list[int], at: int, k: int) -> list[int]:
+    """k tokens from position `at` on, copied on past the text's end from the draft itself: where a deep match's place
+    lies so near the end that the text runs out, the text is going round a loop (a line, a list's separator, a phrase
+    said again and again), and the loop's next turns are the draft."""
+    out = tokens[at:at + k]
+    period = len(tokens) - at
+    while len(out) < k and period > 0:
+        out.append(out[len(out) - period])
+    return out
 
 
 @dataclass
 class StepCost:
     """A native step's seconds as a + b × rows, fitted to the steps seen, recent ones weighing most: what a draft row
-    costs beside the step it rides on."""
+    costs beside the step it rides on. `held`: a draft row's share of a step held at this, whatever the steps take
+    (the drafts then hang on what is kept alone, the same on any machine)."""
 
+    held: float | None = None
     sums: list[float] = field(default_factory=lambda: [0.0] * 5)  # decayed Σ1, Σrows, Σrows², Σs, Σrows × s
 
     def observe(self, rows: int, seconds: float) -> None:
+        if self.held is not None:
+            return
         self.sums = [DECAY * x + y for x, y in zip(self.sums, (1.0, rows, rows * rows, seconds, rows * seconds),
                                                     strict=True)]
 
     def row_share(self, rows: int) -> float:
         """One more row's time as a share of a step of `rows` rows (PRIOR_SHARE until steps of two sizes were seen)."""
+        if self.held is not None:
+            return self.held
         n, r, rr, t, rt = self.sums
         spread = n * rr - r * r
         if n < 2 or spread <= 1e-9 * n * n:
