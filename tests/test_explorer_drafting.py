@@ -73,7 +73,10 @@ def test_every_draft_is_copied_from_the_text_before_it(run):
     assert drafts
     for s in drafts:
         before, draft, n, at = text[:s["start"]], s["draft_ids"], s["from"]["n"], s["from"]["at"]
-        assert before[at:at + len(draft)] == draft and at + len(draft) <= len(before)  # it stood there before
+        stood = before[at:at + len(draft)]
+        assert draft[:len(stood)] == stood  # it stood there before, up to the text's end
+        assert s["from"]["loop"] == (len(stood) < len(draft))  # past it, a loop's next turns
+        assert all(draft[i] == draft[i - (len(before) - at)] for i in range(len(stood), len(draft)))
         assert before[at - n:at] == before[-n:] and 1 <= n <= 3  # after the same last n tokens as now
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..engine import BlockPool, Engine, EngineConfig
 from ..engine.sequence import RequestOutput, Sequence
-from ..engine.speculation import MOST_DEEP, NGRAMS
+from ..engine.speculation import MOST_DEEP, NGRAMS, StepCost, looped
 from ..loaded import LoadedModel
 from ..sampling import SamplingParams
 from .compute import _first_difference, _ids, _range, refuse
@@ -20,6 +20,9 @@ from .many_users import metrics_of
 
 BLOCK_SIZE = 16  # tokens per block: the engine's default
 NEW_TOKENS = (8, 96)  # a run stays well under a second on the default model
+# a draft row's cost, as a share of a pass, that the page's engine drafts by: held, so that a text gives the same passes
+# on every machine (the engine fits it to its own steps: on a CPU that reads the weights from memory, about this)
+ROW_SHARE = 0.25
 
 
 @dataclass
@@ -41,6 +44,7 @@ def generate(fp: LoadedModel, ids: list[int], new_tokens: int, speculative: str)
     engine = Engine(fp, EngineConfig(
         kv_cache_bytes=blocks * BlockPool.block_bytes(fp.config, BLOCK_SIZE, fp.kv_format()), block_size=BLOCK_SIZE,
         max_num_seqs=1, max_num_batched_tokens=max(512, len(ids)), speculative=speculative))
+    engine.scheduler.planner.cost = StepCost(held=ROW_SHARE)
     passes: list[Pass] = []
 
     def observe(seq: Sequence, draft: list[int], kept: int, rows: int) -> None:
@@ -59,12 +63,13 @@ def generate(fp: LoadedModel, ids: list[int], new_tokens: int, speculative: str)
 
 def source(text: list[int], draft: list[int]) -> dict | None:
     """Where prompt lookup (speculation.Lookup) copied `draft` from in `text`: the latest earlier place where the
-    text's last n tokens stood (n = 3, 2, 1, longest first), the draft being what followed them there."""
+    text's last n tokens stood (n = 3, 2, 1, longest first) and what followed them there is the draft; `loop` where that
+    runs past the text's end (speculation.looped: the text going round a loop, the draft its next turns too)."""
     for n in NGRAMS:
         tail = text[-n:]
         for at in range(len(text) - 1, n - 1, -1):
-            if text[at - n:at] == tail:
-                return {"at": at, "n": n} if text[at:at + len(draft)] == draft else None
+            if text[at - n:at] == tail and looped(text, at, len(draft)) == draft:
+                return {"at": at, "n": n, "loop": at + len(draft) > len(text)}
     return None
 
 

@@ -83,7 +83,7 @@ export function mount() {
 
 /** the text pass by pass with pass k opened: its box framed, its draft's source marked, and its detail below */
 function drawPass(w, d, k) {
-  const s = d.steps[k], from = s.from, end = from ? from.at + s.draft.length : 0;
+  const s = d.steps[k], from = s.from, end = from ? Math.min(from.at + s.draft.length, s.start) : 0;
   const inside = (pos, a, b) => pos >= a && pos < b;
   const marks = (pos) => [from && inside(pos, from.at, end) && "copied",
     from && (inside(pos, from.at - from.n, from.at) || inside(pos, s.start - from.n, s.start)) && "matched"];
@@ -118,7 +118,8 @@ function detail(d, k) {
   const out = [head];
   if (s.from) {
     const tail = text.slice(s.start - s.from.n, s.start).flatMap((x, i) => (i ? [" ", readable(x)] : [readable(x)]));
-    out.push(el("p", {}, ...nodes("W-drafting.lookup", { tail, n: s.from.n, k: s.draft.length })));
+    const said = s.from.loop ? "W-drafting.lookup-loop" : "W-drafting.lookup";
+    out.push(el("p", {}, ...nodes(said, { tail, n: s.from.n, k: s.draft.length })));
   }
   const kinds = ["kept", "refused", "dropped"], glyphs = { kept: "✓", refused: "✗", dropped: "–" };
   const drafted = s.draft.map((x, i) => {

@@ -62,6 +62,10 @@ export default {
     ({ n, k }) => `The text so far ended in {tail}; the same ${plural(n, "token", "{n} tokens")} stood earlier (shaded above), and the ${plural(k, "token", "{k} tokens")} after ${plural(n, "it", "them")} there (outlined) became the draft:`,
     "到这里为止，文本以 {tail} 结尾；同样的 {n} 个词元先前出现过（上面涂黄的地方），跟在它们后面的 {k} 个词元（虚线框出的）成了草稿：",
   ],
+  "W-drafting.lookup-loop": [
+    ({ n, k }) => `The text so far ended in {tail}; the same ${plural(n, "token", "{n} tokens")} stood just before (shaded above), and what followed ${plural(n, "it", "them")} there runs on to the end of the text (outlined): the text is going round a loop, so that stretch and its next turns, ${plural(k, "1 token", "{k} tokens")}, became the draft:`,
+    "到这里为止，文本以 {tail} 结尾；同样的 {n} 个词元刚刚出现过（上面涂黄的地方），跟在它们后面的那一段一直延伸到文本末尾（虚线框出的）：文本在兜圈子，所以这一段再接着转下去，共 {k} 个词元，成了草稿：",
+  ],
   "W-drafting.kept-all": [
     ({ k, gained }) => `The model would have chosen every one of them: it kept ${plural(k, "it", "all {k}")}, and the last row gave its own next token, {piece}: ${plural(gained, "1 token", "{gained} tokens")} from one read.`,
     "模型自己也会逐个选出它们：{k} 个全部保留，最后一行还给出了模型自己的下一个词元 {piece}：读一遍权重，得到 {gained} 个词元。",
@@ -107,8 +111,8 @@ export default {
     "提示词之后没有哪一遍验证过草稿：要么文本里没有可抄的，要么草稿在这里还没显出好处，所以每一遍只得到一个词元。",
   ],
   "W-drafting.policy": [
-    "The engine drafts only as far as it expects a draft to pay, from how often this request's drafts were kept and what an extra row adds to a pass: at first rarely and short, longer as its drafts are kept.",
-    "引擎只在预计划算的范围内起草，依据是这个请求的草稿被保留得多频繁、多一行会让一遍计算多花多少：起初很少起草、草稿也短，草稿越常被保留，起草就越长。",
+    "The engine drafts only as far as it expects a draft to pay, from how often this request's drafts were kept and what an extra row adds to a pass (here held at a quarter of a pass, so that a text gives the same passes on any machine; a server measures its own): at first rarely and short, longer as its drafts are kept.",
+    "引擎只在预计划算的范围内起草，依据是这个请求的草稿被保留得多频繁、多一行会让一遍计算多花多少（这里固定为一遍的四分之一，好让同一段文字在任何机器上都走同样的几遍；服务器则按自己实测的来）：起初很少起草、草稿也短，草稿越常被保留，起草就越长。",
   ],
   "W-drafting.rows": [
     "The price is arithmetic: {rows} rows computed with drafting, {plain} without, the prompt's {p} included. The {extra} extra are the rows of refused draft tokens, computed and thrown away.",
