@@ -41,8 +41,8 @@ def write_requests(path: Path, n: int, max_tokens: int = 3, extra: list[str] = (
     return lines
 
 
-def batch(smollm, requests: Path, output: Path, stop: threading.Event | None = None, **kw):
-    engine = Engine(smollm, EngineConfig(kv_cache_bytes=256 * 2**20))
+def batch(stored, requests: Path, output: Path, stop: threading.Event | None = None, **kw):
+    engine = Engine(stored, EngineConfig(kv_cache_bytes=256 * 2**20))
     app = build_app(engine, ServerConfig("m"))
     return run_batch(engine, app, requests, output, stop=stop, **kw)
 
@@ -68,12 +68,12 @@ def interrupted(proc: subprocess.Popen, output: Path, lines: int) -> tuple[str, 
     return out, err
 
 
-def assert_answered_as_alone(smollm, out: list[dict], indices: tuple[int, ...]) -> None:
+def assert_answered_as_alone(stored, out: list[dict], indices: tuple[int, ...]) -> None:
     """Each of these answers (request(i), 3 tokens) says what the request's greedy text alone says."""
     for i in indices:
         body = request(i)["body"]
-        prompt = body.get("prompt") or smollm.tokenizer.apply_chat_template(body["messages"])
-        want = generate(smollm, prompt, SamplingParams(temperature=0, max_tokens=3)).text
+        prompt = body.get("prompt") or stored.tokenizer.apply_chat_template(body["messages"])
+        want = generate(stored, prompt, SamplingParams(temperature=0, max_tokens=3)).text
         got = out[i]["response"]["body"]["choices"][0]
         assert out[i]["response"]["status_code"] == 200 and (got.get("text") or got["message"]["content"]) == want
 
@@ -87,7 +87,7 @@ def answers(out: list[dict]) -> list[tuple]:
 
 
 @pytest.fixture(scope="module")
-def full(smollm, tmp_path_factory):
+def full(stored, tmp_path_factory):
     """200 requests (and three lines that are not requests) answered in one run."""
     d = tmp_path_factory.mktemp("batch")
     extra = ['{"custom_id": "bad-json", ', json.dumps({"custom_id": "streamed", "url": "/v1/chat/completions",
@@ -96,16 +96,16 @@ def full(smollm, tmp_path_factory):
                          "body": {"model": "m", "messages": [{"role": "user", "content": "hi"}], "best_of": 2}})]
     write_requests(d / "in.jsonl", 200, extra=extra)
     seen = []
-    report = batch(smollm, d / "in.jsonl", d / "out.jsonl", progress=lambda done, total: seen.append((done, total)))
+    report = batch(stored, d / "in.jsonl", d / "out.jsonl", progress=lambda done, total: seen.append((done, total)))
     return d, report, rows(d / "out.jsonl"), seen
 
 
-def test_two_hundred_requests_answered_in_order(smollm, full):
+def test_two_hundred_requests_answered_in_order(stored, full):
     _, report, out, seen = full
     assert [r["custom_id"] for r in out[:200]] == [f"r{i}" for i in range(200)]
     assert report.requests == 203 and report.succeeded == 200 and report.failed == 3 and not report.interrupted
     assert seen[-1] == (203, 203) and [d for d, _ in seen] == list(range(1, 204))  # progress, one line at a time
-    assert_answered_as_alone(smollm, out, (0, 3, 120))
+    assert_answered_as_alone(stored, out, (0, 3, 120))
 
 
 def test_lines_that_are_not_requests_are_answered_with_why(full):
@@ -116,43 +116,43 @@ def test_lines_that_are_not_requests_are_answered_with_why(full):
     assert unknown["response"]["status_code"] == 400 and "best_of" in json.dumps(unknown["response"]["body"])
 
 
-def test_a_run_cut_mid_write_resumes_where_it_stopped(smollm, full, tmp_path):
+def test_a_run_cut_mid_write_resumes_where_it_stopped(stored, full, tmp_path):
     d, _, out, _ = full
     lines = (d / "out.jsonl").read_text().splitlines(keepends=True)
     (tmp_path / "out.jsonl").write_text("".join(lines[:170]) + lines[170][:37])  # 170 answers and half of one
-    report = batch(smollm, d / "in.jsonl", tmp_path / "out.jsonl")
+    report = batch(stored, d / "in.jsonl", tmp_path / "out.jsonl")
     assert report.skipped == 170 and report.succeeded + report.failed == 33
     assert answers(rows(tmp_path / "out.jsonl")) == answers(out)  # the same 203 answers, in order, once each
-    again = batch(smollm, d / "in.jsonl", tmp_path / "out.jsonl")  # complete: nothing to add, nothing doubled
+    again = batch(stored, d / "in.jsonl", tmp_path / "out.jsonl")  # complete: nothing to add, nothing doubled
     assert again.skipped == 203 and again.succeeded == again.failed == 0
     assert answers(rows(tmp_path / "out.jsonl")) == answers(out)
 
 
-def test_stop_writes_an_ordered_prefix_and_the_next_run_finishes(smollm, tmp_path):
+def test_stop_writes_an_ordered_prefix_and_the_next_run_finishes(stored, tmp_path):
     write_requests(tmp_path / "in.jsonl", 30, max_tokens=8)
     stop = threading.Event()
-    first = batch(smollm, tmp_path / "in.jsonl", tmp_path / "out.jsonl", stop=stop, concurrency=8,
+    first = batch(stored, tmp_path / "in.jsonl", tmp_path / "out.jsonl", stop=stop, concurrency=8,
                   progress=lambda done, total: stop.set() if done == 10 else None)
     kept = rows(tmp_path / "out.jsonl")
     assert first.interrupted and 10 <= len(kept) < 30
     assert [r["custom_id"] for r in kept] == [f"r{i}" for i in range(len(kept))]
-    second = batch(smollm, tmp_path / "in.jsonl", tmp_path / "out.jsonl")
+    second = batch(stored, tmp_path / "in.jsonl", tmp_path / "out.jsonl")
     assert second.skipped == len(kept) and not second.interrupted
     assert [r["custom_id"] for r in rows(tmp_path / "out.jsonl")] == [f"r{i}" for i in range(30)]
 
 
-def test_files_that_cannot_be_answered_are_refused_before_anything_runs(smollm, tmp_path):
+def test_files_that_cannot_be_answered_are_refused_before_anything_runs(stored, tmp_path):
     write_requests(tmp_path / "in.jsonl", 3, extra=[json.dumps(request(1))])
     with pytest.raises(ForwardpassError, match="custom_id 'r1' is on lines 2 and 4"):
-        batch(smollm, tmp_path / "in.jsonl", tmp_path / "out.jsonl")
+        batch(stored, tmp_path / "in.jsonl", tmp_path / "out.jsonl")
     assert not (tmp_path / "out.jsonl").exists()
     write_requests(tmp_path / "in.jsonl", 3)
     (tmp_path / "out.jsonl").write_text("not an answer\n" + json.dumps({"custom_id": "r0"}) + "\n")
     with pytest.raises(ForwardpassError, match="line 1 is not a batch answer"):
-        batch(smollm, tmp_path / "in.jsonl", tmp_path / "out.jsonl")
+        batch(stored, tmp_path / "in.jsonl", tmp_path / "out.jsonl")
 
 
-def test_the_command_stops_on_sigint_and_resumes(smollm, tmp_path):
+def test_the_command_stops_on_sigint_and_resumes(stored, tmp_path):
     """The CLI: SIGINT mid-run exits 130 with an ordered prefix written, which a next run completes."""
     write_requests(tmp_path / "in.jsonl", 24, max_tokens=16)
     cmd = [sys.executable, "-m", "forwardpass", "batch", str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"),
@@ -164,7 +164,7 @@ def test_the_command_stops_on_sigint_and_resumes(smollm, tmp_path):
     assert first["interrupted"] and "run the same command again to resume" in err
     done = rows(tmp_path / "out.jsonl")
     assert [r["custom_id"] for r in done] == [f"r{i}" for i in range(len(done))] and len(done) < 24
-    again = batch(smollm, tmp_path / "in.jsonl", tmp_path / "out.jsonl")
+    again = batch(stored, tmp_path / "in.jsonl", tmp_path / "out.jsonl")
     assert again.skipped == len(done) and not again.interrupted
     assert [r["custom_id"] for r in rows(tmp_path / "out.jsonl")] == [f"r{i}" for i in range(24)]
 
@@ -296,7 +296,7 @@ def test_a_failure_to_write_an_answer_ends_the_command_with_one_line(cli, tmp_pa
     assert [row["custom_id"] for row in rows(out)] == [f"r{i}" for i in range(8)]
 
 
-def test_a_line_separator_inside_a_request_is_text(smollm, tmp_path):
+def test_a_line_separator_inside_a_request_is_text(stored, tmp_path):
     """JSON allows U+2028, U+2029, U+0085 and form feeds raw inside a string; only a newline ends a JSONL line, so
     such a request is one request, answered, never broken into lines that are not JSON."""
     prompt = "Lines\u2028paragraphs\u2029next\x85and a feed\x0c: once upon a time"
@@ -304,14 +304,14 @@ def test_a_line_separator_inside_a_request_is_text(smollm, tmp_path):
             "body": {"model": "m", "prompt": prompt, "max_tokens": 2, "temperature": 0}}
     requests = tmp_path / "in.jsonl"
     requests.write_text(json.dumps(line, ensure_ascii=False) + "\r\n", encoding="utf-8")
-    report = batch(smollm, requests, tmp_path / "out.jsonl")
+    report = batch(stored, requests, tmp_path / "out.jsonl")
     out = rows(tmp_path / "out.jsonl")
     assert report.requests == 1 and report.succeeded == 1, report
-    want = generate(smollm, smollm.tokenizer.encode(prompt), SamplingParams(temperature=0, max_tokens=2)).text
+    want = generate(stored, stored.tokenizer.encode(prompt), SamplingParams(temperature=0, max_tokens=2)).text
     assert out[0]["custom_id"] == "odd" and out[0]["response"]["body"]["choices"][0]["text"] == want
 
 
-def test_a_responses_request_is_answered_as_the_chat_request_of_the_same_message(smollm, tmp_path):
+def test_a_responses_request_is_answered_as_the_chat_request_of_the_same_message(stored, tmp_path):
     """The Batch API's /v1/responses lines: the response's text is the chat completion's for the same message."""
     say = "Say one word about the sea."
     lines = [{"custom_id": "resp", "method": "POST", "url": "/v1/responses",
@@ -321,7 +321,7 @@ def test_a_responses_request_is_answered_as_the_chat_request_of_the_same_message
                        "temperature": 0}}]
     requests = tmp_path / "in.jsonl"
     requests.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    report = batch(smollm, requests, tmp_path / "out.jsonl")
+    report = batch(stored, requests, tmp_path / "out.jsonl")
     resp, chat = rows(tmp_path / "out.jsonl")
     assert report.succeeded == 2 and resp["response"]["status_code"] == 200, report.failures
     body = resp["response"]["body"]
@@ -330,14 +330,14 @@ def test_a_responses_request_is_answered_as_the_chat_request_of_the_same_message
     assert text
 
 
-def test_a_byte_order_mark_before_the_first_line_is_not_part_of_it(smollm, tmp_path):
+def test_a_byte_order_mark_before_the_first_line_is_not_part_of_it(stored, tmp_path):
     """Windows editors save UTF-8 with a byte-order mark first: the first request is answered as the others are."""
     requests = tmp_path / "in.jsonl"
     write_requests(requests, 2)
     requests.write_bytes("\ufeff".encode() + requests.read_bytes())
-    report = batch(smollm, requests, tmp_path / "out.jsonl")
+    report = batch(stored, requests, tmp_path / "out.jsonl")
     assert report.succeeded == 2 and report.failed == 0, report.failures
-    assert_answered_as_alone(smollm, rows(tmp_path / "out.jsonl"), (0, 1))
+    assert_answered_as_alone(stored, rows(tmp_path / "out.jsonl"), (0, 1))
 
 
 def test_a_second_batch_writing_the_same_output_is_refused_and_leaves_it_as_it_is(cli, no_model, tmp_path):

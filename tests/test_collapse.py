@@ -17,14 +17,14 @@ def test_detector_reports_period_and_start():
     assert detect_loop([]) is None
 
 
-def test_greedy_collapses_on_the_real_model(smollm):
-    r = generate(smollm, COLLAPSING, SamplingParams(temperature=0, max_tokens=48))
+def test_greedy_collapses_on_the_real_model(stored):
+    r = generate(stored, COLLAPSING, SamplingParams(temperature=0, max_tokens=48))
     assert r.loop == Loop(period=8, start=0, repeats=6.0)
-    block = smollm.tokenizer.decode(r.token_ids[:8])
+    block = stored.tokenizer.decode(r.token_ids[:8])
     assert r.text == block * 6 and block == " I'm going to eat them tomorrow."
 
 
-def test_seeded_sampling_escapes(smollm):
+def test_seeded_sampling_escapes(stored):
     for seed in (0, 1, 2, 3):
-        r = generate(smollm, COLLAPSING, SamplingParams(temperature=0.8, top_p=0.95, seed=seed, max_tokens=48))
+        r = generate(stored, COLLAPSING, SamplingParams(temperature=0.8, top_p=0.95, seed=seed, max_tokens=48))
         assert r.loop is None, (seed, r.text)

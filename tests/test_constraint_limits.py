@@ -25,10 +25,10 @@ from forwardpass.structured.constraints import Constraint, Grammars
 
 
 @pytest.fixture(scope="module")
-def server(smollm):
+def server(stored):
     # a compile limit well past the slowest refusal here (a regex of a million repeats takes seconds to refuse), so
     # the library's own message is what a busy machine sees too; the limit itself is tested on servers of its own
-    with running_server(smollm, EngineConfig(kv_cache_bytes=64 * 2**20), constraint_timeout=60.0) as s:
+    with running_server(stored, EngineConfig(kv_cache_bytes=64 * 2**20), constraint_timeout=60.0) as s:
         yield s
 
 
@@ -141,8 +141,8 @@ def test_health_and_other_requests_go_on_while_a_large_schema_compiles(server):
     assert health.slowest < 1.0, health.times
 
 
-def test_a_compile_past_the_servers_limit_is_a_400(smollm):
-    with running_server(smollm, EngineConfig(kv_cache_bytes=16 * 2**20), constraint_timeout=0.2) as (url, _):
+def test_a_compile_past_the_servers_limit_is_a_400(stored):
+    with running_server(stored, EngineConfig(kv_cache_bytes=16 * 2**20), constraint_timeout=0.2) as (url, _):
         r = httpx.post(url + "/v1/completions", timeout=60,
                        json={"prompt": "Answer:", "max_tokens": 8} | schema_format(optional_integers(3000)))
         assert "did not compile within 0.2 s" in refused(r, "response_format")
@@ -164,11 +164,11 @@ def test_a_limit_met_while_generating_is_a_400_or_an_error_event(server, monkeyp
     assert engine.healthy
 
 
-def test_failed_compiles_keep_no_memory_and_the_cache_has_a_bound(smollm, monkeypatch):
+def test_failed_compiles_keep_no_memory_and_the_cache_has_a_bound(stored, monkeypatch):
     """Each compile's memory is measured, and the kept ones stay within MAX_CACHED_BYTES: compiled one after another,
     large regular expressions (about 40 MB of lexer each) leave the heap no larger than the bound."""
     monkeypatch.setattr(constraints, "MAX_CACHED_BYTES", 16 << 20)
-    grammars = Grammars(smollm.tokenizer, smollm.config.vocab_size)
+    grammars = Grammars(stored.tokenizer, stored.config.vocab_size)
     grammars.compile(Constraint("json_object"))
     base = constraints._heap_bytes()
     for i in range(3):  # each regular expression's lexer alone is past the bound
@@ -287,13 +287,13 @@ def test_a_chain_past_the_limits_is_a_fast_400_and_the_server_lives(serve_proces
     assert proc.poll() is None and httpx.get(url + "/health", timeout=10).status_code == 200
 
 
-def test_a_small_constraint_does_not_wait_for_large_ones_nor_abandoned_compiles_run(smollm, monkeypatch):
+def test_a_small_constraint_does_not_wait_for_large_ones_nor_abandoned_compiles_run(stored, monkeypatch):
     """Four large schemas at once take the large constraints' workers past the time limit; a yes-or-no grammar sent
     meanwhile compiles beside them. The two that waited for a worker never start once their requests are refused."""
     built = []
     init = constraints.Grammar.__init__
     monkeypatch.setattr(constraints.Grammar, "__init__", lambda self, *a: (built.append(a[0]), init(self, *a))[1])
-    with running_server(smollm, EngineConfig(kv_cache_bytes=16 * 2**20), constraint_timeout=2.0) as (url, engine), \
+    with running_server(stored, EngineConfig(kv_cache_bytes=16 * 2**20), constraint_timeout=2.0) as (url, engine), \
             concurrent.futures.ThreadPoolExecutor(4) as pool:
         engine.grammars.compile(Constraint("regex", "a"))  # the vocabulary's view, built once, before the clock runs
         large = [pool.submit(httpx.post, url + "/v1/completions", timeout=60,

@@ -137,18 +137,18 @@ def FixedCost() -> StepCost:  # noqa: N802
     return StepCost(held=PRIOR_SHARE)
 
 
-def drafting_engine(smollm, speculative: str, **config) -> Engine:
-    engine = Engine(smollm, EngineConfig(speculative=speculative, **config))
+def drafting_engine(stored, speculative: str, **config) -> Engine:
+    engine = Engine(stored, EngineConfig(speculative=speculative, **config))
     engine.scheduler.planner.cost = FixedCost()
     return engine
 
 
-def same_with_and_without(smollm, prompts, params, **config) -> Engine:
+def same_with_and_without(stored, prompts, params, **config) -> Engine:
     """Run the requests with drafting and without: every output (ids, text, log-probabilities, finish) equal; the
     drafting engine returned."""
     outs = {}
     for speculative in ("off", "ngram"):
-        engine = drafting_engine(smollm, speculative, **config)
+        engine = drafting_engine(stored, speculative, **config)
         outs[speculative] = (engine, run(engine, prompts, params))
     (_, plain), (engine, drafted) = outs["off"], outs["ngram"]
     for a, b in zip(plain, drafted, strict=True):
@@ -157,8 +157,8 @@ def same_with_and_without(smollm, prompts, params, **config) -> Engine:
     return engine
 
 
-def grounded(smollm, ask: str) -> list[int]:
-    return smollm.encode(smollm.tokenizer.apply_chat_template([{"role": "user", "content": f"{ask}\n\n{PASSAGE}"}]))
+def grounded(stored, ask: str) -> list[int]:
+    return stored.encode(stored.tokenizer.apply_chat_template([{"role": "user", "content": f"{ask}\n\n{PASSAGE}"}]))
 
 
 needs_kernels = pytest.mark.skipif(not kernels.available(), reason="drafts are verified by the native step")
@@ -170,42 +170,42 @@ def kept(engine: Engine) -> tuple[float, float]:
 
 
 @needs_kernels
-def test_greedy_output_is_the_same_with_drafts_kept(smollm):
-    engine = same_with_and_without(smollm, [grounded(smollm, "Repeat this text word for word:")],
+def test_greedy_output_is_the_same_with_drafts_kept(stored):
+    engine = same_with_and_without(stored, [grounded(stored, "Repeat this text word for word:")],
                                    [SamplingParams(temperature=0, max_tokens=60)])
     drafted, accepted = kept(engine)
     assert drafted > 0 and accepted > 0.5 * drafted  # quoting its input, most drafts are right
 
 
 @needs_kernels
-def test_seeded_sampling_draws_the_same_tokens(smollm):
+def test_seeded_sampling_draws_the_same_tokens(stored):
     params = [SamplingParams(temperature=0.8, top_p=0.95, seed=s, max_tokens=50, logprobs=2) for s in (1, 2, 3)]
-    engine = same_with_and_without(smollm, [grounded(smollm, "Repeat this text:")] * 3, params)
+    engine = same_with_and_without(stored, [grounded(stored, "Repeat this text:")] * 3, params)
     assert kept(engine)[1] > 0
 
 
 @needs_kernels
-def test_stops_penalties_and_bias_apply_at_every_verified_position(smollm):
-    prompt = grounded(smollm, "Copy this text exactly:")
+def test_stops_penalties_and_bias_apply_at_every_verified_position(stored):
+    prompt = grounded(stored, "Copy this text exactly:")
     params = [SamplingParams(temperature=0, max_tokens=60, stop=["stone bridge"]),
               SamplingParams(temperature=0, max_tokens=40, repetition_penalty=1.3, presence_penalty=0.5,
                              frequency_penalty=0.3),
-              SamplingParams(temperature=0.7, seed=5, max_tokens=40, logit_bias={smollm.encode(" river")[0]: -100}),
+              SamplingParams(temperature=0.7, seed=5, max_tokens=40, logit_bias={stored.encode(" river")[0]: -100}),
               SamplingParams(temperature=0, max_tokens=7)]  # max_tokens cuts a draft short
-    engine = same_with_and_without(smollm, [prompt] * 4, params)
+    engine = same_with_and_without(stored, [prompt] * 4, params)
     assert kept(engine)[1] > 0
 
 
 @needs_kernels
-def test_structured_output_and_forced_tool_calls_are_the_same_with_drafts(smollm):
+def test_structured_output_and_forced_tool_calls_are_the_same_with_drafts(stored):
     schema = {"type": "object", "properties": {"river": {"type": "string"}, "town": {"type": "string"}},
               "required": ["river", "town"], "additionalProperties": False}
     params = [SamplingParams(temperature=0, max_tokens=60, constraint=Constraint("json_schema", schema)),
               SamplingParams(temperature=0.6, seed=3, max_tokens=60, constraint=Constraint("json_schema", schema)),
               SamplingParams(temperature=0, max_tokens=30, constraint=Constraint("regex", r"The river [a-z ,]+\.")),
               SamplingParams(temperature=0, max_tokens=60, constraint=forced_call())]
-    prompt = grounded(smollm, "Give the river's course and the town as JSON, quoting the text:")
-    engine = same_with_and_without(smollm, [prompt] * 4, params)
+    prompt = grounded(stored, "Give the river's course and the town as JSON, quoting the text:")
+    engine = same_with_and_without(stored, [prompt] * 4, params)
     assert kept(engine)[1] > 0
 
 
@@ -218,30 +218,30 @@ def forced_call() -> Constraint:
 
 
 @needs_kernels
-def test_concurrent_requests_with_preemption_are_the_same(smollm):
-    pool_bytes = 12 * BlockPool.block_bytes(smollm.config, 16, smollm.kv_dtype())
-    prompts = [grounded(smollm, ask) for ask in ("Repeat this text:", "Copy this text:", "Say this again:")]
+def test_concurrent_requests_with_preemption_are_the_same(stored):
+    pool_bytes = 12 * BlockPool.block_bytes(stored.config, 16, stored.kv_dtype())
+    prompts = [grounded(stored, ask) for ask in ("Repeat this text:", "Copy this text:", "Say this again:")]
     params = [SamplingParams(temperature=0, max_tokens=48, ignore_eos=True),
               SamplingParams(temperature=0.9, seed=7, max_tokens=48, ignore_eos=True),
               SamplingParams(temperature=0, max_tokens=48, ignore_eos=True)]
-    engine = same_with_and_without(smollm, prompts, params, kv_cache_bytes=pool_bytes, checked=False)
+    engine = same_with_and_without(stored, prompts, params, kv_cache_bytes=pool_bytes, checked=False)
     assert engine.scheduler.preemptions > 0 and kept(engine)[1] > 0
     assert engine.pool.used == 0
 
 
-def test_an_unknown_mode_is_refused(smollm):
+def test_an_unknown_mode_is_refused(stored):
     with pytest.raises(ValueError, match="speculative must be one of suffix, ngram, off, got 'eagle'"):
-        drafting_engine(smollm, "eagle")
+        drafting_engine(stored, "eagle")
 
 
 @needs_kernels
-def test_drafting_switches_itself_off_on_text_without_repeats(smollm):
+def test_drafting_switches_itself_off_on_text_without_repeats(stored):
     """Free prose, sampled: the lookup finds earlier occurrences of common tokens, their drafts are refused, and the
     request soon drafts nothing but rare one-token probes."""
-    prompt = smollm.encode(smollm.tokenizer.apply_chat_template(
+    prompt = stored.encode(stored.tokenizer.apply_chat_template(
         [{"role": "user", "content": "Write a story about a fox who learns to sail."}]))
     params = SamplingParams(temperature=1.0, seed=11, max_tokens=200, ignore_eos=True)
-    engine = same_with_and_without(smollm, [prompt], [params])
+    engine = same_with_and_without(stored, [prompt], [params])
     drafted, _ = kept(engine)
     assert engine.metrics.drafts.value > 0 and drafted <= 0.1 * 200  # it tried, and soon stopped
 
@@ -259,13 +259,13 @@ def test_predicted_tokens_are_followed_and_taken_up_again():
 
 
 @needs_kernels
-def test_a_prediction_drafts_and_changes_nothing(smollm):
+def test_a_prediction_drafts_and_changes_nothing(stored):
     """A request that gives its expected output: the same tokens as without it, and most of it kept as drafts; a
     prediction token outside the vocabulary is refused before the request runs."""
-    prompt = grounded(smollm, "Say one short sentence about the river.")
-    want = run(drafting_engine(smollm, "off"), [prompt], [SamplingParams(temperature=0, max_tokens=30)])[0]
+    prompt = grounded(stored, "Say one short sentence about the river.")
+    want = run(drafting_engine(stored, "off"), [prompt], [SamplingParams(temperature=0, max_tokens=30)])[0]
     answer = [o.token_id for o in want if o.token_id is not None]
-    engine = drafting_engine(smollm, "ngram")
+    engine = drafting_engine(stored, "ngram")
     got = run(engine, [prompt], [SamplingParams(temperature=0, max_tokens=30, prediction=answer)])[0]
     assert [o.token_id for o in got] == [o.token_id for o in want]
     assert kept(engine)[1] >= 0.6 * len(answer)

@@ -37,8 +37,8 @@ ASK = [{"role": "user", "content": "Describe a person as JSON."}]
 
 
 @pytest.fixture(scope="module")
-def client(smollm):
-    with running_server(smollm) as (url, _):
+def client(stored):
+    with running_server(stored) as (url, _):
         yield openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=300)
 
 
@@ -46,14 +46,14 @@ def person_format() -> dict:
     return {"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON, "strict": True}}
 
 
-def test_the_mask_allows_exactly_the_tokens_that_keep_a_match(smollm):
+def test_the_mask_allows_exactly_the_tokens_that_keep_a_match(stored):
     """For `[0-9]+`, the first token may be any token made of digits only (and nothing else); after one, an
     end-of-turn token becomes allowed too."""
-    tok = smollm.tokenizer
-    m = Grammars(tok, smollm.config.vocab_size).compile(Constraint("regex", "[0-9]+")).matcher()
+    tok = stored.tokenizer
+    m = Grammars(tok, stored.config.vocab_size).compile(Constraint("regex", "[0-9]+")).matcher()
     allowed = m.allowed()
     assert isinstance(allowed, np.ndarray) and allowed.dtype == np.bool_ and allowed.shape == (tok.vocab_size,)
-    digits = {i for i in range(smollm.config.vocab_size) if re.fullmatch(rb"[0-9]+", tok.token_bytes(i))}
+    digits = {i for i in range(stored.config.vocab_size) if re.fullmatch(rb"[0-9]+", tok.token_bytes(i))}
     assert set(np.flatnonzero(allowed).tolist()) == digits
     m.advance(min(digits))
     assert all(bool(m.allowed()[e]) for e in tok.eos_ids) and not m.finished
@@ -64,46 +64,46 @@ def test_the_mask_allows_exactly_the_tokens_that_keep_a_match(smollm):
     ("grammar", 'start: "a" | b', "unknown name"), ("choice", [], "non-empty list"), ("choice", ["a", 3], "list"),
     ("json_schema", "{}", "must be a JSON object"), ("xml", "<a/>", "unknown constraint kind"),
 ])
-def test_a_constraint_that_cannot_be_is_refused_by_name(smollm, kind, spec, message):
+def test_a_constraint_that_cannot_be_is_refused_by_name(stored, kind, spec, message):
     with pytest.raises(ConstraintError, match=message):
-        Grammars(smollm.tokenizer, smollm.config.vocab_size).compile(Constraint(kind, spec))
+        Grammars(stored.tokenizer, stored.config.vocab_size).compile(Constraint(kind, spec))
 
 
-def test_engine_constraints_end_where_the_grammar_does(smollm):
-    prompt = smollm.tokenizer.apply_chat_template([{"role": "user", "content": "Is water wet?"}])
-    r = generate(smollm, prompt, SamplingParams(temperature=0, max_tokens=20,
+def test_engine_constraints_end_where_the_grammar_does(stored):
+    prompt = stored.tokenizer.apply_chat_template([{"role": "user", "content": "Is water wet?"}])
+    r = generate(stored, prompt, SamplingParams(temperature=0, max_tokens=20,
                                                 constraint=Constraint("choice", ["yes", "no", "maybe so"])))
     assert r.text in ("yes", "no", "maybe so") and r.stop_reason == "stop"  # ended by the grammar, not a token
-    r = generate(smollm, prompt, SamplingParams(temperature=0, max_tokens=30,
+    r = generate(stored, prompt, SamplingParams(temperature=0, max_tokens=30,
                                                 constraint=Constraint("regex", r"(Yes|No), [a-z ]{5,40}\.")))
     assert re.fullmatch(r"(Yes|No), [a-z ]{5,40}\.", r.text) and r.stop_reason == "stop"
-    cut = generate(smollm, prompt, SamplingParams(temperature=0, max_tokens=3, constraint=Constraint("json_schema",
+    cut = generate(stored, prompt, SamplingParams(temperature=0, max_tokens=3, constraint=Constraint("json_schema",
                                                                                                      PERSON)))
     assert cut.stop_reason == "length" and cut.text.startswith('{"name":') and len(cut.token_ids) == 3
     grammar = 'start: "The answer is " ANSWER "."\nANSWER: "yes" | "no"'
-    r = generate(smollm, prompt, SamplingParams(temperature=0, max_tokens=20,
+    r = generate(stored, prompt, SamplingParams(temperature=0, max_tokens=20,
                                                 constraint=Constraint("grammar", grammar)))
     assert r.text in ("The answer is yes.", "The answer is no.")
     with pytest.raises(ForwardpassError, match="not the naive one"):
-        Generation(smollm, prompt, SamplingParams(constraint=Constraint("json_object")), naive=True)
+        Generation(stored, prompt, SamplingParams(constraint=Constraint("json_object")), naive=True)
 
 
-def test_sampled_json_still_validates(smollm):
+def test_sampled_json_still_validates(stored):
     """Every sampling option applies inside the grammar: temperature, top-k/p, penalties, seeds."""
-    prompt = smollm.tokenizer.apply_chat_template(ASK)
+    prompt = stored.tokenizer.apply_chat_template(ASK)
     for seed in range(3):
-        r = generate(smollm, prompt, SamplingParams(temperature=1.0, top_p=0.95, top_k=50, presence_penalty=0.5,
+        r = generate(stored, prompt, SamplingParams(temperature=1.0, top_p=0.95, top_k=50, presence_penalty=0.5,
                                                     seed=seed, max_tokens=200,
                                                     constraint=Constraint("json_schema", PERSON)))
         assert r.stop_reason != "length", r.text  # complete: ended by the grammar or an end-of-turn token
         jsonschema.validate(json.loads(r.text), PERSON)
 
 
-def test_logit_bias_moves_the_choice(smollm):
+def test_logit_bias_moves_the_choice(stored):
     prompt = "The three primary colors are"
-    plain = generate(smollm, prompt, SamplingParams(temperature=0, max_tokens=1)).token_ids[0]
-    banned = generate(smollm, prompt, SamplingParams(temperature=0, max_tokens=1, logit_bias={plain: -100}))
-    forced = generate(smollm, prompt, SamplingParams(temperature=0, max_tokens=2, logit_bias={7042: 100}))
+    plain = generate(stored, prompt, SamplingParams(temperature=0, max_tokens=1)).token_ids[0]
+    banned = generate(stored, prompt, SamplingParams(temperature=0, max_tokens=1, logit_bias={plain: -100}))
+    forced = generate(stored, prompt, SamplingParams(temperature=0, max_tokens=2, logit_bias={7042: 100}))
     assert banned.token_ids[0] != plain and forced.token_ids == [7042, 7042]
     with pytest.raises(ForwardpassError, match="logit_bias"):
         SamplingParams(logit_bias={5: 101})
@@ -163,20 +163,20 @@ def test_an_invalid_schema_names_its_field(client):
     assert caught.value.body["param"] == "response_format" and caught.value.body["code"] == "invalid_constraint"
 
 
-def test_logit_bias_through_the_openai_client(client, smollm):
+def test_logit_bias_through_the_openai_client(client, stored):
     kw = {"model": MODEL, "prompt": "The three primary colors are", "max_tokens": 3, "temperature": 0}
     r = client.completions.create(**kw, logit_bias={"7042": 100})
-    assert r.choices[0].text == smollm.tokenizer.decode([7042] * 3)
+    assert r.choices[0].text == stored.tokenizer.decode([7042] * 3)
 
 
-def test_stop_token_ids_end_before_the_token(client, smollm):
+def test_stop_token_ids_end_before_the_token(client, stored):
     """vLLM's stop_token_ids: generation ends at the first such token, which is not kept."""
     prompt = "The three primary colors are"
-    ids = generate(smollm, prompt, SamplingParams(temperature=0, max_tokens=8)).token_ids
+    ids = generate(stored, prompt, SamplingParams(temperature=0, max_tokens=8)).token_ids
     at = next(i for i in range(2, len(ids)) if ids[i] not in ids[:i])  # the first chosen at i, not before
     r = client.completions.create(model=MODEL, prompt=prompt, max_tokens=8, temperature=0,
                                   extra_body={"stop_token_ids": [ids[at]]})
-    assert r.choices[0].text == smollm.tokenizer.decode(ids[:at]) and r.choices[0].finish_reason == "stop"
+    assert r.choices[0].text == stored.tokenizer.decode(ids[:at]) and r.choices[0].finish_reason == "stop"
     assert r.usage.completion_tokens == at
     with pytest.raises(openai.BadRequestError, match="stop_token_ids names token 99999"):
         client.completions.create(model=MODEL, prompt=prompt, max_tokens=2, extra_body={"stop_token_ids": [99999]})

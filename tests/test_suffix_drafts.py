@@ -150,8 +150,8 @@ def test_a_request_partition_is_its_key_and_its_user():
     assert partition(request(authorization="Bearer k1"), two, None) == digest
 
 
-def drafting_engine(smollm, speculative: str) -> Engine:
-    engine = Engine(smollm, EngineConfig(kv_cache_bytes=256 * 2**20, speculative=speculative))
+def drafting_engine(stored, speculative: str) -> Engine:
+    engine = Engine(stored, EngineConfig(kv_cache_bytes=256 * 2**20, speculative=speculative))
     engine.scheduler.planner.cost = FixedCost()
     return engine
 
@@ -168,18 +168,18 @@ def session(engine: Engine, rounds: list[list[tuple[list[int], SamplingParams, s
     return [[(o.token_id, o.text, o.logprob, o.finish_reason, o.stop_string) for o in outs[i]] for i in ids]
 
 
-def chat(smollm, content: str) -> list[int]:
-    return smollm.encode(smollm.tokenizer.apply_chat_template([{"role": "user", "content": content}]))
+def chat(stored, content: str) -> list[int]:
+    return stored.encode(stored.tokenizer.apply_chat_template([{"role": "user", "content": content}]))
 
 
 STORY = "Write a story about a fox who learns to sail."
 
 
 @needs_kernels
-def test_a_repeated_request_drafts_from_the_first_and_changes_nothing(smollm):
+def test_a_repeated_request_drafts_from_the_first_and_changes_nothing(stored):
     """Free prose, asked again: its own text offers little, the first answer nearly all of it. Every mode's output
     is the one without drafting."""
-    prompt = chat(smollm, STORY)
+    prompt = chat(stored, STORY)
     schema = {"type": "object", "properties": {"fox": {"type": "string"}, "boat": {"type": "string"}},
               "required": ["fox", "boat"], "additionalProperties": False}
     first = [(prompt, SamplingParams(temperature=0, max_tokens=60, ignore_eos=True), "")]
@@ -190,7 +190,7 @@ def test_a_repeated_request_drafts_from_the_first_and_changes_nothing(smollm):
                        frequency_penalty=0.2, stop=["sail"]),
         SamplingParams(temperature=0, max_tokens=50, constraint=Constraint("json_schema", schema)),
         SamplingParams(temperature=0, max_tokens=50, constraint=forced_call()))]
-    engines = {mode: drafting_engine(smollm, mode) for mode in ("off", "ngram", "suffix")}
+    engines = {mode: drafting_engine(stored, mode) for mode in ("off", "ngram", "suffix")}
     outs = {mode: session(engine, [first, again[:1], again[1:]]) for mode, engine in engines.items()}
     assert outs["suffix"] == outs["off"] == outs["ngram"]
     gained = kept(engines["suffix"])[1] - kept(engines["ngram"])[1]
@@ -206,28 +206,28 @@ def accepted_of(engine: Engine, rounds) -> float:
 
 
 @needs_kernels
-def test_a_partition_never_drafts_from_another(smollm):
+def test_a_partition_never_drafts_from_another(stored):
     """Bob asks what Alice asked: drafting exactly as by prompt lookup alone (his own history is empty), never from
     Alice's answer, which Alice herself drafts from."""
-    prompt = chat(smollm, STORY)
+    prompt = chat(stored, STORY)
     params = SamplingParams(temperature=0, max_tokens=48, ignore_eos=True)
     alice, bob, alice_again = [(prompt, params, "alice")], [(prompt, params, "bob")], [(prompt, params, "alice")]
-    alone = accepted_of(drafting_engine(smollm, "ngram"), [alice, bob])
-    engine = drafting_engine(smollm, "suffix")
+    alone = accepted_of(drafting_engine(stored, "ngram"), [alice, bob])
+    engine = drafting_engine(stored, "suffix")
     assert accepted_of(engine, [alice, bob]) == alone
     assert accepted_of(engine, [alice_again]) > alone + 0.5 * 48
     histories = engine.outputs.history.histories
-    assert set(histories) == {(smollm.source, "alice"), (smollm.source, "bob")}
-    bob_text, alice_text = histories[(smollm.source, "bob")].tokens, histories[(smollm.source, "alice")].tokens
+    assert set(histories) == {(stored.source, "alice"), (stored.source, "bob")}
+    bob_text, alice_text = histories[(stored.source, "bob")].tokens, histories[(stored.source, "alice")].tokens
     assert len(alice_text) == 2 * len(bob_text) and alice_text == 2 * bob_text  # his own request, hers twice
 
 
 @needs_kernels
-def test_the_server_keeps_each_key_and_user_apart(smollm):
+def test_the_server_keeps_each_key_and_user_apart(stored):
     """Requests through the server land in the partition of the key they present and the user they name, OpenAI's
     `user` and Anthropic's `metadata.user_id` alike."""
     config = EngineConfig(kv_cache_bytes=64 * 2**20)
-    with running_server(smollm, config, api_key="k1") as (url, engine):
+    with running_server(stored, config, api_key="k1") as (url, engine):
         headers = {"authorization": "Bearer k1"}
         for user in ("alice", "bob"):
             r = httpx.post(f"{url}/v1/chat/completions", headers=headers, timeout=120, json={
@@ -240,19 +240,19 @@ def test_the_server_keeps_each_key_and_user_apart(smollm):
         assert r.status_code == 200, r.text
         digest = hashlib.sha256(b"k1").hexdigest()[:16]
         histories = engine.outputs.history.histories
-        assert set(histories) == {(smollm.source, f"{digest}/{u}") for u in ("alice", "bob", "carol")}
-        alice = smollm.tokenizer.decode(histories[(smollm.source, f"{digest}/alice")].tokens[:-1])
-        bob = smollm.tokenizer.decode(histories[(smollm.source, f"{digest}/bob")].tokens[:-1])
+        assert set(histories) == {(stored.source, f"{digest}/{u}") for u in ("alice", "bob", "carol")}
+        alice = stored.tokenizer.decode(histories[(stored.source, f"{digest}/alice")].tokens[:-1])
+        bob = stored.tokenizer.decode(histories[(stored.source, f"{digest}/bob")].tokens[:-1])
         assert "alice" in alice and "alice" not in bob and "bob" in bob
 
 
 @needs_kernels
-def test_two_keys_never_draft_from_each_other_through_the_server(smollm):
+def test_two_keys_never_draft_from_each_other_through_the_server(stored):
     """A server of two keys: the same question under each, the second key's drafting is prompt lookup's alone (its
     partition holds nothing of the first's answer), and the first key asking again drafts from its own first answer;
     a key the server does not take is refused."""
     config = EngineConfig(kv_cache_bytes=64 * 2**20)
-    with running_server(smollm, config, api_key=("k1", "k2")) as (url, engine):
+    with running_server(stored, config, api_key=("k1", "k2")) as (url, engine):
         engine.scheduler.planner.cost = FixedCost()
 
         def ask(key: str) -> tuple[str, float]:
@@ -269,11 +269,11 @@ def test_two_keys_never_draft_from_each_other_through_the_server(smollm):
         assert first == second == again
         assert by_history > by_lookup + 0.5 * 48
         digests = {hashlib.sha256(k).hexdigest()[:16] for k in (b"k1", b"k2")}
-        assert set(engine.outputs.history.histories) == {(smollm.source, d) for d in digests}
+        assert set(engine.outputs.history.histories) == {(stored.source, d) for d in digests}
         assert httpx.post(f"{url}/v1/chat/completions", headers={"authorization": "Bearer k3"}, json={
             "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}).status_code == 401
 
 
-def test_an_unknown_mode_is_refused_by_name(smollm):
+def test_an_unknown_mode_is_refused_by_name(stored):
     with pytest.raises(ValueError, match="speculative must be one of suffix, ngram, off, got 'eagle'"):
-        Engine(smollm, EngineConfig(speculative="eagle"))
+        Engine(stored, EngineConfig(speculative="eagle"))
