@@ -62,9 +62,12 @@ def free_port() -> int:
 
 def machine(device: str = "cpu") -> dict:
     import torch
+
+    from forwardpass import kernels
     facts = {"date": time.strftime("%Y-%m-%d %H:%M"), "cpu": platform.processor() or platform.machine(),
              "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-             "load_average": [round(x, 2) for x in os.getloadavg()], "device": device}
+             "load_average": [round(x, 2) for x in os.getloadavg()], "device": device,
+             "kernels": kernels.isa(), "tiles": kernels.tiles()}  # the build in use, and the tile unit (AMX)
     if torch.device(device).type == "cuda":
         facts["device_name"] = torch.cuda.get_device_name(device)
     return facts

@@ -527,10 +527,9 @@ static inline __attribute__((always_inline)) void gemv_part_of(const Linear *L, 
                                                                size_t ldy, int accumulate) {
     int lo, hi;
     part_units(L, t, T, &lo, &hi);
-    if (TILES && quantized(kind) && rows >= TILE_ROWS(act) && tiles_in_use()) {
-        tiles_part(L, kind, scales, act, a, rows, lo, hi, y, ldy, accumulate);
+    if (TILES && quantized(kind) && rows >= TILE_ROWS(act) && tiles_in_use() &&
+        tiles_part(L, kind, scales, act, a, rows, lo, hi, y, ldy, accumulate))
         return;
-    }
     const int quads = act == ACT_Q8 && QUAD_ROWS && quantized(kind) ? rows / 4 : 0;
     const int pairs = quantized(kind) ? (rows - 4 * quads) / 2 : 0;
     if (quads)  // each stream count a constant of its own loops

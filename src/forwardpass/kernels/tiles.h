@@ -126,10 +126,10 @@ static inline __attribute__((always_inline)) void tiles_group(const Linear *L, i
 // Units [lo, hi) of a quantized W · every one of the `rows` rows of a, on the tiles, 16 tile rows at a
 // time (ACT_EXACT: 8 rows, each a hi and a lo tile row), fewer where there are fewer (the last chunk padded with zero
 // rows: one configuration), into y (row r at y + r × ldy; accumulate: y +=), bias included: each unit read from
-// memory once (4-bit weights unpacked once), for all the rows
-static inline __attribute__((always_inline)) void tiles_part(const Linear *L, int kind, int scales, int act,
-                                                             const Activation *a, int rows, int lo, int hi, float *y,
-                                                             size_t ldy, int accumulate) {
+// memory once (4-bit weights unpacked once), for all the rows. 0 where it could not (no memory for the rows' layout).
+static inline __attribute__((always_inline)) int tiles_part(const Linear *L, int kind, int scales, int act,
+                                                            const Activation *a, int rows, int lo, int hi, float *y,
+                                                            size_t ldy, int accumulate) {
     static _Thread_local uint8_t *buffer;  // the rows laid out for the tiles, then a unit's unpacked weights: grown
     static _Thread_local size_t capacity;
     const int nb = L->K / BLOCK, parts = act == ACT_Q8 ? 1 : 2, per = GROUP / parts;
@@ -138,8 +138,9 @@ static inline __attribute__((always_inline)) void tiles_part(const Linear *L, in
     const size_t need = chunk_bytes * chunks + (size_t)nb * 512;
     if (capacity < need) {
         free(buffer);
-        capacity = need;
         buffer = aligned_alloc(64, (need + 63) / 64 * 64);
+        capacity = buffer ? need : 0;
+        if (!buffer) return 0;  // no memory for the layout: the vector unit takes the product
     }
     uint8_t *unpacked = buffer + chunk_bytes * chunks;  // (blocks, 8, 64): a 4-bit unit as 8-bit tiles
     for (int c = 0; c < chunks; c++) {
@@ -176,14 +177,16 @@ static inline __attribute__((always_inline)) void tiles_part(const Linear *L, in
         }
     }
     tiles_release();
+    return 1;
 }
 #else
 #define TILES 0
 #define TILE_ROWS(act) 0
 static inline int tiles_in_use(void) { return 0; }
-static inline void tiles_part(const Linear *L, int kind, int scales, int act, const Activation *a, int rows, int lo,
-                              int hi, float *y, size_t ldy, int accumulate) {
+static inline int tiles_part(const Linear *L, int kind, int scales, int act, const Activation *a, int rows, int lo,
+                             int hi, float *y, size_t ldy, int accumulate) {
     (void)L, (void)kind, (void)scales, (void)act, (void)a, (void)rows, (void)lo, (void)hi, (void)y, (void)ldy,
         (void)accumulate;
+    return 0;
 }
 #endif
