@@ -3,7 +3,7 @@ token through the engine's runner (the native step) in each activation mode, rec
 compared with the records there. On one CPU every kernel build and the tile unit give the same bits (the tests say so);
 this is the check across CPUs, which no single machine's tests can make.
 
-    .venv/bin/python bench/bits.py [--model smollm2-135m,gemma3-270m] [--save] [--json]
+    .venv/bin/python bench/bits.py [--model smollm2-135m,gemma3-270m] [--threads N] [--save] [--json]
 
 Each digest covers 64 tokens of bench/text.txt, a prompt of 48 then 16 single steps, over a float16 pool; the first
 position whose logits differ from a record is named. `--save` adds (or replaces) this CPU's record."""
@@ -17,6 +17,8 @@ from pathlib import Path
 
 from common import TEXT, machine
 from kv_accuracy import cpu_name
+
+from forwardpass.cli.options import add_threads_option, apply_threads
 
 RECORDS = Path(__file__).with_name("bits.json")
 MODES = ("exact", "q8")
@@ -64,7 +66,9 @@ def main() -> None:
     ap.add_argument("--model", default="smollm2-135m,gemma3-270m")
     ap.add_argument("--save", action="store_true", help="record this CPU's digests in bench/bits.json")
     ap.add_argument("--json", action="store_true")
+    add_threads_option(ap)  # the bits do not hang on it: a step's arithmetic is the same on any team
     args = ap.parse_args()
+    apply_threads(args)
     facts = machine()
     mine = {f"{name} {mode}": digests(name, mode) for name in args.model.split(",") for mode in MODES}
     records = json.loads(RECORDS.read_text()) if RECORDS.exists() else {}
