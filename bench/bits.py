@@ -1,9 +1,8 @@
 """Whether two CPUs compute the same bits: a digest of the logits each installed chat model gives a fixed text, token by
 token through the engine's runner (the native step) in each activation mode, recorded per CPU and kernel build in
 bench/bits.json and compared with every record there (this CPU's own too: whether a change kept its bits). On one CPU
-the tile unit gives the vector unit's bits (the tests say so); builds differ in the order of attention's horizontal
-sums, and thread counts in how attention splits the positions between the step's threads (`--threads 1` gives other
-bits than 2), so a record is of one build and thread count. Across CPUs no single machine's tests can tell.
+the tile unit gives the vector unit's bits and any thread count the same (the tests say so); builds differ in the order
+of attention's horizontal sums, so a record is of one build. Across CPUs no single machine's tests can tell.
 
     .venv/bin/python bench/bits.py [--model smollm2-135m,gemma3-270m] [--threads N] [--save] [--json]
 
@@ -21,7 +20,6 @@ from common import TEXT, machine
 from kv_accuracy import cpu_name
 
 from forwardpass.cli.options import add_threads_option, apply_threads
-from forwardpass.kernels.team import most_threads
 
 RECORDS = Path(__file__).with_name("bits.json")
 MODES = ("exact", "q8")
@@ -69,14 +67,13 @@ def main() -> None:
     ap.add_argument("--model", default="smollm2-135m,gemma3-270m")
     ap.add_argument("--save", action="store_true", help="record this CPU's digests in bench/bits.json")
     ap.add_argument("--json", action="store_true")
-    add_threads_option(ap)  # part of a record's name: attention splits its positions between this many threads
+    add_threads_option(ap)  # any count gives the same bits: attention's parts do not follow it
     args = ap.parse_args()
     apply_threads(args)
     facts = machine()
     mine = {f"{name} {mode}": digests(name, mode) for name in args.model.split(",") for mode in MODES}
     records = json.loads(RECORDS.read_text()) if RECORDS.exists() else {}
-    here = (f"{cpu_name()} ({facts['kernels']} kernels, tiles {'on' if facts['tiles'] else 'off'}, "
-            f"{most_threads()} thread{'' if most_threads() == 1 else 's'})")
+    here = f"{cpu_name()} ({facts['kernels']} kernels, tiles {'on' if facts['tiles'] else 'off'})"
     against = {cpu: compare(mine, record["digests"]) for cpu, record in records.items()}  # this CPU's own record too
     if args.save:
         records[here] = {"date": facts["date"], "digests": mine}

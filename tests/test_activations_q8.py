@@ -196,18 +196,26 @@ THREADS_SCRIPT = """
 import sys
 import numpy as np
 sys.path.insert(0, {tests!r})
+from stepping import stepped
 from test_activations_q8 import FORMS, product, rows_of, shape_of
-from forwardpass.kernels.abi import ACT_Q8
+from test_native_step import bound, tiny_llama
+from forwardpass.engine.runner import native_step
+from forwardpass.kernels.abi import ACT_EXACT, ACT_Q8
 out = []
 for form, bits in FORMS:
     n, k = shape_of(form)
     out.append(product(rows_of(5, k, 4), form, bits, n, k, 6, ACT_Q8).numpy().ravel())
+for act in (ACT_Q8, ACT_EXACT):  # whole steps: attention's parts, whatever the threads
+    model = bound(tiny_llama(False), 4)
+    native_step(model).spec.activations = act
+    out.append(stepped(model, list(range(7, 27)), [3, 5, 9]).numpy().ravel())
 np.save({path!r}, np.concatenate(out))
 """
 
 
 def test_any_thread_count_gives_the_same_bits(tmp_path):
-    """One, two or three threads, each its share of every matrix's groups: every form's q8 product the same bits."""
+    """One, two or three threads, each its share of every matrix's groups: every form's q8 product the same bits; and a
+    native step's logits in both modes (a prompt chunk, then decode rows), attention's parts the same on each."""
     results = []
     for threads in (1, 2, 3):
         path = tmp_path / f"threads-{threads}.npy"

@@ -8,13 +8,19 @@
 // Threads: one OpenMP team for the whole step, five barriers per layer (team.h's, which sleep soon when a partner
 // is not running; four more from SPLIT_ROWS rows). Matrix products split their rows (or groups of rows) across it,
 // each unit of weights read from memory once for all the batch's rows; attention splits each row's positions into
-// m->threads parts however many threads run (a row's parts merged by every thread, or from SPLIT_ROWS rows by the
-// one that prepares it), so a step's results are the same bits for any team size.
+// parts(m) parts however many threads run (a row's parts merged by every thread, or from SPLIT_ROWS rows by the one
+// that prepares it), so a step's results are the same bits for any team size, and on 1 to PARTS threads.
 #define _GNU_SOURCE
 #include <omp.h>
 
 #include "gemv.h"
 #include "team.h"
+
+// Attention's parts of a row's positions, each thread taking some: PARTS on up to PARTS threads, so that the partial
+// sums meet in the same order on any of those counts; one a thread past them (each thread its share of the positions)
+#define PARTS 4
+
+static int parts(const Model *m) { return m->threads > PARTS ? m->threads : PARTS; }
 
 // Where one sequence's keys (or values) of one layer and K/V head lie: slot j's row of head_dim numbers, through its
 // block table, at base + table[j / block_size] × block_stride + (j % block_size) × stride bytes, stored as `kv` says
@@ -465,9 +471,10 @@ typedef struct {
 } Own;
 
 static Shared cut_shared(Cut *c, const Model *m) {
-    const size_t H = m->n_heads, T = m->threads, hd = m->head_dim, R = m->rows;
+    const size_t H = m->n_heads, T = m->threads, P = parts(m), hd = m->head_dim, R = m->rows;
     Shared s = {cut(c, R * m->d_model), cut(c, R * (H + 2 * m->n_kv_heads) * hd), cut(c, R * 2 * m->hidden),
-                cut(c, R * T * H * hd), cut(c, R * T * H), cut(c, R * T * H), cut(c, R * T), cut(c, R * m->d_model),
+                cut(c, R * P * H * hd), cut(c, R * P * H), cut(c, R * P * H), cut(c, R * T),
+                cut(c, R * m->d_model),
                 cut(c, R * T), cut(c, R * widest_row(m)), cut(c, R * H * hd),
                 cut(c, R * activation_floats(widest_row(m)))};
     return s;
@@ -748,7 +755,7 @@ static void step_rows(const Model *m, const Batch *b, float *logits, int *greedy
     Cut shared = {m->work, 0};
     const Shared s = cut_shared(&shared, m);
     embed_rows(m, b, s.x);
-    const int P = m->threads, team = m->team > 0 && m->team < P ? m->team : P;  // P: attention's parts
+    const int P = parts(m), team = m->team > 0 && m->team < m->threads ? m->team : m->threads;  // P: attention's parts
     TeamBarrier bar = {0, 0, 0};
     int teams = 1;
     double cpu = 0.;
