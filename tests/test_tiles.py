@@ -38,8 +38,8 @@ def tiles(on: bool):
 @pytest.mark.parametrize("form,bits", FORMS, ids=[f"{f}-q{b}" for f, b in FORMS])
 def test_rows_on_the_tiles_are_the_reference_bits(form, bits, activations):
     """6 to 33 rows (each mode's fewest on the tiles, a tile's rows: exact 8, q8 16, and past them into a chunk padded
-    with zero rows) of 70 outputs (a group padded): every row the scalar reference's bits, and the vector unit's.
-    HALVES (16-input scales) stay on the vector unit: the same bits too."""
+    with zero rows) of 70 outputs (a group padded): every row the scalar reference's bits, and the vector unit's;
+    HALVES (16-input scales) in half-depth tiles."""
     n, k = shape_of(form)
     x = rows_of(33, k, seed=21)
     q, scale, minimum, zero = weights(form, bits, n, k, seed=22)

@@ -11,9 +11,8 @@ F16C), neon (ARM64) and generic (portable C, the reference). The best build this
 FORWARDPASS_KERNELS=avx512|avx2|neon|generic|off forces one (a build this CPU cannot run is refused with what it lacks).
 Where the CPU has a tile unit (Intel AMX), the avx512 build multiplies a step's several rows on it (`tiles.h`), with
 the same bits; FORWARDPASS_TILES=off keeps them on the vector unit. Each build is cached under its source, compiler,
-flags and CPU. Where no compiler is found, or a build fails (said
-once, with the compiler's first error), the next build down is tried; with none, `available()` is False and
-callers use the PyTorch path."""
+flags and CPU. Where no compiler is found, or a build fails (said once, with the compiler's first error), the next
+build down is tried; with none, `available()` is False and callers use the PyTorch path."""
 
 from __future__ import annotations
 

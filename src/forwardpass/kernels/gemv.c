@@ -12,11 +12,14 @@
 
 #include "gemv.h"
 
-// The tile unit (tiles.h): whether the CPU has AMX-TILE and AMX-INT8 and Linux let this process use their registers
-// (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA), asked once as the library loads; and whether kernel_tiles wants it
-static int tiles_ready, tiles_wanted = 1;
+// Whether kernel_tiles wants the tile unit (tiles.h) where it is ready
+static int tiles_wanted = 1;
 
 #if TILES
+// Whether the CPU has AMX-TILE and AMX-INT8 and Linux let this process use their registers (arch_prctl
+// ARCH_REQ_XCOMP_PERM for XTILEDATA), asked once as the library loads
+static int tiles_ready;
+
 static void __attribute__((constructor)) tiles_ask(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1) || !(d >> 25 & 1)) return;  // AMX-TILE, AMX-INT8
@@ -28,7 +31,7 @@ int tiles_in_use(void) { return tiles_ready && tiles_wanted; }
 
 int kernel_tiles(int use) {
     if (use >= 0) tiles_wanted = use;
-    return tiles_ready && tiles_wanted;
+    return tiles_in_use();
 }
 
 // gemv_part_of for L's quantized kind and scales, with them and `act` constants

@@ -123,6 +123,14 @@ static inline __attribute__((always_inline)) void tiles_group(const Linear *L, i
     for (int m = 0; m < M; m++) v_store(out + GROUP * m, acc[m]);
 }
 
+// Where chunk c's steps lie in tiles_part's layout (chunks of `chunk_bytes`), after its blocks × S bytes, and its sums
+// (*sum) after the steps (blocks × S / parts floats)
+static inline float *chunk_steps(uint8_t *buffer, size_t chunk_bytes, int c, int nb, int S, int parts, float **sum) {
+    float *step = (float *)(buffer + chunk_bytes * c + (size_t)nb * S * BLOCK);
+    *sum = step + (size_t)nb * (S / parts);
+    return step;
+}
+
 // Units [lo, hi) of a quantized W · every one of the `rows` rows of a, on the tiles, 16 tile rows at a
 // time (ACT_EXACT: 8 rows, each a hi and a lo tile row), fewer where there are fewer (the last chunk padded with zero
 // rows: one configuration), into y (row r at y + r × ldy; accumulate: y +=), bias included: each unit read from
@@ -144,10 +152,9 @@ static inline __attribute__((always_inline)) int tiles_part(const Linear *L, int
     }
     uint8_t *unpacked = buffer + chunk_bytes * chunks;  // (blocks, 8, 64): a 4-bit unit as 8-bit tiles
     for (int c = 0; c < chunks; c++) {
-        uint8_t *at = buffer + chunk_bytes * c;
-        float *step = (float *)(at + (size_t)nb * S * BLOCK), *sum = step + (size_t)nb * (S / parts);
+        float *sum, *step = chunk_steps(buffer, chunk_bytes, c, nb, S, parts, &sum);
         const int M = rows - per * c < per ? rows - per * c : per;
-        tiles_pack(a + per * c, M, S, L->K, act, pieces, (int8_t *)at, step, sum);
+        tiles_pack(a + per * c, M, S, L->K, act, pieces, (int8_t *)(buffer + chunk_bytes * c), step, sum);
     }
     float out[GROUP * GROUP];
     const size_t bytes = (size_t)nb * (kind == Q8 ? 512 : 256);  // a unit's weights
@@ -167,12 +174,12 @@ static inline __attribute__((always_inline)) int tiles_part(const Linear *L, int
         }
         for (int c = 0; c < chunks; c++) {
             const int M = rows - per * c < per ? rows - per * c : per;
-            const uint8_t *at = buffer + chunk_bytes * c;
-            const float *step = (const float *)(at + (size_t)nb * S * BLOCK), *sum = step + (size_t)nb * (S / parts);
+            const int8_t *x = (const int8_t *)(buffer + chunk_bytes * c);
+            float *sum, *step = chunk_steps(buffer, chunk_bytes, c, nb, S, parts, &sum);
             if (M == per && S == GROUP)  // a full chunk: its row count a constant
-                tiles_group(L, scales, act, w, ws, wm, (const int8_t *)at, step, sum, per, GROUP, out);
+                tiles_group(L, scales, act, w, ws, wm, x, step, sum, per, GROUP, out);
             else
-                tiles_group(L, scales, act, w, ws, wm, (const int8_t *)at, step, sum, M, S, out);
+                tiles_group(L, scales, act, w, ws, wm, x, step, sum, M, S, out);
             for (int m = 0; m < M; m++) put(L, u * GROUP, out + GROUP * m, GROUP, y + (per * c + m) * ldy, accumulate);
         }
     }
