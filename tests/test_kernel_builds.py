@@ -174,3 +174,13 @@ def test_a_build_that_fails_to_compile_is_said_once_and_the_next_one_runs(monkey
     said = capsys.readouterr().err.strip().splitlines()
     assert len(said) == 1 and said[0].startswith("forwardpass: the avx2 kernels did not compile (")
     assert "-mno-such-option" in said[0] and said[0].endswith("; trying the next build")
+
+
+def test_an_x86_build_compiles_the_same_code_on_every_cpu():
+    """An x86 build's code, so its bits, may not follow the host: -mtune=native had the compiler vectorize float sums
+    512 bits wide on AMD and 256 on Intel, adding them in other orders (bench/bits.py found the logits differ)."""
+    for build in kernels.X86_ONLY:
+        flags = kernels.BUILDS[build][1]
+        assert not [f for f in flags if "native" in f], build
+        assert "-mtune=generic" in flags, build
+    assert "-mprefer-vector-width=256" in kernels.BUILDS["avx512"][1]

@@ -41,11 +41,14 @@ HERE = Path(__file__).parent
 SOURCES = [HERE / n for n in ("abi.c", "gemv.c", "decode_step.c", "stream_read.c", "dequantize.c", "repack.c")]
 HEADERS = [HERE / n for n in ("abi.h", "gemv.h", "simd.h", "team.h", "tiles.h")]
 COMMON_FLAGS = ["-O3", "-fopenmp", "-shared", "-fPIC", "-std=c11"]
-# build → (the CPU flags it needs, as /proc/cpuinfo names them; its compiler flags)
+# build → (the CPU flags it needs, as /proc/cpuinfo names them; its compiler flags). The x86 builds name their tuning
+# and vector width rather than the host's (-mtune=native): the compiler's vectorized float sums (norms, softmax) add in
+# an order that follows the vector width the tuning prefers (512 bits for AMD's, 256 for Intel's), so one build gives
+# the same bits on every CPU that runs it.
 BUILDS = {
     "avx512": (("avx512f", "avx512bw", "avx512vl", "avx512_vnni", "fma", "f16c"),
-               ["-DFP_AVX512", "-march=x86-64-v4", "-mavx512vnni", "-mtune=native"]),
-    "avx2": (("avx2", "fma", "f16c"), ["-DFP_AVX2", "-march=x86-64-v3", "-mtune=native"]),
+               ["-DFP_AVX512", "-march=x86-64-v4", "-mavx512vnni", "-mtune=generic", "-mprefer-vector-width=256"]),
+    "avx2": (("avx2", "fma", "f16c"), ["-DFP_AVX2", "-march=x86-64-v3", "-mtune=generic"]),
     "neon": ((), ["-DFP_NEON"]),  # every ARM64 CPU has Advanced SIMD
     "generic": ((), ["-march=native"]),  # portable source, this machine's code generation (FMA for fmaf, …)
 }
