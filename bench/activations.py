@@ -2,7 +2,10 @@
 the change in perplexity over bench/text.txt of the stored weights with exact activations (`--activations exact`, the
 default) and with q8 ones (`--activations q8`), on the prefill path (the whole text in one pass) and the decode path
 (token by token through the engine's runner: the native step); beside them llama.cpp on the same file and text (its
-own arithmetic: 8-bit activations against the same blocks), where llama-cpp-python is installed.
+own arithmetic: 8-bit activations against the same blocks), where llama-cpp-python is installed. Each change of
+perplexity comes with its standard error over the text's tokens (a paired difference: the same tokens scored twice), and
+each row's perplexity against llama.cpp's too; the mean KL divergence from fp32's next-token distribution says how far
+a mode moves the whole distribution, not only the text's tokens.
 
     .venv/bin/python bench/activations.py [--model smollm2-135m,gemma3-270m] [--threads 2] [--json]
 
@@ -23,11 +26,20 @@ MODES = ("exact", "q8")
 
 
 def scored(logits, ids: list[int]):
-    """Each position's top-1 token and the text's perplexity under `logits` (one row a position)."""
+    """Each position's top-1 token, each next token's negative log-likelihood (n - 1 of them) and each position's log
+    probabilities (n - 1 rows) under `logits` (one row a position)."""
     import torch
 
-    nll = torch.nn.functional.cross_entropy(logits[:-1].float(), torch.tensor(ids[1:]))
-    return logits.argmax(-1), math.exp(nll.item())
+    logp = torch.log_softmax(logits[:-1].double(), -1)
+    return logits.argmax(-1), -logp.gather(1, torch.tensor(ids[1:])[:, None])[:, 0], logp
+
+
+def compared(nll, nll_ref) -> tuple[float, float]:
+    """exp(mean nll) - exp(mean nll_ref) and its standard error, from the per-token differences (the same tokens: a
+    paired difference, whose spread is far smaller than either perplexity's)."""
+    d = nll - nll_ref
+    ppl = math.exp(nll.mean().item())
+    return ppl - math.exp(nll_ref.mean().item()), ppl * d.std().item() / math.sqrt(len(d))
 
 
 def decoded(fp, ids: list[int]):
@@ -86,13 +98,17 @@ def measure(name: str, threads: int) -> dict:
     reference = forwardpass.load(path, storage="fp32")
     ids = reference.encode(TEXT)
     with torch.inference_mode():
-        top_ref, ppl_ref = scored(reference.model(torch.tensor([ids]))[0][0].float(), ids)
+        top_ref, nll_ref, logp_ref = scored(reference.model(torch.tensor([ids]))[0][0].float(), ids)
     del reference
+    nlls = {}
 
     def row(mode: str, path_name: str, logits) -> dict:
-        top, ppl = scored(logits, ids)
+        top, nll, logp = scored(logits, ids)
+        nlls[mode, path_name] = nll
+        delta, se = compared(nll, nll_ref)
         return {"mode": mode, "path": path_name, "top1_vs_fp32": (top == top_ref).float().mean().item(),
-                "perplexity": ppl, "perplexity_delta": ppl - ppl_ref}
+                "perplexity": math.exp(nll.mean().item()), "perplexity_delta": delta, "perplexity_delta_se": se,
+                "kl_divergence": (logp_ref.exp() * (logp_ref - logp)).sum(-1).mean().item()}
 
     rows = []
     for mode in MODES:
@@ -105,8 +121,11 @@ def measure(name: str, threads: int) -> dict:
     theirs = llama_cpp_logits(path, ids, threads)
     if theirs is not None:
         rows.append(row("llama.cpp", "one pass", theirs))
-    return {"model": name, "file": os.path.basename(path), "tokens": len(ids), "fp32_perplexity": ppl_ref,
-            "rows": rows, "llama_cpp": theirs is not None}
+        for r in rows[:-1]:  # each row's perplexity against llama.cpp's, paired over the same tokens
+            theirs_nll = nlls["llama.cpp", "one pass"]
+            r["vs_llama_cpp"], r["vs_llama_cpp_se"] = compared(nlls[r["mode"], r["path"]], theirs_nll)
+    return {"model": name, "file": os.path.basename(path), "tokens": len(ids),
+            "fp32_perplexity": math.exp(nll_ref.mean().item()), "rows": rows, "llama_cpp": theirs is not None}
 
 
 def main() -> None:
@@ -131,13 +150,16 @@ def main() -> None:
           f"{facts['load_average_after']}")
     if not all(r["llama_cpp"] for r in results):
         print("llama.cpp: not installed (.venv/bin/pip install llama-cpp-python), its rows left out")
-    print("| model (file, tokens, fp32 perplexity) | activations | path | top-1 vs fp32 | perplexity | Δ perplexity |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| model (file, tokens, fp32 perplexity) | activations | path | top-1 vs fp32 | perplexity | Δ perplexity "
+          "(± s.e.) | KL divergence from fp32 | perplexity − llama.cpp's (± s.e.) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         what = f"{r['model']} ({r['file']}, {r['tokens']}, {r['fp32_perplexity']:.3f})"
         for x in r["rows"]:
+            theirs = (f"{x['vs_llama_cpp']:+.3f} ± {x['vs_llama_cpp_se']:.3f}" if "vs_llama_cpp" in x else "")
             print(f"| {what} | {x['mode']} | {x['path']} | {x['top1_vs_fp32']:.2%} | {x['perplexity']:.3f} | "
-                  f"{x['perplexity_delta']:+.3f} |")
+                  f"{x['perplexity_delta']:+.3f} ± {x['perplexity_delta_se']:.3f} | {x['kl_divergence']:.5f} | "
+                  f"{theirs} |")
 
 
 if __name__ == "__main__":
