@@ -12,9 +12,10 @@ every mode.
 A request's decode rate is its tokens after the first over the time from its first token to its last (prefill
 excluded); the agent loop's, its turns' tokens over their times; batch-1 figures are medians of --runs runs, the modes
 alternating. Acceptance is the share of drafted tokens kept (`suffix`'s); tokens per pass, the tokens each pass of the
-model gave (`ngram`'s and `suffix`'s, over all runs: what drafting saves before what a draft row costs). The draft
-lengths follow a draft row's cost as the steps measure it; `--row-share` holds it fixed instead, so that on a busy
-machine the tokens per pass of two runs, and of the two drafting modes, compare.
+model gave (`ngram`'s and `suffix`'s, over all runs: what drafting saves before what a draft row costs); copied, the
+share of an answer's tokens that end a stretch of COPY tokens seen before them (in the prompt or the answer): how much
+a lookup could draft at best. The draft lengths follow a draft row's cost as the steps measure it; `--row-share` holds
+it fixed instead, so that on a busy machine the tokens per pass of two runs, and of the two drafting modes, compare.
 """
 
 from __future__ import annotations
@@ -24,13 +25,15 @@ import json
 import statistics
 import time
 
-from agent_loop import run_loop
+from agent_loop import EDITS, run_loop
+from agent_loop import prompt as loop_prompt
 from common import TEXT, checked_device, machine, median
 
 from forwardpass.cli.options import add_device_option, add_threads_option, apply_threads, positive_int
 from forwardpass.config import ACTIVATIONS
 
 MODES = ("off", "ngram", "suffix")  # no drafting, prompt lookup alone, and with drafts learnt across requests
+COPY = 8  # an answer's token counts as copied where it ends a stretch of this many tokens seen before it
 CODE = '''def summarize(records):
     total = 0
     count = 0
@@ -154,16 +157,21 @@ def main() -> None:
                     rates[mode].append(seen["decode_tps"])
                     outputs.setdefault(mode, seen["tokens"])
                     counts[mode] = {k: counts[mode][k] + c[k] for k in counts[mode]}
-            rows.append(row(kind, task, rates, counts, outputs, args.runs))
+            rows.append(row(kind, task, rates, counts, outputs, args.runs, [(req[0], outputs["off"])]))
             show(rows[-1], args.json)
     rates, counts, outputs = {m: [] for m in MODES}, {m: {"drafted": 0, "accepted": 0} for m in MODES}, {}
+    answers: list[list[int]] = []
     for _ in range(args.runs):
         for mode in MODES:
             turns, tps, c = run_loop(fp, engine_for(fp, mode, args.row_share), CODE, args.agent_tokens)
             rates[mode].append(tps)
             outputs.setdefault(mode, [t for turn in turns for t in turn])
+            if mode == "off" and not answers:
+                answers = turns
             counts[mode] = {k: counts[mode][k] + c[k] for k in counts[mode]}
-    agent = row("agent", "edit_8_turns", rates, counts, outputs, args.runs)
+    documents = [CODE] + [tok.decode(a) for a in answers[:-1]]  # each turn's prompt holds the answer before it
+    agent = row("agent", "edit_8_turns", rates, counts, outputs, args.runs,
+                [(loop_prompt(tok, d, e), a) for d, e, a in zip(documents, EDITS, answers, strict=True)])
     show(agent, args.json)
     mixed = [request(m, t) for t, m in [*GROUNDED.items(), *PROSE.items()]]
     many = [mixed[i % len(mixed)] for i in range(args.clients)]
@@ -192,10 +200,27 @@ def main() -> None:
           + f" tok/s ({report['concurrent_speedup']:.2f}×, same tokens {same})")
 
 
-def row(kind: str, task: str, rates: dict, counts: dict, outputs: dict, runs: int) -> dict:
+def copied(texts: list[tuple[list[int], list[int]]], n: int = COPY) -> float:
+    """The share of the answers' tokens that end an n-token stretch already seen before them, in their prompt or earlier
+    in the answer (`texts`: (prompt, answer) pairs): what a lookup could have drafted at best. An answer that rewrites
+    its input rather than copying it leaves drafting little, whatever a draft row costs."""
+    hits = total = 0
+    for prompt, answer in texts:
+        seq, seen = prompt + answer, set()
+        for i in range(n - 1, len(seq)):
+            gram = tuple(seq[i - n + 1:i + 1])
+            if i >= len(prompt):
+                hits, total = hits + (gram in seen), total + 1
+            seen.add(gram)
+    return hits / total if total else 0.0
+
+
+def row(kind: str, task: str, rates: dict, counts: dict, outputs: dict, runs: int,
+        texts: list[tuple[list[int], list[int]]]) -> dict:
     """One task's line: its medians in each mode, suffix's ratio to off (and ngram's), the share of suffix's drafted
-    tokens kept, the tokens each pass of the model gave (ngram's and suffix's, over all runs) and whether every mode
-    gave the same tokens."""
+    tokens kept, the tokens each pass of the model gave (ngram's and suffix's, over all runs), the share of the answer
+    that copies text before it (`texts`: each request's prompt and answer) and whether every mode gave the same
+    tokens."""
     tps, tokens = {m: median(rates[m]) for m in MODES}, len(outputs["off"])
     per_pass = {m: runs * tokens / (runs * tokens - counts[m]["accepted"]) for m in ("ngram", "suffix")}
     drafted = counts["suffix"]["drafted"]
@@ -203,7 +228,7 @@ def row(kind: str, task: str, rates: dict, counts: dict, outputs: dict, runs: in
             "same_tokens": all(outputs[m] == outputs["off"] for m in MODES), **{f"{m}_tps": tps[m] for m in MODES},
             "speedup": tps["suffix"] / tps["off"], "ngram_speedup": tps["ngram"] / tps["off"],
             "acceptance": counts["suffix"]["accepted"] / drafted if drafted else 0.0,
-            **{f"{m}_tokens_per_pass": per_pass[m] for m in per_pass}}
+            **{f"{m}_tokens_per_pass": per_pass[m] for m in per_pass}, "copied": copied(texts)}
 
 
 def show(r: dict, quiet: bool) -> None:
@@ -212,7 +237,7 @@ def show(r: dict, quiet: bool) -> None:
                                                                                for m in MODES)
               + f" tok/s  {r['speedup']:.2f}× (ngram {r['ngram_speedup']:.2f}×)  accepted {r['acceptance']:.0%}"
                 f"  tokens/pass {r['suffix_tokens_per_pass']:.2f} (ngram {r['ngram_tokens_per_pass']:.2f})"
-                f"  same {r['same_tokens']}", flush=True)
+                f"  copied {r['copied']:.0%}  same {r['same_tokens']}", flush=True)
 
 if __name__ == "__main__":
     main()
