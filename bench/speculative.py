@@ -13,9 +13,11 @@ A request's decode rate is its tokens after the first over the time from its fir
 excluded); the agent loop's, its turns' tokens over their times; batch-1 figures are medians of --runs runs, the modes
 alternating. Acceptance is the share of drafted tokens kept (`suffix`'s); tokens per pass, the tokens each pass of the
 model gave (`ngram`'s and `suffix`'s, over all runs: what drafting saves before what a draft row costs); copied, the
-share of an answer's tokens that end a stretch of COPY tokens seen before them (in the prompt or the answer): how much
-a lookup could draft at best. The draft lengths follow a draft row's cost as the steps measure it; `--row-share` holds
-it fixed instead, so that on a busy machine the tokens per pass of two runs, and of the two drafting modes, compare.
+share of an answer's tokens that end a stretch of COPY tokens seen before them (in the prompt, the answer or, in the
+agent's loop, an earlier turn): no drafting from the text keeps more, so 1 / (1 - copied) bounds a task's gain; long,
+the share that ends a stretch of LONG_COPY tokens seen before (a passage or a line taken whole). The draft lengths
+follow a draft row's cost as the steps measure it; `--row-share` holds it fixed instead, so that on a busy machine
+the tokens per pass of two runs, and of the two drafting modes, compare.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from forwardpass.cli.options import add_device_option, add_threads_option, apply
 from forwardpass.config import ACTIVATIONS
 
 MODES = ("off", "ngram", "suffix")  # no drafting, prompt lookup alone, and with drafts learnt across requests
-COPY = 8  # an answer's token counts as copied where it ends a stretch of this many tokens seen before it
+COPY = 2  # an answer's token counts as copied where it ends a stretch of this many tokens seen before it
+LONG_COPY = 8  # and as a long copy where the stretch is this long: a passage or a line taken whole
 CODE = '''def summarize(records):
     total = 0
     count = 0
@@ -157,7 +160,8 @@ def main() -> None:
                     rates[mode].append(seen["decode_tps"])
                     outputs.setdefault(mode, seen["tokens"])
                     counts[mode] = {k: counts[mode][k] + c[k] for k in counts[mode]}
-            rows.append(row(kind, task, rates, counts, outputs, args.runs, [(req[0], outputs["off"])]))
+            predicted = [(req[1].prediction, [])] if req[1].prediction else []  # a text drafts may come from
+            rows.append(row(kind, task, rates, counts, outputs, args.runs, [*predicted, (req[0], outputs["off"])]))
             show(rows[-1], args.json)
     rates, counts, outputs = {m: [] for m in MODES}, {m: {"drafted": 0, "accepted": 0} for m in MODES}, {}
     answers: list[list[int]] = []
@@ -201,12 +205,14 @@ def main() -> None:
 
 
 def copied(texts: list[tuple[list[int], list[int]]], n: int = COPY) -> float:
-    """The share of the answers' tokens that end an n-token stretch already seen before them, in their prompt or earlier
-    in the answer (`texts`: (prompt, answer) pairs): what a lookup could have drafted at best. An answer that rewrites
-    its input rather than copying it leaves drafting little, whatever a draft row costs."""
+    """The share of the answers' tokens that end an n-token stretch already seen before them (`texts`: (prompt, answer)
+    pairs in the order one engine ran them; earlier ones count, as a drafter's history does). A drafted token is the
+    one that followed the same last token or tokens somewhere before, so at n = 2 no drafting from the text can keep
+    more: every other token takes a pass of its own, and a task can go at most 1 / (1 - copied) times as fast."""
     hits = total = 0
+    seen: set[tuple[int, ...]] = set()
     for prompt, answer in texts:
-        seq, seen = prompt + answer, set()
+        seq = prompt + answer
         for i in range(n - 1, len(seq)):
             gram = tuple(seq[i - n + 1:i + 1])
             if i >= len(prompt):
@@ -228,7 +234,8 @@ def row(kind: str, task: str, rates: dict, counts: dict, outputs: dict, runs: in
             "same_tokens": all(outputs[m] == outputs["off"] for m in MODES), **{f"{m}_tps": tps[m] for m in MODES},
             "speedup": tps["suffix"] / tps["off"], "ngram_speedup": tps["ngram"] / tps["off"],
             "acceptance": counts["suffix"]["accepted"] / drafted if drafted else 0.0,
-            **{f"{m}_tokens_per_pass": per_pass[m] for m in per_pass}, "copied": copied(texts)}
+            **{f"{m}_tokens_per_pass": per_pass[m] for m in per_pass}, "copied": copied(texts),
+            "copied_long": copied(texts, LONG_COPY)}
 
 
 def show(r: dict, quiet: bool) -> None:
@@ -237,7 +244,7 @@ def show(r: dict, quiet: bool) -> None:
                                                                                for m in MODES)
               + f" tok/s  {r['speedup']:.2f}× (ngram {r['ngram_speedup']:.2f}×)  accepted {r['acceptance']:.0%}"
                 f"  tokens/pass {r['suffix_tokens_per_pass']:.2f} (ngram {r['ngram_tokens_per_pass']:.2f})"
-                f"  copied {r['copied']:.0%}  same {r['same_tokens']}", flush=True)
+                f"  copied {r['copied']:.0%} (long {r['copied_long']:.0%})  same {r['same_tokens']}", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -177,8 +177,8 @@ def test_a_build_that_fails_to_compile_is_said_once_and_the_next_one_runs(monkey
 
 
 def test_an_x86_build_compiles_the_same_code_on_every_cpu():
-    """An x86 build's code, so its bits, may not follow the host: -mtune=native had the compiler vectorize float sums
-    512 bits wide on AMD and 256 on Intel, adding them in other orders (bench/bits.py found the logits differ)."""
+    """An x86 build's code, so its bits, may not follow the host: under -mtune=native the vector width the compiler
+    sums floats at (norms, softmax), and so their order, would be the host's (512 bits on AMD, 256 on Intel)."""
     for build in kernels.X86_ONLY:
         flags = kernels.BUILDS[build][1]
         assert not [f for f in flags if "native" in f], build
