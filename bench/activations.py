@@ -28,28 +28,21 @@ MODES = ("exact", "q8")
 CHUNK = 64  # positions whose float64 log probabilities are held at once (Gemma's vocabulary: 2 MB a position)
 
 
-def scored(logits, ids: list[int]):
-    """Each position's top-1 token and each next token's negative log-likelihood (n - 1 of them) under `logits` (one
-    row a position)."""
+def scored(logits, ids: list[int], ref=None):
+    """Each position's top-1 token, each next token's negative log-likelihood (n - 1 of them) under `logits` (one row a
+    position) and, given the reference's logits `ref`, the mean over positions of KL(ref ‖ logits) between next-token
+    distributions (as llama.cpp's perplexity tool gives it); a chunk of positions at a time."""
     import torch
 
-    nll = []
+    nll, kl = [], 0.0
     for i in range(0, len(ids) - 1, CHUNK):
-        logp = torch.log_softmax(logits[i:min(i + CHUNK, len(ids) - 1)].double(), -1)
-        nll.append(-logp.gather(1, torch.tensor(ids[i + 1:i + 1 + len(logp)])[:, None])[:, 0])
-    return logits.argmax(-1), torch.cat(nll)
-
-
-def divergence(logits, ref) -> float:
-    """The mean over positions of KL(ref ‖ logits) between next-token distributions (as llama.cpp's perplexity tool
-    gives it), a chunk of positions at a time."""
-    import torch
-
-    total = 0.0
-    for i in range(0, len(ref) - 1, CHUNK):
-        lp, lq = (torch.log_softmax(x[i:min(i + CHUNK, len(ref) - 1)].double(), -1) for x in (ref, logits))
-        total += (lp.exp() * (lp - lq)).sum().item()
-    return total / (len(ref) - 1)
+        end = min(i + CHUNK, len(ids) - 1)
+        logp = torch.log_softmax(logits[i:end].double(), -1)
+        nll.append(-logp.gather(1, torch.tensor(ids[i + 1:end + 1])[:, None])[:, 0])
+        if ref is not None:
+            p = torch.log_softmax(ref[i:end].double(), -1)
+            kl += (p.exp() * (p - logp)).sum().item()
+    return logits.argmax(-1), torch.cat(nll), kl / (len(ids) - 1)
 
 
 def compared(nll, nll_ref) -> tuple[float, float]:
@@ -117,17 +110,17 @@ def measure(name: str, threads: int) -> dict:
     ids = reference.encode(TEXT)
     with torch.inference_mode():
         ref = reference.model(torch.tensor([ids]))[0][0].float()
-    top_ref, nll_ref = scored(ref, ids)
+    top_ref, nll_ref, _ = scored(ref, ids)
     del reference
     nlls = {}
 
     def row(mode: str, path_name: str, logits) -> dict:
-        top, nll = scored(logits, ids)
+        top, nll, kl = scored(logits, ids, ref)
         nlls[mode, path_name] = nll
         delta, se = compared(nll, nll_ref)
         return {"mode": mode, "path": path_name, "top1_vs_fp32": (top == top_ref).float().mean().item(),
                 "perplexity": math.exp(nll.mean().item()), "perplexity_delta": delta, "perplexity_delta_se": se,
-                "kl_divergence": divergence(logits, ref)}
+                "kl_divergence": kl}
 
     rows = []
     for mode in MODES:
@@ -140,8 +133,8 @@ def measure(name: str, threads: int) -> dict:
     theirs = llama_cpp_logits(path, ids, threads)
     if theirs is not None:
         rows.append(row("llama.cpp", "one pass", theirs))
+        theirs_nll = nlls["llama.cpp", "one pass"]
         for r in rows[:-1]:  # each row's perplexity against llama.cpp's, paired over the same tokens
-            theirs_nll = nlls["llama.cpp", "one pass"]
             r["vs_llama_cpp"], r["vs_llama_cpp_se"] = compared(nlls[r["mode"], r["path"]], theirs_nll)
     return {"model": name, "file": os.path.basename(path), "tokens": len(ids),
             "fp32_perplexity": math.exp(nll_ref.mean().item()), "rows": rows, "llama_cpp": theirs is not None}

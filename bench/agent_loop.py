@@ -16,10 +16,10 @@ def prompt(tok, document: str, edit: str) -> list[int]:
                                                                           f"{edit} Give the whole file back."}]))
 
 
-def run_loop(fp, engine, first: str, max_tokens: int) -> tuple[list[list[int]], float, dict]:
+def run_loop(fp, engine, first: str, max_tokens: int) -> tuple[list[tuple[list[int], list[int]]], float, dict]:
     """The eight turns through one engine, each turn's prompt holding the previous answer (the first: `first`): every
-    turn's tokens, the decode rate over all turns (tokens after each turn's first over the time from its first token
-    to its last, summed), and the engine's drafted and accepted counts."""
+    turn's prompt and answer tokens, the decode rate over all turns (tokens after each turn's first over the time from
+    its first token to its last, summed), and the engine's drafted and accepted counts."""
     from forwardpass.sampling import SamplingParams
 
     tok = fp.tokenizer
@@ -31,9 +31,10 @@ def run_loop(fp, engine, first: str, max_tokens: int) -> tuple[list[list[int]], 
             if out.token_id is not None:
                 ids.append(out.token_id)
                 times.append(time.perf_counter())
-        engine.submit(prompt(tok, document, edit), SamplingParams(temperature=0, max_tokens=max_tokens), take)
+        asked = prompt(tok, document, edit)
+        engine.submit(asked, SamplingParams(temperature=0, max_tokens=max_tokens), take)
         engine.run_until_done()
-        turns.append(ids)
+        turns.append((asked, ids))
         tokens, seconds = tokens + len(ids) - 1, seconds + (times[-1] - times[0] if times else 0.0)
         document = tok.decode(ids)
     m = engine.metrics

@@ -27,8 +27,7 @@ import json
 import statistics
 import time
 
-from agent_loop import EDITS, run_loop
-from agent_loop import prompt as loop_prompt
+from agent_loop import run_loop
 from common import TEXT, checked_device, machine, median
 
 from forwardpass.cli.options import add_device_option, add_threads_option, apply_threads, positive_int
@@ -164,18 +163,16 @@ def main() -> None:
             rows.append(row(kind, task, rates, counts, outputs, args.runs, [*predicted, (req[0], outputs["off"])]))
             show(rows[-1], args.json)
     rates, counts, outputs = {m: [] for m in MODES}, {m: {"drafted": 0, "accepted": 0} for m in MODES}, {}
-    answers: list[list[int]] = []
+    texts: list[tuple[list[int], list[int]]] = []  # the first `off` run's turns: each one's prompt and answer
     for _ in range(args.runs):
         for mode in MODES:
             turns, tps, c = run_loop(fp, engine_for(fp, mode, args.row_share), CODE, args.agent_tokens)
             rates[mode].append(tps)
-            outputs.setdefault(mode, [t for turn in turns for t in turn])
-            if mode == "off" and not answers:
-                answers = turns
+            outputs.setdefault(mode, [t for _, answer in turns for t in answer])
+            if mode == "off" and not texts:
+                texts = turns
             counts[mode] = {k: counts[mode][k] + c[k] for k in counts[mode]}
-    documents = [CODE] + [tok.decode(a) for a in answers[:-1]]  # each turn's prompt holds the answer before it
-    agent = row("agent", "edit_8_turns", rates, counts, outputs, args.runs,
-                [(loop_prompt(tok, d, e), a) for d, e, a in zip(documents, EDITS, answers, strict=True)])
+    agent = row("agent", "edit_8_turns", rates, counts, outputs, args.runs, texts)
     show(agent, args.json)
     mixed = [request(m, t) for t, m in [*GROUNDED.items(), *PROSE.items()]]
     many = [mixed[i % len(mixed)] for i in range(args.clients)]
